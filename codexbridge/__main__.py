@@ -1,0 +1,3 @@
+from codexbridge.cli import main
+
+main()

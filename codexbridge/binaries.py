@@ -1,0 +1,85 @@
+"""Finding the pinned codex and claude binaries.
+
+Order: the `CODEX_BRIDGE_*_BIN` variable, the command on PATH, the project's pinned
+npm folder (`.tools/`, filled by `scripts/install-binaries`). In the pinned folder we
+prefer the native binary over the npm wrapper so signals and process-group kills reach
+the real process (reference §1).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from pathlib import Path
+
+from .errors import BinaryNotFoundError
+
+CODEX_VERSION = "0.169.0"
+CLAUDE_VERSION = "2.1.332"
+INSTALL_HINT = "scripts/install-binaries"
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def tools_dir() -> Path:
+    raw = os.environ.get("CODEX_BRIDGE_TOOLS_DIR")
+    return Path(raw) if raw else repo_root() / ".tools"
+
+
+def _codex_triple() -> str | None:
+    machine = platform.machine().lower()
+    system = platform.system()
+    if system == "Linux":
+        arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64",
+                "arm64": "aarch64"}.get(machine)
+        return f"{arch}-unknown-linux-musl" if arch else None
+    if system == "Darwin":
+        return "aarch64-apple-darwin" if machine == "arm64" else "x86_64-apple-darwin"
+    return None
+
+
+def pinned_codex() -> Path | None:
+    base = tools_dir() / "codex" / "node_modules"
+    triple = _codex_triple()
+    if triple:
+        for native in sorted(base.glob(f"@openai/codex-*/vendor/{triple}/bin/codex")):
+            if os.access(native, os.X_OK):
+                return native
+    wrapper = base / ".bin" / "codex"
+    return wrapper if os.access(wrapper, os.X_OK) else None
+
+
+def pinned_claude() -> Path | None:
+    base = tools_dir() / "claude" / "node_modules"
+    for native in sorted(base.glob("@anthropic-ai/claude-code-*/claude")):
+        if os.access(native, os.X_OK):
+            return native
+    wrapper = base / ".bin" / "claude"
+    return wrapper if os.access(wrapper, os.X_OK) else None
+
+
+def _find(env_var: str, command: str, pinned: Path | None, what: str) -> str:
+    explicit = os.environ.get(env_var)
+    if explicit:
+        if os.access(explicit, os.X_OK):
+            return explicit
+        raise BinaryNotFoundError(f"{env_var}={explicit} is not an executable file")
+    on_path = shutil.which(command)
+    if on_path:
+        return on_path
+    if pinned is not None:
+        return str(pinned)
+    raise BinaryNotFoundError(
+        f"{what} not found: set {env_var}, put `{command}` on PATH, or run "
+        f"`{INSTALL_HINT}` in the codexbridge checkout to install the pinned version")
+
+
+def find_codex() -> str:
+    return _find("CODEX_BRIDGE_CODEX_BIN", "codex", pinned_codex(), "codex")
+
+
+def find_claude() -> str:
+    return _find("CODEX_BRIDGE_CLAUDE_BIN", "claude", pinned_claude(), "Claude Code")

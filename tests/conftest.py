@@ -1,0 +1,30 @@
+"""Shared pytest set-up. Fixtures live in tests/support/, one module per area."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = [
+    "tests.support.codex_fixtures",
+    "tests.support.claude_fixtures",
+]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_state(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own CODEX_BRIDGE_HOME so no test sees a real user's state."""
+    home = tmp_path_factory.mktemp("bridge-home")
+    monkeypatch.setenv("CODEX_BRIDGE_HOME", str(home))
+    for var in ("CODEX_BRIDGE_URL", "CODEX_BRIDGE_INBOX_DIR", "CODEX_BRIDGE_TOKEN",
+                "CODEX_BRIDGE_APPROVALS", "CODEX_BRIDGE_APPROVAL_TIMEOUT",
+                "CODEX_BRIDGE_MAILBOX", "CODEX_BRIDGE_MCP_ROLE"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"codexbridge tests; CI={os.environ.get('CI', '')!r}"
