@@ -7,6 +7,7 @@ to run commands.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -44,10 +45,8 @@ def write_private_json(path: Path, data: Any) -> None:
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

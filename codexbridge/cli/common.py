@@ -1,0 +1,58 @@
+"""Options and helpers shared by the commands that talk to the app-server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import UsageError
+
+T = TypeVar("T")
+
+url_option = click.option(
+    "--url", metavar="URL",
+    help="App-server URL (ws://HOST:PORT or unix://PATH). Default: $CODEX_BRIDGE_URL, "
+         "else the running `codexbridge serve` (bridge.json).")
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print one JSON object on stdout for scripts.")
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise UsageError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def run_async(factory: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(factory())  # type: ignore[arg-type]
+
+
+def read_text_arg(text: str) -> str:
+    """TEXT, or standard input for `-`; empty text is refused (it would start an empty turn)."""
+    if text == "-":
+        text = click.get_text_stream("stdin").read()
+    if not text.strip():
+        raise UsageError("the message is empty; pass TEXT or pipe it with `-`")
+    return text
+
+
+def ensure_dir(path: str, what: str) -> str:
+    full = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isdir(full):
+        raise UsageError(f"{what} {path!r} is not a directory")
+    return full
+
+
+__all__: list[Any] = ["ensure_dir", "env_float", "json_option", "read_text_arg", "run_async",
+                      "url_option"]

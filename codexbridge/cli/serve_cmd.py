@@ -1,0 +1,59 @@
+"""`codexbridge serve`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..errors import UsageError
+from ..serve import DEFAULT_PORT, run_serve
+from .output import handles_errors
+
+SERVE_EXIT_HELP = """\b
+Exit codes: the app-server's own status when it ran (128+N when killed by signal N);
+  2 bad --cwd / --port / address, or a serve is already running
+  10 codex not found     11 app-server failed to start
+"""
+
+
+def _default_port() -> int:
+    raw = os.environ.get("CODEX_BRIDGE_PORT")
+    if not raw:
+        return DEFAULT_PORT
+    try:
+        return int(raw)
+    except ValueError:
+        raise UsageError(f"CODEX_BRIDGE_PORT={raw!r} is not a port number") from None
+
+
+@click.command(epilog=SERVE_EXIT_HELP)
+@click.option("--cwd", default=None, metavar="DIR",
+              help="The project Codex works in (default: $CODEX_BRIDGE_CWD, else the current "
+                   "directory).")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help=f"Port to listen on (default $CODEX_BRIDGE_PORT or {DEFAULT_PORT}; 0 picks "
+                   "a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Listen address. A non-loopback address needs CODEX_BRIDGE_TOKEN (a "
+                   "capability token the clients must present).")
+@click.option("--codex-arg", "codex_args", multiple=True, metavar="ARG",
+              help="Extra argument for `codex app-server` (repeatable), e.g. "
+                   "--codex-arg=-c --codex-arg=model=o3.")
+@handles_errors
+def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, ...]) -> None:
+    """Run the shared codex app-server that the TUI and the bridge both attach to.
+
+    Starts `codex app-server --listen ws://HOST:PORT` in DIR with only a baseline of
+    environment variables (PATH, HOME, locale, TMPDIR, CODEX_HOME, credential-free proxy
+    settings, plus names listed in $CODEX_BRIDGE_CHILD_ENV), writes bridge.json to the
+    state dir ($CODEX_BRIDGE_HOME, default ~/.codex-bridge) so `talk` finds it, and
+    prints the `codex --remote …` line to paste. Ctrl-C stops it.
+    """
+    workdir = cwd or os.environ.get("CODEX_BRIDGE_CWD") or os.getcwd()
+    chosen = _default_port() if port is None else port
+    code = run_serve(workdir, chosen, host, codex_args,
+                     echo=lambda m: click.echo(m),
+                     warn=lambda m: click.echo(m, err=True))
+    sys.exit(code)

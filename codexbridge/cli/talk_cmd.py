@@ -1,0 +1,199 @@
+"""`codexbridge talk list | say | read`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from .. import talk as talk_ops
+from ..client import AppServerClient
+from ..endpoint import resolve_endpoint
+from ..errors import (
+    BridgeError,
+    TurnFailedError,
+    TurnInterruptedError,
+    TurnTimeoutError,
+    UsageError,
+)
+from ..protocol.approvals import POLICIES
+from .common import ensure_dir, env_float, json_option, read_text_arg, run_async, url_option
+from .output import emit_json, fail, handles_errors
+
+TALK_EXIT_HELP = """\b
+Exit codes:
+  0 turn completed       1 turn failed          2 bad argument
+  3 no thread to join    4 ambiguous target     5 cannot connect
+  6 timed out            7 turn interrupted
+"""
+
+
+def _client(url: str | None) -> AppServerClient:
+    ep = resolve_endpoint(url)
+    return AppServerClient(ep.url, token=ep.token)
+
+
+@click.group(epilog=TALK_EXIT_HELP)
+def talk() -> None:
+    """Talk into a live Codex thread (the one your TUI shows).
+
+    The thread must have had one message from the TUI first; after that, `say` joins
+    it with thread/resume and the TUI renders the bridge's message and Codex's answer.
+    """
+
+
+@talk.command("list", epilog=TALK_EXIT_HELP)
+@click.option("--all", "include_all", is_flag=True,
+              help="Also show ephemeral helper threads (the TUI's title threads).")
+@url_option
+@json_option
+@handles_errors
+def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
+    """Threads loaded in the app-server: id, name, cwd, status."""
+
+    async def go() -> list[Any]:
+        async with _client(url) as client:
+            return await talk_ops.list_threads(client, include_all=include_all)
+
+    threads = run_async(go)
+    if as_json:
+        emit_json({"ok": True, "threads": [t.as_dict() for t in threads]})
+        return
+    if not threads:
+        click.echo("no user threads loaded: open the Codex TUI with `codex --remote <url>` "
+                   "and send it one message", err=True)
+        return
+    for t in threads:
+        extra = "" if t.is_user_thread else f"  [{t.thread_source or 'ephemeral'}]"
+        click.echo(f"{t.id}  {t.status:<10} name={t.name or '-'}  cwd={t.cwd or '-'}{extra}")
+
+
+@talk.command("say", epilog=TALK_EXIT_HELP)
+@click.argument("text")
+@click.option("--thread", "selector", metavar="ID|NAME",
+              help="Thread id or exact name. Default: the only user thread.")
+@click.option("--cwd", "target_cwd", metavar="DIR",
+              help="Pick the user thread whose working directory is DIR.")
+@click.option("--turn-cwd", metavar="DIR",
+              help="Run this turn (and later ones) in DIR instead of the thread's cwd.")
+@click.option("--approvals", type=click.Choice(POLICIES), default=None,
+              help="tui (default, $CODEX_BRIDGE_APPROVALS): stay silent, the human decides in "
+                   "the TUI, decline after --approval-timeout. decline: refuse at once. "
+                   "accept: approve at once (trusted environments only).")
+@click.option("--approval-timeout", type=float, default=None, metavar="S",
+              help="Seconds to wait for the TUI before declining "
+                   "(default 300, $CODEX_BRIDGE_APPROVAL_TIMEOUT).")
+@click.option("--timeout", type=float, default=talk_ops.DEFAULT_TURN_TIMEOUT, metavar="S",
+              show_default=True, help="Seconds to wait for the turn to finish.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not stream the reply to stderr.")
+@url_option
+@json_option
+@handles_errors
+def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: str | None,
+            approvals: str | None, approval_timeout: float | None, timeout: float, quiet: bool,
+            url: str | None, as_json: bool) -> None:
+    """Send TEXT (or `-` for stdin) into the thread and print Codex's reply.
+
+    The reply streams to stderr as it is written and is printed whole on stdout at the
+    end (`--json`: {thread_id, turn_id, status, reply, approvals}). Each approval
+    codex asks for is one line on stderr.
+    """
+    message = read_text_arg(text)
+    policy = approvals or os.environ.get("CODEX_BRIDGE_APPROVALS") or "tui"
+    if policy not in POLICIES:
+        raise UsageError(f"CODEX_BRIDGE_APPROVALS={policy!r}: expected one of "
+                         + ", ".join(POLICIES))
+    deadline = (approval_timeout if approval_timeout is not None
+                else env_float("CODEX_BRIDGE_APPROVAL_TIMEOUT",
+                               talk_ops.DEFAULT_APPROVAL_TIMEOUT))
+    if deadline <= 0 or timeout <= 0:
+        raise UsageError("--approval-timeout and --timeout must be positive")
+    if target_cwd:
+        target_cwd = ensure_dir(target_cwd, "--cwd")
+    if turn_cwd:
+        turn_cwd = ensure_dir(turn_cwd, "--turn-cwd")
+    streamed = False
+
+    def on_delta(chunk: str) -> None:
+        nonlocal streamed
+        streamed = True
+        if not quiet:
+            sys.stderr.write(chunk)
+            sys.stderr.flush()
+
+    def on_approval(line: str) -> None:
+        sys.stderr.write(("\n" if streamed and not quiet else "") + f"codexbridge: {line}\n")
+        sys.stderr.flush()
+
+    async def go() -> talk_ops.SayResult:
+        async with _client(url) as client:
+            target = await talk_ops.find_target(client, selector, target_cwd)
+            return await talk_ops.say(
+                client, target.id, message, approvals=policy,  # type: ignore[arg-type]
+                approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd,
+                on_delta=on_delta, on_approval=on_approval)
+
+    result = run_async(go)
+    if streamed and not quiet:
+        sys.stderr.write("\n")
+    if as_json:
+        emit_json({"ok": result.status == "completed", **result.as_dict()})
+    else:
+        click.echo(result.reply)
+    error = _turn_error(result)
+    if error is not None:
+        if as_json:
+            click.echo(f"codexbridge: {error.message}", err=True)
+            sys.exit(error.exit_code)
+        fail(error, False)
+
+
+def _turn_error(result: talk_ops.SayResult) -> BridgeError | None:
+    detail = (result.error or {}).get("message") if result.error else None
+    suffix = f": {detail}" if detail else ""
+    kw: dict[str, Any] = {"thread_id": result.thread_id, "turn_id": result.turn_id,
+                          "partial_reply": result.reply, "error": result.error}
+    if result.status == "completed":
+        return None
+    if result.status == "interrupted":
+        return TurnInterruptedError(f"the turn was interrupted{suffix}", **kw)
+    if result.status == "timedOut":
+        return TurnTimeoutError(f"timed out{suffix}", **kw)
+    return TurnFailedError(f"the turn failed{suffix}", **kw)
+
+
+@talk.command("read", epilog=TALK_EXIT_HELP)
+@click.option("--thread", "selector", metavar="ID|NAME",
+              help="Thread id or exact name. Default: the only user thread.")
+@click.option("--cwd", "target_cwd", metavar="DIR",
+              help="Pick the user thread whose working directory is DIR.")
+@click.option("--page-size", type=click.IntRange(1, 500), default=50, show_default=True,
+              help="Turns/items fetched per request.")
+@url_option
+@json_option
+@handles_errors
+def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: str | None,
+             as_json: bool) -> None:
+    """The thread's history as a readable transcript (`--json`: turns with items)."""
+    if target_cwd:
+        target_cwd = ensure_dir(target_cwd, "--cwd")
+
+    async def go() -> tuple[Any, list[talk_ops.TurnRecord]]:
+        async with _client(url) as client:
+            target = await talk_ops.find_target(client, selector, target_cwd)
+            return target, await talk_ops.read_history(client, target.id, page_size=page_size)
+
+    target, turns = run_async(go)
+    if as_json:
+        emit_json({"ok": True, "thread": target.as_dict(),
+                   "turns": [t.as_dict() for t in turns]})
+        return
+    click.echo(f"thread {target.id}  name={target.name or '-'}  cwd={target.cwd or '-'}")
+    for n, turn in enumerate(turns, 1):
+        click.echo(f"\n── turn {n} ({turn.status}) {turn.id}")
+        for item in turn.items:
+            line = talk_ops.render_item(item)
+            if line is not None:
+                click.echo(line)

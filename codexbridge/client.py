@@ -1,0 +1,221 @@
+"""The asyncio JSON-RPC client for `codex app-server` — the only code that owns a socket.
+
+One reader task takes every frame off the socket, resolves the matching request future,
+and hands notifications and server requests to subscribers through unbounded queues, so
+a slow consumer never stalls the reader (codex disconnects clients whose outbound queue
+fills, reference §4). When the socket closes, every waiter fails with
+ConnectionLostError and every subscriber receives `None`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import sys
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from . import __version__
+from .errors import ConnectError, ConnectionLostError, RequestTimeoutError, RpcError
+from .protocol.envelopes import (
+    Envelope,
+    Invalid,
+    Notification,
+    RequestId,
+    Response,
+    ServerRequest,
+    error_response,
+    notification,
+    parse_frame,
+    request,
+    result_response,
+)
+
+Event = Notification | ServerRequest
+DEFAULT_REQUEST_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 10.0
+
+
+class Subscription:
+    """A queue of notifications and server requests; `None` means the socket closed."""
+
+    def __init__(self, client: AppServerClient) -> None:
+        self._client = client
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+    async def get(self) -> Event | None:
+        return await self.queue.get()
+
+    def close(self) -> None:
+        self._client._subscribers.discard(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AppServerClient:
+    """Connect, handshake, send requests, receive events.
+
+    `url` is `ws://HOST:PORT` or `unix://PATH`; `token` is sent as a bearer token
+    (codex's `--ws-auth capability-token`).
+    """
+
+    def __init__(self, url: str, *, token: str | None = None,
+                 client_name: str = "codexbridge",
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                 on_invalid: Callable[[Invalid], None] | None = None) -> None:
+        self.url = url
+        self.token = token
+        self.client_name = client_name
+        self.request_timeout = request_timeout
+        self.on_invalid = on_invalid or _report_invalid
+        self.server_info: dict[str, Any] = {}
+        self._ws: ClientConnection | None = None
+        self._ids = itertools.count(1)
+        self._waiters: dict[RequestId, asyncio.Future[Any]] = {}
+        self._subscribers: set[Subscription] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self._closed_reason: str | None = None
+
+    async def __aenter__(self) -> AppServerClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open the socket and complete initialize/initialized."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
+        try:
+            if self.url.startswith("unix://"):
+                path = self.url[len("unix://"):]
+                if not path:
+                    raise ConnectError("a unix:// URL needs a socket path: unix:///path/to/sock")
+                # codex's unix listener drops clients that offer permessage-deflate.
+                self._ws = await asyncio.wait_for(unix_connect(
+                    path, uri="ws://localhost/", compression=None,
+                    additional_headers=headers, max_size=None), CONNECT_TIMEOUT)
+            else:
+                self._ws = await asyncio.wait_for(connect(
+                    self.url, compression=None, additional_headers=headers,
+                    max_size=None, open_timeout=CONNECT_TIMEOUT), CONNECT_TIMEOUT)
+        except (OSError, InvalidHandshake, InvalidURI, asyncio.TimeoutError) as exc:
+            raise ConnectError(f"cannot connect to the app-server at {self.url}: "
+                               f"{exc or type(exc).__name__}; is `codexbridge serve` "
+                               "running?") from exc
+        self._reader = asyncio.create_task(self._read_loop(), name="codexbridge-reader")
+        self.server_info = await self.request("initialize", {
+            "clientInfo": {"name": self.client_name, "title": "Codex Bridge",
+                           "version": __version__},
+            "capabilities": {"experimentalApi": False},
+        })
+        await self.notify("initialized")
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await self._ws.close()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._reader, 2.0)
+        self._fail_all("client closed")
+
+    def subscribe(self) -> Subscription:
+        sub = Subscription(self)
+        if self._closed_reason is not None:
+            sub.queue.put_nowait(None)
+        self._subscribers.add(sub)
+        return sub
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, *,
+                      timeout: float | None = None) -> Any:
+        """Send a request and wait for its result; raises RpcError on an error answer."""
+        if self._closed_reason is not None:
+            raise ConnectionLostError(f"connection to {self.url} is closed "
+                                      f"({self._closed_reason})")
+        rid = next(self._ids)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters[rid] = fut
+        try:
+            await self._send(request(rid, method, params))
+            limit = self.request_timeout if timeout is None else timeout
+            try:
+                return await asyncio.wait_for(fut, limit)
+            except asyncio.TimeoutError:
+                raise RequestTimeoutError(
+                    f"{method} got no answer from the app-server in {limit:g} s") from None
+        finally:
+            self._waiters.pop(rid, None)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self._send(notification(method, params))
+
+    async def respond(self, request_id: RequestId, result: Any) -> None:
+        await self._send(result_response(request_id, result))
+
+    async def respond_error(self, request_id: RequestId, code: int, message: str) -> None:
+        await self._send(error_response(request_id, code, message))
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self._ws is None:
+            raise ConnectionLostError("not connected")
+        try:
+            await self._ws.send(json.dumps(message, ensure_ascii=False))
+        except ConnectionClosed as exc:
+            raise ConnectionLostError(f"connection to {self.url} closed: {exc}") from exc
+
+    async def _read_loop(self) -> None:
+        assert self._ws is not None
+        reason = "server closed the connection"
+        try:
+            async for frame in self._ws:
+                for env in parse_frame(frame):
+                    self._dispatch(env)
+        except ConnectionClosed as exc:
+            reason = f"connection closed ({exc})"
+        except Exception as exc:  # never let the reader die silently
+            reason = f"reader failed: {exc!r}"
+        finally:
+            self._fail_all(reason)
+
+    def _dispatch(self, env: Envelope) -> None:
+        if isinstance(env, Response):
+            fut = self._waiters.get(env.id)
+            if fut is None or fut.done():
+                return
+            if env.error is not None:
+                fut.set_exception(RpcError.from_wire(env.error))
+            else:
+                fut.set_result(env.result)
+        elif isinstance(env, (Notification, ServerRequest)):
+            for sub in list(self._subscribers):
+                sub.queue.put_nowait(env)
+        else:
+            self.on_invalid(env)
+
+    def _fail_all(self, reason: str) -> None:
+        if self._closed_reason is None:
+            self._closed_reason = reason
+        for fut in self._waiters.values():
+            if not fut.done():
+                fut.set_exception(ConnectionLostError(
+                    f"connection to {self.url} lost while waiting: {reason}"))
+        self._waiters.clear()
+        for sub in list(self._subscribers):
+            sub.queue.put_nowait(None)
+
+
+def _report_invalid(env: Invalid) -> None:
+    print(f"codexbridge: ignored a malformed frame from the app-server ({env.reason}): "
+          f"{env.raw[:200]}", file=sys.stderr)

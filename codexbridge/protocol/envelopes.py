@@ -1,0 +1,111 @@
+"""Classifying what arrives on the wire.
+
+codex sends one JSON object per text frame and never a "jsonrpc" member; other
+projects have seen several newline-separated objects in one frame, so a frame is split
+on newlines before parsing. Classification follows the reference: id+method is a
+server request, id alone a response, method alone a notification.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+RequestId = int | str
+
+
+@dataclass(frozen=True)
+class Response:
+    id: RequestId
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ServerRequest:
+    id: RequestId
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Something that is not a JSON-RPC message; kept so it can be reported, not dropped."""
+
+    raw: str
+    reason: str
+
+
+Envelope = Response | ServerRequest | Notification | Invalid
+
+
+def classify(obj: Any, raw: str = "") -> Envelope:
+    if not isinstance(obj, dict):
+        return Invalid(raw or repr(obj), "not a JSON object")
+    has_id = "id" in obj and isinstance(obj["id"], (int, str)) and not isinstance(obj["id"], bool)
+    method = obj.get("method")
+    params = obj.get("params")
+    if params is None:
+        params = {}
+    if has_id and isinstance(method, str):
+        if not isinstance(params, dict):
+            return Invalid(raw or repr(obj), "server request params is not an object")
+        return ServerRequest(obj["id"], method, params)
+    if has_id:
+        if "result" not in obj and "error" not in obj:
+            return Invalid(raw or repr(obj), "response without result or error")
+        error = obj.get("error")
+        if error is not None and not isinstance(error, dict):
+            error = {"code": -32603, "message": str(error)}
+        return Response(obj["id"], obj.get("result"), error)
+    if isinstance(method, str):
+        if not isinstance(params, dict):
+            return Invalid(raw or repr(obj), "notification params is not an object")
+        return Notification(method, params)
+    return Invalid(raw or repr(obj), "neither a request, a response nor a notification")
+
+
+def parse_frame(frame: str | bytes) -> list[Envelope]:
+    """All envelopes in one WebSocket frame (usually exactly one)."""
+    text = frame.decode("utf-8", errors="replace") if isinstance(frame, bytes) else frame
+    out: list[Envelope] = []
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            out.append(Invalid(line[:500], f"invalid JSON: {exc}"))
+            continue
+        out.append(classify(obj, line[:500]))
+    return out
+
+
+def request(request_id: RequestId, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"id": request_id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def result_response(request_id: RequestId, result: Any) -> dict[str, Any]:
+    return {"id": request_id, "result": result}
+
+
+def error_response(request_id: RequestId, code: int, message: str) -> dict[str, Any]:
+    return {"id": request_id, "error": {"code": code, "message": message}}

@@ -1,0 +1,107 @@
+"""Which thread does the person mean? Pure selection over thread records.
+
+The TUI's own thread has `threadSource:"user"` and `ephemeral:false`; after each user
+message the TUI also opens an ephemeral `thread_title` thread, which is never a target.
+`source` and `originator` cannot tell who made a thread (reference §8), so they are not
+used. Names match exactly — never partially, never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import AmbiguousThreadError, NoThreadError
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    id: str
+    name: str | None
+    cwd: str | None
+    status: str
+    ephemeral: bool
+    thread_source: str | None
+    preview: str
+    updated_at: int | None
+
+    @staticmethod
+    def from_thread(thread: dict[str, Any]) -> ThreadInfo:
+        status = thread.get("status")
+        status_type = status.get("type") if isinstance(status, dict) else status
+        flags = status.get("activeFlags") if isinstance(status, dict) else None
+        label = str(status_type or "unknown")
+        if flags:
+            label += "(" + ",".join(str(f) for f in flags) + ")"
+        return ThreadInfo(
+            id=str(thread.get("id", "")),
+            name=thread.get("name") if isinstance(thread.get("name"), str) else None,
+            cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None,
+            status=label,
+            ephemeral=bool(thread.get("ephemeral", False)),
+            thread_source=(thread.get("threadSource")
+                           if isinstance(thread.get("threadSource"), str) else None),
+            preview=str(thread.get("preview") or ""),
+            updated_at=thread.get("updatedAt") if isinstance(thread.get("updatedAt"), int)
+            else None,
+        )
+
+    @property
+    def is_user_thread(self) -> bool:
+        """A thread a person talks in: not ephemeral, not a title/sub-agent helper."""
+        return not self.ephemeral and self.thread_source in (None, "user")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "cwd": self.cwd, "status": self.status,
+                "ephemeral": self.ephemeral, "threadSource": self.thread_source,
+                "preview": self.preview}
+
+
+def visible(threads: list[ThreadInfo], include_all: bool) -> list[ThreadInfo]:
+    return list(threads) if include_all else [t for t in threads if t.is_user_thread]
+
+
+def resolve(threads: list[ThreadInfo], selector: str | None,
+            cwd: str | None = None) -> ThreadInfo:
+    """The one thread `selector` (an id or an exact name) means, among user threads.
+
+    With no selector: the only user thread (narrowed by `cwd` when given). Raises
+    NoThreadError or AmbiguousThreadError carrying the candidates.
+    """
+    users = [t for t in threads if t.is_user_thread]
+    if selector:
+        by_id = [t for t in threads if t.id == selector]
+        if by_id:
+            return by_id[0]
+        named = [t for t in users if t.name == selector]
+        if len(named) == 1:
+            return named[0]
+        if len(named) > 1:
+            raise AmbiguousThreadError(
+                f"{len(named)} threads are named {selector!r}; pass --thread with an id",
+                [t.as_dict() for t in named])
+        raise NoThreadError(
+            f"no loaded thread has the id or the exact name {selector!r}"
+            + _candidates_hint(users),
+            details={"candidates": [t.as_dict() for t in users]})
+    pool = [t for t in users if t.cwd == cwd] if cwd else users
+    if len(pool) == 1:
+        return pool[0]
+    if not pool:
+        where = f" with cwd {cwd}" if cwd else ""
+        raise NoThreadError(
+            f"no user thread{where} is loaded in the app-server: open the Codex TUI with "
+            "`codex --remote <url>` and send it one message first"
+            + (_candidates_hint(users) if cwd else ""),
+            details={"candidates": [t.as_dict() for t in users]})
+    raise AmbiguousThreadError(
+        f"{len(pool)} user threads are loaded; choose one with --thread ID|NAME:\n"
+        + "\n".join(f"  {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}" for t in pool),
+        [t.as_dict() for t in pool])
+
+
+def _candidates_hint(users: list[ThreadInfo]) -> str:
+    if not users:
+        return ""
+    return "; candidates:\n" + "\n".join(
+        f"  {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}" for t in users)

@@ -1,0 +1,152 @@
+"""Following one turn of one thread through the notification stream.
+
+Events for the thread can arrive before `turn/start` returns the turn id (the server
+starts streaming at once). They are buffered — bounded at 64 KiB of delta text, with the
+dropped bytes counted — and replayed once the id is known. Structural events
+(`item/completed`, `turn/completed`, server requests) are never dropped: losing one would
+hang the turn, while a dropped delta is recovered from its `item/completed` text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .envelopes import Notification, RequestId, ServerRequest
+
+BUFFER_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Delta:
+    item_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentMessage:
+    item_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Approval:
+    request: ServerRequest
+
+
+@dataclass(frozen=True)
+class Resolved:
+    request_id: RequestId
+
+
+@dataclass(frozen=True)
+class Warning:
+    message: str
+
+
+@dataclass(frozen=True)
+class Completed:
+    status: str
+    error: dict[str, Any] | None
+    turn: dict[str, Any]
+
+
+TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Completed
+
+
+def _turn_id_of(params: dict[str, Any]) -> str | None:
+    tid = params.get("turnId")
+    if isinstance(tid, str):
+        return tid
+    turn = params.get("turn")
+    if isinstance(turn, dict) and isinstance(turn.get("id"), str):
+        return str(turn["id"])
+    return None
+
+
+@dataclass
+class TurnTracker:
+    """Feed it every notification and server request; it returns this turn's events."""
+
+    thread_id: str
+    buffer_limit: int = BUFFER_LIMIT
+    turn_id: str | None = None
+    dropped_bytes: int = 0
+    reply_parts: dict[str, list[str]] = field(default_factory=dict)
+    messages: list[AgentMessage] = field(default_factory=list)
+    completed: Completed | None = None
+    _pending: list[Notification | ServerRequest] = field(default_factory=list)
+    _pending_bytes: int = 0
+
+    def feed(self, env: Notification | ServerRequest) -> list[TurnEvent]:
+        params = env.params
+        # Legacy v1 approvals name the thread `conversationId`.
+        if params.get("threadId", params.get("conversationId")) != self.thread_id:
+            return []
+        if self.turn_id is None:
+            self._buffer(env)
+            return []
+        return self._interpret(env)
+
+    def bind(self, turn_id: str) -> list[TurnEvent]:
+        """The turn id is known: replay what was buffered for it."""
+        self.turn_id = turn_id
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        events: list[TurnEvent] = []
+        for env in pending:
+            events.extend(self._interpret(env))
+        return events
+
+    @property
+    def reply(self) -> str:
+        """The final agent message (streamed text if it never completed)."""
+        if self.messages:
+            return self.messages[-1].text
+        if self.reply_parts:
+            return "".join(list(self.reply_parts.values())[-1])
+        return ""
+
+    def _buffer(self, env: Notification | ServerRequest) -> None:
+        if isinstance(env, Notification) and env.method == "item/agentMessage/delta":
+            size = len(str(env.params.get("delta", "")).encode("utf-8"))
+            if self._pending_bytes + size > self.buffer_limit:
+                self.dropped_bytes += size
+                return
+            self._pending_bytes += size
+        self._pending.append(env)
+
+    def _interpret(self, env: Notification | ServerRequest) -> list[TurnEvent]:
+        params = env.params
+        if isinstance(env, ServerRequest):
+            tid = _turn_id_of(params)
+            return [Approval(env)] if tid in (None, self.turn_id) else []
+        method = env.method
+        if method == "serverRequest/resolved":
+            rid = params.get("requestId")
+            return [Resolved(rid)] if isinstance(rid, (int, str)) else []
+        if _turn_id_of(params) != self.turn_id:
+            return []
+        if method == "item/agentMessage/delta":
+            item_id = str(params.get("itemId", ""))
+            text = str(params.get("delta", ""))
+            self.reply_parts.setdefault(item_id, []).append(text)
+            return [Delta(item_id, text)]
+        if method == "item/completed":
+            item = params.get("item") or {}
+            if isinstance(item, dict) and item.get("type") == "agentMessage":
+                msg = AgentMessage(str(item.get("id", "")), str(item.get("text", "")))
+                self.messages.append(msg)
+                return [msg]
+            return []
+        if method == "error" and not params.get("willRetry"):
+            err = params.get("error") or {}
+            return [Warning(str(err.get("message", "error")) if isinstance(err, dict) else
+                            str(err))]
+        if method == "turn/completed":
+            turn = params.get("turn") or {}
+            done = Completed(str(turn.get("status", "completed")),
+                             turn.get("error") if isinstance(turn.get("error"), dict) else None,
+                             turn)
+            self.completed = done
+            return [done]
+        return []

@@ -1,0 +1,201 @@
+"""`codexbridge serve`: run the shared app-server and record where it is.
+
+The serve process is a thin supervisor: it starts codex with a baseline environment,
+waits until it listens, writes bridge.json, forwards SIGINT/SIGTERM/SIGHUP to the child's
+process group, relays the child's stderr (watching for auth failures), and on exit
+removes bridge.json and returns the child's status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from .appserver import AUTH_HINTS, AppServerProcess, codex_version, free_port
+from .binaries import find_codex
+from .envbaseline import EXTRA_VAR, child_env
+from .errors import ServeError, UsageError
+from .paths import bridge_file, read_bridge_file, state_dir, write_private_json
+
+DEFAULT_PORT = 8787
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_not_running() -> None:
+    record = read_bridge_file()
+    if record and isinstance(record.get("pid"), int) and pid_alive(record["pid"]):
+        raise UsageError(
+            f"a codexbridge serve is already running (pid {record['pid']}, {record.get('url')}); "
+            "stop it first, or give this one its own CODEX_BRIDGE_HOME")
+
+
+def port_free(host: str, port: int) -> bool:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host.strip("[]"), port))
+        except OSError:
+            return False
+    return True
+
+
+def _relay_stderr(stream: IO[bytes], tail: deque[str], warn: Callable[[str], None]) -> None:
+    """Copy the child's stderr through, keep a tail, and point auth failures to the fix."""
+    hinted = False
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", errors="replace")
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        tail.append(line.rstrip("\n"))
+        low = line.lower()
+        if not hinted and any(h in low for h in AUTH_HINTS) and ("error" in low or "401" in low):
+            hinted = True
+            warn(f"codex reported an authentication problem. codex normally authenticates "
+                 f"through files under CODEX_HOME (`codex login`); if yours relies on an "
+                 f"environment variable such as OPENAI_API_KEY, name it in {EXTRA_VAR} "
+                 f"(e.g. {EXTRA_VAR}=OPENAI_API_KEY) — serve passes only named variables.")
+
+
+def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[str, ...] = (),
+              echo: Callable[[str], None] = print,
+              warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
+    """Run until the app-server exits; return its exit status."""
+    workdir = Path(cwd).expanduser()
+    if not workdir.is_dir():
+        raise UsageError(f"--cwd {cwd!r} is not a directory")
+    workdir = workdir.resolve()
+    token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
+    if not is_loopback(host) and not token:
+        raise UsageError(f"refusing to listen on non-loopback address {host!r} without a "
+                         "capability token: set CODEX_BRIDGE_TOKEN")
+    check_not_running()
+    if port == 0:
+        port = free_port(host)
+    elif not port_free(host, port):
+        raise UsageError(f"port {port} on {host} is in use (another serve?); pass --port N "
+                         "or --port 0 for a free one")
+    codex = find_codex()
+    version = codex_version(codex)
+    home = state_dir()
+    extra = list(codex_args)
+    token_file: Path | None = None
+    if token:
+        token_file = home / "ws-token"
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token)
+        extra += ["--ws-auth", "capability-token", "--ws-token-file", str(token_file)]
+
+    proc = AppServerProcess(codex, workdir, host, port, child_env(os.environ), extra,
+                            stderr=subprocess.PIPE)
+    tail: deque[str] = deque(maxlen=40)
+    forwarded: list[int] = []
+
+    def forward(signum: int, _frame: Any) -> None:
+        forwarded.append(signum)
+        proc.signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM,
+                                                      signal.SIGHUP)}
+    record_path = bridge_file()
+    try:
+        proc.start()
+        assert proc.proc is not None and proc.proc.stderr is not None
+        relay = threading.Thread(target=_relay_stderr, args=(proc.proc.stderr, tail, warn),
+                                 daemon=True)
+        relay.start()
+        try:
+            proc.wait_ready()
+        except ServeError as exc:
+            relay.join(2)
+            raise ServeError(exc.message + _tail_text(tail), details=exc.details) from None
+        url_host = f"[{host}]" if ":" in host else host
+        url = f"ws://{url_host}:{port}"
+        record: dict[str, Any] = {
+            "url": url, "pid": os.getpid(), "app_server_pid": proc.proc.pid,
+            "cwd": str(workdir), "codex_version": version,
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        if token_file is not None:
+            record["token_file"] = str(token_file)
+        write_private_json(record_path, record)
+        remote = f"codex --remote {url} -C {_quote(str(workdir))}"
+        if token:
+            remote = ("CODEX_BRIDGE_TOKEN=<token> " + remote
+                      + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+        echo(f"codexbridge: app-server (codex {version}) listening on {url}, cwd {workdir}")
+        echo("codexbridge: open the TUI with:")
+        echo(f"    {remote}")
+        echo("codexbridge: send one message in the TUI, then `codexbridge talk say \"…\"`. "
+             "Ctrl-C stops.")
+        while True:
+            try:
+                code = proc.proc.wait()
+                break
+            except KeyboardInterrupt:  # pragma: no cover - handler forwards instead
+                proc.signal(signal.SIGINT)
+        relay.join(2)
+        if code != 0 and not forwarded:
+            warn(f"codexbridge: codex app-server exited with status {code}" + _tail_text(tail))
+        return 128 - code if code < 0 else code
+    finally:
+        proc.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        current = read_bridge_file()
+        if current and current.get("pid") == os.getpid():
+            with contextlib.suppress(FileNotFoundError):
+                record_path.unlink()
+
+
+def _tail_text(tail: deque[str]) -> str:
+    lines = [line for line in tail if line.strip()]
+    return ("\n--- codex stderr (last lines) ---\n" + "\n".join(lines[-15:])) if lines else ""
+
+
+def _quote(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
+
+
+def wait_for_bridge_file(timeout: float) -> dict[str, Any] | None:
+    """Poll for bridge.json (used by the demo and tests that start serve as a process)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record = read_bridge_file()
+        if record:
+            return record
+        time.sleep(0.05)
+    return None

@@ -1,0 +1,312 @@
+"""Talking into a live thread: list, resolve, say, read.
+
+This module sequences requests over one AppServerClient; every decision (which thread,
+which events belong to the turn, what to answer an approval) is made by the pure core in
+`codexbridge.protocol`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .client import AppServerClient
+from .errors import NoRolloutError, NoThreadError
+from .protocol import approvals as approval_table
+from .protocol.envelopes import RequestId, ServerRequest
+from .protocol.threads import ThreadInfo, resolve, visible
+from .protocol.turn import (
+    AgentMessage,
+    Approval,
+    Completed,
+    Delta,
+    Resolved,
+    TurnEvent,
+    TurnTracker,
+    Warning,
+)
+
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+DEFAULT_TURN_TIMEOUT = 900.0
+NO_ROLLOUT_HINT = ("the thread has no rollout yet: send one message in the Codex TUI first "
+                   "(a thread can be joined once its first turn has started)")
+
+
+async def _paged(client: AppServerClient, method: str, params: dict[str, Any],
+                 max_pages: int = 1000) -> list[Any]:
+    """Every `data` entry of a cursor-paginated method."""
+    out: list[Any] = []
+    cursor: Any = None
+    for _ in range(max_pages):
+        page = await client.request(method, {**params, **({"cursor": cursor} if cursor else {})})
+        out.extend(page.get("data") or [])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    return out
+
+
+async def list_threads(client: AppServerClient, *, include_all: bool = False) -> list[ThreadInfo]:
+    """Threads loaded in the app-server (works before any turn exists)."""
+    ids = await _paged(client, "thread/loaded/list", {})
+    reads = await asyncio.gather(*(client.request("thread/read", {"threadId": tid})
+                                   for tid in ids if isinstance(tid, str)),
+                                 return_exceptions=True)
+    threads = [ThreadInfo.from_thread(r["thread"]) for r in reads
+               if isinstance(r, dict) and isinstance(r.get("thread"), dict)]
+    threads.sort(key=lambda t: (t.updated_at or 0), reverse=True)
+    return visible(threads, include_all)
+
+
+async def find_target(client: AppServerClient, selector: str | None,
+                      cwd: str | None = None) -> ThreadInfo:
+    return resolve(await list_threads(client, include_all=True), selector, cwd)
+
+
+@dataclass
+class ApprovalRecord:
+    request_id: RequestId
+    method: str
+    summary: str
+    outcome: str = "pending"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requestId": self.request_id, "method": self.method, "summary": self.summary,
+                "outcome": self.outcome}
+
+
+@dataclass
+class SayResult:
+    thread_id: str
+    turn_id: str | None
+    status: str  # completed | interrupted | failed | timedOut
+    reply: str
+    approvals: list[ApprovalRecord] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    dropped_bytes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"thread_id": self.thread_id, "turn_id": self.turn_id, "status": self.status,
+                "reply": self.reply, "approvals": [a.as_dict() for a in self.approvals],
+                "error": self.error}
+
+
+class _TurnRun:
+    """One turn: feeds the subscription into the tracker and acts on its events."""
+
+    def __init__(self, client: AppServerClient, thread_id: str, policy: approval_table.Policy,
+                 approval_timeout: float, on_delta: Callable[[str], None] | None,
+                 on_approval: Callable[[str], None] | None) -> None:
+        self.client = client
+        self.tracker = TurnTracker(thread_id)
+        self.policy = policy
+        self.approval_timeout = approval_timeout
+        self.on_delta = on_delta
+        self.on_approval = on_approval
+        self.approvals: dict[RequestId, ApprovalRecord] = {}
+        self.deadlines: dict[RequestId, asyncio.Task[None]] = {}
+        self.done = asyncio.Event()
+        self.lost: str | None = None
+
+    async def pump(self, sub: Any) -> None:
+        while True:
+            ev = await sub.get()
+            if ev is None:
+                self.lost = "the connection to the app-server closed during the turn"
+                self.done.set()
+                return
+            if isinstance(ev, ServerRequest) and ev.method not in approval_table.TABLE:
+                # Unknown to us: answer with an error at once, never leave codex waiting.
+                reply = approval_table.fail_closed(ev.method, ev.params)
+                await self._answer(ev.id, reply)
+                continue
+            await self.handle(self.tracker.feed(ev))
+
+    async def handle(self, events: list[TurnEvent]) -> None:
+        for event in events:
+            if isinstance(event, Delta):
+                if self.on_delta:
+                    self.on_delta(event.text)
+            elif isinstance(event, Approval):
+                await self._approval(event.request)
+            elif isinstance(event, Resolved):
+                self._resolved(event.request_id)
+            elif isinstance(event, Warning):
+                if self.on_approval:
+                    self.on_approval(f"codex error: {event.message}")
+            elif isinstance(event, Completed):
+                self.done.set()
+            elif isinstance(event, AgentMessage):
+                pass
+
+    async def _approval(self, req: ServerRequest) -> None:
+        record = ApprovalRecord(req.id, req.method,
+                                approval_table.describe(req.method, req.params))
+        self.approvals[req.id] = record
+        decision = approval_table.decide(req.method, req.params, self.policy)
+        if isinstance(decision, approval_table.Defer):
+            record.outcome = "waiting for the TUI"
+            self._say(f"approval: {record.summary} — waiting for the TUI "
+                      f"(fail-closed in {self.approval_timeout:g} s)")
+            self.deadlines[req.id] = asyncio.create_task(
+                self._deadline(req.id, decision.fallback))
+            return
+        await self._answer(req.id, decision)
+        if decision.error is not None:
+            record.outcome = "refused (error)"
+        elif approval_table.is_approval(req.method) and self.policy == "accept":
+            record.outcome = "accepted"
+        else:
+            record.outcome = "declined"
+        self._say(f"approval: {record.summary} — {record.outcome} by --approvals {self.policy}"
+                  if approval_table.is_approval(req.method)
+                  else f"request: {record.summary} — {record.outcome} (bridge has no UI)")
+
+    async def _deadline(self, request_id: RequestId, fallback: approval_table.Reply) -> None:
+        await asyncio.sleep(self.approval_timeout)
+        self.deadlines.pop(request_id, None)
+        record = self.approvals[request_id]
+        record.outcome = "declined after deadline (fail-closed)"
+        self._say(f"approval: {record.summary} — nobody answered in "
+                  f"{self.approval_timeout:g} s, declined (fail-closed)")
+        await self._answer(request_id, fallback)
+
+    def _resolved(self, request_id: RequestId) -> None:
+        task = self.deadlines.pop(request_id, None)
+        if task is not None:
+            task.cancel()
+            record = self.approvals[request_id]
+            record.outcome = "answered in the TUI"
+            self._say(f"approval: {record.summary} — answered in the TUI")
+
+    async def _answer(self, request_id: RequestId, reply: approval_table.Reply) -> None:
+        if reply.error is not None:
+            await self.client.respond_error(request_id, *reply.error)
+        else:
+            await self.client.respond(request_id, reply.result)
+
+    def _say(self, line: str) -> None:
+        if self.on_approval:
+            self.on_approval(line)
+
+    def cancel_deadlines(self) -> None:
+        for task in self.deadlines.values():
+            task.cancel()
+        self.deadlines.clear()
+
+
+async def join(client: AppServerClient, thread_id: str) -> dict[str, Any]:
+    """Subscribe this connection to the thread (`thread/resume`, history excluded)."""
+    try:
+        result: dict[str, Any] = await client.request(
+            "thread/resume", {"threadId": thread_id, "excludeTurns": True})
+    except NoRolloutError as exc:
+        raise NoRolloutError(exc.rpc_code, f"{NO_ROLLOUT_HINT} [{exc.message}]",
+                             exc.data) from None
+    return result
+
+
+async def say(client: AppServerClient, thread_id: str, text: str, *,
+              approvals: approval_table.Policy = "tui",
+              approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
+              timeout: float = DEFAULT_TURN_TIMEOUT,
+              turn_cwd: str | None = None,
+              on_delta: Callable[[str], None] | None = None,
+              on_approval: Callable[[str], None] | None = None) -> SayResult:
+    """Start a turn with `text` on the thread and follow it to the end.
+
+    Turn outcomes (completed / interrupted / failed / timed out) come back as the result's
+    `status`; transport and target problems raise.
+    """
+    run = _TurnRun(client, thread_id, approvals, approval_timeout, on_delta, on_approval)
+    sub = client.subscribe()
+    pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-pump")
+    try:
+        await join(client, thread_id)
+        params: dict[str, Any] = {"threadId": thread_id,
+                                  "input": [{"type": "text", "text": text,
+                                             "text_elements": []}]}
+        if turn_cwd:
+            params["cwd"] = turn_cwd
+        started = await client.request("turn/start", params)
+        turn_id = str((started.get("turn") or {}).get("id", ""))
+        await run.handle(run.tracker.bind(turn_id))
+        timed_out = False
+        try:
+            await asyncio.wait_for(run.done.wait(), timeout)
+        except asyncio.TimeoutError:
+            timed_out = True
+        if run.lost and run.tracker.completed is None:
+            from .errors import ConnectionLostError
+
+            raise ConnectionLostError(run.lost)
+        tracker = run.tracker
+        done = tracker.completed
+        status = "timedOut" if timed_out else (done.status if done else "failed")
+        error = done.error if done else None
+        if timed_out:
+            error = {"message": f"no turn/completed within {timeout:g} s; the turn may still "
+                                "be running in the TUI"}
+        return SayResult(thread_id, turn_id, status, tracker.reply,
+                         list(run.approvals.values()), error, tracker.dropped_bytes)
+    finally:
+        run.cancel_deadlines()
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await pump
+        sub.close()
+
+
+@dataclass
+class TurnRecord:
+    id: str
+    status: str
+    started_at: int | None
+    items: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "startedAt": self.started_at,
+                "items": self.items}
+
+
+async def read_history(client: AppServerClient, thread_id: str, *,
+                       page_size: int = 50) -> list[TurnRecord]:
+    """The whole thread, oldest first, paged through thread/turns/list and
+    thread/items/list (TUI threads are paginated; full hydration is deprecated)."""
+    try:
+        turns = await _paged(client, "thread/turns/list",
+                             {"threadId": thread_id, "limit": page_size,
+                              "sortDirection": "asc", "itemsView": "notLoaded"})
+    except NoRolloutError:
+        raise NoThreadError(f"thread {thread_id} has no history yet",
+                            details={"thread_id": thread_id}) from None
+    items = await _paged(client, "thread/items/list",
+                         {"threadId": thread_id, "limit": page_size, "sortDirection": "asc"})
+    by_turn: dict[str, list[dict[str, Any]]] = {}
+    for entry in items:
+        if isinstance(entry, dict) and isinstance(entry.get("item"), dict):
+            by_turn.setdefault(str(entry.get("turnId")), []).append(entry["item"])
+    return [TurnRecord(str(t.get("id")), str(t.get("status")), t.get("startedAt"),
+                       by_turn.get(str(t.get("id")), []))
+            for t in turns if isinstance(t, dict)]
+
+
+def render_item(item: dict[str, Any]) -> str | None:
+    """One transcript line for an item, or None for items a reader does not need."""
+    kind = item.get("type")
+    if kind == "userMessage":
+        parts = [c.get("text", "") for c in item.get("content") or []
+                 if isinstance(c, dict) and c.get("type") == "text"]
+        return "› " + "\n  ".join("".join(parts).splitlines() or [""])
+    if kind == "agentMessage":
+        return "• " + "\n  ".join(str(item.get("text", "")).splitlines() or [""])
+    if kind == "commandExecution":
+        code = item.get("exitCode")
+        return f"$ {item.get('command', '')}  [{item.get('status')}" + (
+            f", exit {code}]" if code is not None else "]")
+    if kind == "fileChange":
+        return f"✎ file change [{item.get('status')}]"
+    return None
