@@ -1,0 +1,335 @@
+"""`codexbridge inbox …` and `codexbridge install-hook`: the reverse channel's CLI.
+
+The mailbox logic lives in `codexbridge.inbox`; this module parses options, turns
+OS errors into MailboxError (exit 8), and prints for people or (`--json`) scripts.
+`inbox hook` is normally dispatched before click is imported (see `cli/__init__.py`);
+the click command here exists for `--help` listings and in-process callers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import MailboxError, UsageError
+from ..inbox.hook import render_mail
+from ..inbox.lines import Mail, Rejected, new_mail
+from ..inbox.listeners import closest_name, read_listeners
+from ..inbox.location import ensure_private_dir, inbox_dir, mail_path, rejected_path
+from ..inbox.names import default_mailbox, validate_name
+from ..inbox.watch import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
+from .output import emit_json, handles_errors
+
+DEFAULT_SENDER = "codex"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextmanager
+def _mailbox_io(action: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise MailboxError(f"cannot {action}: {exc.strerror or exc}{where}",
+                           details={"errno": exc.errno}) from exc
+
+
+def _mailbox_option(flag: str, what: str) -> Callable[[F], F]:
+    return click.option(flag, "name", default=None, metavar="NAME",
+                        help=f"{what} [default: $CODEX_BRIDGE_MAILBOX, else 'default']")
+
+
+def _resolve(name: str | None) -> str:
+    return validate_name(name if name is not None else default_mailbox())
+
+
+def _mail_json(mail: Mail) -> dict[str, Any]:
+    return mail.to_json()
+
+
+def _rejected_json(bad: Rejected) -> dict[str, Any]:
+    return {"lineno": bad.lineno, "reason": bad.reason, "source": bad.source,
+            "line": bad.raw.decode("utf-8", errors="replace")}
+
+
+def _print_mails(mails: list[Mail]) -> None:
+    for i, mail in enumerate(mails, start=1):
+        bits = [f"from {mail.sender}"]
+        if mail.at:
+            bits.append(mail.at)
+        if mail.mail_id:
+            bits.append(f"id {mail.mail_id}")
+        click.echo(f"[{i}] " + " · ".join(bits))
+        for line in mail.text.splitlines() or [""]:
+            click.echo(f"    {line}")
+
+
+@click.group("inbox", context_settings={"help_option_names": ["-h", "--help"]})
+def inbox() -> None:
+    """Mailboxes Codex uses to talk back into Claude Code.
+
+    \b
+    One JSONL file per mailbox name in $CODEX_BRIDGE_INBOX_DIR (default
+    <state dir>/inbox). A Claude Code session reads its mailbox through the Stop
+    hook (`inbox hook --as NAME`, see `codexbridge install-hook`) and, when idle,
+    through the asyncRewake watcher (`inbox watch`). Mail is delivered once.
+    """
+
+
+@inbox.command("push")
+@click.option("--to", "to", default=None, metavar="NAME",
+              help="Mailbox to write to [default: $CODEX_BRIDGE_MAILBOX, else 'default'].")
+@click.option("--from", "sender", default=None, metavar="NAME",
+              help="Sender shown to Claude [default: $CODEX_BRIDGE_FROM, else 'codex'].")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON receipt.")
+@click.argument("text")
+@handles_errors
+def push(to: str | None, sender: str | None, text: str, as_json: bool) -> None:
+    """Leave TEXT (or stdin, with `-`) in a mailbox; prints the message id.
+
+    If no Claude session has ever listened on the mailbox, the mail is still stored,
+    and a warning names the mailboxes that do have listeners and the closest match.
+    """
+    name = _resolve(to)
+    sender_name = validate_name(sender or os.environ.get("CODEX_BRIDGE_FROM")
+                                or DEFAULT_SENDER)
+    if text == "-":
+        raw = sys.stdin.buffer.read()
+        try:
+            text = raw.decode("utf-8").rstrip("\n")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"stdin is not UTF-8 text ({exc.reason} at byte {exc.start})"
+                             ) from exc
+    if not text.strip():
+        raise UsageError("refusing to send an empty message")
+    directory = inbox_dir()
+    mail = new_mail(text, to=name, sender=sender_name)
+    from ..inbox import store
+
+    with _mailbox_io(f"write to mailbox {name!r}"):
+        ensure_private_dir(directory)
+        store.push(directory, mail)
+        listeners = read_listeners(directory)
+    warning = None
+    if name not in listeners:
+        known = sorted(listeners)
+        if known:
+            guess = closest_name(name, known)
+            hint = f'; did you mean "{guess}"?' if guess else ""
+            warning = (f'nobody has listened on mailbox "{name}" yet (listeners: '
+                       f'{", ".join(known)}){hint} The mail is kept until a session '
+                       f'hooked as "{name}" stops.')
+        else:
+            warning = (f'no Claude Code session has listened on any mailbox yet; the mail '
+                       f'is kept in "{name}". Hook a session with `codexbridge install-hook '
+                       f'--project DIR --as {name}`.')
+        click.echo(f"codexbridge: warning: {warning}", err=True)
+    if as_json:
+        emit_json({"ok": True, "id": mail.mail_id, "to": name, "from": sender_name,
+                   "at": mail.at, "mailbox_file": mail_path(directory, name),
+                   "listener": listeners.get(name), "warning": warning})
+    else:
+        click.echo(mail.mail_id)
+
+
+@inbox.command("peek")
+@_mailbox_option("--as", "Mailbox to look at")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def peek(name: str | None, as_json: bool) -> None:
+    """Show the mail waiting in a mailbox without consuming it."""
+    mailbox = _resolve(name)
+    directory = inbox_dir()
+    from ..inbox import store
+
+    with _mailbox_io(f"read mailbox {mailbox!r}"):
+        result = store.peek(directory, mailbox)
+        rejected = store.read_rejected(directory, mailbox)
+    if as_json:
+        emit_json({"ok": True, "mailbox": mailbox, "pending": len(result.mails),
+                   "messages": [_mail_json(m) for m in result.mails],
+                   "unreadable": [_rejected_json(b) for b in result.unreadable],
+                   "in_flight": result.in_flight, "rejected": result.rejected_count,
+                   "rejected_file": rejected_path(directory, mailbox),
+                   "rejected_lines": rejected})
+        return
+    if not result.mails:
+        click.echo(f'mailbox "{mailbox}": no mail waiting')
+    else:
+        click.echo(f'mailbox "{mailbox}": {len(result.mails)} waiting')
+        _print_mails(result.mails)
+    if result.in_flight:
+        click.echo(f"{result.in_flight} line(s) are being delivered right now")
+    if result.unreadable:
+        click.echo(f"{len(result.unreadable)} unreadable line(s) will be set aside at the "
+                   "next delivery:")
+        for bad in result.unreadable:
+            click.echo(f"    line {bad.lineno}: {bad.reason}: {bad.preview}")
+    if result.rejected_count:
+        click.echo(f"{result.rejected_count} rejected line(s) kept in "
+                   f"{rejected_path(directory, mailbox)}")
+        for record in rejected[-5:]:
+            click.echo(f"    {record.get('at', '?')}: {record.get('reason', '?')}")
+
+
+@inbox.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def list_(as_json: bool) -> None:
+    """Every mailbox: pending and rejected counts, and who listens (cwd, session, last seen)."""
+    directory = inbox_dir()
+    from ..inbox import store
+
+    with _mailbox_io("list mailboxes"):
+        summaries = store.summarize(directory, read_listeners(directory))
+    if as_json:
+        emit_json({"ok": True, "inbox_dir": directory, "mailboxes": [
+            {"name": s.name, "pending": s.pending, "rejected": s.rejected,
+             "in_flight": s.in_flight, "listener": s.listener} for s in summaries]})
+        return
+    if not summaries:
+        click.echo(f"no mailboxes yet in {directory}")
+        return
+    rows = [("MAILBOX", "PENDING", "REJECTED", "LAST SEEN", "SESSION", "CWD")]
+    for s in summaries:
+        lst = s.listener or {}
+        rows.append((s.name, str(s.pending), str(s.rejected),
+                     str(lst.get("last_seen") or "never listened"),
+                     str(lst.get("session_id") or "-"), str(lst.get("cwd") or "-")))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5]))
+                   + "  " + row[5])
+
+
+@inbox.command("drain")
+@_mailbox_option("--as", "Mailbox to empty")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def drain(name: str | None, as_json: bool) -> None:
+    """Take every waiting mail out of a mailbox and print it (each mail exactly once)."""
+    mailbox = _resolve(name)
+    directory = inbox_dir()
+    from ..inbox import store
+
+    def deliver(batch: store.Batch) -> None:
+        if as_json:
+            emit_json({"ok": True, "mailbox": mailbox,
+                       "messages": [_mail_json(m) for m in batch.mails],
+                       "rejected": [_rejected_json(b) for b in batch.rejected],
+                       "rejected_file": rejected_path(directory, mailbox),
+                       "duplicates_skipped": batch.duplicates,
+                       "recovered_batches": batch.recovered_files})
+        elif batch.mails or batch.rejected:
+            click.echo(render_mail(mailbox, batch.mails, batch.rejected,
+                                   rejected_path(directory, mailbox)))
+        else:
+            click.echo(f'mailbox "{mailbox}": no mail')
+        sys.stdout.flush()  # delivered means written out, before the batch is deleted
+
+    with _mailbox_io(f"drain mailbox {mailbox!r}"):
+        ensure_private_dir(directory)
+        batch = store.drain(directory, mailbox, deliver)
+    if not batch.committed:  # nothing was there to take, so deliver() did not run
+        deliver(batch)
+
+
+@inbox.command("hook", context_settings={"ignore_unknown_options": True,
+                                         "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook(args: tuple[str, ...]) -> None:
+    """The Claude Code Stop hook: `inbox hook --as NAME` (always exits 0).
+
+    Reads the hook JSON on stdin, records the listener, and when mail is waiting
+    prints {"decision":"block","reason":...} carrying all of it. See `--help`.
+    """
+    from ..inbox.hook_main import run_hook_cli
+
+    sys.exit(run_hook_cli(list(args)))
+
+
+@inbox.command("watch")
+@_mailbox_option("--as", "Mailbox to watch")
+@click.option("--timeout", type=click.FloatRange(min=0), default=DEFAULT_TIMEOUT,
+              show_default=True, help="Give up (exit 0) after this many seconds.")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=DEFAULT_INTERVAL,
+              show_default=True, help="Seconds between looks at the mailbox.")
+def watch(name: str | None, timeout: float, interval: float) -> None:
+    """Wait for mail; exit 2 with it on stderr (for an asyncRewake hook).
+
+    \b
+    Exit codes: 2 = mail was delivered on stderr (Claude starts a new turn with it);
+    0 = timed out, replaced by a newer watcher for the same mailbox, or the Claude
+    process ($CLAUDE_PID) is gone. A bad option also exits 2 (click's usage error).
+    Runtime problems are logged in <state dir>/logs/inbox-hook.log and exit 0.
+    """
+    try:
+        mailbox = validate_name(name if name is not None else default_mailbox())
+    except UsageError as exc:
+        click.echo(f"codexbridge: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    from ..inbox.hook_main import log, parse_payload, read_stdin
+    from ..inbox.watch import run_watch
+
+    try:
+        payload = parse_payload(read_stdin())
+        code = run_watch(mailbox, inbox=inbox_dir(), payload=payload, timeout=timeout,
+                         interval=interval)
+    except Exception as exc:
+        log(f"mailbox {mailbox!r}: watcher failed: {exc!r}", with_traceback=True)
+        code = 0
+    sys.exit(code)
+
+
+@click.command("install-hook", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--project", "project", required=True, metavar="DIR",
+              type=click.Path(file_okay=False), help="The Claude Code project to hook.")
+@click.option("--as", "name", required=True, metavar="NAME",
+              help="Mailbox this project's sessions listen on.")
+@click.option("--rewake", is_flag=True,
+              help="Also register the asyncRewake watcher (SessionStart + Stop) so mail "
+                   "wakes an idle interactive session.")
+@click.option("--watch-timeout", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT,
+              show_default=True, help="Seconds each watcher waits (with --rewake).")
+@click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
+                 dry_run: bool, as_json: bool) -> None:
+    """Merge the mailbox hooks into DIR/.claude/settings.json.
+
+    Keeps every existing hook and setting; running it again changes nothing (our
+    entry for the same mailbox is updated in place). The old file is backed up as
+    settings.json.bak-<time>. The hook command uses this interpreter by absolute
+    path, so it works from any project.
+    """
+    mailbox = validate_name(name)
+    from ..inbox.install_hook import install
+
+    with _mailbox_io("update the settings file"):
+        result = install(project, mailbox, rewake=rewake, dry_run=dry_run,
+                         watch_timeout=watch_timeout)
+    if as_json:
+        emit_json({"ok": True, "settings": result.settings_path, "changes": result.changes,
+                   "written": result.written, "backup": result.backup,
+                   "dry_run": dry_run, "diff": result.diff, "commands": result.commands})
+        return
+    if not result.changes:
+        click.echo(f"{result.settings_path}: already has the codexbridge hooks for "
+                   f'"{mailbox}"; nothing to change')
+        return
+    if dry_run:
+        click.echo(result.diff, nl=False)
+        click.echo("(dry run: nothing was written)")
+        return
+    for change in result.changes:
+        click.echo(change)
+    if result.backup:
+        click.echo(f"backup: {result.backup}")
+    click.echo(f"wrote {result.settings_path}\nRestart Claude Code sessions in that "
+               f'project; then `codexbridge inbox push --to {mailbox} "..."` reaches them.')

@@ -1,0 +1,211 @@
+"""`codexbridge inbox hook --as NAME`: the Claude Code Stop hook process.
+
+Runs at every Claude stop, so the empty-mailbox path imports only the standard library
+pieces it needs (os, sys, json, time, fcntl) — no click, no pydantic, no portalocker, not
+even `typing`. The console entry (`codexbridge.cli.main`) dispatches here before it
+imports click.
+
+Contract with Claude Code: always exit 0; stdout is either empty (let Claude stop) or
+one `{"decision":"block","reason":…}` object; our own problems go to
+`<state dir>/logs/inbox-hook.log`, never to Claude.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from .location import chain_path, ensure_private_dir, inbox_dir, log_dir
+from .names import default_mailbox, name_problem
+from .probe import has_pending
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+USAGE = """\
+Usage: codexbridge inbox hook [--as NAME]
+
+The Claude Code Stop hook. Reads the hook JSON on stdin, records this session as the
+listener of mailbox NAME, and when mail is waiting prints {"decision":"block",...}
+carrying all of it. Always exits 0; problems go to <state dir>/logs/inbox-hook.log.
+
+  --as NAME   mailbox to read (default: $CODEX_BRIDGE_MAILBOX, else "default")
+
+Settings: CODEX_BRIDGE_MAX_CHAIN (default 3, kept below CLAUDE_CODE_STOP_HOOK_BLOCK_CAP)
+is how many consecutive blocks one turn may get before mail waits for the next stop.
+"""
+
+LOG_NAME = "inbox-hook.log"
+LOG_MAX_BYTES = 1 << 20
+MAX_STDIN = 4 << 20
+
+
+class ArgError(Exception):
+    pass
+
+
+def parse_args(argv: list[str]) -> str | None:
+    """The mailbox name, or None for --help. Raises ArgError on anything else."""
+    name: str | None = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-h", "--help"):
+            return None
+        if arg == "--as":
+            if i + 1 >= len(argv):
+                raise ArgError("--as needs a mailbox name")
+            name = argv[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--as="):
+            name = arg[len("--as="):]
+            i += 1
+            continue
+        raise ArgError(f"unexpected argument {arg!r}")
+    name = default_mailbox() if name is None else name
+    problem = name_problem(name)
+    if problem:
+        raise ArgError(f"invalid mailbox name {name!r}: {problem}")
+    return name
+
+
+def read_stdin() -> bytes:
+    """Claude's hook JSON; nothing when a person runs the hook at a terminal."""
+    stdin = sys.stdin
+    if stdin is None or stdin.closed:
+        return b""
+    try:
+        if stdin.isatty():
+            return b""
+        return stdin.buffer.read(MAX_STDIN)
+    except (OSError, ValueError):
+        return b""
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    """The hook JSON as a dict; empty or garbage input gives {}."""
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def log(message: str, with_traceback: bool = False) -> None:
+    """Append to the hook log; never raises (there is nobody to tell)."""
+    try:
+        directory = log_dir()
+        ensure_private_dir(directory)
+        path = os.path.join(directory, LOG_NAME)
+        try:
+            if os.path.getsize(path) > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        text = f"{stamp}Z pid={os.getpid()} {message}\n"
+        if with_traceback:
+            import traceback
+
+            text += traceback.format_exc()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, text.encode("utf-8", errors="replace"))
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
+
+
+def _tell_person(message: str) -> None:
+    """Errors also go to stderr when a person (not Claude) is running the hook."""
+    try:
+        if sys.stdin is not None and sys.stdin.isatty():
+            sys.stderr.write(f"codexbridge inbox hook: {message}\n")
+    except (OSError, ValueError):
+        pass
+
+
+def run_hook_cli(argv: list[str]) -> int:
+    """Entry point. Always returns 0."""
+    try:
+        name = parse_args(argv)
+    except ArgError as exc:
+        log(f"hook not run: {exc}")
+        _tell_person(str(exc))
+        return 0
+    if name is None:
+        sys.stdout.write(USAGE)
+        return 0
+    try:
+        payload = parse_payload(read_stdin())
+        return run_hook(name, payload)
+    except BaseException as exc:
+        log(f"mailbox {name!r}: hook failed: {exc!r}", with_traceback=True)
+        _tell_person(f"failed: {exc!r} (see the log in the state dir)")
+        return 0
+
+
+def run_hook(name: str, payload: dict[str, Any]) -> int:
+    inbox = inbox_dir()
+    from .listeners import record_listener
+
+    try:
+        record_listener(inbox, name, payload, via="hook")
+    except OSError as exc:
+        log(f"mailbox {name!r}: could not record the listener: {exc!r}")
+    pending = has_pending(inbox, name)
+    if not pending and not os.path.exists(chain_path(inbox, name)):
+        return 0  # the fast path: nothing waiting, no chain to end
+    _decide_and_deliver(inbox, name, payload, pending)
+    return 0
+
+
+def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
+                        pending: bool) -> None:
+    from . import chain
+    from .hook import (
+        DELIVER,
+        HOLD,
+        ChainState,
+        HookInput,
+        block_output,
+        decide,
+        effective_max_chain,
+        render_mail,
+    )
+    from .location import rejected_path
+    from .store import take
+
+    inp = HookInput.from_payload(payload)
+    stored = chain.load(inbox, name, inp.session_key)
+    max_chain, note = effective_max_chain(os.environ)
+    if note:
+        log(f"mailbox {name!r}: {note}")
+    decision = decide(inp, ChainState(*stored) if stored else None, pending, max_chain)
+    if decision.action == DELIVER:
+        with take(inbox, name) as batch:
+            if batch.empty:
+                batch.commit()  # only already-delivered duplicates were left
+            else:
+                reason = render_mail(name, batch.mails, batch.rejected,
+                                     rejected_path(inbox, name))
+                out = sys.stdout.buffer
+                out.write(block_output(reason).encode("utf-8") + b"\n")
+                out.flush()
+                batch.commit()
+                chain.save(inbox, name, inp.session_key, decision.chain_before + 1,
+                           inp.prompt_id)
+                if batch.duplicates or batch.recovered_files:
+                    log(f"mailbox {name!r}: recovered {batch.recovered_files} batch(es), "
+                        f"skipped {batch.duplicates} duplicate(s)")
+                return
+    elif decision.action == HOLD:
+        log(f"mailbox {name!r}: session {inp.session_key}: {decision.why}")
+    chain.clear(inbox, name, inp.session_key)

@@ -1,0 +1,148 @@
+"""One mail line: `{"id", "at", "from", "to", "text", ...}` as JSON on one line.
+
+This is the format claude-codex-bridge writes (`inbox.mjs push`), so its mailboxes can be
+read as they are: unknown fields are kept, missing optional ones get sensible values.
+Only `text` is required. A line that cannot be read becomes a `Rejected` record — it is
+never silently dropped (the store writes it to `<name>.rejected.jsonl`).
+
+Pure: bytes in, objects out.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .clock import iso_utc
+
+UNKNOWN_SENDER = "unknown"
+KNOWN_FIELDS = ("id", "at", "from", "to", "text")
+# How much of a rejected line's text is quoted back to a reader (the full line is kept
+# in the rejected file).
+PREVIEW_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Mail:
+    """A readable mail line. `mail_id` is None only for lines written without an id."""
+
+    text: str
+    sender: str = UNKNOWN_SENDER
+    to: str | None = None
+    mail_id: str | None = None
+    at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire object: known fields in their usual order, then any extras."""
+        data: dict[str, Any] = {"id": self.mail_id, "at": self.at, "from": self.sender,
+                                "to": self.to, "text": self.text}
+        for key, value in self.extra.items():
+            data.setdefault(key, value)
+        return data
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A line that could not be read as mail, and why."""
+
+    reason: str
+    raw: bytes
+    lineno: int
+    source: str = ""
+
+    @property
+    def preview(self) -> str:
+        text = self.raw.decode("utf-8", errors="replace").strip()
+        return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+
+    def to_record(self, rejected_at: str) -> dict[str, Any]:
+        """The line written to `<name>.rejected.jsonl`; keeps the raw bytes exactly."""
+        record: dict[str, Any] = {"at": rejected_at, "reason": self.reason,
+                                  "source": self.source, "lineno": self.lineno}
+        try:
+            record["line"] = self.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            record["line"] = self.raw.decode("utf-8", errors="replace")
+            record["line_base64"] = base64.b64encode(self.raw).decode("ascii")
+        return record
+
+
+def new_mail(text: str, *, to: str, sender: str, at: str | None = None,
+             mail_id: str | None = None) -> Mail:
+    """A fresh mail with a uuid4 id and the current time."""
+    return Mail(text=text, sender=sender, to=to, mail_id=mail_id or str(uuid.uuid4()),
+                at=at or iso_utc())
+
+
+def encode_line(mail: Mail) -> bytes:
+    """One JSON object and a newline. Non-ASCII stays readable; newlines are escaped."""
+    return (json.dumps(mail.to_json(), ensure_ascii=False, separators=(",", ":"))
+            + "\n").encode("utf-8")
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def parse_line(raw: bytes, lineno: int = 0, source: str = "") -> Mail | Rejected | None:
+    """Read one line. None for a blank line (not mail, nothing to keep)."""
+    if not raw.strip():
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejected(f"not valid UTF-8 ({exc.reason} at byte {exc.start})", raw, lineno,
+                        source)
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return Rejected(f"not JSON ({exc})", raw, lineno, source)
+    if not isinstance(obj, dict):
+        return Rejected(f"not a JSON object (got {type(obj).__name__})", raw, lineno, source)
+    if "text" not in obj:
+        return Rejected('no "text" field', raw, lineno, source)
+    body = obj["text"]
+    if not isinstance(body, str):
+        return Rejected(f'"text" is not a string (got {type(body).__name__})', raw, lineno,
+                        source)
+    raw_id = obj.get("id")
+    if raw_id is not None and not (isinstance(raw_id, (str, int)) and
+                                   not isinstance(raw_id, bool)):
+        return Rejected(f'"id" is not a string (got {type(raw_id).__name__})', raw, lineno,
+                        source)
+    mail_id = str(raw_id) if raw_id is not None and str(raw_id) != "" else None
+    sender = _optional_str(obj.get("from")) or UNKNOWN_SENDER
+    extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS}
+    return Mail(text=body, sender=sender, to=_optional_str(obj.get("to")), mail_id=mail_id,
+                at=_optional_str(obj.get("at")), extra=extra)
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Lines of a mailbox file; a last line without its newline still counts."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def parse_file(data: bytes, source: str = "") -> tuple[list[Mail], list[Rejected]]:
+    """Every mail and every rejected line in a mailbox file's bytes, in file order."""
+    mails: list[Mail] = []
+    rejected: list[Rejected] = []
+    for lineno, raw in enumerate(split_lines(data), start=1):
+        parsed = parse_line(raw, lineno, source)
+        if isinstance(parsed, Mail):
+            mails.append(parsed)
+        elif isinstance(parsed, Rejected):
+            rejected.append(parsed)
+    return mails, rejected

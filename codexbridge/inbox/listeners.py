@@ -1,0 +1,81 @@
+"""Who listens as which mailbox name: `NAME.session.json`.
+
+The Stop hook (and the watcher) rewrite it on every run, so `inbox list` can show each
+listener's cwd, session and last-seen time, and `inbox push` can warn when a name has
+never been listened on. The writer half is on the hook's fast path: stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .clock import iso_utc
+from .location import SESSION_SUFFIX, ensure_private_dir, session_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def listener_record(name: str, payload: dict[str, Any], via: str,
+                    now: str | None = None) -> dict[str, Any]:
+    """The session.json content for a hook run that received `payload` on stdin."""
+    return {
+        "name": name,
+        "cwd": _str_or_none(payload.get("cwd")) or os.getcwd(),
+        "session_id": _str_or_none(payload.get("session_id")),
+        "transcript_path": _str_or_none(payload.get("transcript_path")),
+        "last_seen": now or iso_utc(),
+        "via": via,
+        "claude_pid": _str_or_none(os.environ.get("CLAUDE_PID")),
+    }
+
+
+def record_listener(inbox: str, name: str, payload: dict[str, Any], via: str) -> None:
+    """Atomically replace NAME.session.json (temp file + rename, mode 0600)."""
+    ensure_private_dir(inbox)
+    path = session_path(inbox, name)
+    tmp = os.path.join(inbox, f".{name}{SESSION_SUFFIX}.{os.getpid()}.tmp")
+    data = json.dumps(listener_record(name, payload, via), ensure_ascii=False, indent=2)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data.encode("utf-8") + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_listeners(inbox: str) -> dict[str, dict[str, Any]]:
+    """name → its session.json content, for every name that was ever listened on."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        entries = sorted(os.listdir(inbox))
+    except FileNotFoundError:
+        return out
+    for entry in entries:
+        if not entry.endswith(SESSION_SUFFIX) or entry.startswith("."):
+            continue
+        name = entry[: -len(SESSION_SUFFIX)]
+        try:
+            with open(os.path.join(inbox, entry), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            data = {"name": name, "error": "unreadable session file"}
+        out[name] = data if isinstance(data, dict) else {"name": name}
+    return out
+
+
+def closest_name(name: str, known: list[str]) -> str | None:
+    """The known name a typo most likely meant, if any is close."""
+    import difflib
+
+    matches = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if matches:
+        return matches[0]
+    lowered = {k.lower(): k for k in known}
+    return lowered.get(name.lower())

@@ -1,0 +1,429 @@
+"""The mailbox store: push, peek, take-by-rename, recovery, de-dup, rejected lines.
+
+Exactly-once delivery, as far as a file system can give it:
+
+1. **Push** appends one whole line to `NAME.jsonl` while holding `NAME.lock`, and opens
+   the file only under that lock — so a push can never land in a file that a taker has
+   already renamed away.
+2. **Take** (under the same lock) opens `NAME.jsonl`, flocks that file, and renames it to
+   `NAME.jsonl.taken-PID-NONCE`. The flock travels with the file and dies with the
+   process, so "is its owner alive?" is answered by trying the lock, not by trusting a
+   pid that may have been reused. The pid in the name is for people reading the dir.
+3. The caller **delivers** the batch (prints it), then calls `Batch.commit()`, which
+   records the delivered ids in `NAME.delivered`, appends unreadable lines to
+   `NAME.rejected.jsonl`, and only then unlinks the taken file.
+4. A later take **recovers** every taken file whose lock it can get (its owner died or
+   gave up) before taking new mail. Ids already in `NAME.delivered` are skipped, so a
+   taker that died after delivering but before unlinking causes no duplicate.
+
+The one window left is a crash after the batch was printed but before its ids were
+recorded: that batch is delivered again (at least once, never lost).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from .clock import iso_utc
+from .lines import Mail, Rejected, encode_line, parse_file, split_lines
+from .location import (
+    MAIL_SUFFIX,
+    REJECTED_SUFFIX,
+    SESSION_SUFFIX,
+    TAKEN_MARK,
+    delivered_path,
+    ensure_private_dir,
+    lock_path,
+    mail_path,
+    rejected_path,
+    taken_files,
+)
+from .locking import FileLock, lock
+
+# How many delivered ids are remembered for de-duplication. A recovered batch is
+# always recent, so a few thousand ids cover it with a wide margin.
+DELIVERED_KEEP = 8192
+# Test-only: "after_take=SECONDS" or "before_delete=SECONDS" makes a take pause there
+# (after announcing itself on stderr) so a test can SIGKILL it at that point.
+TEST_PAUSE_ENV = "CODEX_BRIDGE_TEST_PAUSE"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _append(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, start: int = 0) -> bytes:
+    chunks: list[bytes] = []
+    offset = start
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _test_pause(point: str) -> None:
+    spec = os.environ.get(TEST_PAUSE_ENV, "")
+    if not spec.startswith(point + "="):
+        return
+    os.write(2, f"codexbridge-test-pause: {point} pid={os.getpid()}\n".encode())
+    time.sleep(float(spec.split("=", 1)[1]))
+
+
+def push(inbox: str, mail: Mail) -> None:
+    """Append `mail` to its mailbox (`mail.to`) under the mailbox lock."""
+    if not mail.to:
+        raise ValueError("mail.to names the mailbox and must be set")
+    ensure_private_dir(inbox)
+    line = encode_line(mail)
+    with FileLock(lock_path(inbox, mail.to)):
+        _append(mail_path(inbox, mail.to), line)
+
+
+@dataclass
+class _Taken:
+    fd: int
+    path: str
+    size: int = 0
+    recovered: bool = False
+
+
+@dataclass
+class Batch:
+    """Mail taken out of a mailbox, held until `commit()` (or released for recovery)."""
+
+    inbox: str
+    name: str
+    mails: list[Mail] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    duplicates: int = 0
+    recovered_files: int = 0
+    _files: list[_Taken] = field(default_factory=list)
+    committed: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.mails and not self.rejected
+
+    def commit(self) -> None:
+        """The batch was delivered: remember its ids, keep its bad lines, delete it."""
+        if self.committed:
+            return
+        ids = [m.mail_id for m in self.mails if m.mail_id]
+        with FileLock(lock_path(self.inbox, self.name)):
+            if ids:
+                _remember_delivered(self.inbox, self.name, ids)
+            if self.rejected:
+                now = iso_utc()
+                _append(rejected_path(self.inbox, self.name),
+                        b"".join((json.dumps(r.to_record(now), ensure_ascii=False) + "\n")
+                                 .encode("utf-8") for r in self.rejected))
+            for taken in self._files:
+                # Someone appended without our lock (a foreign writer) after we read:
+                # put those bytes back in the mailbox instead of deleting them.
+                late = _read_fd(taken.fd, taken.size)
+                if late:
+                    _append(mail_path(self.inbox, self.name), late)
+        _test_pause("before_delete")
+        for taken in self._files:
+            with suppress(FileNotFoundError):
+                os.unlink(taken.path)
+        self.committed = True
+        self.release()
+
+    def release(self) -> None:
+        """Close the taken files. Uncommitted ones stay on disk for the next take."""
+        files, self._files = self._files, []
+        for taken in files:
+            os.close(taken.fd)
+
+
+def _remember_delivered(inbox: str, name: str, ids: list[str]) -> None:
+    """Append ids to NAME.delivered (caller holds the mailbox lock); keep it bounded."""
+    path = delivered_path(inbox, name)
+    _append(path, "".join(i.replace("\n", " ") + "\n" for i in ids).encode("utf-8"))
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        return
+    if size <= DELIVERED_KEEP * 2 * 40:
+        return
+    with open(path, "rb") as fh:
+        keep = fh.read().splitlines()[-DELIVERED_KEEP:]
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        _write_all(fd, b"\n".join(keep) + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def delivered_ids(inbox: str, name: str) -> set[str]:
+    """Ids delivered recently (the bounded de-dup record)."""
+    try:
+        with open(delivered_path(inbox, name), "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return set()
+    return {line.decode("utf-8", "replace") for line in data.splitlines() if line}
+
+
+def _claim_orphan(path: str) -> _Taken | None:
+    """Lock a taken file whose owner is gone; None if it is alive or already deleted."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        if not lock(fd, blocking=False):
+            os.close(fd)
+            return None
+        # The owner may have committed (unlinked) between our open and our lock.
+        st = os.stat(path)
+        mine = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            os.close(fd)
+            return None
+    except FileNotFoundError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Taken(fd, path, recovered=True)
+
+
+def _take_current(inbox: str, name: str) -> _Taken | None:
+    """Rename NAME.jsonl to a private taken name, holding its flock throughout."""
+    src = mail_path(inbox, name)
+    with FileLock(lock_path(inbox, name)):
+        try:
+            fd = os.open(src, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            lock(fd)
+            if os.fstat(fd).st_size == 0:
+                os.unlink(src)
+                os.close(fd)
+                return None
+            dest = os.path.join(inbox, f"{name}{TAKEN_MARK}{os.getpid()}-{time.time_ns()}")
+            os.rename(src, dest)
+        except BaseException:
+            os.close(fd)
+            raise
+    return _Taken(fd, dest)
+
+
+def _take_batch(inbox: str, name: str) -> Batch:
+    ensure_private_dir(inbox)
+    batch = Batch(inbox, name)
+    try:
+        for path in taken_files(inbox, name):
+            orphan = _claim_orphan(path)
+            if orphan is not None:
+                batch._files.append(orphan)
+                batch.recovered_files += 1
+        current = _take_current(inbox, name)
+        if current is not None:
+            batch._files.append(current)
+        if not batch._files:
+            return batch
+        _test_pause("after_take")
+        seen = delivered_ids(inbox, name)
+        for taken in batch._files:
+            data = _read_fd(taken.fd)
+            taken.size = len(data)
+            mails, rejected = parse_file(data, source=os.path.basename(taken.path))
+            batch.rejected.extend(rejected)
+            for mail in mails:
+                if mail.mail_id is not None:
+                    if mail.mail_id in seen:
+                        batch.duplicates += 1
+                        continue
+                    seen.add(mail.mail_id)
+                batch.mails.append(mail)
+    except BaseException:
+        batch.release()
+        raise
+    return batch
+
+
+@contextmanager
+def take(inbox: str, name: str) -> Iterator[Batch]:
+    """`with take(inbox, name) as batch: deliver(batch); batch.commit()`.
+
+    Leaving the block without `commit()` releases the batch: its files stay and the next
+    take delivers them.
+    """
+    batch = _take_batch(inbox, name)
+    try:
+        yield batch
+    finally:
+        batch.release()
+
+
+def drain(inbox: str, name: str, deliver: Callable[[Batch], None]) -> Batch:
+    """Take, call `deliver(batch)`, commit. An exception in `deliver` keeps the mail."""
+    with take(inbox, name) as batch:
+        if batch._files:
+            deliver(batch)
+            batch.commit()
+        return batch
+
+
+# --- reading without consuming ------------------------------------------------------
+
+@dataclass
+class Peek:
+    """What a mailbox holds right now, without consuming anything."""
+
+    name: str
+    mails: list[Mail]
+    unreadable: list[Rejected]  # lines that the next take will reject
+    rejected_count: int  # lines already in NAME.rejected.jsonl
+    in_flight: int  # mails in batches a live taker is delivering right now
+
+
+def _owner_alive(path: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return True  # gone: someone committed it
+    try:
+        return not lock(fd, blocking=False)
+    finally:
+        os.close(fd)  # closing drops the lock we may have taken
+
+
+def count_lines(path: str) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except FileNotFoundError:
+        return 0
+
+
+def peek(inbox: str, name: str) -> Peek:
+    """Pending mail (orphaned taken batches first, then NAME.jsonl), without taking it."""
+    mails: list[Mail] = []
+    unreadable: list[Rejected] = []
+    in_flight = 0
+    delivered: set[str] | None = None
+    for path in taken_files(inbox, name):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            continue
+        if _owner_alive(path):
+            in_flight += len([line for line in split_lines(data) if line.strip()])
+            continue
+        found, bad = parse_file(data, source=os.path.basename(path))
+        if delivered is None:
+            delivered = delivered_ids(inbox, name)
+        # A dead taker may have delivered these already; the next take skips them too.
+        mails.extend(m for m in found if m.mail_id is None or m.mail_id not in delivered)
+        unreadable.extend(bad)
+    # Under the writers' lock so a push is never seen half-written.
+    path = mail_path(inbox, name)
+    data = b""
+    if os.path.exists(path):
+        with FileLock(lock_path(inbox, name)):
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except FileNotFoundError:
+                data = b""
+    found, bad = parse_file(data, source=os.path.basename(path))
+    mails.extend(found)
+    unreadable.extend(bad)
+    return Peek(name, mails, unreadable, count_lines(rejected_path(inbox, name)), in_flight)
+
+
+def read_rejected(inbox: str, name: str) -> list[dict[str, Any]]:
+    """The records in NAME.rejected.jsonl (a broken record is shown as-is)."""
+    records: list[dict[str, Any]] = []
+    try:
+        with open(rejected_path(inbox, name), "rb") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    obj = {"line": line.decode("utf-8", "replace"), "reason": "unreadable"}
+                records.append(obj if isinstance(obj, dict) else {"line": obj})
+    except FileNotFoundError:
+        pass
+    return records
+
+
+@dataclass
+class MailboxSummary:
+    name: str
+    pending: int
+    rejected: int
+    in_flight: int
+    listener: dict[str, Any] | None
+
+
+def mailbox_names(inbox: str) -> list[str]:
+    """Every name that has mail, rejected lines, taken batches or a listener."""
+    names: set[str] = set()
+    try:
+        entries = os.listdir(inbox)
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if entry.endswith(".tmp"):
+            continue
+        if entry.endswith(REJECTED_SUFFIX):
+            names.add(entry[: -len(REJECTED_SUFFIX)])
+        elif entry.endswith(MAIL_SUFFIX):
+            names.add(entry[: -len(MAIL_SUFFIX)])
+        elif entry.endswith(SESSION_SUFFIX):
+            names.add(entry[: -len(SESSION_SUFFIX)])
+        elif TAKEN_MARK in entry:
+            names.add(entry.split(TAKEN_MARK, 1)[0])
+    from .names import name_problem
+
+    return sorted(n for n in names if name_problem(n) is None)
+
+
+def summarize(inbox: str, listeners: dict[str, dict[str, Any]]) -> list[MailboxSummary]:
+    """One summary per known mailbox (see `mailbox_names`), sorted by name."""
+    out = []
+    for name in sorted(set(mailbox_names(inbox)) | set(listeners)):
+        pending = count_lines(mail_path(inbox, name))
+        in_flight = 0
+        for path in taken_files(inbox, name):
+            n = count_lines(path)
+            if _owner_alive(path):
+                in_flight += n
+            else:
+                pending += n
+        out.append(MailboxSummary(name, pending, count_lines(rejected_path(inbox, name)),
+                                  in_flight, listeners.get(name)))
+    return out
+
+

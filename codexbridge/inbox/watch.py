@@ -1,0 +1,109 @@
+"""`inbox watch --as NAME`: the asyncRewake watcher that wakes an idle Claude session.
+
+Registered as an `asyncRewake` command hook on SessionStart and Stop, it runs in the
+background, polls the mailbox, and when mail arrives exits 2 with the mail on stderr —
+Claude then starts a new turn with that text (claude-code.md §6; 0.18 s measured from
+file write to model request). Exit 0 does nothing, so timing out or being replaced is
+silent.
+
+Claude starts another watcher at every Stop, including blocked ones, so they would pile
+up. One watcher per mailbox at a time, the newest winning: each watcher writes its pid
+into `NAME.watcher` (its claim) and then waits for the flock on that file; an older
+watcher re-reads the claim every poll and leaves as soon as it names someone else,
+which releases the lock to the newcomer. Only the lock holder pops mail, and popping is
+the store's atomic take-by-rename, so even an overlap could not deliver a mail twice.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .listeners import record_listener
+from .location import ensure_private_dir, rejected_path, watcher_path
+from .locking import lock
+from .probe import has_pending
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_INTERVAL = 0.1
+EXIT_WAKE = 2  # asyncRewake: exit 2 + stderr starts a new turn
+EXIT_QUIET = 0
+
+
+def parse_claim(data: bytes) -> int | None:
+    """The pid in a NAME.watcher file (None for empty or half-written content)."""
+    text = data.decode("ascii", errors="replace").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _claude_pid() -> int | None:
+    raw = os.environ.get("CLAUDE_PID", "")
+    return int(raw) if raw.isdigit() else None
+
+
+class Claim:
+    """This process's claim on NAME.watcher."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.pid = os.getpid()
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{self.pid}\n".encode(), 0)
+
+    def still_mine(self) -> bool:
+        return parse_claim(os.pread(self.fd, 64, 0)) == self.pid
+
+    def close(self) -> None:
+        os.close(self.fd)  # drops the flock for the next watcher
+
+
+def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
+              interval: float) -> int:
+    """Wait for mail; EXIT_WAKE after writing it to stderr, EXIT_QUIET otherwise."""
+    from .hook import render_mail
+    from .store import take
+
+    ensure_private_dir(inbox)
+    record_listener(inbox, name, payload, via="watch")
+    deadline = time.monotonic() + max(0.0, timeout)
+    claude = _claude_pid()
+    claim = Claim(watcher_path(inbox, name))
+    try:
+        holding = False
+        while time.monotonic() < deadline:
+            if not claim.still_mine():
+                return EXIT_QUIET  # a newer watcher took over
+            if claude is not None and not _pid_alive(claude):
+                return EXIT_QUIET  # the session we serve is gone
+            if not holding:
+                holding = lock(claim.fd, blocking=False)
+            if holding and has_pending(inbox, name):
+                with take(inbox, name) as batch:
+                    if batch.empty:
+                        batch.commit()
+                    else:
+                        text = render_mail(name, batch.mails, batch.rejected,
+                                           rejected_path(inbox, name))
+                        sys.stderr.buffer.write(text.encode("utf-8") + b"\n")
+                        sys.stderr.buffer.flush()
+                        batch.commit()
+                        return EXIT_WAKE
+            time.sleep(interval)
+        return EXIT_QUIET
+    finally:
+        claim.close()
