@@ -12,6 +12,10 @@ into `NAME.watcher` (its claim) and then waits for the flock on that file; an ol
 watcher re-reads the claim every poll and leaves as soon as it names someone else,
 which releases the lock to the newcomer. Only the lock holder pops mail, and popping is
 the store's atomic take-by-rename, so even an overlap could not deliver a mail twice.
+
+Under `claude -p` an asyncRewake hook cannot start a turn, yet Claude waits for it
+before exiting (measured: a one-turn `-p` run took 40 s with two 20 s watchers). So a
+watcher started by a headless Claude (`CLAUDE_CODE_ENTRYPOINT=sdk-…`) leaves at once.
 """
 
 from __future__ import annotations
@@ -51,6 +55,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def headless(environ: dict[str, str] | None = None) -> bool:
+    """True when the Claude that started us is `claude -p` / an SDK run."""
+    env = os.environ if environ is None else environ
+    return env.get("CLAUDE_CODE_ENTRYPOINT", "").startswith("sdk-")
+
+
 def _claude_pid() -> int | None:
     raw = os.environ.get("CLAUDE_PID", "")
     return int(raw) if raw.isdigit() else None
@@ -80,6 +90,8 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
 
     ensure_private_dir(inbox)
     record_listener(inbox, name, payload, via="watch")
+    if headless():
+        return EXIT_QUIET  # nothing to wake, and Claude would wait for us
     deadline = time.monotonic() + max(0.0, timeout)
     claude = _claude_pid()
     claim = Claim(watcher_path(inbox, name))

@@ -92,6 +92,17 @@ def test_exits_when_claude_is_gone() -> None:
     assert proc.returncode == 0
 
 
+def test_headless_claude_gets_no_watcher() -> None:
+    """`claude -p` waits for asyncRewake hooks it cannot use: leave at once."""
+    push("stays")
+    started = time.monotonic()
+    proc = start(env={"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"})
+    out, err = proc.communicate(timeout=10)
+    assert (proc.returncode, out, err) == (0, b"", b"")
+    assert time.monotonic() - started < 5
+    assert [m.text for m in store.peek(inbox_dir(), "box").mails] == ["stays"]
+
+
 def test_bad_name_is_a_usage_error() -> None:
     proc = subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "watch", "--as",
                            "a/b", "--timeout", "1"], capture_output=True, text=True,

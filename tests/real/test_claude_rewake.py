@@ -1,0 +1,101 @@
+"""Waking an idle interactive Claude Code (2.1.332, in tmux) with the asyncRewake watcher.
+
+Set up exactly as `codexbridge install-hook --rewake` writes it: the Stop hook plus the
+watcher on SessionStart and Stop. Claude sits idle at its prompt; a push must start a
+new turn within a few seconds whose model request carries the mail — twice in a row
+(the first wake comes from the SessionStart watcher, the second from the watcher the
+Stop hook re-armed). Teardown kills claude by pid first, then the tmux server, and
+checks that no watcher outlives the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from codexbridge.inbox import store
+from codexbridge.inbox.install_hook import install
+from codexbridge.inbox.location import inbox_dir, watcher_path
+from codexbridge.inbox.watch import parse_claim
+from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
+from tests.support.mock_messages import MockMessages
+
+pytestmark = [pytest.mark.real_claude, pytest.mark.tmux]
+
+WAKE_BUDGET_S = 5.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _live_watcher(name: str, timeout: float) -> int:
+    """Pid of the watcher holding the claim, once it exists and is alive."""
+    path = Path(watcher_path(inbox_dir(), name))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            pid = parse_claim(path.read_bytes())
+            if pid is not None and _alive(pid):
+                return pid
+        time.sleep(0.05)
+    raise AssertionError(f"no watcher claimed mailbox {name!r} within {timeout}s")
+
+
+def _push(to: str, text: str) -> None:
+    subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "push", "--to", to, text],
+                   check=True, capture_output=True)
+
+
+def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,
+                                    mock_messages: MockMessages,
+                                    tmux_claude: TmuxClaude) -> None:
+    install(str(claude_project), "tui", rewake=True, watch_timeout=120)
+    claude.seed_interactive(claude_project)
+    tmux_claude.start()
+    assert tmux_claude.wait_for_screen("❯", timeout=30), tmux_claude.screen()
+    watchers = []
+
+    for n, text in enumerate(["WAKE MAIL ONE from codex", "WAKE MAIL TWO from codex"]):
+        watchers.append(_live_watcher("tui", timeout=20))
+        time.sleep(0.3)  # let the watcher take its lock after claiming
+        before = len(mock_messages.requests)
+        pushed = time.monotonic()
+        _push("tui", text)
+        request = mock_messages.wait_for(
+            lambda r, text=text, before=before: r.index >= before and text in r.tail_text(),
+            timeout=WAKE_BUDGET_S)
+        latency = time.monotonic() - pushed
+        assert request is not None, (n, tmux_claude.screen())
+        assert latency < WAKE_BUDGET_S
+        tail = request.tail_text()
+        assert "Stop hook feedback" in tail and 'mailbox "tui"' in tail
+        assert request.headers.get("user-agent", "").endswith("(external, cli)")  # the TUI
+        # Exactly once: the mail is gone from the box and is in one wake only.
+        assert store.peek(inbox_dir(), "tui").mails == []
+        assert tmux_claude.wait_for_screen("MOCK_REPLY", timeout=10)
+        # Wait for the turn's Stop hook to re-arm a watcher before the next push.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _live_watcher("tui", 10) == watchers[-1]:
+            time.sleep(0.1)
+
+    wakes = [r for r in mock_messages.model_calls if "WAKE MAIL" in r.tail_text()]
+    assert len(wakes) == 2
+    listener = json.loads(Path(inbox_dir(), "tui.session.json").read_text())
+    assert listener["session_id"] == wakes[0].session_id
+
+    tmux_claude.stop()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in watchers):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in watchers), "a watcher outlived claude"
