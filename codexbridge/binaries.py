@@ -65,7 +65,8 @@ def _find(env_var: str, command: str, pinned: Path | None, what: str) -> str:
     explicit = os.environ.get(env_var)
     if explicit:
         if os.access(explicit, os.X_OK):
-            return explicit
+            # Absolute, because the child may be started in another directory.
+            return os.path.abspath(explicit)
         raise BinaryNotFoundError(f"{env_var}={explicit} is not an executable file")
     on_path = shutil.which(command)
     if on_path:

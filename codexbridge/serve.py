@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from .appserver import AUTH_HINTS, AppServerProcess, codex_version, free_port
+from .appserver import AUTH_FAILURE, AppServerProcess, codex_version, free_port
 from .binaries import find_codex
 from .envbaseline import EXTRA_VAR, child_env
 from .errors import ServeError, UsageError
@@ -78,8 +78,7 @@ def _relay_stderr(stream: IO[bytes], tail: deque[str], warn: Callable[[str], Non
         sys.stderr.write(line)
         sys.stderr.flush()
         tail.append(line.rstrip("\n"))
-        low = line.lower()
-        if not hinted and any(h in low for h in AUTH_HINTS) and ("error" in low or "401" in low):
+        if not hinted and AUTH_FAILURE.search(line):
             hinted = True
             warn(f"codex reported an authentication problem. codex normally authenticates "
                  f"through files under CODEX_HOME (`codex login`); if yours relies on an "
