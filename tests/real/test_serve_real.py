@@ -1,0 +1,149 @@
+"""`codexbridge serve` with the real codex binary."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from codexbridge.mock import MockResponsesServer
+from tests.support.cli import run_cli
+from tests.support.raw_client import RawClient, start_user_thread
+
+pytestmark = pytest.mark.real_codex
+
+
+def _start_serve(workdir: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "codexbridge", "serve", "--cwd",
+                             str(workdir), "--port", "0"], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_record(home: Path, proc: subprocess.Popen[str], timeout: float = 30) -> dict:
+    path = home / "bridge.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return json.loads(path.read_text())
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read()}")
+        time.sleep(0.05)
+    raise AssertionError("bridge.json never appeared")
+
+
+@pytest.fixture
+def serve_env(codex_bin: str, codex_env: dict[str, str], tmp_path: Path,
+              _isolated_state: Path) -> dict[str, str]:
+    env = dict(codex_env)
+    env.update({
+        "CODEX_BRIDGE_HOME": str(_isolated_state),
+        "CODEX_BRIDGE_CODEX_BIN": codex_bin,
+        # the mock provider's key reaches codex only because it is named here
+        "CODEX_BRIDGE_CHILD_ENV": "MOCK_API_KEY, NO_PROXY",
+        "SECRET_PARENT_TOKEN": "do-not-leak-123",
+        "OPENAI_API_KEY": "sk-should-not-leak",
+        "HTTPS_PROXY": "http://user:pw@proxy.invalid:3128",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    })
+    return env
+
+
+def test_serve_writes_record_keeps_secrets_out_and_cleans_up(
+        serve_env: dict[str, str], workdir: Path, _isolated_state: Path,
+        mock_model: MockResponsesServer) -> None:
+    proc = _start_serve(workdir, serve_env)
+    try:
+        record = _wait_record(_isolated_state, proc)
+        assert record["cwd"] == str(workdir.resolve())
+        assert record["codex_version"] == "0.169.0"
+        assert record["pid"] == proc.pid
+        assert record["url"].startswith("ws://127.0.0.1:")
+        assert set(record) >= {"url", "pid", "cwd", "codex_version", "started_at"}
+        assert stat.S_IMODE(_isolated_state.stat().st_mode) == 0o700
+        assert stat.S_IMODE((_isolated_state / "bridge.json").stat().st_mode) == 0o600
+
+        child_env = Path(f"/proc/{record['app_server_pid']}/environ").read_bytes()
+        names = dict(v.split(b"=", 1) for v in child_env.split(b"\0") if b"=" in v)
+        assert b"SECRET_PARENT_TOKEN" not in names
+        assert b"OPENAI_API_KEY" not in names
+        assert names[b"MOCK_API_KEY"] == b"dummy-key"
+        assert names[b"HTTPS_PROXY"] == b"http://proxy.invalid:3128"
+        assert b"CODEX_HOME" in names
+
+        # talk finds the app-server through bridge.json alone (no --url, no env URL)
+        import asyncio
+
+        async def first_turn() -> None:
+            async with RawClient(record["url"]) as peer:
+                await start_user_thread(peer, workdir, "hello")
+
+        asyncio.run(first_turn())
+        env = {k: v for k, v in serve_env.items() if k != "CODEX_BRIDGE_URL"}
+        res = run_cli("talk", "say", "-q", "via bridge.json", env=env)
+        assert res.code == 0, res.err
+        assert res.out.strip() == "MOCK REPLY: via bridge.json"
+
+        # a second serve on the same state dir is refused
+        second = run_cli("serve", "--cwd", str(workdir), "--port", "0", env=serve_env)
+        assert second.code == 2 and "already running" in second.err
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(20)
+    out = proc.stdout.read() if proc.stdout else ""
+    assert f"codex --remote {record['url']} -C {workdir.resolve()}" in out
+    assert code == 0
+    assert not (_isolated_state / "bridge.json").exists()
+    assert not Path(f"/proc/{record['app_server_pid']}").exists()
+
+
+def test_serve_forwards_sigint(serve_env: dict[str, str], workdir: Path,
+                               _isolated_state: Path) -> None:
+    proc = _start_serve(workdir, serve_env)
+    record = _wait_record(_isolated_state, proc)
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(20)
+    assert not (_isolated_state / "bridge.json").exists()
+    assert not Path(f"/proc/{record['app_server_pid']}").exists()
+    assert code in (0, 130)
+
+
+def test_serve_refuses_bad_input(serve_env: dict[str, str], tmp_path: Path) -> None:
+    bad = run_cli("serve", "--cwd", str(tmp_path / "missing"), env=serve_env)
+    assert bad.code == 2 and "is not a directory" in bad.err
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    assert run_cli("serve", "--cwd", str(afile), env=serve_env).code == 2
+    remote = run_cli("serve", "--cwd", str(tmp_path), "--host", "0.0.0.0", env=serve_env)
+    assert remote.code == 2 and "CODEX_BRIDGE_TOKEN" in remote.err
+    missing = run_cli("serve", "--cwd", str(tmp_path),
+                      env={**serve_env, "CODEX_BRIDGE_CODEX_BIN": str(tmp_path / "nocodex")})
+    assert missing.code == 10 and "CODEX_BRIDGE_CODEX_BIN" in missing.err
+
+
+def test_capability_token_is_required_when_configured(
+        serve_env: dict[str, str], workdir: Path, _isolated_state: Path,
+        mock_model: MockResponsesServer) -> None:
+    env = {**serve_env, "CODEX_BRIDGE_TOKEN": "s3cret-capability"}
+    proc = _start_serve(workdir, env)
+    try:
+        record = _wait_record(_isolated_state, proc)
+        token_file = Path(record["token_file"])
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        no_token = {k: v for k, v in serve_env.items() if k != "CODEX_BRIDGE_TOKEN"}
+        no_token["CODEX_BRIDGE_URL"] = record["url"]
+        no_token["CODEX_BRIDGE_HOME"] = str(_isolated_state / "elsewhere")
+        refused = run_cli("talk", "list", env=no_token)
+        assert refused.code == 5, refused.err
+        # with the token (read from bridge.json's token file) the same call works
+        ok = run_cli("talk", "list", "--json", env=serve_env)
+        assert ok.code == 0, ok.err
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
