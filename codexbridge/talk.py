@@ -214,18 +214,22 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
               approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
               timeout: float = DEFAULT_TURN_TIMEOUT,
               turn_cwd: str | None = None,
+              join_first: bool = True,
               on_delta: Callable[[str], None] | None = None,
               on_approval: Callable[[str], None] | None = None) -> SayResult:
     """Start a turn with `text` on the thread and follow it to the end.
 
     Turn outcomes (completed / interrupted / failed / timed out) come back as the result's
-    `status`; transport and target problems raise.
+    `status`; transport and target problems raise. `join_first=False` is for the client
+    that started the thread itself (already subscribed, and not joinable before its first
+    turn).
     """
     run = _TurnRun(client, thread_id, approvals, approval_timeout, on_delta, on_approval)
     sub = client.subscribe()
     pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-pump")
     try:
-        await join(client, thread_id)
+        if join_first:
+            await join(client, thread_id)
         params: dict[str, Any] = {"threadId": thread_id,
                                   "input": [{"type": "text", "text": text,
                                              "text_elements": []}]}
