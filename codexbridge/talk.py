@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client import AppServerClient
-from .errors import NoRolloutError, NoThreadError
+from .errors import NoRolloutError, NoThreadError, RpcError
 from .protocol import approvals as approval_table
 from .protocol.envelopes import RequestId, ServerRequest
-from .protocol.threads import ThreadInfo, resolve, visible
+from .protocol.threads import ThreadInfo, looks_like_thread_id, resolve, visible
 from .protocol.turn import (
     AgentMessage,
     Approval,
@@ -63,6 +63,17 @@ async def list_threads(client: AppServerClient, *, include_all: bool = False) ->
 
 async def find_target(client: AppServerClient, selector: str | None,
                       cwd: str | None = None) -> ThreadInfo:
+    """The thread `selector` (id or exact name) means; see protocol.threads.resolve."""
+    if selector and looks_like_thread_id(selector) and not cwd:
+        # An explicit id needs no listing: one thread/read confirms it is loaded, which
+        # saves a request per loaded thread on every `say --thread ID`.
+        try:
+            read = await client.request("thread/read", {"threadId": selector})
+        except RpcError:
+            pass  # not loaded (or not an id after all): fall back to the full resolution
+        else:
+            if isinstance(read, dict) and isinstance(read.get("thread"), dict):
+                return ThreadInfo.from_thread(read["thread"])
     return resolve(await list_threads(client, include_all=True), selector, cwd)
 
 

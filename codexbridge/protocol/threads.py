@@ -8,10 +8,19 @@ used. Names match exactly — never partially, never guessed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import AmbiguousThreadError, NoThreadError
+
+_THREAD_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                        r"[0-9a-fA-F]{12}$")
+
+
+def looks_like_thread_id(selector: str) -> bool:
+    """Thread ids are UUIDs; a name shaped like one is vanishingly unlikely."""
+    return bool(_THREAD_ID.match(selector))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,98 @@
+"""Speed of `talk say`, as ratios against a minimal raw websockets client (issue 2).
+
+    .venv/bin/python bench/bench_talk.py [--turns 30] [--procs 15]
+
+Both sides run against the same real codex app-server and mock model in the same run,
+alternating, so machine noise hits both equally. Targets:
+  in-process turn   codexbridge talk.say  vs  bench/raw_say.raw_say        <= 1.15x
+  whole process     `codexbridge talk say` vs `python bench/raw_say.py`    <= 1.20x
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.raw_say import raw_say  # noqa: E402
+from codexbridge import talk  # noqa: E402
+from codexbridge.binaries import pinned_codex  # noqa: E402
+from codexbridge.client import AppServerClient  # noqa: E402
+from tests.support.appserver import MockStack  # noqa: E402
+from tests.support.raw_client import RawClient, start_user_thread  # noqa: E402
+
+
+async def bridge_turn(url: str, thread_id: str, text: str) -> str:
+    async with AppServerClient(url) as client:
+        result = await talk.say(client, thread_id, text)
+        return result.reply
+
+
+async def in_process(url: str, thread_id: str, turns: int) -> tuple[float, float]:
+    raw_times: list[float] = []
+    ours: list[float] = []
+    for i in range(turns):
+        for fn, sink in ((raw_say, raw_times), (bridge_turn, ours)):
+            t0 = time.perf_counter()
+            reply = await fn(url, thread_id, f"bench {i}")
+            sink.append(time.perf_counter() - t0)
+            assert reply == f"MOCK REPLY: bench {i}", reply
+    return statistics.median(raw_times), statistics.median(ours)
+
+
+def whole_process(url: str, thread_id: str, runs: int) -> tuple[float, float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    raw_cmd = [sys.executable, str(ROOT / "bench" / "raw_say.py"), "--url", url,
+               "--thread", thread_id]
+    ours_cmd = [sys.executable, "-m", "codexbridge", "talk", "say", "--url", url,
+                "--thread", thread_id, "-q"]
+    raw_times: list[float] = []
+    ours: list[float] = []
+    for i in range(runs):
+        for cmd, sink in ((raw_cmd, raw_times), (ours_cmd, ours)):
+            t0 = time.perf_counter()
+            out = subprocess.run([*cmd, f"proc {i}"], env=env, capture_output=True, text=True,
+                                 check=False)
+            sink.append(time.perf_counter() - t0)
+            assert out.returncode == 0 and out.stdout.strip() == f"MOCK REPLY: proc {i}", out
+    return statistics.median(raw_times), statistics.median(ours)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=30)
+    ap.add_argument("--procs", type=int, default=15)
+    args = ap.parse_args()
+    codex = os.environ.get("CODEX_BRIDGE_CODEX_BIN") or str(pinned_codex() or "")
+    if not codex:
+        print("bench_talk: pinned codex missing; run scripts/install-binaries", file=sys.stderr)
+        return 3
+    with MockStack(codex) as stack:
+        assert stack.server is not None
+        url = stack.server.url
+
+        async def setup() -> str:
+            async with RawClient(url) as peer:
+                return (await start_user_thread(peer, stack.workdir, "bench setup")).thread_id
+
+        thread_id = asyncio.run(setup())
+        raw_t, our_t = asyncio.run(in_process(url, thread_id, args.turns))
+        raw_p, our_p = whole_process(url, thread_id, args.procs)
+    print(f"in-process turn : raw {raw_t * 1000:7.1f} ms  codexbridge {our_t * 1000:7.1f} ms  "
+          f"ratio {our_t / raw_t:.3f}x  (target <= 1.15x)")
+    print(f"whole process   : raw {raw_p * 1000:7.1f} ms  codexbridge {our_p * 1000:7.1f} ms  "
+          f"ratio {our_p / raw_p:.3f}x  (target <= 1.20x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
