@@ -5,14 +5,13 @@ recorded."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import ConnectError
 from .paths import bridge_file, read_bridge_file
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     url: str
     token: str | None
     source: str

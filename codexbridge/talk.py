@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .client import AppServerClient
 from .errors import NoRolloutError, NoThreadError, RpcError
@@ -77,25 +76,29 @@ async def find_target(client: AppServerClient, selector: str | None,
     return resolve(await list_threads(client, include_all=True), selector, cwd)
 
 
-@dataclass
 class ApprovalRecord:
-    request_id: RequestId
-    method: str
-    summary: str
-    outcome: str = "pending"
+    """One approval seen during the turn; `outcome` changes as it is answered."""
+
+    __slots__ = ("method", "outcome", "request_id", "summary")
+
+    def __init__(self, request_id: RequestId, method: str, summary: str,
+                 outcome: str = "pending") -> None:
+        self.request_id = request_id
+        self.method = method
+        self.summary = summary
+        self.outcome = outcome
 
     def as_dict(self) -> dict[str, Any]:
         return {"requestId": self.request_id, "method": self.method, "summary": self.summary,
                 "outcome": self.outcome}
 
 
-@dataclass
-class SayResult:
+class SayResult(NamedTuple):
     thread_id: str
     turn_id: str | None
     status: str  # completed | interrupted | failed | timedOut
     reply: str
-    approvals: list[ApprovalRecord] = field(default_factory=list)
+    approvals: list[ApprovalRecord] = []  # noqa: RUF012 - never mutated
     error: dict[str, Any] | None = None
     dropped_bytes: int = 0
 
@@ -275,8 +278,7 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
         sub.close()
 
 
-@dataclass
-class TurnRecord:
+class TurnRecord(NamedTuple):
     id: str
     status: str
     started_at: int | None

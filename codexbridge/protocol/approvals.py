@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Policy = Literal["tui", "decline", "accept"]
 POLICIES: tuple[Policy, ...] = ("tui", "decline", "accept")
@@ -58,8 +57,7 @@ def _accept_user_input(params: dict[str, Any]) -> Answer:
     return {"answers": answers}
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     method: str
     is_approval: bool
     # None: the result has no refusal shape, so refusing is a JSON-RPC error.
@@ -106,16 +104,14 @@ TABLE: dict[str, Rule] = {r.method: r for r in (
 )}
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     """Answer now: a result, or a JSON-RPC error when `error` is set."""
 
     result: Answer | None = None
     error: tuple[int, str] | None = None
 
 
-@dataclass(frozen=True)
-class Defer:
+class Defer(NamedTuple):
     """Stay silent (the human decides in the TUI); answer `fallback` at the deadline."""
 
     fallback: Reply

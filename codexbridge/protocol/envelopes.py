@@ -9,34 +9,33 @@ server request, id alone a response, method alone a notification.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 RequestId = int | str
 
 
-@dataclass(frozen=True)
-class Response:
+# NamedTuples rather than dataclasses: these modules are imported by every `talk say`,
+# and a dataclass costs ~0.4 ms to define against ~0.05 ms for a NamedTuple.
+
+
+class Response(NamedTuple):
     id: RequestId
     result: Any = None
     error: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class ServerRequest:
+class ServerRequest(NamedTuple):
     id: RequestId
     method: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = {}  # noqa: RUF012 - never mutated; classify always passes one
 
 
-@dataclass(frozen=True)
-class Notification:
+class Notification(NamedTuple):
     method: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = {}  # noqa: RUF012 - never mutated; classify always passes one
 
 
-@dataclass(frozen=True)
-class Invalid:
+class Invalid(NamedTuple):
     """Something that is not a JSON-RPC message; kept so it can be reported, not dropped."""
 
     raw: str

@@ -9,8 +9,7 @@ used. Names match exactly — never partially, never guessed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import AmbiguousThreadError, NoThreadError
 
@@ -23,8 +22,7 @@ def looks_like_thread_id(selector: str) -> bool:
     return bool(_THREAD_ID.match(selector))
 
 
-@dataclass(frozen=True)
-class ThreadInfo:
+class ThreadInfo(NamedTuple):
     id: str
     name: str | None
     cwd: str | None

@@ -9,43 +9,36 @@ hang the turn, while a dropped delta is recovered from its `item/completed` text
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .envelopes import Notification, RequestId, ServerRequest
 
 BUFFER_LIMIT = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Delta:
+class Delta(NamedTuple):
     item_id: str
     text: str
 
 
-@dataclass(frozen=True)
-class AgentMessage:
+class AgentMessage(NamedTuple):
     item_id: str
     text: str
 
 
-@dataclass(frozen=True)
-class Approval:
+class Approval(NamedTuple):
     request: ServerRequest
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     request_id: RequestId
 
 
-@dataclass(frozen=True)
-class Warning:
+class Warning(NamedTuple):
     message: str
 
 
-@dataclass(frozen=True)
-class Completed:
+class Completed(NamedTuple):
     status: str
     error: dict[str, Any] | None
     turn: dict[str, Any]
@@ -64,19 +57,19 @@ def _turn_id_of(params: dict[str, Any]) -> str | None:
     return None
 
 
-@dataclass
 class TurnTracker:
     """Feed it every notification and server request; it returns this turn's events."""
 
-    thread_id: str
-    buffer_limit: int = BUFFER_LIMIT
-    turn_id: str | None = None
-    dropped_bytes: int = 0
-    reply_parts: dict[str, list[str]] = field(default_factory=dict)
-    messages: list[AgentMessage] = field(default_factory=list)
-    completed: Completed | None = None
-    _pending: list[Notification | ServerRequest] = field(default_factory=list)
-    _pending_bytes: int = 0
+    def __init__(self, thread_id: str, buffer_limit: int = BUFFER_LIMIT) -> None:
+        self.thread_id = thread_id
+        self.buffer_limit = buffer_limit
+        self.turn_id: str | None = None
+        self.dropped_bytes = 0
+        self.reply_parts: dict[str, list[str]] = {}
+        self.messages: list[AgentMessage] = []
+        self.completed: Completed | None = None
+        self._pending: list[Notification | ServerRequest] = []
+        self._pending_bytes = 0
 
     def feed(self, env: Notification | ServerRequest) -> list[TurnEvent]:
         params = env.params
