@@ -16,7 +16,13 @@ from .client import AppServerClient
 from .errors import NoRolloutError, NoThreadError, RpcError
 from .protocol import approvals as approval_table
 from .protocol.envelopes import RequestId, ServerRequest
-from .protocol.threads import ThreadInfo, looks_like_thread_id, resolve, visible
+from .protocol.threads import (
+    ThreadInfo,
+    looks_like_thread_id,
+    resolve,
+    status_type,
+    visible,
+)
 from .protocol.turn import (
     AgentMessage,
     Approval,
@@ -123,6 +129,9 @@ class _TurnRun:
         self.approvals: dict[RequestId, ApprovalRecord] = {}
         self.deadlines: dict[RequestId, asyncio.Task[None]] = {}
         self.done = asyncio.Event()
+        self.idle = asyncio.Event()
+        # Events before our turn/start belong to someone else's turn: not fed to the tracker.
+        self.feeding = False
         self.lost: str | None = None
 
     async def pump(self, sub: Any) -> None:
@@ -131,13 +140,21 @@ class _TurnRun:
             if ev is None:
                 self.lost = "the connection to the app-server closed during the turn"
                 self.done.set()
+                self.idle.set()
                 return
             if isinstance(ev, ServerRequest) and ev.method not in approval_table.TABLE:
                 # Unknown to us: answer with an error at once, never leave codex waiting.
                 reply = approval_table.fail_closed(ev.method, ev.params)
                 await self._answer(ev.id, reply)
                 continue
-            await self.handle(self.tracker.feed(ev))
+            if (ev.method == "thread/status/changed"
+                    and ev.params.get("threadId") == self.tracker.thread_id):
+                if status_type(ev.params.get("status")) == "active":
+                    self.idle.clear()
+                else:
+                    self.idle.set()
+            if self.feeding:
+                await self.handle(self.tracker.feed(ev))
 
     async def handle(self, events: list[TurnEvent]) -> None:
         for event in events:
@@ -229,6 +246,7 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
               timeout: float = DEFAULT_TURN_TIMEOUT,
               turn_cwd: str | None = None,
               join_first: bool = True,
+              steer: bool = False,
               on_delta: Callable[[str], None] | None = None,
               on_approval: Callable[[str], None] | None = None) -> SayResult:
     """Start a turn with `text` on the thread and follow it to the end.
@@ -237,13 +255,34 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
     `status`; transport and target problems raise. `join_first=False` is for the client
     that started the thread itself (already subscribed, and not joinable before its first
     turn).
+
+    If a turn is already running (the human's, say), codex 0.169.0 would fold our message
+    into it: turn/start returns the *running* turn's id. Unless `steer` asks for exactly
+    that, we wait until the thread is idle and start a turn of our own.
     """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
     run = _TurnRun(client, thread_id, approvals, approval_timeout, on_delta, on_approval)
     sub = client.subscribe()
     pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-pump")
     try:
-        if join_first:
-            await join(client, thread_id)
+        joined = await join(client, thread_id) if join_first else {}
+        thread = joined.get("thread") if isinstance(joined, dict) else None
+        busy = isinstance(thread, dict) and status_type(thread.get("status")) == "active"
+        if busy and not steer:
+            if on_approval:
+                on_approval("a turn is running on this thread; waiting for it to finish "
+                            "(--steer adds the message to it instead)")
+            try:
+                await asyncio.wait_for(run.idle.wait(), max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                return SayResult(thread_id, None, "timedOut", "", [], {
+                    "message": f"the thread stayed busy for {timeout:g} s; nothing was sent"})
+            if run.lost:
+                from .errors import ConnectionLostError
+
+                raise ConnectionLostError(run.lost)
+        run.feeding = True
         params: dict[str, Any] = {"threadId": thread_id,
                                   "input": [{"type": "text", "text": text,
                                              "text_elements": []}]}
@@ -254,7 +293,7 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
         await run.handle(run.tracker.bind(turn_id))
         timed_out = False
         try:
-            await asyncio.wait_for(run.done.wait(), timeout)
+            await asyncio.wait_for(run.done.wait(), max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
             timed_out = True
         if run.lost and run.tracker.completed is None:

@@ -87,13 +87,16 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
                    "(default 300, $CODEX_BRIDGE_APPROVAL_TIMEOUT).")
 @click.option("--timeout", type=float, default=talk_ops.DEFAULT_TURN_TIMEOUT, metavar="S",
               show_default=True, help="Seconds to wait for the turn to finish.")
+@click.option("--steer", is_flag=True,
+              help="If a turn is already running, add the message to it instead of waiting "
+                   "for it to finish.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not stream the reply to stderr.")
 @url_option
 @json_option
 @handles_errors
 def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: str | None,
-            approvals: str | None, approval_timeout: float | None, timeout: float, quiet: bool,
-            url: str | None, as_json: bool) -> None:
+            approvals: str | None, approval_timeout: float | None, timeout: float, steer: bool,
+            quiet: bool, url: str | None, as_json: bool) -> None:
     """Send TEXT (or `-` for stdin) into the thread and print Codex's reply.
 
     The reply streams to stderr as it is written and is printed whole on stdout at the
@@ -132,7 +135,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
             target = await talk_ops.find_target(client, selector, target_cwd)
             return await talk_ops.say(
                 client, target.id, message, approvals=policy,  # type: ignore[arg-type]
-                approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd,
+                approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
                 on_delta=on_delta, on_approval=on_approval)
 
     result = run_async(go)

@@ -17,6 +17,13 @@ _THREAD_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA
                         r"[0-9a-fA-F]{12}$")
 
 
+def status_type(status: Any) -> str:
+    """`{"type": "active", ...}` → "active"; anything unexpected → "unknown"."""
+    if isinstance(status, dict):
+        return str(status.get("type") or "unknown")
+    return str(status) if isinstance(status, str) else "unknown"
+
+
 def looks_like_thread_id(selector: str) -> bool:
     """Thread ids are UUIDs; a name shaped like one is vanishingly unlikely."""
     return bool(_THREAD_ID.match(selector))

@@ -245,3 +245,30 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     assert run_cli("talk", "say", "--approvals", "maybe", "hi").code == 2
     empty = run_cli("talk", "say", "-", input="  \n")
     assert empty.code == 2 and "message is empty" in empty.err
+
+
+async def test_say_waits_for_a_running_turn_unless_steer(
+        app_server: AppServer, workdir: Path, url_env: dict[str, str]) -> None:
+    from tests.support.raw_client import start_turn, wait_turn
+
+    async with RawClient(app_server.url) as human:
+        user = await start_user_thread(human, workdir, "hello")
+        since = human.mark()
+        human_turn = await start_turn(human, user.thread_id, "SLOW " + "h" * 48)
+        await asyncio.sleep(0.2)
+        res = await arun_cli("talk", "say", "--json", "-q", "my own turn please", env=url_env)
+        assert res.code == 0, res.err
+        data = json.loads(res.out)
+        assert "waiting for it to finish" in res.err
+        assert data["turn_id"] != human_turn
+        assert data["reply"] == "MOCK REPLY: my own turn please"
+        first = await wait_turn(human, user.thread_id, human_turn, since=since)
+        assert first.reply == "MOCK REPLY: SLOW " + "h" * 48  # the human's turn untouched
+
+        since = human.mark()
+        human_turn = await start_turn(human, user.thread_id, "SLOW " + "k" * 48)
+        await asyncio.sleep(0.2)
+        steer = await arun_cli("talk", "say", "--json", "-q", "--steer", "join in",
+                               env=url_env)
+        assert steer.code == 0, steer.err
+        assert json.loads(steer.out)["turn_id"] == human_turn  # folded into the running turn
