@@ -10,13 +10,15 @@ Pure: bytes in, objects out.
 
 from __future__ import annotations
 
-import base64
 import json
-import uuid
+import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from .clock import iso_utc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 UNKNOWN_SENDER = "unknown"
 KNOWN_FIELDS = ("id", "at", "from", "to", "text")
@@ -66,16 +68,26 @@ class Rejected:
         try:
             record["line"] = self.raw.decode("utf-8")
         except UnicodeDecodeError:
+            import base64
+
             record["line"] = self.raw.decode("utf-8", errors="replace")
             record["line_base64"] = base64.b64encode(self.raw).decode("ascii")
         return record
 
 
+def uuid4() -> str:
+    """A random (version 4) UUID string, without importing `uuid` (~3 ms per process)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def new_mail(text: str, *, to: str, sender: str, at: str | None = None,
              mail_id: str | None = None) -> Mail:
     """A fresh mail with a uuid4 id and the current time."""
-    return Mail(text=text, sender=sender, to=to, mail_id=mail_id or str(uuid.uuid4()),
-                at=at or iso_utc())
+    return Mail(text=text, sender=sender, to=to, mail_id=mail_id or uuid4(), at=at or iso_utc())
 
 
 def encode_line(mail: Mail) -> bytes:

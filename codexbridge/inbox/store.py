@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
 
 from .clock import iso_utc
 from .lines import Mail, Rejected, encode_line, parse_file, split_lines
@@ -45,6 +44,10 @@ from .location import (
     taken_files,
 )
 from .locking import FileLock, lock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # How many delivered ids are remembered for de-duplication. A recovered batch is
 # always recent, so a few thousand ids cover it with a wide margin.

@@ -174,3 +174,32 @@ def test_install_hook_settings_are_accepted_by_claude(
     assert "mail through installed hook" in (calls[1].stop_feedback() or "")
     assert marker.exists()  # the project's own Stop hook still runs
     assert json.loads(settings.read_text())["env"] == {"THEIR_SETTING": "kept"}
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("with_venv", [True, False])
+def test_the_repos_own_settings_work_from_a_clone(
+        claude: ClaudeHarness, claude_project: Path, mock_messages: MockMessages,
+        with_venv: bool) -> None:
+    """The committed .claude/settings.json, in a checkout with or without its .venv."""
+    settings = claude_project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text((REPO / ".claude" / "settings.json").read_text())
+    if with_venv:  # stands in for the clone's own .venv/bin/python
+        python = claude_project / ".venv" / "bin" / "python"
+        python.parent.mkdir(parents=True)
+        python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+        python.chmod(0o755)
+    cli_push("bridge", "mail for the repo session")
+
+    proc = claude.run_p(claude_project, "hello")
+    assert proc.returncode == 0, proc.stderr
+    calls = mock_messages.model_calls
+    if with_venv:
+        assert len(calls) == 2
+        assert "mail for the repo session" in (calls[1].stop_feedback() or "")
+    else:  # no interpreter: the hook is silent and the mail waits
+        assert len(calls) == 1
+        assert pending_texts("bridge") == ["mail for the repo session"]
