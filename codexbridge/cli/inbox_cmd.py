@@ -264,8 +264,9 @@ def watch(name: str | None, timeout: float, interval: float) -> None:
 
     \b
     Exit codes: 2 = mail was delivered on stderr (Claude starts a new turn with it);
-    0 = timed out, replaced by a newer watcher for the same mailbox, or the Claude
-    process ($CLAUDE_PID) is gone. A bad option also exits 2 (click's usage error).
+    0 = timed out, replaced by a newer watcher for the same mailbox, the Claude
+    process ($CLAUDE_PID) is gone, or Claude runs headless (`claude -p` cannot be
+    woken, yet would wait for us). A bad option also exits 2 (click's usage error).
     Runtime problems are logged in <state dir>/logs/inbox-hook.log and exit 0.
     """
     try:

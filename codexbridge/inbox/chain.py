@@ -10,16 +10,24 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 
 from .clock import iso_utc
-from .location import chain_path
+from .location import chain_path, ensure_private_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# Sessions whose chain never ended (Claude killed mid-chain) are forgotten past this.
+# Sessions whose chain never ended (Claude killed mid-chain) are forgotten past these.
 MAX_SESSIONS = 32
+MAX_AGE_S = 24 * 3600
+UNKNOWN_SESSION = "unknown-session"
+
+
+def session_key(session_id: object) -> str:
+    """The key a session's chain is counted under (garbage stdin still gets one)."""
+    return session_id if isinstance(session_id, str) and session_id else UNKNOWN_SESSION
 
 
 def _load_all(inbox: str, name: str) -> dict[str, dict[str, Any]]:
@@ -39,6 +47,7 @@ def _store_all(inbox: str, name: str, sessions: dict[str, dict[str, Any]]) -> No
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         return
+    ensure_private_dir(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -59,6 +68,8 @@ def load(inbox: str, name: str, session_key: str) -> tuple[int, str | None] | No
 
 def save(inbox: str, name: str, session_key: str, blocks: int, prompt_id: str | None) -> None:
     sessions = _load_all(inbox, name)
+    stale = iso_utc(time.time() - MAX_AGE_S)
+    sessions = {k: v for k, v in sessions.items() if str(v.get("at", "")) >= stale}
     sessions[session_key] = {"blocks": blocks, "prompt_id": prompt_id, "at": iso_utc()}
     if len(sessions) > MAX_SESSIONS:
         oldest = sorted(sessions, key=lambda k: str(sessions[k].get("at", "")))

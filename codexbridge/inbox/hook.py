@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .chain import session_key
 from .lines import Mail, Rejected
 
 DEFAULT_MAX_CHAIN = 3
@@ -44,7 +45,7 @@ class HookInput:
 
     @property
     def session_key(self) -> str:
-        return self.session_id or "unknown-session"
+        return session_key(self.session_id)
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> HookInput:

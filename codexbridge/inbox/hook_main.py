@@ -161,8 +161,15 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
     except OSError as exc:
         log(f"mailbox {name!r}: could not record the listener: {exc!r}")
     pending = has_pending(inbox, name)
-    if not pending and not os.path.exists(chain_path(inbox, name)):
-        return 0  # the fast path: nothing waiting, no chain to end
+    if not pending:
+        # The fast path: nothing waiting, and no chain of ours to end for this session
+        # (another session's leftover chain must not slow every stop down).
+        if not os.path.exists(chain_path(inbox, name)):
+            return 0
+        from . import chain
+
+        if chain.load(inbox, name, chain.session_key(payload.get("session_id"))) is None:
+            return 0
     _decide_and_deliver(inbox, name, payload, pending)
     return 0
 

@@ -66,7 +66,12 @@ def read_listeners(inbox: str) -> dict[str, dict[str, Any]]:
                 data = json.load(fh)
         except (OSError, ValueError):
             data = {"name": name, "error": "unreadable session file"}
-        out[name] = data if isinstance(data, dict) else {"name": name}
+        if not isinstance(data, dict):
+            data = {"name": name}
+        # claude-codex-bridge writes {name, cwd, lastSeen}; show its listeners too.
+        if "last_seen" not in data and isinstance(data.get("lastSeen"), str):
+            data["last_seen"] = data["lastSeen"]
+        out[name] = data
     return out
 
 

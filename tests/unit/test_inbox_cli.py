@@ -162,3 +162,14 @@ def test_install_hook_refusals(tmp_path: Path) -> None:
 def test_hook_via_click_group_still_exits_0() -> None:
     result = CliRunner().invoke(cli, ["inbox", "hook", "--as", "web"], input="{}")
     assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_list_reads_claude_codex_bridge_session_files() -> None:
+    os.makedirs(inbox_dir(), exist_ok=True)
+    with open(os.path.join(inbox_dir(), "bridge.session.json"), "w") as fh:
+        json.dump({"name": "bridge", "cwd": "/w", "lastSeen": "2026-05-01T09:30:12.345Z"}, fh)
+    _, out, _ = run("inbox", "list", "--json")
+    row = json.loads(out)["mailboxes"][0]
+    assert row["listener"]["last_seen"] == "2026-05-01T09:30:12.345Z"
+    code, _, err = run("inbox", "push", "--to", "bridge", "hi")
+    assert code == 0 and err == ""  # a known listener: no warning

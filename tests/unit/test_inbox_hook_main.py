@@ -98,6 +98,32 @@ def test_chain_is_counted_per_session() -> None:
     assert b"mail-B" in hook("box", other, env=env).stdout  # a different session's chain
 
 
+def test_leftover_chain_of_another_session_keeps_the_fast_path() -> None:
+    from codexbridge.inbox import chain
+
+    chain.save(inbox_dir(), "box", "dead-session", 2, "p0")
+    code = ("import json, sys\n"
+            "from codexbridge.inbox.hook_main import run_hook\n"
+            "run_hook('box', {'session_id': 'live-session'})\n"
+            "print(json.dumps('codexbridge.inbox.hook' in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert json.loads(proc.stdout) is False
+    assert chain.load(inbox_dir(), "box", "dead-session") == (2, "p0")
+
+
+def test_stale_chains_are_pruned() -> None:
+    from codexbridge.inbox import chain
+
+    path = chain_path(inbox_dir(), "box")
+    os.makedirs(inbox_dir(), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump({"sessions": {"old": {"blocks": 1, "at": "2000-01-01T00:00:00.000Z"}}}, fh)
+    chain.save(inbox_dir(), "box", "new", 1, None)
+    assert chain.load(inbox_dir(), "box", "old") is None
+    assert chain.load(inbox_dir(), "box", "new") == (1, None)
+
+
 def test_claude_cap_is_respected_even_if_max_chain_is_higher() -> None:
     env = {"CODEX_BRIDGE_MAX_CHAIN": "50", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "2"}
     push("one")
