@@ -19,7 +19,8 @@
     │   ├── TurnFailedError         turn.status == failed (exit 1)
     │   ├── TurnInterruptedError    turn.status == interrupted (exit 7)
     │   └── TurnTimeoutError        no turn/completed before --timeout (exit 6)
-    └── MailboxError                the reverse channel's mail store (exit 8)
+    ├── MailboxError                the reverse channel's mail store (exit 8)
+    └── SchemaViolation             a message we built breaks schemas/ — a codexbridge bug (exit 70)
 
 Wire errors are mapped by message text, not code: codex 0.169.0 answers every error
 with -32600 (see ../shared/reference/codex-app-server.md §4).
@@ -164,3 +165,25 @@ class TurnTimeoutError(TurnError):
 class MailboxError(BridgeError):
     exit_code = 8
     code = "mailbox_error"
+
+
+class SchemaViolation(BridgeError):
+    """Something codexbridge built for the wire does not match the codex schema.
+
+    Raised by `codexbridge.protocol.schema` (the test suite's guard on every outgoing
+    message). Never the user's fault: it means our request or answer has drifted from
+    what codex 0.169.0 accepts, which codex may reject or — for answers — hang on.
+    `.errors` lists `(path, message)` pairs, the path in `$.a.b[0]` form.
+    """
+
+    exit_code = 70  # EX_SOFTWARE: an internal error, not a usage error
+    code = "schema_violation"
+
+    def __init__(self, what: str, errors: list[tuple[str, str]]) -> None:
+        lines = "\n".join(f"  at {path}: {message}" for path, message in errors)
+        super().__init__(f"{what} does not match the codex schema:\n{lines}",
+                         details={"what": what,
+                                  "errors": [{"path": p, "message": m} for p, m in errors]})
+        self.what = what
+        self.errors = errors
+        self.path = errors[0][0] if errors else "$"
