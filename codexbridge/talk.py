@@ -54,16 +54,34 @@ async def _paged(client: AppServerClient, method: str, params: dict[str, Any],
     return out
 
 
+async def _read_loaded(client: AppServerClient) -> list[Any]:
+    """`thread/read` of every loaded thread; a failed read is an exception in the list."""
+    ids = await _paged(client, "thread/loaded/list", {})
+    return await asyncio.gather(*(client.request("thread/read", {"threadId": tid})
+                                  for tid in ids if isinstance(tid, str)),
+                                return_exceptions=True)
+
+
+def _newest_first(threads: list[ThreadInfo]) -> list[ThreadInfo]:
+    return sorted(threads, key=lambda t: (t.updated_at or 0), reverse=True)
+
+
 async def list_threads(client: AppServerClient, *, include_all: bool = False) -> list[ThreadInfo]:
     """Threads loaded in the app-server (works before any turn exists)."""
-    ids = await _paged(client, "thread/loaded/list", {})
-    reads = await asyncio.gather(*(client.request("thread/read", {"threadId": tid})
-                                   for tid in ids if isinstance(tid, str)),
-                                 return_exceptions=True)
-    threads = [ThreadInfo.from_thread(r["thread"]) for r in reads
-               if isinstance(r, dict) and isinstance(r.get("thread"), dict)]
-    threads.sort(key=lambda t: (t.updated_at or 0), reverse=True)
-    return visible(threads, include_all)
+    # Parsed through the pydantic models; imported here so `talk say` never pays for them.
+    from pydantic import ValidationError
+
+    from .protocol.models import ThreadReadResult
+
+    threads: list[ThreadInfo] = []
+    for read in await _read_loaded(client):
+        if not isinstance(read, dict):
+            continue
+        try:
+            threads.append(ThreadInfo.from_model(ThreadReadResult.model_validate(read).thread))
+        except ValidationError:
+            continue  # no thread object: nothing to list
+    return visible(_newest_first(threads), include_all)
 
 
 async def find_target(client: AppServerClient, selector: str | None,
@@ -79,7 +97,11 @@ async def find_target(client: AppServerClient, selector: str | None,
         else:
             if isinstance(read, dict) and isinstance(read.get("thread"), dict):
                 return ThreadInfo.from_thread(read["thread"])
-    return resolve(await list_threads(client, include_all=True), selector, cwd)
+    # Dict-based on purpose: this is `talk say`'s path, where pydantic's import would cost
+    # more than the whole request. ThreadInfo.from_thread matches the models' parse.
+    threads = [ThreadInfo.from_thread(r["thread"]) for r in await _read_loaded(client)
+               if isinstance(r, dict) and isinstance(r.get("thread"), dict)]
+    return resolve(_newest_first(threads), selector, cwd)
 
 
 class ApprovalRecord:
@@ -332,6 +354,8 @@ async def read_history(client: AppServerClient, thread_id: str, *,
                        page_size: int = 50) -> list[TurnRecord]:
     """The whole thread, oldest first, paged through thread/turns/list and
     thread/items/list (TUI threads are paginated; full hydration is deprecated)."""
+    from .protocol.models import ItemsListResult, TurnsListResult  # lazy: pydantic
+
     try:
         turns = await _paged(client, "thread/turns/list",
                              {"threadId": thread_id, "limit": page_size,
@@ -341,13 +365,12 @@ async def read_history(client: AppServerClient, thread_id: str, *,
                             details={"thread_id": thread_id}) from None
     items = await _paged(client, "thread/items/list",
                          {"threadId": thread_id, "limit": page_size, "sortDirection": "asc"})
+    # The pages' `data` arrays, concatenated, parse as one result each.
     by_turn: dict[str, list[dict[str, Any]]] = {}
-    for entry in items:
-        if isinstance(entry, dict) and isinstance(entry.get("item"), dict):
-            by_turn.setdefault(str(entry.get("turnId")), []).append(entry["item"])
-    return [TurnRecord(str(t.get("id")), str(t.get("status")), t.get("startedAt"),
-                       by_turn.get(str(t.get("id")), []))
-            for t in turns if isinstance(t, dict)]
+    for entry in ItemsListResult.model_validate({"data": items}).data:
+        by_turn.setdefault(str(entry.turn_id), []).append(entry.item.as_dict())
+    return [TurnRecord(t.id, str(t.status), t.started_at, by_turn.get(t.id, []))
+            for t in TurnsListResult.model_validate({"data": turns}).data]
 
 
 def render_item(item: dict[str, Any]) -> str | None:

@@ -9,9 +9,12 @@ used. Names match exactly — never partially, never guessed.
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import AmbiguousThreadError, NoThreadError
+
+if TYPE_CHECKING:  # pydantic stays off `talk say`'s start-up path
+    from .models import Thread
 
 _THREAD_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                         r"[0-9a-fA-F]{12}$")
@@ -41,6 +44,10 @@ class ThreadInfo(NamedTuple):
 
     @staticmethod
     def from_thread(thread: dict[str, Any]) -> ThreadInfo:
+        """From a raw Thread dict — the lean path `talk say` takes (no pydantic).
+
+        Gives the same record as `from_model(Thread.model_validate(thread))`.
+        """
         status = thread.get("status")
         status_type = status.get("type") if isinstance(status, dict) else status
         flags = status.get("activeFlags") if isinstance(status, dict) else None
@@ -59,6 +66,14 @@ class ThreadInfo(NamedTuple):
             updated_at=thread.get("updatedAt") if isinstance(thread.get("updatedAt"), int)
             else None,
         )
+
+    @staticmethod
+    def from_model(thread: Thread) -> ThreadInfo:
+        """From a parsed `protocol.models.Thread` (what `talk list` uses)."""
+        return ThreadInfo(id=thread.id, name=thread.name, cwd=thread.cwd,
+                          status=thread.status_label, ephemeral=thread.ephemeral,
+                          thread_source=thread.thread_source, preview=thread.preview,
+                          updated_at=thread.updated_at)
 
     @property
     def is_user_thread(self) -> bool:
