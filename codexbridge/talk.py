@@ -164,8 +164,14 @@ class _TurnRun:
                 self.done.set()
                 self.idle.set()
                 return
-            if isinstance(ev, ServerRequest) and ev.method not in approval_table.TABLE:
-                # Unknown to us: answer with an error at once, never leave codex waiting.
+            if isinstance(ev, ServerRequest) and (
+                    ev.method not in approval_table.TABLE
+                    or not isinstance(ev.params.get("threadId",
+                                                    ev.params.get("conversationId")), str)):
+                # Unknown to us, or about the connection rather than a thread
+                # (`attestation/generate`, `account/chatgptAuthTokens/refresh`): the turn
+                # tracker would filter it out, so answer fail-closed at once — never leave
+                # codex waiting.
                 reply = approval_table.fail_closed(ev.method, ev.params)
                 await self._answer(ev.id, reply)
                 continue
