@@ -9,6 +9,7 @@ runs use the test's isolated state dir.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -114,6 +115,7 @@ class TmuxClaude:
         self.socket = f"cbtest-{uuid.uuid4().hex[:10]}"
         self.env = harness.env(env, term="xterm-256color")
         self.pid: int | None = None
+        self.socket_path: str | None = None
 
     def _tmux(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run([self.tmux, "-L", self.socket, *args], env=self.env,
@@ -127,8 +129,10 @@ class TmuxClaude:
         # is claude's own pid and teardown can kill exactly that process.
         self._tmux("new-session", "-d", "-s", "main", "-x", "200", "-y", "50",
                    "-c", str(self.project), self.harness.binary, *claude_args)
-        self.pid = int(self._tmux("display-message", "-p", "-t", "main",
-                                  "#{pane_pid}").strip())
+        pane_pid, self.socket_path = self._tmux(
+            "display-message", "-p", "-t", "main", "#{pane_pid} #{socket_path}"
+        ).strip().split(" ", 1)
+        self.pid = int(pane_pid)
 
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "main", check=False)
@@ -166,6 +170,11 @@ class TmuxClaude:
                 break
             self.pid = None
         self._tmux("kill-server", check=False)
+        # With its only pane gone the server exits by itself and leaves the socket file.
+        if self.socket_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.socket_path)
+            self.socket_path = None
 
 
 @pytest.fixture
