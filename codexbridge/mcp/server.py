@@ -1,0 +1,111 @@
+"""Building the MCP server for one role on the official SDK's `MCPServer`.
+
+    build_server(settings) → MCPServer with bridge_status, bridge_output_read and the
+                             role's three tools
+
+Errors the SDK produces itself (arguments that fail the input schema, an unknown tool
+name) come back as bare text; a small middleware gives them the same structured shape
+as ours (`INVALID_ARGUMENT`, `UNKNOWN_TOOL`), so a caller can always read
+`structuredContent.error.code`.
+"""
+
+import difflib
+from typing import Any
+
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent
+
+from .. import __version__
+from . import tools_claude, tools_codex, tools_shared
+from .results import ToolFailure
+from .runtime import Runtime
+from .settings import Settings
+from .tooling import error_text
+
+SERVER_NAME = "codexbridge"
+
+_COMMON = (
+    "Results: structuredContent is {ok, data, warnings}; a failure is a tool error with "
+    "{code, message, retryable, details}. Retry only when retryable is true. Large outputs "
+    "come back as an artifact: page through it with bridge_output_read (artifactId, then "
+    "each nextCursor until it is null). bridge_status shows what this server talks to.")
+
+INSTRUCTIONS = {
+    "claude": (
+        "codexbridge, role claude: talk into the live Codex conversation the human watches "
+        "in the Codex TUI. codex_threads_list shows the loaded threads; codex_message_send "
+        "sends a message as a new turn and returns Codex's reply; codex_thread_read reads "
+        "the history. Never guess between several threads: pass threadId. Never resend a "
+        "message whose turn started (TURN_TIMEOUT, CODEX_CONNECTION_LOST): it may still be "
+        "running — read the thread instead. " + _COMMON),
+    "codex": (
+        "codexbridge, role codex: leave messages for a Claude Code session. "
+        "claude_message_send writes to a mailbox that the Claude session reads when it "
+        "stops; Claude's answer does not come back as the tool result. "
+        "claude_mailboxes_list shows who listens; claude_mailbox_peek shows what is still "
+        "waiting. " + _COMMON),
+}
+
+
+def _error_result(envelope: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=error_text(envelope))],
+                          structured_content=envelope, is_error=True)
+
+
+def _unknown_arguments(server: MCPServer) -> ServerMiddleware[Any]:
+    """Refuse arguments a tool does not have (the SDK would drop them silently, and a
+    misspelt `threadId` must not turn into "the only thread")."""
+    async def check(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and isinstance(ctx.params, dict):
+            name = ctx.params.get("name")
+            args = ctx.params.get("arguments") or {}
+            tool = server._tool_manager.get_tool(name) if isinstance(name, str) else None
+            if tool is not None and isinstance(args, dict):
+                known = set(tool.parameters.get("properties") or {})
+                extra = sorted(set(args) - known)
+                if extra:
+                    hints = {k: m[0] for k in extra
+                             if (m := difflib.get_close_matches(k, sorted(known), n=1))}
+                    message = (f"{name} has no parameter {', '.join(map(repr, extra))}; "
+                               f"its parameters are {', '.join(sorted(known)) or 'none'}")
+                    if hints:
+                        message += " (did you mean " + ", ".join(
+                            f"{v!r} for {k!r}" for k, v in hints.items()) + "?)"
+                    env = ToolFailure("INVALID_ARGUMENT", message,
+                                      {"tool": name, "unknown": extra,
+                                       "didYouMean": hints}).envelope()
+                    return _error_result(env)
+        return await call_next(ctx)
+    return check
+
+
+async def structure_sdk_errors(ctx: ServerRequestContext[Any, Any],
+                               call_next: CallNext) -> HandlerResult:
+    """Give the SDK's own text-only tool errors our structured error shape."""
+    result = await call_next(ctx)
+    if ctx.method != "tools/call":
+        return result
+    if isinstance(result, CallToolResult):
+        result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if not isinstance(result, dict) or not result.get("isError") \
+            or result.get("structuredContent") is not None:
+        return result
+    text = " ".join(str(b.get("text", "")) for b in result.get("content") or []
+                    if isinstance(b, dict) and b.get("type") == "text")
+    code = "UNKNOWN_TOOL" if "Unknown tool" in text else "INVALID_ARGUMENT"
+    name = (ctx.params or {}).get("name")
+    env = ToolFailure(code, text or f"{name} failed", {"tool": name}).envelope()
+    return _error_result(env)
+
+
+def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer:
+    rt = runtime or Runtime.create(settings)
+    server: MCPServer = MCPServer(SERVER_NAME, version=__version__,
+                                  instructions=INSTRUCTIONS[settings.role],
+                                  middleware=[structure_sdk_errors], log_level="WARNING")
+    server.middleware.append(_unknown_arguments(server))
+    role_module = tools_claude if settings.role == "claude" else tools_codex
+    tools_shared.register(server, rt, role_module.TOOLS)
+    role_module.register(server, rt)
+    return server

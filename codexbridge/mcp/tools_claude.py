@@ -1,0 +1,120 @@
+"""Role claude: the tools Claude Code calls to talk into a live Codex thread.
+
+They drive the same core as `codexbridge talk`: list the loaded threads, read one,
+send a message as a new turn and return Codex's reply. A thread is named by id or by
+its exact name, or left out when exactly one user thread is loaded — never guessed.
+"""
+
+import json
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from .. import talk
+from .runtime import Runtime
+from .send import send
+from .tooling import READ_ONLY, SEND, Outcome, add_tool, guarded
+
+TOOLS = ("codex_threads_list", "codex_thread_read", "codex_message_send")
+
+ThreadParam = Annotated[str | None, Field(description=(
+    "Thread id, or the thread's exact name (as codex_threads_list shows it). Leave it out "
+    "when exactly one user thread is loaded; with several, the call fails with "
+    "AMBIGUOUS_THREAD and lists them — never guess."))]
+
+
+def _thread_view(info: Any) -> dict[str, Any]:
+    return dict(info.as_dict())
+
+
+def register(server: MCPServer, rt: Runtime) -> None:
+    """Add the claude-role tools to `server`."""
+
+    async def codex_threads_list(
+        limit: Annotated[int, Field(ge=1, le=200, description=(
+            "At most this many threads, most recently updated first."))] = 20,
+    ) -> CallToolResult:
+        """List the user threads loaded in the Codex app-server (the TUI's conversation
+        among them): id, name, cwd, status and a preview."""
+        async def body() -> Outcome:
+            async with rt.connect() as client:
+                threads = await talk.list_threads(client)
+            rows = [_thread_view(t) for t in threads]
+            shown = rows[:limit]
+            summary = f"{len(rows)} user thread(s) loaded" + "".join(
+                f"\n- {t['id']}  name={t['name'] or '-'}  cwd={t['cwd'] or '-'}  "
+                f"status={t['status']}" for t in shown)
+            return Outcome({"url": rt.endpoint().url, "total": len(rows), "threads": shown,
+                            "truncated": len(rows) > len(shown)}, summary)
+        return await guarded("codex_threads_list", body)
+
+    async def codex_thread_read(
+        threadId: ThreadParam = None,
+        limit: Annotated[int, Field(ge=1, le=500, description=(
+            "The last this-many turns of the thread, oldest first."))] = 20,
+    ) -> CallToolResult:
+        """Read a Codex thread's recent turns as a transcript (› user, • Codex, $ commands).
+        Long transcripts come back as an artifact to page with bridge_output_read."""
+        async def body() -> Outcome:
+            async with rt.connect() as client:
+                thread = await talk.find_target(client, threadId)
+                turns = await talk.read_history(client, thread.id)
+            shown = turns[-limit:]
+            rendered = []
+            for turn in shown:
+                lines = [line for item in turn.items if (line := talk.render_item(item))]
+                rendered.append({"id": turn.id, "status": turn.status,
+                                 "startedAt": turn.started_at, "text": "\n".join(lines)})
+            data: dict[str, Any] = {"thread": _thread_view(thread), "totalTurns": len(turns),
+                                    "truncated": len(turns) > len(shown)}
+            transcript = "\n\n".join(f"[turn {t['id']} · {t['status']}]\n{t['text']}"
+                                     for t in rendered)
+            size = len(json.dumps(rendered, ensure_ascii=False).encode("utf-8"))
+            warnings: list[dict[str, str]] = []
+            if size <= rt.settings.inline_max:
+                data["turns"] = rendered
+                data["artifact"] = None
+                summary = (f"thread {thread.id} ({thread.name or 'unnamed'}): "
+                           f"{len(shown)} of {len(turns)} turn(s)\n{transcript}")
+            else:
+                out, warnings = rt.deliver(transcript, kind="codex_thread",
+                                           meta={"threadId": thread.id})
+                data["turns"] = [{k: v for k, v in t.items() if k != "text"} for t in rendered]
+                data["artifact"] = out["artifact"]
+                data["transcript"] = out["text"]
+                art_id = (out["artifact"] or {}).get("artifactId")
+                summary = (f"thread {thread.id}: {len(shown)} turn(s), transcript "
+                           f"{out['bytes']} bytes"
+                           + (f" stored as artifact {art_id}; read it with bridge_output_read"
+                              if art_id else ""))
+            return Outcome(data, summary, warnings)
+        return await guarded("codex_thread_read", body)
+
+    async def codex_message_send(
+        text: Annotated[str, Field(description=(
+            "What to say to Codex. It appears in the Codex TUI as a new user turn; the "
+            "tool waits for the turn to end and returns Codex's reply."))],
+        threadId: ThreadParam = None,
+        timeoutMs: Annotated[int | None, Field(ge=1000, le=3_600_000, description=(
+            "How long to follow the turn, in ms (default $CODEX_BRIDGE_TURN_TIMEOUT, "
+            "300 s). On timeout the turn may still be running: never resend."))] = None,
+        approvals: Annotated[str | None, Field(
+            json_schema_extra={"enum": ["tui", "decline"]},
+            description=("Who answers Codex's approval requests during this turn: 'tui' "
+                         "(the human, in the Codex TUI; default) or 'decline' (refuse "
+                         "at once). 'accept' is refused over MCP."))] = None,
+    ) -> CallToolResult:
+        """Send a message into a live Codex thread (the conversation open in the Codex
+        TUI) as a new turn, and return Codex's reply. One turn at a time per thread:
+        concurrent sends queue in order. Replies over 64 KiB come back as an artifact
+        (read with bridge_output_read). A send that started a turn is never safe to
+        retry: check error.retryable."""
+        async def body() -> Outcome:
+            return await send(rt, text, threadId, timeoutMs, approvals)
+        return await guarded("codex_message_send", body)
+
+    add_tool(server, codex_threads_list, READ_ONLY)
+    add_tool(server, codex_thread_read, READ_ONLY)
+    add_tool(server, codex_message_send, SEND)

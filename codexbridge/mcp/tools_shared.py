@@ -1,0 +1,143 @@
+"""Tools both roles have: `bridge_status` and `bridge_output_read`."""
+
+import asyncio
+import os
+import platform
+import re
+from importlib import metadata
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from .. import __version__
+from ..errors import BridgeError
+from ..inbox import store as mail_store
+from ..inbox.listeners import read_listeners
+from ..inbox.names import default_mailbox
+from .artifacts import ArtifactMissing, BadCursor
+from .results import CODES, ToolFailure
+from .runtime import Runtime
+from .tooling import READ_ONLY, Outcome, add_tool, guarded
+
+TOOLS = ("bridge_status", "bridge_output_read")
+PROBE_TIMEOUT = 3.0
+_VERSION_RE = re.compile(r"/(\d+\.\d+\.\d+[^\s(]*)")
+
+
+def _mcp_version() -> str | None:
+    try:
+        return metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+async def _probe(rt: Runtime) -> dict[str, Any]:
+    info: dict[str, Any] = {"url": None, "source": None, "reachable": False, "error": None,
+                            "userAgent": None, "codexVersion": None}
+    try:
+        ep = rt.endpoint()
+        info["url"], info["source"] = ep.url, ep.source
+
+        async def handshake() -> dict[str, Any]:
+            async with rt.connect() as client:
+                return dict(getattr(client, "server_info", {}) or {})
+
+        server_info = await asyncio.wait_for(handshake(), PROBE_TIMEOUT)
+        agent = server_info.get("userAgent")
+        info["reachable"] = True
+        info["userAgent"] = agent
+        info["codexHome"] = server_info.get("codexHome")
+        found = _VERSION_RE.search(agent or "")
+        info["codexVersion"] = found.group(1) if found else None
+    except BridgeError as exc:
+        info["error"] = exc.message
+    except (TimeoutError, asyncio.TimeoutError):
+        info["error"] = f"no answer within {PROBE_TIMEOUT:g} s"
+    except OSError as exc:
+        info["error"] = str(exc)
+    return info
+
+
+def _mailboxes(rt: Runtime) -> dict[str, Any]:
+    directory = rt.inbox()
+    out: dict[str, Any] = {"inboxDir": directory, "defaultMailbox": default_mailbox(),
+                           "from": os.environ.get("CODEX_BRIDGE_FROM") or "codex"}
+    try:
+        summaries = mail_store.summarize(directory, read_listeners(directory))
+        out["mailboxes"] = [{"name": s.name, "pending": s.pending,
+                             "listening": s.listener is not None} for s in summaries]
+    except OSError as exc:
+        out["mailboxes"] = []
+        out["error"] = str(exc)
+    return out
+
+
+def register(server: MCPServer, rt: Runtime, role_tools: tuple[str, ...]) -> None:
+    """Add the shared tools to `server`."""
+
+    async def bridge_status() -> CallToolResult:
+        """Show this bridge server's role, versions, the Codex app-server it uses (and
+        whether it answers), the Claude mailboxes, and the settings in force."""
+        async def body() -> Outcome:
+            app = await _probe(rt)
+            data = {
+                "role": rt.settings.role,
+                "tools": [*TOOLS, *role_tools],
+                "versions": {"codexbridge": __version__, "mcp": _mcp_version(),
+                             "python": platform.python_version(),
+                             "codex": app.get("codexVersion")},
+                "appServer": app,
+                "mailboxes": _mailboxes(rt),
+                "settings": rt.settings.as_dict(),
+                "queues": rt.queue.snapshot(),
+                "artifacts": rt.store.usage(),
+                "errorCodes": {code: {"retryable": r, "meaning": m}
+                               for code, (r, m) in CODES.items()},
+            }
+            reach = ("reachable" if app["reachable"]
+                     else f"NOT reachable ({app['error']})")
+            summary = (f"codexbridge {__version__} MCP server, role {rt.settings.role}; "
+                       f"app-server {app['url'] or '(none configured)'} {reach}; "
+                       f"approvals={rt.settings.approvals}")
+            return Outcome(data, summary)
+        return await guarded("bridge_status", body)
+
+    async def bridge_output_read(
+        artifactId: Annotated[str, Field(description="The artifact id a tool returned "
+                                                     "(artifact.artifactId).")],
+        cursor: Annotated[str | None, Field(description=(
+            "Where to continue: the nextCursor of the previous page. Leave it out for the "
+            "first page."))] = None,
+        maxBytes: Annotated[int | None, Field(ge=64, description=(
+            "Page size in bytes (default $CODEX_BRIDGE_PAGE_BYTES, 16 KiB; at most "
+            "$CODEX_BRIDGE_INLINE_MAX). Pages end on a character boundary."))] = None,
+    ) -> CallToolResult:
+        """Read a stored large output (an artifact) one page at a time. Pass each page's
+        nextCursor to get the next; nextCursor is null on the last page. The pages,
+        joined in order, are the output exactly."""
+        async def body() -> Outcome:
+            limit = min(maxBytes or rt.settings.page_bytes, rt.settings.inline_max)
+            try:
+                page = rt.store.read(artifactId, cursor, limit)
+            except ArtifactMissing as exc:
+                raise ToolFailure("ARTIFACT_NOT_FOUND", str(exc),
+                                  {"artifactId": artifactId, "reason": exc.reason}) from None
+            except BadCursor as exc:
+                raise ToolFailure("INVALID_CURSOR", str(exc),
+                                  {"artifactId": artifactId}) from None
+            art = page.artifact
+            data = {"artifactId": art.id, "text": page.text, "offset": page.offset,
+                    "bytes": page.nbytes, "totalBytes": art.size,
+                    "nextCursor": page.next_cursor, "eof": page.eof,
+                    "expiresAt": art.public()["expiresAt"]}
+            end = page.offset + page.nbytes
+            summary = (f"artifact {art.id}: bytes {page.offset}-{end} of {art.size}"
+                       + (" (end)" if page.eof else f"; nextCursor={page.next_cursor}")
+                       + f"\n{page.text}")
+            return Outcome(data, summary)
+        return await guarded("bridge_output_read", body)
+
+    add_tool(server, bridge_status, READ_ONLY)
+    add_tool(server, bridge_output_read, READ_ONLY)

@@ -1,0 +1,131 @@
+"""`codexbridge mcp --role claude` against the real codex 0.169.0 app-server (mock model).
+
+The MCP server runs as a real stdio child (as Claude Code would start it); a RawClient
+stands in for the TUI and owns the user thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from codexbridge.mock.responses_api import big_text
+from tests.support.appserver import AppServer
+from tests.support.raw_client import RawClient, start_user_thread
+
+pytestmark = pytest.mark.real_codex
+
+
+def server_params(app_server: AppServer, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "codexbridge", "mcp", "--role", "claude"],
+        env={**os.environ, "CODEX_BRIDGE_URL": app_server.url, **env})
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    sc = result.structured_content
+    assert isinstance(sc, dict) and sc["ok"] is (not result.is_error), result.content
+    return sc
+
+
+async def test_send_returns_the_reply_and_the_tui_sees_the_turn(app_server: AppServer,
+                                                                workdir: Path) -> None:
+    async with RawClient(app_server.url) as tui:
+        user = await start_user_thread(tui, workdir, "first message from the human")
+        since = tui.mark()
+        async with Client(server_params(app_server), mode="legacy") as client:
+            listed = await call(client, "codex_threads_list", {})
+            assert [t["id"] for t in listed["data"]["threads"]] == [user.thread_id]
+            sc = await call(client, "codex_message_send", {"text": "hello over MCP"})
+            assert sc["data"]["reply"] == "MOCK REPLY: hello over MCP"
+            assert sc["data"]["threadId"] == user.thread_id and sc["data"]["turnId"]
+            history = await call(client, "codex_thread_read", {"threadId": user.thread_id})
+            assert history["data"]["turns"][-1]["text"] == (
+                "› hello over MCP\n• MOCK REPLY: hello over MCP")
+            status = await call(client, "bridge_status", {})
+            assert status["data"]["appServer"]["reachable"] is True
+            assert status["data"]["versions"]["codex"] == "0.169.0"
+        done = await tui.wait_method("turn/completed", since=since)
+        assert done["params"]["threadId"] == user.thread_id
+
+
+async def test_a_reply_of_400k_is_an_artifact_that_pages_back_byte_exact(
+        app_server: AppServer, workdir: Path) -> None:
+    async with RawClient(app_server.url) as tui:
+        await start_user_thread(tui, workdir, "first")
+        async with Client(server_params(app_server), mode="legacy") as client:
+            sc = await call(client, "codex_message_send", {"text": "BIG:400000"})
+            data = sc["data"]
+            assert data["reply"] is None and data["replyBytes"] == 400000
+            art = data["artifact"]
+            assert art["totalBytes"] == 400000
+            chunks: list[str] = []
+            cursor: str | None = None
+            while True:
+                args: dict[str, Any] = {"artifactId": art["artifactId"], "maxBytes": 65536}
+                if cursor is not None:
+                    args["cursor"] = cursor
+                page = (await call(client, "bridge_output_read", args))["data"]
+                assert page["offset"] == sum(len(c.encode()) for c in chunks)
+                chunks.append(page["text"])
+                cursor = page["nextCursor"]
+                if cursor is None:
+                    break
+    assert "".join(chunks).encode() == big_text(400000).encode()
+    assert len(chunks) == 7  # ceil(400000 / 65536)
+
+
+async def test_concurrent_sends_become_turns_in_call_order(app_server: AppServer,
+                                                           workdir: Path) -> None:
+    async with RawClient(app_server.url) as tui:
+        user = await start_user_thread(tui, workdir, "first")
+        async with Client(server_params(app_server), mode="legacy") as client:
+            tasks = []
+            for name in ("one", "two", "three"):
+                tasks.append(asyncio.create_task(
+                    call(client, "codex_message_send", {"text": f"SLOW {name}"})))
+                await asyncio.sleep(0.15)  # arrival order = call order
+            results = await asyncio.wait_for(asyncio.gather(*tasks), 90)
+        assert [r["data"]["reply"] for r in results] == [
+            "MOCK REPLY: SLOW one", "MOCK REPLY: SLOW two", "MOCK REPLY: SLOW three"]
+        turns = (await tui.request("thread/turns/list", {
+            "threadId": user.thread_id, "sortDirection": "asc"}))["data"]
+        assert [t["status"] for t in turns] == ["completed"] * 4
+        assert len({r["data"]["turnId"] for r in results}) == 3
+
+
+async def test_timed_out_turn_keeps_the_thread_until_it_ends(app_server: AppServer,
+                                                             workdir: Path) -> None:
+    async with RawClient(app_server.url) as tui:
+        user = await start_user_thread(tui, workdir, "first")
+        async with Client(server_params(app_server), mode="legacy") as client:
+            slow = "SLOW " + "long reply " * 4  # ~8 deltas, 0.25 s apart
+            sc = await call(client, "codex_message_send", {"text": slow, "timeoutMs": 1000})
+            assert sc["error"]["code"] == "TURN_TIMEOUT"
+            assert sc["error"]["retryable"] is False
+            timed_out = sc["error"]["details"]["turnId"]
+            nxt = await call(client, "codex_message_send", {"text": "after the slow one"})
+            assert nxt["data"]["reply"] == "MOCK REPLY: after the slow one"
+        turns = (await tui.request("thread/turns/list", {
+            "threadId": user.thread_id, "sortDirection": "asc"}))["data"]
+        by_id = {t["id"]: t for t in turns}
+        # the slow turn ran to its end on its own, and the next one started after it
+        assert by_id[timed_out]["status"] == "completed"
+        assert by_id[nxt["data"]["turnId"]]["startedAt"] >= by_id[timed_out]["completedAt"]
+
+
+async def test_no_app_server_is_cannot_connect(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "codexbridge", "mcp", "--role", "claude"],
+        env={**os.environ, "CODEX_BRIDGE_URL": "ws://127.0.0.1:9"})
+    async with Client(params, mode="legacy") as client:
+        result = await client.call_tool("codex_message_send", {"text": "anyone?"})
+    assert result.is_error and result.structured_content is not None
+    assert result.structured_content["error"]["code"] == "CODEX_CONNECT_FAILED"
