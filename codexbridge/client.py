@@ -115,12 +115,18 @@ class AppServerClient:
                                f"{exc or type(exc).__name__}; is `codexbridge serve` "
                                "running?") from exc
         self._reader = asyncio.create_task(self._read_loop(), name="codexbridge-reader")
-        self.server_info = await self.request("initialize", {
-            "clientInfo": {"name": self.client_name, "title": "Codex Bridge",
-                           "version": __version__},
-            "capabilities": {"experimentalApi": False},
-        })
-        await self.notify("initialized")
+        try:
+            self.server_info = await self.request("initialize", {
+                "clientInfo": {"name": self.client_name, "title": "Codex Bridge",
+                               "version": __version__},
+                "capabilities": {"experimentalApi": False},
+            })
+            await self.notify("initialized")
+        except BaseException:
+            # `async with` never reaches __aexit__ when __aenter__ fails: close here, or
+            # the socket and the reader task outlive the error.
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self._ws is not None:
