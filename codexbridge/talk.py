@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .client import AppServerClient
-from .errors import NoRolloutError, NoThreadError, RpcError
+from .errors import ConnectionLostError, NoRolloutError, NoThreadError, RpcError
 from .protocol import approvals as approval_table
 from .protocol.envelopes import RequestId, ServerRequest
 from .protocol.threads import (
@@ -160,9 +160,7 @@ class _TurnRun:
         while True:
             ev = await sub.get()
             if ev is None:
-                self.lost = "the connection to the app-server closed during the turn"
-                self.done.set()
-                self.idle.set()
+                self._lose()
                 return
             if isinstance(ev, ServerRequest) and (
                     ev.method not in approval_table.TABLE
@@ -242,10 +240,20 @@ class _TurnRun:
             self._say(f"approval: {record.summary} — answered in the TUI")
 
     async def _answer(self, request_id: RequestId, reply: approval_table.Reply) -> None:
-        if reply.error is not None:
-            await self.client.respond_error(request_id, *reply.error)
-        else:
-            await self.client.respond(request_id, reply.result)
+        try:
+            if reply.error is not None:
+                await self.client.respond_error(request_id, *reply.error)
+            else:
+                await self.client.respond(request_id, reply.result)
+        except ConnectionLostError:
+            # The socket closed under us. Raising here would kill the pump (or a deadline
+            # task) silently and leave say() waiting out its whole --timeout.
+            self._lose()
+
+    def _lose(self) -> None:
+        self.lost = "the connection to the app-server closed during the turn"
+        self.done.set()
+        self.idle.set()
 
     def _say(self, line: str) -> None:
         if self.on_approval:
@@ -307,8 +315,6 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
                 return SayResult(thread_id, None, "timedOut", "", [], {
                     "message": f"the thread stayed busy for {timeout:g} s; nothing was sent"})
             if run.lost:
-                from .errors import ConnectionLostError
-
                 raise ConnectionLostError(run.lost)
         run.feeding = True
         params: dict[str, Any] = {"threadId": thread_id,
@@ -325,8 +331,6 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
         except asyncio.TimeoutError:
             timed_out = True
         if run.lost and run.tracker.completed is None:
-            from .errors import ConnectionLostError
-
             raise ConnectionLostError(run.lost)
         tracker = run.tracker
         done = tracker.completed
