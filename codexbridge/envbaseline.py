@@ -20,12 +20,14 @@ BASELINE = (
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
               "http_proxy", "https_proxy", "all_proxy", "no_proxy")
 EXTRA_VAR = "CODEX_BRIDGE_CHILD_ENV"
-_CREDENTIALS = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@")
+# The userinfo is everything before the authority's *last* @ (a password may hold a raw
+# @); the scheme is optional because curl and reqwest take `user:pw@proxy:3128` too.
+_CREDENTIALS = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)?[^/?#]*@")
 
 
 def strip_credentials(value: str) -> str:
-    """`http://user:secret@proxy:3128` → `http://proxy:3128`."""
-    return _CREDENTIALS.sub(r"\g<scheme>", value)
+    """`http://user:secret@proxy:3128` → `http://proxy:3128` (also without a scheme)."""
+    return _CREDENTIALS.sub(lambda m: m.group("scheme") or "", value)
 
 
 def extra_names(parent: Mapping[str, str]) -> list[str]:
