@@ -62,21 +62,25 @@ class WireModel(BaseModel):
 
 
 def _status_object(value: Any) -> Any:
-    # Thread status is `{"type": ...}`; tolerate a bare string, drop anything else.
-    if isinstance(value, str):
-        return {"type": value}
-    return value if isinstance(value, dict) else None
+    # Thread status is `{"type": ...}`; a bare value is taken as the type.
+    if value is None or isinstance(value, dict):
+        return value
+    return {"type": value}
+
+
+def _label(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 class ThreadStatus(WireModel):
     """`{"type": "idle"|"notLoaded"|"systemError"}`, or `{"type": "active", "activeFlags"}`."""
 
-    type: OptStr = None
+    type: Annotated[str | None, BeforeValidator(_label)] = None
     active_flags: Annotated[list[Any], _or_default(list)] = Field(default_factory=list)
 
     @property
     def label(self) -> str:
-        """"idle", "active(waitingOnApproval)", "unknown"… as `talk list` prints it."""
+        """As `talk list` prints it: `idle`, `active(waitingOnApproval)`, `unknown`…"""
         label = self.type or "unknown"
         if self.active_flags:
             label += "(" + ",".join(str(f) for f in self.active_flags) + ")"
