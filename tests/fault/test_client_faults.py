@@ -1,0 +1,526 @@
+"""Faults the real app-server will not produce on demand, injected by a fake on loopback.
+
+The fake speaks just enough of the protocol to get the client into the state under test
+(handshake, a resume, a turn) and then misbehaves: garbage frames, a dropped socket, no
+answer, a flood, an unknown server request, error answers. Everything a user can see
+is proven against the real codex binary in tests/real/; this file covers only what
+that binary cannot be made to do. Every message the client sends is schema-checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from codexbridge import talk
+from codexbridge.client import AppServerClient
+from codexbridge.errors import (
+    ConnectError,
+    ConnectionLostError,
+    NoRolloutError,
+    RequestTimeoutError,
+    RpcError,
+    ServerOverloadedError,
+    ThreadNotLoadedError,
+)
+from codexbridge.protocol.envelopes import Invalid, Notification, ServerRequest
+from tests.support import payloads
+from tests.support.schema_guard import schema_guard_fixture  # noqa: F401 - fixture
+
+pytestmark = [pytest.mark.usefixtures("schema_guard"), pytest.mark.timeout(30)]
+
+Message = dict[str, Any]
+T, U = payloads.USER_THREAD, payloads.TURN_2
+
+
+class Conn:
+    """One accepted client connection, from the fake server's side."""
+
+    def __init__(self, ws: ServerConnection) -> None:
+        self.ws = ws
+        self.received: list[Message] = []
+
+    async def recv(self) -> Message:
+        msg: Message = json.loads(await self.ws.recv())
+        self.received.append(msg)
+        return msg
+
+    async def send(self, msg: Message | str | bytes) -> None:
+        """A dict as one JSON text frame; a str or bytes (a binary frame) as given."""
+        await self.ws.send(msg if isinstance(msg, (str, bytes)) else json.dumps(msg))
+
+    async def handshake(self) -> None:
+        init = await self.recv()
+        assert init["method"] == "initialize"
+        await self.send({"id": init["id"], "result": payloads.INITIALIZE_RESULT})
+        assert (await self.recv()) == {"method": "initialized"}
+
+    async def expect(self, method: str) -> Message:
+        msg = await self.recv()
+        assert msg.get("method") == method, msg
+        return msg
+
+    async def answer(self, request: Message, result: Any) -> None:
+        await self.send({"id": request["id"], "result": result})
+
+    async def join_and_start_turn(self) -> Message:
+        """Answer thread/resume and turn/start the way codex does; returns turn/start."""
+        resume = await self.expect("thread/resume")
+        await self.answer(resume, payloads.resume_result(payloads.thread()))
+        start = await self.expect("turn/start")
+        running = payloads.turn(U, status="inProgress", completed_at=None,
+                                items_view="notLoaded")
+        await self.answer(start, {"turn": running})
+        return start
+
+    async def complete_turn(self, text: str = "MOCK REPLY: done") -> None:
+        await self.send({"method": "item/completed", "params": {
+            "threadId": T, "turnId": U, "item": payloads.agent_message(text, "msg_2")}})
+        await self.send({"method": "turn/completed", "params": {
+            "threadId": T, "turn": payloads.turn(U, items=[payloads.agent_message(text)])}})
+
+    def abort(self) -> None:
+        """Drop the TCP connection without a close frame (a crash, a cable pulled)."""
+        transport = self.ws.transport
+        assert transport is not None
+        transport.abort()
+
+
+Script = Callable[[Conn], Awaitable[None]]
+
+
+class FakeAppServer:
+    """`async with FakeAppServer(script) as fake:` — `fake.url`; `script` runs per
+    connection after the handshake; `fake.conns` keeps every connection."""
+
+    def __init__(self, script: Script, *, unix_path: Path | None = None,
+                 handshake: bool = True) -> None:
+        self.script = script
+        self.unix_path = unix_path
+        self.do_handshake = handshake
+        self.conns: list[Conn] = []
+        self.headers: list[Headers] = []
+        self.url = ""
+        self._server: Server | None = None
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        conn = Conn(ws)
+        self.conns.append(conn)
+        self.headers.append(ws.request.headers if ws.request else Headers())
+        if self.do_handshake:
+            await conn.handshake()
+        await self.script(conn)
+
+    async def __aenter__(self) -> FakeAppServer:
+        if self.unix_path is not None:
+            self._server = await unix_serve(self._handler, str(self.unix_path),
+                                            compression=None)
+            self.url = f"unix://{self.unix_path}"
+        else:
+            self._server = await serve(self._handler, "127.0.0.1", 0, compression=None)
+            port = self._server.sockets[0].getsockname()[1]
+            self.url = f"ws://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+
+async def _hold(conn: Conn) -> None:
+    """Keep the connection open until the client closes it."""
+    await conn.ws.wait_closed()
+
+
+async def _answer_everything(conn: Conn) -> None:
+    """Answer every request with `{"echo": method}` until the client leaves."""
+    async for raw in conn.ws:
+        msg = json.loads(raw)
+        conn.received.append(msg)
+        if "id" in msg and "method" in msg:
+            await conn.send({"id": msg["id"], "result": {"echo": msg["method"]}})
+
+
+# -- garbage on the wire ----------------------------------------------------------------
+
+
+async def test_garbage_frames_are_reported_not_fatal() -> None:
+    async def script(conn: Conn) -> None:
+        await conn.send("this is not json")
+        await conn.send("[1, 2, 3]")
+        await conn.send('{"id": 1}')  # neither result nor error
+        await conn.send(json.dumps({"method": "a", "params": {}}) + "\n"
+                        + json.dumps({"method": "b", "params": {"threadId": T}}))
+        await conn.send(b'{"method": "binary-frame"}')
+        await _answer_everything(conn)
+
+    invalid: list[Invalid] = []
+    async with FakeAppServer(script) as fake, \
+            AppServerClient(fake.url, on_invalid=invalid.append) as client:
+        sub = client.subscribe()
+        assert await client.request("thread/loaded/list", {}) == {"echo": "thread/loaded/list"}
+        events = [await asyncio.wait_for(sub.get(), 2) for _ in range(3)]
+    assert [(type(e), e.method) for e in events if e is not None] == [
+        (Notification, "a"), (Notification, "b"), (Notification, "binary-frame")]
+    assert [i.reason for i in invalid] == [
+        "invalid JSON: Expecting value: line 1 column 1 (char 0)",
+        "not a JSON object", "response without result or error"]
+    assert invalid[0].raw == "this is not json"
+
+
+async def test_invalid_frames_go_to_stderr_by_default(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    async def script(conn: Conn) -> None:
+        await conn.send("\x00garbage")
+        await _answer_everything(conn)
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        await client.request("thread/loaded/list", {})
+    err = capsys.readouterr().err
+    assert "ignored a malformed frame from the app-server (invalid JSON" in err
+
+
+# -- the socket goes away ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["abort", "close"])
+async def test_drop_mid_request_fails_the_waiter_promptly(how: str) -> None:
+    async def script(conn: Conn) -> None:
+        await conn.expect("thread/read")
+        if how == "abort":
+            conn.abort()
+        else:
+            await conn.ws.close(1011, "server going away")
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        sub = client.subscribe()
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionLostError, match="lost while waiting"):
+            await client.request("thread/read", {"threadId": T}, timeout=10)
+        assert time.monotonic() - t0 < 2.0
+        assert await asyncio.wait_for(sub.get(), 1) is None
+        # later requests and subscribers fail at once, not after a timeout
+        with pytest.raises(ConnectionLostError, match="is closed"):
+            await client.request("thread/read", {"threadId": T}, timeout=10)
+        late = client.subscribe()
+        assert await asyncio.wait_for(late.get(), 1) is None
+
+
+async def test_several_waiters_all_fail_when_the_socket_closes() -> None:
+    async def script(conn: Conn) -> None:
+        for _ in range(3):
+            await conn.recv()
+        conn.abort()
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        results = await asyncio.gather(
+            *(client.request("thread/read", {"threadId": T}, timeout=10) for _ in range(3)),
+            return_exceptions=True)
+    assert all(isinstance(r, ConnectionLostError) for r in results), results
+
+
+async def test_request_without_answer_times_out() -> None:
+    async with FakeAppServer(_hold) as fake, AppServerClient(fake.url) as client:
+        t0 = time.monotonic()
+        with pytest.raises(RequestTimeoutError, match="thread/read got no answer"):
+            await client.request("thread/read", {"threadId": T}, timeout=0.2)
+        assert time.monotonic() - t0 < 1.0
+        assert client._waiters == {}  # the abandoned waiter is not leaked
+
+
+async def test_initialize_without_answer_times_out() -> None:
+    async def script(conn: Conn) -> None:
+        await conn.ws.wait_closed()
+
+    async with FakeAppServer(script, handshake=False) as fake:
+        client = AppServerClient(fake.url, request_timeout=0.2)
+        with pytest.raises(RequestTimeoutError, match="initialize"):
+            await client.connect()
+        await client.close()
+
+
+async def test_connect_to_a_closed_port() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(ConnectError, match="is `codexbridge serve` running"):
+        async with AppServerClient(f"ws://127.0.0.1:{port}"):
+            pass
+    assert time.monotonic() - t0 < 2.0
+
+
+async def test_connect_refused_at_the_http_handshake() -> None:
+    # e.g. an Origin or a token check failing (reference §4): a 403, not a WebSocket
+    def reject(_conn: ServerConnection, _req: Request) -> Response:
+        return Response(403, "Forbidden", Headers(), b"forbidden\n")
+
+    server = await serve(_hold, "127.0.0.1", 0, process_request=reject)  # type: ignore[arg-type]
+    try:
+        port = server.sockets[0].getsockname()[1]
+        with pytest.raises(ConnectError, match="403"):
+            async with AppServerClient(f"ws://127.0.0.1:{port}"):
+                pass
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_bad_urls() -> None:
+    for url in ("unix://", "http://127.0.0.1:1", "nonsense"):
+        with pytest.raises(ConnectError):
+            async with AppServerClient(url):
+                pass
+
+
+async def test_bearer_token_is_sent() -> None:
+    async with FakeAppServer(_answer_everything) as fake, \
+            AppServerClient(fake.url, token="s3cret") as client:
+        await client.request("thread/loaded/list", {})
+    assert fake.headers[0]["Authorization"] == "Bearer s3cret"
+    assert "Origin" not in fake.headers[0]  # codex answers 403 to any Origin (§4)
+
+
+async def test_unix_socket_url(tmp_path: Path) -> None:
+    sock = tmp_path / "app.sock"
+    async with FakeAppServer(_answer_everything, unix_path=sock) as fake, \
+            AppServerClient(fake.url) as client:
+        assert client.server_info == payloads.INITIALIZE_RESULT
+        assert await client.request("thread/read", {"threadId": T}) == {"echo": "thread/read"}
+    # compression is off: codex's unix listener drops clients offering permessage-deflate
+    assert "Sec-WebSocket-Extensions" not in fake.headers[0]
+
+
+# -- during a turn ------------------------------------------------------------------------
+
+
+async def test_say_when_the_socket_drops_mid_turn() -> None:
+    async def script(conn: Conn) -> None:
+        await conn.join_and_start_turn()
+        await conn.send({"method": "item/agentMessage/delta", "params": {
+            "threadId": T, "turnId": U, "itemId": "msg_2", "delta": "MOCK "}})
+        await asyncio.sleep(0.05)
+        conn.abort()
+
+    deltas: list[str] = []
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionLostError, match="closed during the turn"):
+            await talk.say(client, T, "hello", on_delta=deltas.append, timeout=20)
+        assert time.monotonic() - t0 < 3.0
+    assert deltas == ["MOCK "]
+
+
+async def test_say_when_the_socket_drops_before_turn_start_answers() -> None:
+    async def script(conn: Conn) -> None:
+        resume = await conn.expect("thread/resume")
+        await conn.answer(resume, payloads.resume_result(payloads.thread()))
+        await conn.expect("turn/start")
+        conn.abort()
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        with pytest.raises(ConnectionLostError):
+            await talk.say(client, T, "hello", timeout=20)
+
+
+async def test_unknown_server_request_during_a_turn_gets_a_json_rpc_error() -> None:
+    answers: list[Message] = []
+
+    async def script(conn: Conn) -> None:
+        await conn.join_and_start_turn()
+        await conn.send({"id": 0, "method": "item/somethingNew/requestApproval",
+                         "params": {"threadId": T, "turnId": U, "itemId": "x"}})
+        answers.append(await conn.recv())
+        await conn.complete_turn()
+        await _hold(conn)
+
+    lines: list[str] = []
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        result = await talk.say(client, T, "hello", on_approval=lines.append, timeout=10)
+    assert result.status == "completed" and result.reply == "MOCK REPLY: done"
+    (answer,) = answers
+    assert answer["id"] == 0 and "result" not in answer
+    assert answer["error"]["code"] == -32601
+    assert "item/somethingNew/requestApproval" in answer["error"]["message"]
+
+
+async def test_unknown_server_request_from_another_thread_is_answered_too() -> None:
+    # Never silence: even a request the turn does not own gets an answer.
+    answers: list[Message] = []
+
+    async def script(conn: Conn) -> None:
+        await conn.join_and_start_turn()
+        await conn.send({"id": 5, "method": "brand/new", "params": {"threadId": "other"}})
+        answers.append(await conn.recv())
+        await conn.complete_turn()
+        await _hold(conn)
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        await talk.say(client, T, "hello", timeout=10)
+    assert answers[0]["id"] == 5 and answers[0]["error"]["code"] == -32601
+
+
+async def test_slow_consumer_does_not_block_the_reader() -> None:
+    # codex disconnects clients whose outbound queue fills (reference §4): the reader must
+    # keep draining the socket even while a subscriber reads nothing at all.
+    flood = 5000
+
+    async def script(conn: Conn) -> None:
+        req = await conn.expect("thread/read")
+        for i in range(flood):  # all of it queued ahead of the answer
+            await conn.send({"method": "item/agentMessage/delta", "params": {
+                "threadId": T, "turnId": U, "itemId": "m", "delta": f"{i:05d}"}})
+        await conn.answer(req, {"after": "flood"})
+        await _answer_everything(conn)
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        stalled = client.subscribe()  # never read until the end
+        t0 = time.monotonic()
+        assert await client.request("thread/read", {"threadId": T}, timeout=10) == \
+            {"after": "flood"}
+        latency = time.monotonic() - t0
+        assert stalled.queue.qsize() == flood  # in order: every delta before the answer
+        # and the next request is not slowed by the backlog either
+        t1 = time.monotonic()
+        await client.request("thread/loaded/list", {}, timeout=5)
+        assert time.monotonic() - t1 < 0.5
+        first = await stalled.get()
+    assert latency < 3.0, f"the answer took {latency:.2f} s behind 5,000 unread events"
+    assert isinstance(first, Notification) and first.params["delta"] == "00000"
+
+
+# -- error answers map to error classes ----------------------------------------------------
+
+
+ERRORS: list[tuple[Message, type[RpcError]]] = [
+    ({"code": -32600, "message": f"no rollout found for thread id {T}"}, NoRolloutError),
+    ({"code": -32600, "message": f"thread not loaded: {T}"}, ThreadNotLoadedError),
+    ({"code": -32001, "message": "Server overloaded; retry later."}, ServerOverloadedError),
+    ({"code": -32600, "message": "Invalid request: missing field `input`"}, RpcError),
+    ({"code": -32600, "message": "Not initialized", "data": {"x": 1}}, RpcError),
+]
+
+
+@pytest.mark.parametrize("error, cls", ERRORS)
+async def test_error_answers_map_to_error_classes(error: Message, cls: type[RpcError]) -> None:
+    async def script(conn: Conn) -> None:
+        async for raw in conn.ws:
+            msg = json.loads(raw)
+            if "id" in msg:
+                await conn.send({"id": msg["id"], "error": error})
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        with pytest.raises(RpcError) as info:
+            await client.request("thread/read", {"threadId": T})
+    assert type(info.value) is cls
+    assert info.value.rpc_code == error["code"] and info.value.message == error["message"]
+    assert info.value.data == error.get("data")
+
+
+async def test_no_rollout_on_join_tells_the_person_what_to_do() -> None:
+    async def script(conn: Conn) -> None:
+        resume = await conn.expect("thread/resume")
+        await conn.send({"id": resume["id"], "error": {
+            "code": -32600, "message": f"no rollout found for thread id {T}"}})
+        await _hold(conn)
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        with pytest.raises(NoRolloutError, match="send one message in the Codex TUI first"
+                           ) as info:
+            await talk.say(client, T, "hello", timeout=5)
+    assert info.value.exit_code == 3 and "no rollout found" in info.value.message
+
+
+async def test_malformed_error_objects_still_fail_the_request() -> None:
+    async def script(conn: Conn) -> None:
+        req = await conn.expect("thread/read")
+        await conn.send({"id": req["id"], "error": "just a string"})
+        req = await conn.expect("thread/read")
+        await conn.send({"id": req["id"], "error": {"message": 5}})
+        await _hold(conn)
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        with pytest.raises(RpcError, match="just a string"):
+            await client.request("thread/read", {"threadId": T})
+        with pytest.raises(RpcError) as info:
+            await client.request("thread/read", {"threadId": T})
+        assert info.value.rpc_code == -32603
+
+
+async def test_answers_to_unknown_ids_are_ignored() -> None:
+    async def script(conn: Conn) -> None:
+        req = await conn.expect("thread/read")
+        await conn.send({"id": 999, "result": {"stray": True}})
+        await conn.send({"id": req["id"], "result": {"ok": True}})
+        await conn.send({"id": req["id"], "result": {"duplicate": True}})
+        await _answer_everything(conn)
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        assert await client.request("thread/read", {"threadId": T}) == {"ok": True}
+        assert await client.request("thread/loaded/list", {}) == {"echo": "thread/loaded/list"}
+
+
+async def test_server_requests_reach_every_subscriber() -> None:
+    async def script(conn: Conn) -> None:
+        await conn.send({"id": 0, "method": "item/commandExecution/requestApproval",
+                         "params": payloads.server_request_params(T, U)[
+                             "item/commandExecution/requestApproval"]})
+        await _answer_everything(conn)
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        a, b = client.subscribe(), client.subscribe()
+        got = [await asyncio.wait_for(s.get(), 2) for s in (a, b)]
+        b.close()
+        await client.respond(0, {"decision": "decline"})
+        await client.request("thread/loaded/list", {})
+    assert all(isinstance(g, ServerRequest) and g.id == 0 for g in got)
+    assert b not in client._subscribers
+    assert {"id": 0, "result": {"decision": "decline"}} in fake.conns[0].received
+
+
+async def test_say_when_the_socket_drops_right_after_an_approval_request() -> None:
+    # The answer to the approval cannot be sent any more; say must still end promptly
+    # with ConnectionLostError, not wait out its turn timeout.
+    async def script(conn: Conn) -> None:
+        await conn.join_and_start_turn()
+        await asyncio.sleep(0.1)  # the turn is bound: the pump task handles what follows
+        await conn.send({"id": 0, "method": "item/commandExecution/requestApproval",
+                         "params": payloads.server_request_params(T, U)[
+                             "item/commandExecution/requestApproval"]})
+        conn.abort()
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionLostError):
+            await talk.say(client, T, "hello", approvals="decline", timeout=5)
+        assert time.monotonic() - t0 < 2.0
+
+
+async def test_failed_handshake_closes_the_socket() -> None:
+    closed = asyncio.Event()
+
+    async def script(conn: Conn) -> None:
+        init = await conn.recv()
+        await conn.send({"id": init["id"], "error": {"code": -32600,
+                                                      "message": "Already initialized"}})
+        await conn.ws.wait_closed()
+        closed.set()
+
+    async with FakeAppServer(script, handshake=False) as fake:
+        with pytest.raises(RpcError, match="Already initialized"):
+            async with AppServerClient(fake.url):
+                pass
+        await asyncio.wait_for(closed.wait(), 2)

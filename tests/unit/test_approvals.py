@@ -1,0 +1,194 @@
+"""The approval table against the schema: every server request answered, every answer valid.
+
+A wrong answer shape is a schema error, not a refusal, and has hung other clients
+(reference §10) — so each fail-closed and accept answer is validated against the
+`*Response.json` codex 0.169.0 generated, built from params that themselves validate
+against `*Params.json`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codexbridge.errors import SchemaViolation
+from codexbridge.protocol import schema
+from codexbridge.protocol.approvals import (
+    POLICIES,
+    REFUSED_CODE,
+    TABLE,
+    UNKNOWN_METHOD_CODE,
+    Defer,
+    Reply,
+    decide,
+    describe,
+    fail_closed,
+    is_approval,
+)
+from codexbridge.protocol.envelopes import error_response
+from tests.support.payloads import USER_THREAD, server_request_params
+
+EXPERIMENTAL = {"currentTime/read"}  # only in the --experimental schema
+
+PARAMS = server_request_params()
+SCHEMA_METHODS = sorted(schema.server_request_methods())
+
+
+def test_table_covers_every_server_request_in_the_schema() -> None:
+    assert len(SCHEMA_METHODS) == 10
+    assert set(TABLE) == set(SCHEMA_METHODS) | EXPERIMENTAL
+
+
+def test_examples_cover_the_table_and_are_realistic() -> None:
+    assert set(PARAMS) == set(TABLE)
+    for method in SCHEMA_METHODS:
+        schema.validate_server_request_params(method, PARAMS[method])
+
+
+@pytest.mark.parametrize("method", SCHEMA_METHODS)
+def test_fail_closed_answer_validates(method: str) -> None:
+    reply = fail_closed(method, PARAMS[method])
+    rule = TABLE[method]
+    if rule.fail_closed is None:
+        # No refusal shape: the result requires what we cannot give, so a JSON-RPC error.
+        assert reply.result is None and reply.error is not None
+        assert reply.error[0] == REFUSED_CODE
+        schema.validate_error_answer(error_response(0, *reply.error))
+    else:
+        assert reply.error is None
+        schema.validate_server_request_answer(method, reply.result)
+
+
+@pytest.mark.parametrize("method", SCHEMA_METHODS)
+def test_accept_answer_validates(method: str) -> None:
+    rule = TABLE[method]
+    if rule.accept is None:
+        assert rule.fail_closed is None, "a method we can refuse should also be acceptable"
+        return
+    schema.validate_server_request_answer(method, rule.accept(PARAMS[method]))
+
+
+@pytest.mark.parametrize("method", SCHEMA_METHODS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_decision_validates(method: str, policy: str) -> None:
+    decision = decide(method, PARAMS[method], policy)  # type: ignore[arg-type]
+    reply = decision.fallback if isinstance(decision, Defer) else decision
+    if reply.error is not None:
+        schema.validate_error_answer(error_response(1, *reply.error))
+    else:
+        schema.validate_server_request_answer(method, reply.result)
+
+
+def test_specific_shapes_from_the_reference() -> None:
+    # §10: the shapes differ per method; these are the ones codex was seen to act on.
+    p = PARAMS
+    assert fail_closed("item/commandExecution/requestApproval", {}).result == \
+        {"decision": "decline"}
+    assert fail_closed("item/permissions/requestApproval", {}).result == {"permissions": {}}
+    assert fail_closed("item/tool/requestUserInput", {}).result == {"answers": {}}
+    assert fail_closed("mcpServer/elicitation/request", {}).result == {"action": "decline"}
+    legacy = fail_closed("execCommandApproval", p["execCommandApproval"]).result
+    assert legacy is not None and set(legacy["decision"]) == {"denied"}
+    assert isinstance(legacy["decision"]["denied"]["rejection"], str)
+    accepted = TABLE["item/permissions/requestApproval"].accept
+    assert accepted is not None
+    assert accepted(p["item/permissions/requestApproval"]) == {
+        "permissions": {"network": {"enabled": True},
+                        "fileSystem": {"write": ["/data"], "read": None}},
+        "scope": "turn"}
+
+
+def test_plain_string_denied_is_caught_by_the_schema() -> None:
+    # Older protocol sources show "denied" as a string; 0.169.0 rejects it (§10).
+    with pytest.raises(SchemaViolation) as info:
+        schema.validate_server_request_answer("applyPatchApproval", {"decision": "denied"})
+    assert info.value.path == "$.result.decision"
+
+
+def test_answers_are_fresh_objects() -> None:
+    # A caller mutating one answer must not change the next one.
+    a = fail_closed("item/commandExecution/requestApproval", {})
+    assert a.result is not None
+    a.result["decision"] = "accept"
+    assert fail_closed("item/commandExecution/requestApproval", {}).result == \
+        {"decision": "decline"}
+
+
+def test_current_time_read_answers_with_the_clock() -> None:
+    rule = TABLE["currentTime/read"]
+    assert not rule.is_approval and rule.accept is not None
+    answer = rule.accept(PARAMS["currentTime/read"])
+    assert isinstance(answer["currentTimeAt"], int) and answer["currentTimeAt"] > 1_700_000_000
+    # not in the stable schema: nothing to validate against, and we say so
+    with pytest.raises(SchemaViolation):
+        schema.validate_server_request_answer("currentTime/read", answer)
+    reply = fail_closed("currentTime/read", {})
+    assert reply.error is not None and reply.error[0] == REFUSED_CODE
+
+
+APPROVALS = sorted(m for m in TABLE if TABLE[m].is_approval)
+NON_APPROVALS = sorted(m for m in TABLE if not TABLE[m].is_approval)
+
+
+def test_which_methods_are_approvals() -> None:
+    expected = {"item/commandExecution/requestApproval", "item/fileChange/requestApproval",
+                "item/permissions/requestApproval", "applyPatchApproval", "execCommandApproval"}
+    assert set(APPROVALS) == expected
+    assert all(is_approval(m) for m in APPROVALS)
+    assert not any(is_approval(m) for m in NON_APPROVALS)
+    assert not is_approval("thread/bogus")
+
+
+@pytest.mark.parametrize("method", APPROVALS)
+def test_approval_under_each_policy(method: str) -> None:
+    params = PARAMS[method]
+    closed = fail_closed(method, params)
+    assert decide(method, params, "decline") == closed
+    tui = decide(method, params, "tui")
+    assert tui == Defer(closed)  # silent now, fail-closed at the deadline
+    accept = decide(method, params, "accept")
+    assert isinstance(accept, Reply) and accept.error is None and accept != closed
+    rule = TABLE[method]
+    assert rule.accept is not None
+    assert accept.result == rule.accept(params)
+
+
+@pytest.mark.parametrize("method", NON_APPROVALS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_non_approvals_always_fail_closed(method: str, policy: str) -> None:
+    # The bridge has no UI for questions, elicitations, tools or tokens: never deferred,
+    # never "accepted" — not even under --approvals accept.
+    params = PARAMS[method]
+    assert decide(method, params, policy) == fail_closed(method, params)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_unknown_method_gets_a_json_rpc_error_never_silence(policy: str) -> None:
+    decision = decide("item/brandNew/requestApproval", {"threadId": USER_THREAD}, policy)  # type: ignore[arg-type]
+    assert isinstance(decision, Reply)
+    assert decision.result is None and decision.error is not None
+    code, message = decision.error
+    assert code == UNKNOWN_METHOD_CODE == -32601
+    assert "item/brandNew/requestApproval" in message
+    schema.validate_error_answer(error_response(3, code, message))
+
+
+def test_describe() -> None:
+    cmd = describe("item/commandExecution/requestApproval",
+                   PARAMS["item/commandExecution/requestApproval"])
+    assert cmd == "run a command: /bin/bash -lc 'touch /w/approved_file'"
+    assert describe("execCommandApproval", PARAMS["execCommandApproval"]) == \
+        "run a command (legacy): touch /w/f"
+    assert describe("item/fileChange/requestApproval", PARAMS["item/fileChange/requestApproval"]
+                    ) == "change files: write the fix"
+    assert describe("attestation/generate", {}) == "generate an attestation"
+    assert describe("x/y", {}) == "x/y"
+
+
+def test_every_answer_round_trips_through_json() -> None:
+    for method in TABLE:
+        for policy in POLICIES:
+            decision = decide(method, PARAMS[method], policy)
+            reply = decision.fallback if isinstance(decision, Defer) else decision
+            assert json.loads(json.dumps(reply.result)) == reply.result

@@ -1,0 +1,137 @@
+"""Which thread does the person mean (reference §8, §11): pure selection over records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from codexbridge.errors import AmbiguousThreadError, NoThreadError
+from codexbridge.protocol.threads import (
+    ThreadInfo,
+    looks_like_thread_id,
+    resolve,
+    status_type,
+    visible,
+)
+from tests.support import payloads
+
+A = "0199a5c2-0000-7000-8000-00000000000a"
+B = "0199a5c2-0000-7000-8000-00000000000b"
+C = "0199a5c2-0000-7000-8000-00000000000c"
+
+
+def info(thread_id: str, **kw: Any) -> ThreadInfo:
+    return ThreadInfo.from_thread(payloads.thread(thread_id, **kw))
+
+
+USER = info(payloads.USER_THREAD)
+TITLE = ThreadInfo.from_thread(payloads.title_thread())
+
+
+def test_from_thread_reads_a_real_thread() -> None:
+    expected = ThreadInfo(payloads.USER_THREAD, "Mock title", payloads.WORKDIR, "idle",
+                          False, "user", "first turn", 1796018498)
+    assert expected == USER
+    assert USER.is_user_thread and not TITLE.is_user_thread
+
+
+def test_status_labels() -> None:
+    active = info(A, status={"type": "active", "activeFlags": ["waitingOnApproval"]})
+    assert active.status == "active(waitingOnApproval)"
+    assert info(A, status={"type": "active", "activeFlags": []}).status == "active"
+    assert ThreadInfo.from_thread({"id": A, "status": "idle"}).status == "idle"
+    assert ThreadInfo.from_thread({"id": A}).status == "unknown"
+
+
+def test_from_thread_tolerates_missing_and_odd_fields() -> None:
+    t = ThreadInfo.from_thread({"id": A, "name": 5, "cwd": None, "updatedAt": "x",
+                                "preview": None, "brandNew": {"x": 1}})
+    assert t == ThreadInfo(A, None, None, "unknown", False, None, "", None)
+    assert ThreadInfo.from_thread({}).id == ""
+
+
+def test_status_type() -> None:
+    assert status_type({"type": "active", "activeFlags": []}) == "active"
+    assert status_type("idle") == "idle"
+    assert status_type({}) == "unknown" and status_type(None) == "unknown"
+
+
+def test_user_threads() -> None:
+    # A thread started by a client has threadSource null unless it set one (§6).
+    assert info(A, thread_source=None).is_user_thread
+    assert not info(A, ephemeral=True).is_user_thread
+    assert not info(A, thread_source="subagent").is_user_thread
+
+
+def test_visible_hides_ephemeral_title_threads_unless_all() -> None:
+    threads = [USER, TITLE]
+    assert visible(threads, include_all=False) == [USER]
+    assert visible(threads, include_all=True) == threads
+
+
+def test_looks_like_thread_id() -> None:
+    assert looks_like_thread_id(payloads.USER_THREAD)
+    assert looks_like_thread_id(payloads.USER_THREAD.upper())
+    assert not looks_like_thread_id("Mock title")
+    assert not looks_like_thread_id(payloads.USER_THREAD + "0")
+
+
+def test_the_only_user_thread_is_chosen() -> None:
+    assert resolve([USER, TITLE], None) == USER
+
+
+def test_no_user_thread_says_to_open_the_tui() -> None:
+    with pytest.raises(NoThreadError, match="send it one message first"):
+        resolve([TITLE], None)
+    with pytest.raises(NoThreadError):
+        resolve([], None)
+
+
+def test_several_user_threads_are_ambiguous_and_listed() -> None:
+    a, b = info(A, name="alpha"), info(B, name="beta", cwd="/other")
+    with pytest.raises(AmbiguousThreadError) as exc:
+        resolve([a, b, TITLE], None)
+    assert [c["id"] for c in exc.value.candidates] == [A, B]
+    assert A in str(exc.value) and "name=beta" in str(exc.value) and "cwd=/other" in str(exc.value)
+    assert exc.value.exit_code == 4
+
+
+def test_cwd_narrows_the_choice() -> None:
+    a, b = info(A, cwd="/p1"), info(B, cwd="/p2")
+    assert resolve([a, b], None, cwd="/p2") == b
+    with pytest.raises(NoThreadError, match="with cwd /p3") as exc:
+        resolve([a, b], None, cwd="/p3")
+    assert A in str(exc.value)  # candidates are listed
+
+
+def test_select_by_id_even_a_helper_thread() -> None:
+    assert resolve([USER, TITLE], payloads.TITLE_THREAD) == TITLE
+    assert resolve([USER, TITLE], payloads.USER_THREAD) == USER
+
+
+def test_names_match_exactly_never_partially() -> None:
+    a, b = info(A, name="alpha"), info(B, name="alphabet")
+    assert resolve([a, b], "alpha") == a
+    for wrong in ("alph", "Alpha", "alpha ", "bet"):
+        with pytest.raises(NoThreadError) as exc:
+            resolve([a, b], wrong)
+        assert {c["id"] for c in exc.value.details["candidates"]} == {A, B}
+
+
+def test_duplicate_names_are_ambiguous() -> None:
+    a, b = info(A, name="same"), info(B, name="same")
+    with pytest.raises(AmbiguousThreadError) as exc:
+        resolve([a, b, info(C, name="other")], "same")
+    assert {c["id"] for c in exc.value.candidates} == {A, B}
+
+
+def test_names_of_helper_threads_do_not_match() -> None:
+    helper = info(A, name="Mock title", ephemeral=True, thread_source="thread_title")
+    assert resolve([helper, USER], "Mock title") == USER
+
+
+def test_as_dict() -> None:
+    assert USER.as_dict() == {"id": payloads.USER_THREAD, "name": "Mock title",
+                              "cwd": payloads.WORKDIR, "status": "idle", "ephemeral": False,
+                              "threadSource": "user", "preview": "first turn"}
