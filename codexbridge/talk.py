@@ -214,12 +214,12 @@ class _TurnRun:
         await self._answer(req.id, decision)
         if decision.error is not None:
             record.outcome = "refused (error)"
-        elif approval_table.is_approval(req.method) and self.policy == "accept":
+        elif approval_table.is_approval(req.method, req.params) and self.policy == "accept":
             record.outcome = "accepted"
         else:
             record.outcome = "declined"
         self._say(f"approval: {record.summary} — {record.outcome} by --approvals {self.policy}"
-                  if approval_table.is_approval(req.method)
+                  if approval_table.is_approval(req.method, req.params)
                   else f"request: {record.summary} — {record.outcome} (bridge has no UI)")
 
     async def _deadline(self, request_id: RequestId, fallback: approval_table.Reply) -> None:

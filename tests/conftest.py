@@ -10,6 +10,7 @@ import pytest
 pytest_plugins = [
     "tests.support.codex_fixtures",
     "tests.support.claude_fixtures",
+    "tests.support.schema_guard",
 ]
 
 

@@ -133,7 +133,7 @@ def fail_closed(method: str, params: dict[str, Any]) -> Reply:
 def decide(method: str, params: dict[str, Any], policy: Policy) -> Decision:
     """The answer to one server request under `policy`."""
     rule = TABLE.get(method)
-    if rule is None or not rule.is_approval:
+    if rule is None or not is_approval(method, params):
         return fail_closed(method, params)
     if policy == "accept" and rule.accept is not None:
         return Reply(result=rule.accept(params))
@@ -142,16 +142,25 @@ def decide(method: str, params: dict[str, Any], policy: Policy) -> Decision:
     return fail_closed(method, params)
 
 
-def is_approval(method: str) -> bool:
+def is_approval(method: str, params: dict[str, Any] | None = None) -> bool:
+    """Whether a human would be asked. An MCP elicitation is an approval when codex uses
+    it to ask permission for an MCP tool call (`default_tools_approval_mode` "writes" or
+    "prompt"; measured on 0.169.0: `_meta.codex_approval_kind == "mcp_tool_call"`); other
+    elicitations ask for data the bridge cannot supply."""
     rule = TABLE.get(method)
-    return bool(rule and rule.is_approval)
+    if rule is None:
+        return False
+    if method == "mcpServer/elicitation/request":
+        meta = (params or {}).get("_meta")
+        return isinstance(meta, dict) and meta.get("codex_approval_kind") == "mcp_tool_call"
+    return rule.is_approval
 
 
 def describe(method: str, params: dict[str, Any]) -> str:
     """One line for a person: what codex asks and why."""
     rule = TABLE.get(method)
     what = rule.summary if rule else method
-    detail = params.get("command") or params.get("reason") or ""
+    detail = params.get("command") or params.get("reason") or params.get("message") or ""
     if isinstance(detail, list):
         detail = " ".join(str(p) for p in detail)
     return f"{what}: {detail}" if detail else what

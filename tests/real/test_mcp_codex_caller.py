@@ -254,19 +254,25 @@ async def test_round_trip_through_both_roles(launch: Any, workdir: Path) -> None
     assert pending("bridge") == ["loop mail"]
 
 
-async def test_in_a_bridge_turn_the_bridge_declines_codex_mcp_approvals(
+async def test_in_a_bridge_turn_codex_mcp_approvals_go_to_the_human(
         launch: Any, workdir: Path) -> None:
     """With default_tools_approval_mode = "writes", codex asks every subscribed client
-    (`mcpServer/elicitation/request`). In a turn started by codex_message_send, the
-    bridge's talk layer answers elicitations fail-closed at once (it treats them as
-    non-approval requests), so the call is declined before the human can answer in the
-    TUI. Pinned here so a change to that policy is noticed (see docs/mcp.md)."""
+    (`mcpServer/elicitation/request` with `_meta.codex_approval_kind: "mcp_tool_call"`).
+    In a turn started by codex_message_send (approvals `tui`), the bridge treats that as an
+    approval and stays silent: the human answers in the TUI."""
     app_server = launch("writes")
     async with RawClient(app_server.url) as tui:
         await start_user_thread(tui, workdir, "first")
-        sc = await bridge_send(app_server, 'MCP_CALL: claude_message_send {"text": "nope"}')
+        send = asyncio.create_task(bridge_send(
+            app_server, 'MCP_CALL: claude_message_send {"text": "the human said yes"}'))
+        request = await tui.next_server_request(timeout=60)
+        assert request["method"] == ELICITATION
+        await asyncio.sleep(0.3)
+        assert not send.done()  # the bridge left the decision to the human
+        await tui.respond(request["id"], {"action": "accept", "content": {}})
+        sc = await send
     assert sc["ok"] is True, sc
     [asked] = sc["data"]["approvals"]
     assert asked["method"] == ELICITATION
-    assert "user rejected MCP tool call" in sc["data"]["reply"]
-    assert pending("bridge") == []
+    assert asked["outcome"] == "answered in the TUI"
+    assert pending("bridge") == ["the human said yes"]

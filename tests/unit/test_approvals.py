@@ -192,3 +192,23 @@ def test_every_answer_round_trips_through_json() -> None:
             decision = decide(method, PARAMS[method], policy)
             reply = decision.fallback if isinstance(decision, Defer) else decision
             assert json.loads(json.dumps(reply.result)) == reply.result
+
+
+def test_mcp_tool_call_elicitation_is_an_approval() -> None:
+    """codex 0.169.0 asks permission for an MCP tool call through an elicitation."""
+    params = {"threadId": "t", "turnId": "u", "serverName": "codexbridge", "mode": "form",
+              "message": 'Allow the codexbridge MCP server to run tool "claude_message_send"?',
+              "requestedSchema": {"type": "object", "properties": {}},
+              "_meta": {"codex_approval_kind": "mcp_tool_call",
+                        "tool_name": "claude_message_send"}}
+    method = "mcpServer/elicitation/request"
+    assert is_approval(method, params)
+    assert isinstance(decide(method, params, "tui"), Defer)
+    assert decide(method, params, "decline") == Reply(result={"action": "decline"})
+    assert decide(method, params, "accept") == Reply(result={"action": "accept",
+                                                             "content": {}})
+    other = {**params, "_meta": {"codex_approval_kind": "something_else"}}
+    assert not is_approval(method, other)
+    assert decide(method, other, "tui") == Reply(result={"action": "decline"})
+    assert decide(method, {k: v for k, v in params.items() if k != "_meta"},
+                  "accept") == Reply(result={"action": "decline"})
