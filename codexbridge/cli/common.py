@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import click
@@ -34,14 +35,14 @@ def env_float(name: str, default: float) -> float:
     return value
 
 
-def run_async(factory: Callable[[], Awaitable[T]]) -> T:
-    return asyncio.run(factory())  # type: ignore[arg-type]
+def run_async(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return asyncio.run(factory())
 
 
 def read_text_arg(text: str) -> str:
     """TEXT, or standard input for `-`; empty text is refused (it would start an empty turn)."""
     if text == "-":
-        text = click.get_text_stream("stdin").read()
+        text = sys.stdin.read()
     if not text.strip():
         raise UsageError("the message is empty; pass TEXT or pipe it with `-`")
     return text

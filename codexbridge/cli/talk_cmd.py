@@ -18,7 +18,7 @@ from ..errors import (
     TurnTimeoutError,
     UsageError,
 )
-from ..protocol.approvals import POLICIES
+from ..protocol.approvals import POLICIES, Policy
 from .common import ensure_dir, env_float, json_option, read_text_arg, run_async, url_option
 from .output import emit_json, fail, handles_errors
 
@@ -104,10 +104,11 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     codex asks for is one line on stderr.
     """
     message = read_text_arg(text)
-    policy = approvals or os.environ.get("CODEX_BRIDGE_APPROVALS") or "tui"
-    if policy not in POLICIES:
-        raise UsageError(f"CODEX_BRIDGE_APPROVALS={policy!r}: expected one of "
+    chosen = approvals or os.environ.get("CODEX_BRIDGE_APPROVALS") or "tui"
+    if chosen not in POLICIES:
+        raise UsageError(f"CODEX_BRIDGE_APPROVALS={chosen!r}: expected one of "
                          + ", ".join(POLICIES))
+    policy: Policy = chosen
     deadline = (approval_timeout if approval_timeout is not None
                 else env_float("CODEX_BRIDGE_APPROVAL_TIMEOUT",
                                talk_ops.DEFAULT_APPROVAL_TIMEOUT))
@@ -134,7 +135,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         async with _client(url) as client:
             target = await talk_ops.find_target(client, selector, target_cwd)
             return await talk_ops.say(
-                client, target.id, message, approvals=policy,  # type: ignore[arg-type]
+                client, target.id, message, approvals=policy,
                 approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
                 on_delta=on_delta, on_approval=on_approval)
 
