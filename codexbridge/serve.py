@@ -27,6 +27,7 @@ from .binaries import find_codex
 from .envbaseline import EXTRA_VAR, child_env
 from .errors import ServeError, UsageError
 from .paths import bridge_file, read_bridge_file, state_dir, write_private_json
+from .procs import pid_alive
 
 DEFAULT_PORT = 8787
 
@@ -38,16 +39,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def check_not_running() -> None:

@@ -22,23 +22,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from .procs import pid_alive
+
 READY_MARKER = "Ask Codex to do anything"
 SESSION = "tui"
-
-
-def pid_alive(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie (tmux, not us, reaps the TUI)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True  # no /proc (macOS): kill(0) succeeding is all we know
 
 
 class CodexTUI:

@@ -24,6 +24,7 @@ import os
 import sys
 import time
 
+from ..procs import pid_alive
 from .listeners import record_listener
 from .location import ensure_private_dir, rejected_path, watcher_path
 from .locking import lock
@@ -43,16 +44,6 @@ def parse_claim(data: bytes) -> int | None:
     """The pid in a NAME.watcher file (None for empty or half-written content)."""
     text = data.decode("ascii", errors="replace").strip()
     return int(text) if text.isdigit() else None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def headless(environ: dict[str, str] | None = None) -> bool:
@@ -100,7 +91,7 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
         while time.monotonic() < deadline:
             if not claim.still_mine():
                 return EXIT_QUIET  # a newer watcher took over
-            if claude is not None and not _pid_alive(claude):
+            if claude is not None and not pid_alive(claude):
                 return EXIT_QUIET  # the session we serve is gone
             if not holding:
                 holding = lock(claim.fd, blocking=False)

@@ -20,7 +20,7 @@ from ..endpoint import Endpoint, resolve_endpoint
 from ..inbox.location import inbox_dir
 from ..paths import state_dir
 from .artifacts import ArtifactStore, StoreFull
-from .results import warning
+from .results import ToolFailure, warning
 from .settings import Settings
 from .turn_queue import TurnQueue
 
@@ -53,6 +53,15 @@ class Runtime:
         store = ArtifactStore(state_dir() / "artifacts", settings.role,
                               ttl=settings.artifact_ttl, max_bytes=settings.artifact_store_max)
         return Runtime(settings=settings, store=store, **overrides)
+
+    def check_text(self, text: str) -> None:
+        """A message to send: not empty, not over CODEX_BRIDGE_TEXT_MAX characters."""
+        if not text.strip():
+            raise ToolFailure("INVALID_ARGUMENT", "text is empty", {"parameter": "text"})
+        if len(text) > self.settings.text_max:
+            raise ToolFailure("INVALID_ARGUMENT", (
+                f"text is {len(text)} characters; the limit is {self.settings.text_max} "
+                "(CODEX_BRIDGE_TEXT_MAX)"), {"parameter": "text"})
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """A task that outlives the tool call (kept referenced until it ends)."""

@@ -92,12 +92,7 @@ async def hold_until_idle(rt: Runtime, ticket: Ticket, thread_id: str) -> None:
 
 
 def check_args(rt: Runtime, text: str, approvals: str | None) -> Policy:
-    if not text.strip():
-        raise ToolFailure("INVALID_ARGUMENT", "text is empty", {"parameter": "text"})
-    if len(text) > rt.settings.text_max:
-        raise ToolFailure("INVALID_ARGUMENT", (
-            f"text is {len(text)} characters; the limit is {rt.settings.text_max} "
-            "(CODEX_BRIDGE_TEXT_MAX)"), {"parameter": "text"})
+    rt.check_text(text)
     policy = approvals or rt.settings.approvals
     if policy not in MCP_APPROVALS:
         why = (" — accept is refused over MCP: only the human (tui) or a refusal "

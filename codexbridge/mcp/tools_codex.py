@@ -163,12 +163,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """Leave a message in a Claude Code session's mailbox. Returns the message id at
         once; Claude answers later (not as this tool's result)."""
         async def body() -> Outcome:
-            if not text.strip():
-                raise ToolFailure("INVALID_ARGUMENT", "text is empty", {"parameter": "text"})
-            if len(text) > rt.settings.text_max:
-                raise ToolFailure("INVALID_ARGUMENT", (
-                    f"text is {len(text)} characters; the limit is {rt.settings.text_max} "
-                    "(CODEX_BRIDGE_TEXT_MAX)"), {"parameter": "text"})
+            rt.check_text(text)
             name = _name(mailbox, "mailbox")
             who = _name(sender or os.environ.get("CODEX_BRIDGE_FROM") or DEFAULT_SENDER, "from")
             directory = rt.inbox()

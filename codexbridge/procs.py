@@ -1,0 +1,22 @@
+"""Is a process still there? Shared by serve (stale bridge.json), the rewake watcher (is
+its Claude still running) and the tmux TUI driver (did the TUI exit)."""
+
+from __future__ import annotations
+
+import os
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie (a zombie has exited; only its parent
+    has not reaped it yet, as tmux does with a killed TUI)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): kill(0) succeeding is all we know
