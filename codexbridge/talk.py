@@ -24,6 +24,7 @@ from .protocol.threads import (
     visible,
 )
 from .protocol.turn import (
+    CAPTURE_LIMIT,
     AgentMessage,
     Approval,
     Completed,
@@ -129,11 +130,13 @@ class SayResult(NamedTuple):
     approvals: list[ApprovalRecord] = []  # noqa: RUF012 - never mutated
     error: dict[str, Any] | None = None
     dropped_bytes: int = 0
+    truncated: bool = False  # the reply was longer than the capture limit (10 MiB)
+    reply_bytes: int = 0  # the reply's full size in bytes, before any cut
 
     def as_dict(self) -> dict[str, Any]:
         return {"thread_id": self.thread_id, "turn_id": self.turn_id, "status": self.status,
                 "reply": self.reply, "approvals": [a.as_dict() for a in self.approvals],
-                "error": self.error}
+                "error": self.error, "truncated": self.truncated}
 
 
 class _TurnRun:
@@ -283,6 +286,7 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
               turn_cwd: str | None = None,
               join_first: bool = True,
               steer: bool = False,
+              capture_limit: int = CAPTURE_LIMIT,
               on_delta: Callable[[str], None] | None = None,
               on_approval: Callable[[str], None] | None = None) -> SayResult:
     """Start a turn with `text` on the thread and follow it to the end.
@@ -299,6 +303,7 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     run = _TurnRun(client, thread_id, approvals, approval_timeout, on_delta, on_approval)
+    run.tracker.capture_limit = capture_limit
     sub = client.subscribe()
     pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-pump")
     try:
@@ -340,7 +345,9 @@ async def say(client: AppServerClient, thread_id: str, text: str, *,
             error = {"message": f"no turn/completed within {timeout:g} s; the turn may still "
                                 "be running in the TUI"}
         return SayResult(thread_id, turn_id, status, tracker.reply,
-                         list(run.approvals.values()), error, tracker.dropped_bytes)
+                         list(run.approvals.values()), error, tracker.dropped_bytes,
+                         tracker.truncated,
+                         tracker.reply_bytes or len(tracker.reply.encode("utf-8")))
     finally:
         run.cancel_deadlines()
         pump.cancel()

@@ -142,6 +142,9 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     result = run_async(go)
     if streamed and not quiet:
         sys.stderr.write("\n")
+    if result.truncated:
+        click.echo(f"codexbridge: the reply is {result.reply_bytes} bytes; only the first "
+                   f"{len(result.reply.encode('utf-8'))} are printed", err=True)
     if as_json:
         emit_json({"ok": result.status == "completed", **result.as_dict()})
     else:

@@ -80,8 +80,8 @@ class Runtime:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    def deliver(self, text: str, *, kind: str, meta: dict[str, Any]
-                ) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    def deliver(self, text: str, *, kind: str, meta: dict[str, Any],
+                total_bytes: int = 0) -> tuple[dict[str, Any], list[dict[str, str]]]:
         """Inline text, or (over CODEX_BRIDGE_INLINE_MAX) an artifact id with a preview.
 
         Returns the data fields `{text, bytes, artifact, truncated, preview?}` and any
@@ -92,7 +92,8 @@ class Runtime:
         """
         s = self.settings
         data = text.encode("utf-8")
-        total = len(data)
+        # `text` may already be cut to the capture limit by the turn tracker.
+        total = max(len(data), total_bytes)
         warnings: list[dict[str, str]] = []
         if total <= s.inline_max:
             return {"text": text, "bytes": total, "artifact": None, "truncated": False}, []

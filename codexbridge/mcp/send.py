@@ -126,7 +126,8 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
                 result = await talk.say(watch, thread.id, text,  # type: ignore[arg-type]
                                         approvals=policy,
                                         approval_timeout=rt.settings.approval_timeout,
-                                        timeout=timeout)
+                                        timeout=timeout,
+                                        capture_limit=rt.settings.capture_max)
             except asyncio.CancelledError:
                 hand_off = watch.turn_start_sent
                 raise
@@ -174,7 +175,8 @@ def _outcome(rt: Runtime, thread: ThreadInfo, result: talk.SayResult,
         raise ToolFailure(code, f"turn {result.turn_id} ended {result.status}"
                           + (f": {message}" if message else ""), details)
     out, warnings = rt.deliver(result.reply, kind="codex_reply",
-                               meta={"threadId": result.thread_id, "turnId": result.turn_id})
+                               meta={"threadId": result.thread_id, "turnId": result.turn_id},
+                               total_bytes=result.reply_bytes)
     data: dict[str, Any] = {**where, "status": "completed", "reply": out["text"],
                             "replyBytes": out["bytes"], "artifact": out["artifact"],
                             "truncated": out["truncated"], "approvals": approvals}

@@ -14,6 +14,9 @@ from typing import Any, NamedTuple
 from .envelopes import Notification, RequestId, ServerRequest
 
 BUFFER_LIMIT = 64 * 1024
+# What one turn may keep of its reply (streamed text and final messages): an unbounded
+# reply must not grow the caller's memory without limit.
+CAPTURE_LIMIT = 10 * 1024 * 1024
 
 
 class Delta(NamedTuple):
@@ -60,11 +63,16 @@ def _turn_id_of(params: dict[str, Any]) -> str | None:
 class TurnTracker:
     """Feed it every notification and server request; it returns this turn's events."""
 
-    def __init__(self, thread_id: str, buffer_limit: int = BUFFER_LIMIT) -> None:
+    def __init__(self, thread_id: str, buffer_limit: int = BUFFER_LIMIT,
+                 capture_limit: int = CAPTURE_LIMIT) -> None:
         self.thread_id = thread_id
         self.buffer_limit = buffer_limit
+        self.capture_limit = capture_limit
         self.turn_id: str | None = None
         self.dropped_bytes = 0
+        self.truncated = False
+        self.reply_bytes = 0  # full size of the final message, even when cut
+        self._kept_bytes = 0
         self.reply_parts: dict[str, list[str]] = {}
         self.messages: list[AgentMessage] = []
         self.completed: Completed | None = None
@@ -122,12 +130,27 @@ class TurnTracker:
         if method == "item/agentMessage/delta":
             item_id = str(params.get("itemId", ""))
             text = str(params.get("delta", ""))
-            self.reply_parts.setdefault(item_id, []).append(text)
+            size = len(text.encode("utf-8"))
+            if self._kept_bytes + size <= self.capture_limit:
+                self._kept_bytes += size
+                self.reply_parts.setdefault(item_id, []).append(text)
+            else:
+                self.truncated = True  # still streamed to the caller, just not kept
             return [Delta(item_id, text)]
         if method == "item/completed":
             item = params.get("item") or {}
             if isinstance(item, dict) and item.get("type") == "agentMessage":
-                msg = AgentMessage(str(item.get("id", "")), str(item.get("text", "")))
+                item_id = str(item.get("id", ""))
+                # The completed text supersedes the item's streamed parts.
+                for part in self.reply_parts.pop(item_id, []):
+                    self._kept_bytes -= len(part.encode("utf-8"))
+                text = str(item.get("text", ""))
+                data = text.encode("utf-8")
+                self.reply_bytes = len(data)
+                if len(data) > self.capture_limit:
+                    text = data[:self.capture_limit].decode("utf-8", errors="ignore")
+                    self.truncated = True
+                msg = AgentMessage(item_id, text)
                 self.messages.append(msg)
                 return [msg]
             return []

@@ -215,3 +215,25 @@ def test_other_notifications_of_the_turn_produce_no_events() -> None:
         Notification("thread/tokenUsage/updated", {"threadId": T, "turnId": U}),
         Notification("turn/started", {"threadId": T, "turn": {"id": U}}),
     ]) == []
+
+
+def test_capture_limit_bounds_what_is_kept_but_not_what_streams() -> None:
+    from codexbridge.protocol.envelopes import Notification
+    from codexbridge.protocol.turn import Delta, TurnTracker
+
+    t = TurnTracker("th", capture_limit=10)
+    t.bind("tu")
+
+    def delta(text: str) -> Notification:
+        return Notification("item/agentMessage/delta",
+                            {"threadId": "th", "turnId": "tu", "itemId": "m", "delta": text})
+
+    assert t.feed(delta("12345678")) == [Delta("m", "12345678")]
+    assert t.feed(delta("9abc")) == [Delta("m", "9abc")]  # streamed although not kept
+    assert t.truncated and t.reply == "12345678"
+    done = Notification("item/completed", {"threadId": "th", "turnId": "tu", "item": {
+        "type": "agentMessage", "id": "m", "text": "héllo wörld, too long"}})
+    [msg] = t.feed(done)
+    assert msg.text.encode("utf-8") == "héllo wörl".encode()[:10] or len(
+        msg.text.encode("utf-8")) <= 10
+    assert t.reply == msg.text and t.reply_parts == {}
