@@ -101,6 +101,9 @@ class AppServerProcess:
             except subprocess.TimeoutExpired:
                 self.signal(signal.SIGKILL)
                 self.proc.wait(grace)
+        # Commands the model started live in the same group and may outlive the leader.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         return self.proc.returncode
 
 

@@ -8,51 +8,45 @@ dir, app-server) for code outside pytest.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from codexbridge.appserver import AppServerProcess, free_port
+from codexbridge.errors import ServeError
 from codexbridge.mock import MockResponsesServer, isolated_env, write_codex_home
 
 READY_TIMEOUT_S = 20.0
-STOP_GRACE_S = 5.0
 
-
-def free_port() -> int:
-    """A port that was free a moment ago (the kernel may hand it out again; rare on loopback)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
+__all__ = ["AppServer", "MockStack", "free_port"]
 
 
 class AppServer:
-    """A running `codex app-server --listen ws://127.0.0.1:<port>`; stop() kills its group."""
+    """A running `codex app-server --listen ws://127.0.0.1:<port>` (the package's own
+    launcher, `codexbridge.appserver.AppServerProcess`) with its stderr kept in a file."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], port: int, env: dict[str, str],
-                 stderr_path: Path) -> None:
-        self.proc = proc
-        self.port = port
-        self.env = env
+    def __init__(self, process: AppServerProcess, stderr_path: Path) -> None:
+        self.process = process
         self.stderr_path = stderr_path
 
     @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        assert self.process.proc is not None
+        return self.process.proc
+
+    @property
+    def port(self) -> int:
+        return self.process.port
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.process.env
+
+    @property
     def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
+        return self.process.url
 
     @classmethod
     def launch(cls, codex_bin: str, workdir: Path, env: Mapping[str, str], *,
@@ -60,24 +54,17 @@ class AppServer:
                extra_args: list[str] | None = None,
                ready_timeout: float = READY_TIMEOUT_S) -> AppServer:
         """Spawn in `workdir` with exactly `env`; return once the port accepts connections."""
-        port = port or free_port()
-        args = [codex_bin, "app-server", "--listen", f"ws://127.0.0.1:{port}",
-                *(extra_args or [])]
         stderr_path.parent.mkdir(parents=True, exist_ok=True)
         with open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(args, cwd=workdir, env=dict(env), stdin=subprocess.DEVNULL,
-                                    stdout=err, stderr=err, start_new_session=True)
-        server = cls(proc, port, dict(env), stderr_path)
-        deadline = time.monotonic() + ready_timeout
-        while not _port_open(port):
-            if proc.poll() is not None:
-                raise RuntimeError(f"codex app-server exited with {proc.returncode} before "
-                                   f"listening:\n{server.stderr_text()}")
-            if time.monotonic() > deadline:
-                server.stop()
-                raise TimeoutError(f"codex app-server not listening on {port} after "
-                                   f"{ready_timeout}s:\n{server.stderr_text()}")
-            time.sleep(0.02)
+            process = AppServerProcess(codex_bin, workdir, "127.0.0.1", port or free_port(),
+                                       dict(env), list(extra_args or []), stderr=err)
+            process.start()
+        server = cls(process, stderr_path)
+        try:
+            process.wait_ready(ready_timeout)
+        except ServeError as exc:
+            server.stop()
+            raise RuntimeError(f"{exc.message}:\n{server.stderr_text()}") from None
         return server
 
     def stderr_text(self) -> str:
@@ -88,20 +75,7 @@ class AppServer:
 
     def stop(self) -> int | None:
         """SIGTERM the process group, SIGKILL it after 5 s; returns the exit status."""
-        if self.proc.poll() is None:
-            self._signal_group(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self._signal_group(signal.SIGKILL)
-                self.proc.wait(timeout=STOP_GRACE_S)
-        # Children that outlived the leader (a command the model ran) die with the group.
-        self._signal_group(signal.SIGKILL)
-        return self.proc.returncode
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
+        return self.process.stop()
 
     def __enter__(self) -> AppServer:
         return self
