@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -21,11 +20,6 @@ from typing import IO
 from .errors import ServeError
 
 READY_TIMEOUT = 30.0
-# Lines of codex stderr that mean the model provider refused our credentials.
-AUTH_FAILURE = re.compile(
-    r"\b(401|unauthori[sz]ed|authentication (failed|error|required)|not logged in|"
-    r"invalid api key|missing (the )?api key)\b", re.IGNORECASE)
-
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -46,3 +46,29 @@ def child_env(parent: Mapping[str, str]) -> dict[str, str]:
         if name in parent:
             env[name] = parent[name]
     return env
+
+
+_MISSING_VAR = re.compile(r"Missing environment variable: `?([A-Za-z_][A-Za-z0-9_]*)`?")
+_AUTH_FAILURE = re.compile(
+    r"\b(401|unauthori[sz]ed|authentication (failed|error|required)|not logged in|"
+    r"invalid api key|missing (the )?api key|auth prewarm failed)\b", re.IGNORECASE)
+
+
+def auth_hint(text: str) -> str | None:
+    """What to tell a person when codex's words mean it could not authenticate.
+
+    codex 0.169.0 says e.g. "Missing environment variable: `OPENAI_API_KEY`." when the
+    provider's key variable did not reach it — usually because serve's baseline left it
+    out."""
+    missing = _MISSING_VAR.search(text)
+    if missing:
+        name = missing.group(1)
+        return (f"codex is missing the environment variable {name}: `codexbridge serve` passes "
+                f"only a baseline of variables; restart it with {EXTRA_VAR}={name} (codex "
+                "can also authenticate through `codex login`, stored under CODEX_HOME)")
+    if _AUTH_FAILURE.search(text):
+        return ("codex reported an authentication problem. codex normally authenticates "
+                "through files under CODEX_HOME (`codex login`); if yours relies on an "
+                f"environment variable such as OPENAI_API_KEY, name it in {EXTRA_VAR} "
+                f"(e.g. {EXTRA_VAR}=OPENAI_API_KEY) — serve passes only named variables.")
+    return None

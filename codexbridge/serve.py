@@ -22,9 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from .appserver import AUTH_FAILURE, AppServerProcess, codex_version, free_port
+from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
-from .envbaseline import EXTRA_VAR, child_env
+from .envbaseline import auth_hint, child_env
 from .errors import ServeError, UsageError
 from .paths import bridge_file, read_bridge_file, state_dir, write_private_json
 from .procs import pid_alive
@@ -69,12 +69,10 @@ def _relay_stderr(stream: IO[bytes], tail: deque[str], warn: Callable[[str], Non
         sys.stderr.write(line)
         sys.stderr.flush()
         tail.append(line.rstrip("\n"))
-        if not hinted and AUTH_FAILURE.search(line):
+        hint = None if hinted else auth_hint(line)
+        if hint:
             hinted = True
-            warn(f"codex reported an authentication problem. codex normally authenticates "
-                 f"through files under CODEX_HOME (`codex login`); if yours relies on an "
-                 f"environment variable such as OPENAI_API_KEY, name it in {EXTRA_VAR} "
-                 f"(e.g. {EXTRA_VAR}=OPENAI_API_KEY) — serve passes only named variables.")
+            warn(f"codexbridge: {hint}")
 
 
 def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[str, ...] = (),

@@ -11,6 +11,7 @@ import click
 from .. import talk as talk_ops
 from ..client import AppServerClient
 from ..endpoint import resolve_endpoint
+from ..envbaseline import auth_hint
 from ..errors import (
     BridgeError,
     TurnFailedError,
@@ -160,6 +161,9 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
 def _turn_error(result: talk_ops.SayResult) -> BridgeError | None:
     detail = (result.error or {}).get("message") if result.error else None
     suffix = f": {detail}" if detail else ""
+    hint = auth_hint(str(detail)) if detail else None
+    if hint:
+        suffix += f"\ncodexbridge: {hint}"
     kw: dict[str, Any] = {"thread_id": result.thread_id, "turn_id": result.turn_id,
                           "partial_reply": result.reply, "error": result.error}
     if result.status == "completed":

@@ -147,3 +147,31 @@ def test_capability_token_is_required_when_configured(
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
+
+
+def test_auth_failure_points_to_child_env(
+        serve_env: dict[str, str], workdir: Path, _isolated_state: Path,
+        mock_model: MockResponsesServer) -> None:
+    """The mock provider's key lives in MOCK_API_KEY; without naming it in
+    CODEX_BRIDGE_CHILD_ENV it never reaches codex, and both serve and talk say say so."""
+    env = {k: v for k, v in serve_env.items() if k != "CODEX_BRIDGE_CHILD_ENV"}
+    proc = _start_serve(workdir, env)
+    try:
+        record = _wait_record(_isolated_state, proc)
+        import asyncio
+
+        async def failed_first_turn() -> None:
+            async with RawClient(record["url"]) as peer:
+                user = await start_user_thread(peer, workdir, "hello")
+                assert user.first_turn.status == "failed"
+
+        asyncio.run(failed_first_turn())
+        res = run_cli("talk", "say", "-q", "again", env=env)
+        assert res.code == 1, res.err
+        assert "Missing environment variable" in res.err
+        assert "CODEX_BRIDGE_CHILD_ENV=MOCK_API_KEY" in res.err
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    err = proc.stderr.read() if proc.stderr else ""
+    assert "CODEX_BRIDGE_CHILD_ENV=MOCK_API_KEY" in err

@@ -74,3 +74,14 @@ def test_child_env_extras_pass() -> None:
 
 def test_empty_parent() -> None:
     assert child_env({}) == {}
+
+
+def test_auth_hint_names_the_missing_variable() -> None:
+    from codexbridge.envbaseline import auth_hint
+
+    hint = auth_hint("startup auth prewarm failed: Missing environment variable: `MY_KEY`.")
+    assert hint is not None and "CODEX_BRIDGE_CHILD_ENV=MY_KEY" in hint
+    generic = auth_hint("ERROR: 401 Unauthorized")
+    assert generic is not None and "CODEX_BRIDGE_CHILD_ENV" in generic
+    assert auth_hint("Codex could not find bubblewrap on PATH. Install bubblewrap") is None
+    assert auth_hint("Unknown model mock-model is used") is None
