@@ -36,6 +36,9 @@ _LAZY: dict[str, tuple[str, str, str]] = {
             "Run the MCP stdio server for one side (--role claude|codex)."),
     "demo": ("codexbridge.cli.demo_cmd", "demo",
              "Run the whole Claude → Codex path offline on an embedded mock model."),
+    "doctor": ("codexbridge.cli.doctor_cmd", "doctor",
+               "Check the set-up: binaries, app-server, threads, approval diverters, hooks, "
+               "mailboxes."),
 }
 
 

@@ -1,0 +1,56 @@
+"""`codexbridge doctor`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .common import ensure_dir, json_option, url_option
+from .output import emit_json, handles_errors
+
+DOCTOR_EXIT_HELP = """\b
+Exit codes:
+  0  no FAIL row (WARN and INFO rows do not change it)
+  1  at least one FAIL row: the bridge cannot work until it is fixed
+  2  bad argument (--project is not a directory)
+"""
+
+
+@click.command(epilog=DOCTOR_EXIT_HELP)
+@click.option("--project", default=".", metavar="DIR", show_default=True,
+              help="The project whose .claude/settings.json is checked for the Stop hook.")
+@url_option
+@json_option
+@handles_errors
+def doctor(project: str, url: str | None, as_json: bool) -> None:
+    """Check the set-up: binaries, app-server, threads, approval diverters, hooks, mailboxes.
+
+    \b
+    Each row is OK (checked, fine), WARN (works, but likely not as you expect, or the
+    check could not run), FAIL (the bridge cannot work) or INFO (worth knowing), with a
+    one-line finding and, where there is one, a fix. Rows:
+      codex, codex-version, listen-schemes   the codex binary and `--listen ws:// unix://`
+      bridge-json, app-server               the running serve; initialize on its URL
+      threads                               user threads the TUI has loaded
+      codex-hooks, approvals-reviewer,      settings in CODEX_HOME (yours, and the
+        approval-policy                     app-server's) that answer approvals first
+      claude, claude-version,               Claude Code; the project's Stop hook and
+        claude-settings, claude-hook        settings files Claude would ignore
+      mailbox:NAME, max-chain               pending / rejected mail, listeners, chain limit
+      tmux                                  only `demo --tui` needs it
+
+    Read-only: nothing is written or changed. The only connection is to the configured
+    app-server (--url, $CODEX_BRIDGE_URL, else bridge.json).
+    """
+    from ..doctor.diagnose import diagnose
+    from ..doctor.report import as_json as report_json
+    from ..doctor.report import exit_code, render_text
+
+    checks = diagnose(Path(ensure_dir(project, "--project")), url)
+    if as_json:
+        emit_json(report_json(checks))
+    else:
+        click.echo(render_text(checks))
+    sys.exit(exit_code(checks))

@@ -1,0 +1,59 @@
+"""Run every check in order: gather the facts, turn them into rows.
+
+A check whose gathering or judging raises becomes one WARN row naming the error; the
+others still run. Nothing here writes a file or changes a setting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import gather, rows
+from .report import Check, check_failed
+
+T = TypeVar("T")
+
+
+def _guard(name: str, fn: Callable[[], T], fallback: T, out: list[Check]) -> T:
+    """fn(), or `fallback` after adding a WARN row for `name`."""
+    try:
+        return fn()
+    except Exception as exc:  # a doctor must report its own failures, not crash on them
+        out.append(check_failed(name, exc))
+        return fallback
+
+
+def diagnose(project: Path, url: str | None = None,
+             timeout: float = gather.TIMEOUT) -> list[Check]:
+    checks: list[Check] = []
+
+    def add(name: str, make: Callable[[], list[Check]]) -> None:
+        checks.extend(_guard(name, make, [], checks))
+
+    empty: dict[str, Any] = {}
+    codex = _guard("codex", lambda: gather.codex(timeout), None, checks)
+    if codex is not None:
+        add("codex", lambda: rows.codex_rows(codex))
+    serve = _guard("bridge-json", gather.serve, None, checks)
+    if serve is not None:
+        add("bridge-json", lambda: [rows.bridge_row(serve)])
+    ep = _guard("app-server", lambda: gather.endpoint(url, timeout), None, checks)
+    if ep is not None:
+        add("app-server", lambda: [rows.endpoint_row(serve or empty, ep)])
+        add("threads", lambda: rows.thread_rows(ep))
+    add("codex-hooks", lambda: rows.diverter_rows(gather.codex_homes(ep or empty)))
+    add("claude", lambda: rows.claude_rows(gather.claude(timeout)))
+    proj = _guard("claude-hook", lambda: gather.project(project), None, checks)
+    boxes = _guard("mailboxes", gather.mailboxes, None, checks)
+    listeners = (boxes or empty).get("listeners") or {}
+    if proj is not None:
+        add("claude-hook", lambda: rows.project_rows(proj, listeners))
+    if boxes is not None:
+        add("mailboxes", lambda: rows.mailbox_rows(boxes, gather.hooked_mailboxes(proj or empty)))
+    add("max-chain", lambda: rows.chain_rows(dict(os.environ),
+                                             gather.settings_env(proj or empty)))
+    add("tmux", lambda: rows.tmux_rows(gather.tmux()))
+    return checks

@@ -1,0 +1,461 @@
+"""Turning gathered facts into doctor rows. Pure: plain dicts in, `Check`s out.
+
+Every row says only what was actually looked at: OK means "checked, and fine", and a
+thing that could not be checked says so instead of passing. The fact dicts are built by
+`gather.py`; their keys are listed in each function's docstring.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..binaries import CLAUDE_VERSION, CODEX_VERSION, INSTALL_HINT
+from ..inbox.hook import effective_max_chain
+from ..inbox.listeners import closest_name
+from .parse import CHAIN_VARS, DIVERTING_REVIEWERS
+from .report import FAIL, INFO, OK, WARN, Check
+
+Facts = Mapping[str, Any]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- 1. codex ----------------------------------------------------------------------------
+
+def codex_rows(f: Facts) -> list[Check]:
+    """`path`, `source` (which lookup step found it), `error` (not found); `version`,
+    `version_error`; `listen` ({listen_option, ws, unix}) or `help_error`."""
+    if not f.get("path"):
+        return [Check("codex", FAIL, str(f.get("error") or "codex not found"),
+                      f"run `{INSTALL_HINT}` in the codexbridge checkout, put codex "
+                      f"{CODEX_VERSION} on PATH, or set CODEX_BRIDGE_CODEX_BIN")]
+    rows = [Check("codex", OK, f"{f['path']} (found via {f.get('source') or 'lookup'})",
+                  details={"path": f["path"], "source": f.get("source")})]
+    rows.append(_version_row("codex-version", "codex", f, CODEX_VERSION,
+                             f"use the pinned copy: `{INSTALL_HINT}`, then unset "
+                             "CODEX_BRIDGE_CODEX_BIN or point it at .tools/"))
+    rows.append(_listen_row(f))
+    return rows
+
+
+def _version_row(name: str, what: str, f: Facts, pinned: str, fix: str) -> Check:
+    if f.get("version_error"):
+        return Check(name, WARN, f"could not run `{what} --version`: {f['version_error']}",
+                     f"check that {f.get('path')} runs", {"error": f["version_error"]})
+    version = f.get("version")
+    if not version:
+        return Check(name, WARN, f"`{what} --version` printed no version number",
+                     f"check that {f.get('path')} is {what}", {})
+    if version == pinned:
+        return Check(name, OK, f"{version}, the version codexbridge is tested with",
+                     details={"version": version, "tested": pinned})
+    return Check(name, WARN, f"{version}; codexbridge is tested with {pinned}", fix,
+                 {"version": version, "tested": pinned})
+
+
+def _listen_row(f: Facts) -> Check:
+    if f.get("help_error"):
+        return Check("listen-schemes", WARN,
+                     f"could not run `codex app-server --help`: {f['help_error']}",
+                     f"check that {f.get('path')} runs", {"error": f["help_error"]})
+    listen = f.get("listen") or {}
+    if not listen.get("listen_option"):
+        return Check("listen-schemes", FAIL,
+                     "`codex app-server --help` shows no --listen option: this codex cannot "
+                     "serve the TUI and the bridge together",
+                     f"install codex {CODEX_VERSION} (`{INSTALL_HINT}`)", dict(listen))
+    if not listen.get("ws"):
+        return Check("listen-schemes", FAIL,
+                     "`codex app-server --listen` does not list ws://: `codexbridge serve` "
+                     "cannot start (some codex builds removed WebSocket listening)",
+                     f"install codex {CODEX_VERSION} (`{INSTALL_HINT}`)", dict(listen))
+    if not listen.get("unix"):
+        return Check("listen-schemes", WARN,
+                     "`codex app-server --listen` lists ws:// but not unix://: "
+                     "--url unix://… will not work", None, dict(listen))
+    return Check("listen-schemes", OK, "`codex app-server --listen` lists ws:// and unix://",
+                 details=dict(listen))
+
+
+# --- 2. serve and the app-server ---------------------------------------------------------
+
+def serve_rows(serve: Facts, ep: Facts) -> list[Check]:
+    """serve: `state_dir`, `bridge_file`, `exists`, `record` (None: unreadable),
+    `serve_alive`, `app_server_alive`. ep: `url`, `source`, `resolve_error`, `token`,
+    `reachable`, `connect_error`, `user_agent`, `server_version`, `codex_home`."""
+    return [bridge_row(serve), endpoint_row(serve, ep)]
+
+
+def bridge_row(s: Facts) -> Check:
+    path = s.get("bridge_file")
+    details = {"bridge_file": path, "state_dir": s.get("state_dir")}
+    if not s.get("exists"):
+        return Check("bridge-json", INFO,
+                     f"no {path}: no `codexbridge serve` runs for this CODEX_BRIDGE_HOME",
+                     None, details)
+    record = s.get("record")
+    if not isinstance(record, dict):
+        return Check("bridge-json", WARN, f"{path} is not readable JSON",
+                     f"remove it (`rm {shlex.quote(str(path))}`) and restart "
+                     "`codexbridge serve`", details)
+    details["record"] = {k: record.get(k) for k in ("url", "pid", "app_server_pid", "cwd",
+                                                    "codex_version", "started_at")}
+    pid = record.get("pid")
+    if not isinstance(pid, int):
+        return Check("bridge-json", WARN, f"{path} names no serve pid",
+                     "remove it and restart `codexbridge serve`", details)
+    if s.get("serve_alive") is False:
+        return Check("bridge-json", WARN,
+                     f"stale bridge.json: serve pid {pid} is not running ({path})",
+                     f"remove it (`rm {shlex.quote(str(path))}`), or start `codexbridge "
+                     "serve`, which replaces it", details)
+    app_pid = record.get("app_server_pid")
+    if s.get("app_server_alive") is False:
+        return Check("bridge-json", WARN,
+                     f"serve pid {pid} runs but its app-server (pid {app_pid}) is gone",
+                     "stop serve (Ctrl-C in its terminal) and start it again", details)
+    where = f", cwd {record['cwd']}" if record.get("cwd") else ""
+    since = f" since {record['started_at']}" if record.get("started_at") else ""
+    return Check("bridge-json", OK,
+                 f"serve pid {pid} is running{since}: {record.get('url')}{where}",
+                 details=details)
+
+
+def endpoint_row(s: Facts, ep: Facts) -> Check:
+    url = ep.get("url")
+    if not url:
+        return Check("app-server", WARN,
+                     "no app-server configured (no --url, no CODEX_BRIDGE_URL, no bridge.json)",
+                     "start `codexbridge serve --cwd DIR`", {})
+    source = ep.get("source") or "?"
+    details = {"url": url, "source": source, "token": bool(ep.get("token"))}
+    from_record = source not in ("--url", "CODEX_BRIDGE_URL")
+    if not ep.get("reachable"):
+        details["error"] = ep.get("connect_error")
+        if from_record and s.get("serve_alive") is False:
+            return Check("app-server", WARN,
+                         f"no serve is running (bridge.json is stale; nothing answers at {url})",
+                         "start `codexbridge serve --cwd DIR`", details)
+        if "401" in str(ep.get("connect_error")):
+            fix = ("the server wants a capability token: set CODEX_BRIDGE_TOKEN to the one "
+                   "it was started with")
+        elif from_record:
+            fix = "restart `codexbridge serve`"
+        elif source == "CODEX_BRIDGE_URL":
+            fix = "start the app-server at that URL, or unset CODEX_BRIDGE_URL"
+        else:
+            fix = "check the URL; is `codexbridge serve` running?"
+        return Check("app-server", FAIL,
+                     f"cannot reach {url} (from {source}): {ep.get('connect_error')}", fix,
+                     details)
+    version = ep.get("server_version")
+    details.update({"user_agent": ep.get("user_agent"), "codex_version": version,
+                    "codex_home": ep.get("codex_home")})
+    said = f"{url} (from {source}) answered initialize"
+    if not version:
+        return Check("app-server", OK, f"{said}; its codex version is not in the userAgent",
+                     details=details)
+    if version != CODEX_VERSION:
+        return Check("app-server", WARN,
+                     f"{said}: codex {version}; codexbridge is tested with {CODEX_VERSION}",
+                     f"restart serve with codex {CODEX_VERSION} (`{INSTALL_HINT}`)", details)
+    return Check("app-server", OK, f"{said}: codex {version}", details=details)
+
+
+# --- 3. threads --------------------------------------------------------------------------
+
+def _thread_label(t: Mapping[str, Any]) -> str:
+    name = f" \"{t['name']}\"" if t.get("name") else ""
+    return f"{t.get('id')}{name} ({t.get('status')}, cwd {t.get('cwd') or '-'})"
+
+
+def thread_rows(ep: Facts) -> list[Check]:
+    """ep: `reachable`, `url`, `threads` (ThreadInfo.as_dict() plus `user`),
+    `threads_error`."""
+    if not ep.get("reachable"):
+        return [Check("threads", INFO, "not checked: no app-server answered")]
+    if ep.get("threads_error"):
+        return [Check("threads", WARN, f"could not list threads: {ep['threads_error']}",
+                      "run `codexbridge talk list` to see the error in full",
+                      {"error": ep["threads_error"]})]
+    threads = list(ep.get("threads") or [])
+    users = [t for t in threads if t.get("user")]
+    helpers = len(threads) - len(users)
+    extra = f" (+{_plural(helpers, 'ephemeral/helper thread')})" if helpers else ""
+    details = {"user_threads": users, "ephemeral": helpers}
+    if not users:
+        remote = f"codex --remote {ep.get('url')}"
+        return [Check("threads", WARN, f"no user thread loaded{extra}",
+                      f"open the TUI with `{remote} -C DIR` and send it one message",
+                      details)]
+    if len(users) == 1:
+        return [Check("threads", OK, f"1 user thread: {_thread_label(users[0])}{extra}",
+                      details=details)]
+    listed = "; ".join(_thread_label(t) for t in users)
+    return [Check("threads", INFO, f"{len(users)} user threads: {listed}{extra}",
+                  "`talk say` needs --thread ID|NAME (or --cwd DIR) to pick one", details)]
+
+
+# --- 4. approval diverters ---------------------------------------------------------------
+
+_SERVE_ONLY = "codexbridge serve --codex-arg={} --codex-arg={}"
+
+
+def diverter_rows(layers: Sequence[Facts]) -> list[Check]:
+    """One entry per CODEX_HOME codex uses: `home`, `used_by` (who uses it), `suffix`
+    (row-name suffix), `exists`, `hooks_json` {path, exists, error,
+    permission_request_hooks}, `config` {path, exists, error, …codex_config_facts}."""
+    rows: list[Check] = []
+    for layer in layers:
+        suffix = str(layer.get("suffix") or "")
+        whose = "; ".join(layer.get("used_by") or []) or "codex"
+        home = layer.get("home")
+        if not layer.get("exists"):
+            rows.append(Check(f"codex-home{suffix}", INFO,
+                              f"{home} ({whose}) does not exist: no hooks.json and no "
+                              "config.toml there to divert approvals", None, {"home": home}))
+            continue
+        rows.append(_hooks_row(layer, suffix, whose))
+        rows.extend(_config_rows(layer, suffix, whose))
+    return rows
+
+
+def _hooks_row(layer: Facts, suffix: str, whose: str) -> Check:
+    hooks = layer.get("hooks_json") or {}
+    config = layer.get("config") or {}
+    name = f"codex-hooks{suffix}"
+    details: dict[str, Any] = {"home": layer.get("home"), "hooks_json": hooks.get("path")}
+    if hooks.get("error"):
+        return Check(name, WARN,
+                     f"{hooks.get('path')} ({whose}) could not be read: {hooks['error']}; "
+                     "PermissionRequest hooks not checked",
+                     "fix the file (codex may refuse it as well)", details)
+    counted = int(hooks.get("permission_request_hooks") or 0)
+    inline = int(config.get("permission_request_hooks") or 0)
+    places = [p for p, n in ((str(hooks.get("path")), counted),
+                             (f"{config.get('path')} [hooks]", inline)) if n]
+    total = counted + inline
+    details["permission_request_hooks"] = total
+    if not total:
+        looked = ("hooks.json" if hooks.get("exists") else "hooks.json absent") + ", " + (
+            "config.toml" if config.get("exists") else "config.toml absent")
+        return Check(name, OK, f"{layer.get('home')} ({whose}): no PermissionRequest hook "
+                     f"({looked})", details=details)
+    found = f"{layer.get('home')} ({whose}): {_plural(total, 'PermissionRequest hook')} in " \
+        f"{' and '.join(places)}"
+    if config.get("hooks_enabled") is False:
+        return Check(name, INFO, f"{found}, but [features] hooks = false turns hooks off",
+                     None, details)
+    return Check(name, WARN,
+                 f"{found}: once trusted (/hooks in codex), it answers approvals before the "
+                 "TUI is asked, so `--approvals tui` means the hook decides",
+                 "for the bridge only: `" + _SERVE_ONLY.format("--disable", "hooks")
+                 + "` (your config is left as it is), or remove the hook", details)
+
+
+def _config_rows(layer: Facts, suffix: str, whose: str) -> list[Check]:
+    config = layer.get("config") or {}
+    path = config.get("path")
+    details: dict[str, Any] = {"home": layer.get("home"), "config_toml": path}
+    if config.get("error"):
+        return [Check(f"approvals-reviewer{suffix}", WARN,
+                      f"{path} ({whose}) could not be read: {config['error']}; reviewer and "
+                      "approval policy not checked", "fix the file (codex refuses invalid "
+                      "TOML at start-up too)", details)]
+    if not config.get("exists"):
+        return [Check(f"approvals-reviewer{suffix}", OK,
+                      f"{layer.get('home')} ({whose}): no config.toml, so neither "
+                      "approvals_reviewer nor approval_policy is set", details=details)]
+    reviewer = config.get("approvals_reviewer")
+    key = config.get("approvals_reviewer_key") or "approvals_reviewer"
+    details["approvals_reviewer"] = reviewer
+    if reviewer in DIVERTING_REVIEWERS:
+        rev = Check(f"approvals-reviewer{suffix}", WARN,
+                    f'{path} ({whose}): {key} = "{reviewer}" — a reviewer agent answers '
+                    "approvals, the TUI is never asked",
+                    "for the bridge only: `" + _SERVE_ONLY.format("-c", "approvals_reviewer=user")
+                    + '`, or set approvals_reviewer = "user"', details)
+    else:
+        shown = f'{key} = "{reviewer}"' if reviewer else "approvals_reviewer not set"
+        rev = Check(f"approvals-reviewer{suffix}", OK, f"{path} ({whose}): {shown}",
+                    details=details)
+    policy = config.get("approval_policy")
+    pkey = config.get("approval_policy_key") or "approval_policy"
+    pdetails = {**details, "approval_policy": policy}
+    if policy == "never":
+        pol = Check(f"approval-policy{suffix}", INFO,
+                    f'{path} ({whose}): {pkey} = "never" — codex never asks, so there is '
+                    "nothing for the TUI or --approvals to decide", None, pdetails)
+    else:
+        shown = f'{pkey} = "{policy}"' if policy else "approval_policy not set (codex's default)"
+        pol = Check(f"approval-policy{suffix}", OK, f"{path} ({whose}): {shown}",
+                    details=pdetails)
+    return [rev, pol]
+
+
+# --- 5. Claude side ----------------------------------------------------------------------
+
+def claude_rows(f: Facts) -> list[Check]:
+    """`path`, `source`, `error`, `version`, `version_error` — like `codex_rows`."""
+    if not f.get("path"):
+        return [Check("claude", INFO,
+                      f"Claude Code not found ({f.get('error') or 'not on PATH'}): the CLI "
+                      "side works without it; Claude sessions need it for the Stop hook",
+                      f"install Claude Code {CLAUDE_VERSION} (`{INSTALL_HINT}`) or set "
+                      "CODEX_BRIDGE_CLAUDE_BIN")]
+    return [Check("claude", OK, f"{f['path']} (found via {f.get('source') or 'lookup'})",
+                  details={"path": f["path"], "source": f.get("source")}),
+            _version_row("claude-version", "claude", f, CLAUDE_VERSION,
+                         f"the Stop-hook framing, block cap and asyncRewake were measured "
+                         f"on {CLAUDE_VERSION}; `{INSTALL_HINT}` installs it")]
+
+
+def _files_phrase(files: Sequence[Facts]) -> str:
+    return ", ".join(str(f.get("path")) for f in files)
+
+
+def project_rows(p: Facts, listeners: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    """p: `dir`, `files` [{path, scope, exists, error, hooks: [{event, kind, mailbox,
+    async_rewake, interpreter, interpreter_ok}], env}]; `listeners` as in mailbox facts."""
+    rows: list[Check] = []
+    files = list(p.get("files") or [])
+    for f in files:
+        if f.get("error"):
+            rows.append(Check("claude-settings", WARN,
+                              f"{f.get('path')} is not valid settings ({f['error']}): Claude "
+                              "Code ignores the whole file (silently under -p), hooks included",
+                              f"fix it: `python -m json.tool {shlex.quote(str(f.get('path')))}` "
+                              "shows where", {"path": f.get("path"), "error": f["error"]}))
+    hooks = [dict(h, file=f.get("path")) for f in files if not f.get("error")
+             for h in f.get("hooks") or []]
+    stops = [h for h in hooks if h.get("kind") == "hook"]
+    watchers = [h for h in hooks if h.get("kind") == "watch"]
+    looked = _files_phrase(files)
+    details: dict[str, Any] = {"project": p.get("dir"), "hooks": hooks}
+    if not stops:
+        status = WARN if watchers else INFO
+        also = (f"; asyncRewake watchers for {sorted({w['mailbox'] for w in watchers})} "
+                "run without a Stop hook" if watchers else "")
+        rows.append(Check("claude-hook", status,
+                          f"no codexbridge Stop hook in {looked}: mail from Codex does not "
+                          f"reach Claude sessions in {p.get('dir')}{also}",
+                          f"codexbridge install-hook --project {shlex.quote(str(p.get('dir')))}"
+                          " --as NAME", details))
+        return rows
+    problems = [h for h in hooks if h.get("interpreter") and h.get("interpreter_ok") is False]
+    for h in problems:
+        rows.append(Check("claude-hook", WARN,
+                          f"the {h.get('event')} hook for mailbox \"{h.get('mailbox')}\" in "
+                          f"{h.get('file')} runs {h.get('interpreter')}, which does not exist: "
+                          "it cannot deliver",
+                          "re-run `codexbridge install-hook` from the environment codexbridge "
+                          "is installed in", {"hook": h}))
+    for mailbox in sorted({h["mailbox"] for h in stops}):
+        mine = [h for h in stops if h["mailbox"] == mailbox]
+        woke = sorted({str(w.get("event")) for w in watchers if w["mailbox"] == mailbox})
+        rewake = f" + asyncRewake watcher on {', '.join(woke)}" if woke else ""
+        lst = listeners.get(mailbox) or {}
+        seen = (f"a session last ran it {lst['last_seen']}" if lst.get("last_seen")
+                else "no session has run it yet")
+        rows.append(Check("claude-hook", OK,
+                          f"Stop hook for mailbox \"{mailbox}\"{rewake} in "
+                          f"{_files_phrase([{'path': h['file']} for h in mine])}; {seen}",
+                          details={"mailbox": mailbox, "files": [h["file"] for h in mine],
+                                   "rewake_events": woke, "last_seen": lst.get("last_seen")}))
+    return rows
+
+
+# --- 6. mailboxes and the block chain ----------------------------------------------------
+
+def mailbox_rows(m: Facts, hooked: Sequence[str] = ()) -> list[Check]:
+    """`inbox_dir`, `error`, `mailboxes` [{name, pending, rejected, in_flight, listener,
+    rejected_file}]; `hooked`: mailboxes the checked project's Stop hooks listen as."""
+    directory = m.get("inbox_dir")
+    if m.get("error"):
+        return [Check("mailboxes", WARN, f"could not read {directory}: {m['error']}",
+                      f"check the permissions of {directory}", {"inbox_dir": directory})]
+    boxes = list(m.get("mailboxes") or [])
+    if not boxes:
+        return [Check("mailboxes", INFO, f"no mailboxes yet in {directory}", None,
+                      {"inbox_dir": directory})]
+    listened = [str(b["name"]) for b in boxes if b.get("listener")]
+    return [_mailbox_row(b, sorted(set(listened) | set(hooked)), hooked) for b in boxes]
+
+
+def _mailbox_row(b: Facts, known: list[str], hooked: Sequence[str]) -> Check:
+    name = str(b.get("name"))
+    pending = int(b.get("pending") or 0)
+    rejected = int(b.get("rejected") or 0)
+    in_flight = int(b.get("in_flight") or 0)
+    listener = b.get("listener")
+    parts = [f"{pending} pending"]
+    if in_flight:
+        parts.append(f"{in_flight} being delivered")
+    statuses = [OK]
+    fixes: list[str] = []
+    if isinstance(listener, Mapping) and listener.get("error"):
+        statuses.append(WARN)
+        parts.append(f"listener file: {listener['error']}")
+        fixes.append("the next stop of a hooked session rewrites it")
+    elif isinstance(listener, Mapping):
+        parts.append(f"listener cwd {listener.get('cwd') or '-'}, session "
+                     f"{listener.get('session_id') or '-'}, last seen "
+                     f"{listener.get('last_seen') or '-'}")
+    elif pending and name in hooked:
+        statuses.append(INFO)
+        parts.append("this project's Stop hook listens as it, but no session has run the "
+                     "hook yet: the mail arrives at its first stop")
+    elif pending:
+        statuses.append(WARN)
+        others = [k for k in known if k != name]
+        guess = closest_name(name, others) if others else None
+        parts.append("nobody has ever listened as this name (a typo?"
+                     + (f' did you mean "{guess}"?' if guess else "") + ")")
+        fixes.append(f"hook a session with `codexbridge install-hook --project DIR --as {name}`"
+                     + (f', or send to "{guess}"' if guess else ""))
+    else:
+        statuses.append(INFO)
+        parts.append("no listener yet")
+    if rejected:
+        statuses.append(WARN)
+        parts.append(f"{_plural(rejected, 'rejected line')} kept in {b.get('rejected_file')}")
+        fixes.append(f"read {b.get('rejected_file')}; delete it once handled")
+    status = WARN if WARN in statuses else (INFO if INFO in statuses else OK)
+    return Check(f"mailbox:{name}", status, "; ".join(parts), "; ".join(fixes) or None,
+                 {k: b.get(k) for k in ("name", "pending", "rejected", "in_flight", "listener",
+                                        "rejected_file")})
+
+
+def chain_rows(shell_env: Mapping[str, str], settings_env: Mapping[str, str]) -> list[Check]:
+    """CODEX_BRIDGE_MAX_CHAIN against CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, as the hook would see
+    them: this shell's values with the project settings' `env` on top."""
+    env = {k: v for k, v in shell_env.items() if k in CHAIN_VARS}
+    env.update({k: v for k, v in settings_env.items() if k in CHAIN_VARS})
+    value, note = effective_max_chain(env)
+    cap = env.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "8")
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(env.items())) or (
+        "the defaults: neither variable is set in this shell or the settings' env")
+    details = {"env": env, "effective_max_chain": value,
+               "from_settings": sorted(k for k in settings_env if k in CHAIN_VARS)}
+    if note:
+        return [Check("max-chain", WARN, f"{note} ({shown})",
+                      "set CODEX_BRIDGE_MAX_CHAIN below CLAUDE_CODE_STOP_HOOK_BLOCK_CAP "
+                      "(or unset both)", details)]
+    return [Check("max-chain", OK,
+                  f"the hook blocks at most {value} times in a row, below Claude's block cap "
+                  f"of {cap} ({shown})", details=details)]
+
+
+# --- 7. tmux -----------------------------------------------------------------------------
+
+def tmux_rows(path: str | None) -> list[Check]:
+    if path:
+        return [Check("tmux", INFO, f"{path} (used by `demo --tui` only)", None,
+                      {"path": path})]
+    return [Check("tmux", INFO, "not found: only `codexbridge demo --tui` needs it",
+                  "install tmux to watch the demo in the real TUI", {"path": None})]
+
