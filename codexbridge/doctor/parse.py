@@ -13,7 +13,6 @@ import sys
 from typing import Any
 
 from ..inbox.install_hook import ours
-from ..inbox.names import name_problem
 
 _VERSION = re.compile(r"\b(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.-]+)?)\b")
 # `codexbridge/0.169.0 (Debian 12; x86_64) …`: the product token's version is codex's.
@@ -234,14 +233,6 @@ def hooks_json_facts(data: Any) -> dict[str, Any]:
 
 # --- Claude Code settings.json ---------------------------------------------------------
 
-def _mailbox_of(raw: str) -> str:
-    # `… --as bridge; exit 0` splits into "bridge;": the shell ends the word there.
-    if name_problem(raw) is None:
-        return raw
-    trimmed = raw.rstrip(";&|)")
-    return trimmed if name_problem(trimmed) is None else raw
-
-
 def _interpreter(command: str) -> str | None:
     """The program our hook command starts, when it starts one by absolute path (what
     install-hook writes); None for shell one-liners such as this repo's own."""
@@ -272,7 +263,7 @@ def claude_settings_facts(data: Any) -> dict[str, Any]:
                 if mine is None:
                     continue
                 kind, name = mine
-                found.append({"event": event, "kind": kind, "mailbox": _mailbox_of(name),
+                found.append({"event": event, "kind": kind, "mailbox": name,
                               "async_rewake": bool(entry.get("asyncRewake")),
                               "interpreter": _interpreter(command)})
     env = data.get("env")

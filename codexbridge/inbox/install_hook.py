@@ -53,7 +53,10 @@ def watch_command(name: str, timeout: float = DEFAULT_TIMEOUT,
 def ours(command: str) -> tuple[str, str] | None:
     """("hook"|"watch", mailbox) if `command` runs a codexbridge inbox hook, else None."""
     try:
-        words = shlex.split(command)
+        # punctuation_chars: `--as bridge; exit 0` must give "bridge", not "bridge;".
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
     except ValueError:
         return None
     if not any(w == "codexbridge" or w.endswith("/codexbridge") for w in words):

@@ -121,3 +121,12 @@ def test_install_refuses_broken_json_and_changes_nothing(tmp_path: Path) -> None
     assert list(settings.parent.iterdir()) == [settings]
     with pytest.raises(UsageError, match="not a directory"):
         install(str(tmp_path / "missing"), "web")
+
+
+def test_ours_reads_the_mailbox_of_a_shell_one_liner() -> None:
+    from codexbridge.inbox.install_hook import ours
+
+    repo_hook = ('cd "$CLAUDE_PROJECT_DIR" 2>/dev/null && [ -x .venv/bin/python ] && exec '
+                 ".venv/bin/python -m codexbridge inbox hook --as bridge; exit 0")
+    assert ours(repo_hook) == ("hook", "bridge")
+    assert ours("/usr/bin/python3 -m codexbridge inbox watch --as=web&&true") == ("watch", "web")
