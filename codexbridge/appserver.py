@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from .binaries import parse_version
 from .errors import ServeError
 
 READY_TIMEOUT = 30.0
@@ -33,8 +34,7 @@ def codex_version(codex: str) -> str:
                              check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ServeError(f"cannot run {codex} --version: {exc}") from exc
-    return (out.stdout.strip() or out.stderr.strip()).split()[-1] if (
-        out.stdout.strip() or out.stderr.strip()) else "unknown"
+    return parse_version(out.stdout + out.stderr) or "unknown"
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,14 @@ from .errors import BinaryNotFoundError
 CODEX_VERSION = "0.169.0"
 CLAUDE_VERSION = "2.1.332"
 INSTALL_HINT = "scripts/install-binaries"
+_VERSION = re.compile(r"\b(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.-]+)?)\b")
+
+
+def parse_version(text: str) -> str | None:
+    """The first x.y.z in `codex --version` ("codex-cli 0.169.0") or `claude --version`
+    ("2.1.332 (Claude Code)") output."""
+    found = _VERSION.search(text)
+    return found.group(1) if found else None
 
 
 def repo_root() -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..binaries import find_claude, find_codex, pinned_claude, pinned_codex
+from ..binaries import find_claude, find_codex, parse_version, pinned_claude, pinned_codex
 from ..errors import BridgeError, ConnectError
 from ..procs import pid_alive
 from . import parse
@@ -71,7 +71,7 @@ def _binary(find: Callable[[], str], env_var: str, command: str,
         return {"path": None, "error": exc.message}
     out, error = _run([path, "--version"], timeout)
     return {"path": path, "source": _lookup_step(path, env_var, command, pinned()),
-            "version": None if error else parse.parse_version(out), "version_error": error}
+            "version": None if error else parse_version(out), "version_error": error}
 
 
 def codex(timeout: float = TIMEOUT) -> dict[str, Any]:

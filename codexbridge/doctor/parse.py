@@ -14,18 +14,10 @@ from typing import Any
 
 from ..inbox.install_hook import ours
 
-_VERSION = re.compile(r"\b(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.-]+)?)\b")
 # `codexbridge/0.169.0 (Debian 12; x86_64) …`: the product token's version is codex's.
 _USER_AGENT = re.compile(r"^[^/\s]+/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)")
 DIVERTING_REVIEWERS = ("auto_review", "guardian_subagent")
 CHAIN_VARS = ("CODEX_BRIDGE_MAX_CHAIN", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
-
-
-def parse_version(text: str) -> str | None:
-    """The first x.y.z in `codex --version` ("codex-cli 0.169.0") or `claude --version`
-    ("2.1.332 (Claude Code)") output."""
-    found = _VERSION.search(text)
-    return found.group(1) if found else None
 
 
 def user_agent_version(user_agent: str) -> str | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from codexbridge.binaries import parse_version
 from codexbridge.doctor import parse
 from codexbridge.inbox.install_hook import hook_command, watch_command
 
@@ -26,10 +27,10 @@ HELP_0169 = """\
 
 
 def test_versions() -> None:
-    assert parse.parse_version("codex-cli 0.169.0\n") == "0.169.0"
-    assert parse.parse_version("2.1.332 (Claude Code)") == "2.1.332"
-    assert parse.parse_version("codex-cli 0.131.0-alpha.9") == "0.131.0-alpha.9"
-    assert parse.parse_version("no digits") is None
+    assert parse_version("codex-cli 0.169.0\n") == "0.169.0"
+    assert parse_version("2.1.332 (Claude Code)") == "2.1.332"
+    assert parse_version("codex-cli 0.131.0-alpha.9") == "0.131.0-alpha.9"
+    assert parse_version("no digits") is None
     ua = "codexbridge/0.169.0 (Debian 12.0.0; x86_64) xterm (codexbridge; 0.1.0)"
     assert parse.user_agent_version(ua) == "0.169.0"
     assert parse.user_agent_version("weird") is None
