@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from codexbridge.inbox import peek as reading  # noqa: E402
 from codexbridge.inbox import store  # noqa: E402
 from codexbridge.inbox.install_hook import hook_command  # noqa: E402
 from codexbridge.inbox.lines import new_mail  # noqa: E402
@@ -99,7 +100,7 @@ def bench_throughput(home_root: str, writers: int, per_writer: int, rounds: int
         for p in procs:
             p.wait()
         raw_times.append(time.perf_counter() - start)
-        lines = store.count_lines(os.path.join(raw_home, "inbox", "tp.jsonl"))
+        lines = reading.count_lines(os.path.join(raw_home, "inbox", "tp.jsonl"))
         assert lines == total, lines
 
         ours_home = os.path.join(home_root, f"ours{r}")

@@ -23,16 +23,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.raw_say import raw_say  # noqa: E402
-from codexbridge import talk  # noqa: E402
-from codexbridge.binaries import pinned_codex  # noqa: E402
-from codexbridge.client import AppServerClient  # noqa: E402
-from tests.support.appserver import MockStack  # noqa: E402
-from tests.support.raw_client import RawClient, start_user_thread  # noqa: E402
+from codexbridge.host.binaries import pinned_codex  # noqa: E402
+from codexbridge.mock.stack import OfflineStack  # noqa: E402
+from codexbridge.talk.client import AppServerClient  # noqa: E402
+from codexbridge.talk.turn import say  # noqa: E402
 
 
 async def bridge_turn(url: str, thread_id: str, text: str) -> str:
     async with AppServerClient(url) as client:
-        result = await talk.say(client, thread_id, text)
+        result = await say(client, thread_id, text)
         return result.reply
 
 
@@ -76,15 +75,9 @@ def main() -> int:
     if not codex:
         print("bench_talk: pinned codex missing; run scripts/install-binaries", file=sys.stderr)
         return 3
-    with MockStack(codex) as stack:
-        assert stack.server is not None
-        url = stack.server.url
-
-        async def setup() -> str:
-            async with RawClient(url) as peer:
-                return (await start_user_thread(peer, stack.workdir, "bench setup")).thread_id
-
-        thread_id = asyncio.run(setup())
+    with OfflineStack(codex) as stack:
+        url = stack.url
+        thread_id, _ = asyncio.run(stack.human_thread("bench setup"))
         raw_t, our_t = asyncio.run(in_process(url, thread_id, args.turns))
         raw_p, our_p = whole_process(url, thread_id, args.procs)
     print(f"in-process turn : raw {raw_t * 1000:7.1f} ms  codexbridge {our_t * 1000:7.1f} ms  "

@@ -1,85 +1,158 @@
-"""Every failure codexbridge reports, in one tree.
+"""Every failure codexbridge reports, in one tree — with its exit code and its MCP code.
 
-    BridgeError                     root; `exit_code` is what the CLI exits with
-    ├── UsageError                  bad argument or setting (exit 2)
-    │   └── MailboxNameError        a mailbox name outside [A-Za-z0-9._-]{1,64}
-    ├── BinaryNotFoundError         codex / claude binary not installed (exit 10)
-    ├── ServeError                  app-server would not start or died (exit 11)
-    ├── ConnectError                nothing listening at the URL (exit 5)
-    ├── ConnectionLostError         socket closed while a request waited (exit 5)
-    ├── RequestTimeoutError         a request got no answer in time (exit 6)
-    ├── RpcError                    the server answered with a JSON-RPC error
-    │   ├── NoRolloutError          thread/resume before its first turn started (exit 3)
-    │   ├── ThreadNotLoadedError    the thread id is not loaded (exit 3)
-    │   └── ServerOverloadedError   -32001, retry later
-    ├── TargetError                 which thread to talk to
-    │   ├── NoThreadError           no user thread, or the id/name matched none (exit 3)
-    │   └── AmbiguousThreadError    several candidates; `.candidates` lists them (exit 4)
+    BridgeError                     root                                  exit  MCP code
+    ├── UsageError                  bad argument, setting or input           2  INVALID_ARGUMENT
+    │   ├── MailboxNameError        a name outside [A-Za-z0-9._-]{1,64}      2  INVALID_ARGUMENT
+    │   └── InvalidCursorError      a forged or foreign page cursor          2  INVALID_CURSOR
+    ├── ArtifactNotFoundError       no such stored output for this role      2  ARTIFACT_NOT_FOUND
+    ├── UnknownToolError            no tool of that name on the server       2  UNKNOWN_TOOL
+    ├── BinaryNotFoundError         codex / claude not installed            10  BINARY_NOT_FOUND
+    ├── ServeError                  app-server would not start or died      11  SERVE_FAILED
+    ├── ConnectError                nothing listening at the URL             5  CODEX_CONNECT_FAILED
+    │   └── ConnectionLostError     closed while a request waited           5  CODEX_CONNECTION_LOST
+    ├── RequestTimeoutError         a request got no answer in time          6  THREAD_READ_FAILED
+    ├── QueueTimeoutError           waited too long behind other turns       6  THREAD_QUEUE_TIMEOUT
+    ├── RpcError                    the server answered a JSON-RPC error     1  THREAD_READ_FAILED
+    │   ├── NoRolloutError          resume before the first turn started     3  NO_ROLLOUT
+    │   ├── ThreadNotLoadedError    the thread id is not loaded              3  NO_LIVE_THREAD
+    │   ├── ServerOverloadedError   -32001, retry later                      1  SERVER_OVERLOADED
+    │   └── TurnStartFailedError    turn/start refused: nothing ran          1  TURN_START_FAILED
+    ├── TargetError                 which thread to talk to                  3  NO_LIVE_THREAD
+    │   ├── NoThreadError           no user thread, or none matched          3  NO_LIVE_THREAD
+    │   └── AmbiguousThreadError    several candidates (`.candidates`)       4  AMBIGUOUS_THREAD
     ├── TurnError                   the turn ran but did not complete
-    │   ├── TurnFailedError         turn.status == failed (exit 1)
-    │   ├── TurnInterruptedError    turn.status == interrupted (exit 7)
-    │   └── TurnTimeoutError        no turn/completed before --timeout (exit 6)
-    ├── MailboxError                the reverse channel's mail store (exit 8)
-    └── SchemaViolation             a message we built breaks schemas/ — a codexbridge bug (exit 70)
+    │   ├── TurnFailedError         turn.status == failed                    1  TURN_FAILED
+    │   ├── TurnInterruptedError    turn.status == interrupted               7  TURN_INTERRUPTED
+    │   └── TurnTimeoutError        no turn/completed before --timeout       6  TURN_TIMEOUT
+    ├── MailboxError                the reverse channel's mail store         8  MAILBOX_WRITE_FAILED
+    │   ├── MailboxReadError        mailbox files could not be read          8  MAILBOX_READ_FAILED
+    │   ├── MailboxWriteError       mailbox files could not be written       8  MAILBOX_WRITE_FAILED
+    │   └── NoMailboxError          nobody listens on that (mistyped?) name  8  NO_MAILBOX
+    ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
+    └── InternalError               a bug in codexbridge                    70  INTERNAL_ERROR
+        └── SchemaViolation         a message we built breaks schemas/      70  INTERNAL_ERROR
+
+`exit_help()` renders a command's exit-code table and `mcp_codes()` the MCP code table
+from these classes; `--help`, docs/mcp.md and README are written from them, never by
+hand. `retryable` is true only when nothing ran, so a retry cannot run anything twice.
 
 Wire errors are mapped by message text, not code: codex 0.169.0 answers every error
-with -32600 (see ../shared/reference/codex-app-server.md §4).
+with -32600 (docs/protocol-notes.md, "Errors").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+INTERRUPTED_EXIT = 130  # Ctrl-C
+
 
 class BridgeError(Exception):
     """Root of every error codexbridge raises on purpose."""
 
     exit_code = 1
-    code = "bridge_error"
+    # A short meaning on the class that introduces an exit code / an MCP code (or
+    # changes it); the tables are built from these.
+    exit_meaning: str | None = None
+    mcp_code = "INTERNAL_ERROR"
+    mcp_meaning: str | None = None
+    retryable = False
+    # Set by a command that already printed its result (e.g. `say --json` printed the
+    # failed turn): the handler then prints only the message, not an error object.
+    reported = False
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None,
+                 retryable: bool | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.details: dict[str, Any] = details or {}
+        if retryable is not None:
+            self.retryable = retryable
+
+    @property
+    def code(self) -> str:
+        """The machine-readable code shown in `--json` output (the MCP code)."""
+        return self.mcp_code
 
 
 class UsageError(BridgeError):
     exit_code = 2
-    code = "usage"
+    exit_meaning = "bad argument, setting or input"
+    mcp_code = "INVALID_ARGUMENT"
+    mcp_meaning = ("a parameter is missing, malformed or out of range "
+                   "(approvals=accept is refused over MCP)")
 
 
 class MailboxNameError(UsageError):
-    code = "invalid_mailbox_name"
+    pass
+
+
+class InvalidCursorError(UsageError):
+    mcp_code = "INVALID_CURSOR"
+    mcp_meaning = "the cursor is malformed, forged, or belongs to another artifact"
+
+
+class ArtifactNotFoundError(BridgeError):
+    exit_code = 2
+    mcp_code = "ARTIFACT_NOT_FOUND"
+    mcp_meaning = ("no such artifact for this role: never existed, expired "
+                   "(CODEX_BRIDGE_ARTIFACT_TTL), evicted, or made by the other role")
+
+
+class UnknownToolError(BridgeError):
+    exit_code = 2
+    mcp_code = "UNKNOWN_TOOL"
+    mcp_meaning = "no tool of that name on this role's server"
 
 
 class BinaryNotFoundError(BridgeError):
     exit_code = 10
-    code = "binary_not_found"
+    exit_meaning = "codex / claude binary not found"
+    mcp_code = "BINARY_NOT_FOUND"
+    mcp_meaning = "the codex or claude binary is not installed where codexbridge looks"
 
 
 class ServeError(BridgeError):
     exit_code = 11
-    code = "serve_failed"
+    exit_meaning = "app-server failed to start"
+    mcp_code = "SERVE_FAILED"
+    mcp_meaning = "the app-server would not start, or died"
 
 
 class ConnectError(BridgeError):
     exit_code = 5
-    code = "cannot_connect"
+    exit_meaning = "cannot connect (start `codexbridge serve`)"
+    mcp_code = "CODEX_CONNECT_FAILED"
+    mcp_meaning = ("no app-server to talk to: start `codexbridge serve` (or set "
+                   "CODEX_BRIDGE_URL)")
 
 
 class ConnectionLostError(ConnectError):
-    code = "connection_lost"
+    mcp_code = "CODEX_CONNECTION_LOST"
+    mcp_meaning = ("the app-server connection broke mid-operation; details.turnStarted "
+                   "says whether a turn may be running")
 
 
 class RequestTimeoutError(BridgeError):
     exit_code = 6
-    code = "request_timeout"
+    exit_meaning = "timed out"
+    mcp_code = "THREAD_READ_FAILED"
+
+
+class QueueTimeoutError(BridgeError):
+    exit_code = 6
+    exit_meaning = "timed out waiting for the thread (nothing was sent)"
+    mcp_code = "THREAD_QUEUE_TIMEOUT"
+    mcp_meaning = ("waited CODEX_BRIDGE_QUEUE_WAIT behind another turn on the same thread; "
+                   "nothing was sent")
+    retryable = True
 
 
 class RpcError(BridgeError):
     """A JSON-RPC error answer. `from_wire` picks the subclass by message text."""
 
-    code = "rpc_error"
+    mcp_code = "THREAD_READ_FAILED"
+    mcp_meaning = "the app-server could not list or read the thread"
 
     def __init__(self, rpc_code: int, message: str, data: Any = None) -> None:
         super().__init__(message, details={"rpc_code": rpc_code, "data": data})
@@ -105,30 +178,47 @@ class RpcError(BridgeError):
 
 class NoRolloutError(RpcError):
     exit_code = 3
-    code = "no_rollout"
+    mcp_code = "NO_ROLLOUT"
+    mcp_meaning = "the thread has no first turn yet: send one message in the Codex TUI first"
+    retryable = True
 
 
 class ThreadNotLoadedError(RpcError):
     exit_code = 3
-    code = "thread_not_loaded"
+    mcp_code = "NO_LIVE_THREAD"
 
 
 class ServerOverloadedError(RpcError):
-    code = "server_overloaded"
+    mcp_code = "SERVER_OVERLOADED"
+    mcp_meaning = "the app-server answered -32001 (overloaded); nothing ran"
+    retryable = True
+
+
+class TurnStartFailedError(RpcError):
+    mcp_code = "TURN_START_FAILED"
+    mcp_meaning = "the app-server refused to start the turn; nothing ran"
+    retryable = True
 
 
 class TargetError(BridgeError):
     exit_code = 3
-    code = "no_live_thread"
+    exit_meaning = "no thread to talk to"
+    mcp_code = "NO_LIVE_THREAD"
+    mcp_meaning = ("no user thread is loaded, or threadId matched none "
+                   "(details.candidates lists the user threads)")
+    retryable = True
 
 
 class NoThreadError(TargetError):
-    code = "no_live_thread"
+    pass
 
 
 class AmbiguousThreadError(TargetError):
     exit_code = 4
-    code = "ambiguous_thread"
+    exit_meaning = "ambiguous target"
+    mcp_code = "AMBIGUOUS_THREAD"
+    mcp_meaning = "several threads fit; pass threadId (details.candidates lists them)"
+    retryable = False
 
     def __init__(self, message: str, candidates: list[dict[str, Any]]) -> None:
         super().__init__(message, details={"candidates": candidates})
@@ -136,8 +226,6 @@ class AmbiguousThreadError(TargetError):
 
 
 class TurnError(BridgeError):
-    code = "turn_error"
-
     def __init__(self, message: str, *, thread_id: str, turn_id: str | None,
                  partial_reply: str = "", error: Any = None) -> None:
         super().__init__(message, details={"thread_id": thread_id, "turn_id": turn_id,
@@ -149,25 +237,64 @@ class TurnError(BridgeError):
 
 class TurnFailedError(TurnError):
     exit_code = 1
-    code = "turn_failed"
+    exit_meaning = "turn failed"
+    mcp_code = "TURN_FAILED"
+    mcp_meaning = "the turn ended with status failed (details.error)"
 
 
 class TurnInterruptedError(TurnError):
     exit_code = 7
-    code = "turn_interrupted"
+    exit_meaning = "turn interrupted"
+    mcp_code = "TURN_INTERRUPTED"
+    mcp_meaning = ("the turn was interrupted (cancelled in the TUI, or an approval was "
+                   "cancelled)")
 
 
 class TurnTimeoutError(TurnError):
     exit_code = 6
-    code = "turn_timeout"
+    exit_meaning = "timed out (the turn may still be running in the TUI)"
+    mcp_code = "TURN_TIMEOUT"
+    mcp_meaning = ("the turn started but did not finish within timeoutMs; it may still be "
+                   "running in the TUI (details.turnId)")
 
 
 class MailboxError(BridgeError):
     exit_code = 8
-    code = "mailbox_error"
+    exit_meaning = "mailbox error"
+    mcp_code = "MAILBOX_WRITE_FAILED"
+    mcp_meaning = "the mailbox files could not be written; the mail was not stored"
 
 
-class SchemaViolation(BridgeError):
+class MailboxReadError(MailboxError):
+    mcp_code = "MAILBOX_READ_FAILED"
+    mcp_meaning = "the mailbox files could not be read"
+
+
+class MailboxWriteError(MailboxError):
+    pass
+
+
+class NoMailboxError(MailboxError):
+    mcp_code = "NO_MAILBOX"
+    mcp_meaning = ("no Claude session listens on that mailbox name (details.mailboxes, "
+                   "details.didYouMean); pass new/--new to create it anyway")
+
+
+class UnhealthyError(BridgeError):
+    """`doctor` printed its report and at least one row is FAIL."""
+
+    exit_code = 1
+    exit_meaning = "at least one FAIL row: the bridge cannot work until it is fixed"
+
+
+class InternalError(BridgeError):
+    exit_code = 70  # EX_SOFTWARE: an internal error, not a usage error
+    exit_meaning = "a bug in codexbridge (please report it)"
+    mcp_code = "INTERNAL_ERROR"
+    mcp_meaning = "a bug in codexbridge; details.type names the exception"
+
+
+class SchemaViolation(InternalError):
     """Something codexbridge built for the wire does not match the codex schema.
 
     Raised by `codexbridge.protocol.schema` (the test suite's guard on every outgoing
@@ -175,9 +302,6 @@ class SchemaViolation(BridgeError):
     what codex 0.169.0 accepts, which codex may reject or — for answers — hang on.
     `.errors` lists `(path, message)` pairs, the path in `$.a.b[0]` form.
     """
-
-    exit_code = 70  # EX_SOFTWARE: an internal error, not a usage error
-    code = "schema_violation"
 
     def __init__(self, what: str, errors: list[tuple[str, str]]) -> None:
         lines = "\n".join(f"  at {path}: {message}" for path, message in errors)
@@ -187,3 +311,73 @@ class SchemaViolation(BridgeError):
         self.what = what
         self.errors = errors
         self.path = errors[0][0] if errors else "$"
+
+
+# --- tables rendered from the tree ---------------------------------------------------
+
+def _tree() -> list[type[BridgeError]]:
+    out: list[type[BridgeError]] = []
+
+    def walk(cls: type[BridgeError]) -> None:
+        out.append(cls)
+        for sub in cls.__subclasses__():
+            walk(sub)
+
+    walk(BridgeError)
+    return out
+
+
+def _meaning(cls: type[BridgeError]) -> str | None:
+    """The exit meaning of `cls`: its own, or the nearest ancestor's with the same code."""
+    for base in cls.__mro__:
+        if "exit_meaning" in vars(base) and getattr(base, "exit_code", None) == cls.exit_code:
+            text = vars(base)["exit_meaning"]
+            return str(text) if text else None
+    return None
+
+
+def exit_meanings() -> dict[int, str]:
+    """Exit code → meaning over the whole tree (plus 0 and 130); a code two classes
+    introduce lists both meanings."""
+    table: dict[int, list[str]] = {0: ["success"]}
+    for cls in _tree():
+        if "exit_meaning" in vars(cls) and cls.exit_meaning:
+            table.setdefault(cls.exit_code, [])
+            if cls.exit_meaning not in table[cls.exit_code]:
+                table[cls.exit_code].append(cls.exit_meaning)
+    table[INTERRUPTED_EXIT] = ["interrupted (Ctrl-C)"]
+    return {code: " / ".join(texts) for code, texts in sorted(table.items())}
+
+
+def exit_help(*classes: type[BridgeError], success: str = "success",
+              extra: dict[int, str] | None = None) -> str:
+    """The `Exit codes:` epilog of one command: 0, the codes `classes` can exit with
+    (each with that class's meaning; every code when none are given), and `extra` rows
+    the command adds."""
+    rows: dict[int, str] = {}
+    if classes:
+        for cls in classes:
+            text = _meaning(cls)
+            if text and cls.exit_code not in rows:
+                rows[cls.exit_code] = text
+    else:
+        rows = exit_meanings()
+    rows[0] = success
+    rows.update(extra or {})
+    lines = [f"  {code:<3} {text}" for code, text in sorted(rows.items())]
+    return "\b\nExit codes:\n" + "\n".join(lines) + "\n"
+
+
+def mcp_codes() -> dict[str, tuple[bool, str]]:
+    """MCP code → (retryable, meaning), for every code a tool result can carry."""
+    table: dict[str, tuple[bool, str]] = {}
+    for cls in _tree():
+        # Only the class that introduces a code describes it (subclasses inherit it).
+        if "mcp_meaning" in vars(cls) and cls.mcp_meaning and cls.mcp_code not in table:
+            table[cls.mcp_code] = (cls.retryable, cls.mcp_meaning)
+    return table
+
+
+def internal(exc: BaseException, where: str) -> InternalError:
+    """An unexpected exception as an InternalError naming it (never a bare traceback)."""
+    return InternalError(f"{where} failed: {exc!r}", details={"type": type(exc).__name__})

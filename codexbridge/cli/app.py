@@ -12,16 +12,9 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..errors import exit_help
 
-EXIT_CODES_HELP = """\b
-Exit codes (all commands):
-  0  success / turn completed      5  cannot connect (start `codexbridge serve`)
-  1  turn failed                   6  timed out
-  2  bad argument or input         7  turn interrupted
-  3  no thread to talk to          8  mailbox error
-  4  ambiguous target              10 codex/claude binary not found
-                                   11 app-server failed to start
-"""
+EXIT_CODES_HELP = exit_help(success="success / turn completed")
 
 _LAZY: dict[str, tuple[str, str, str]] = {
     "serve": ("codexbridge.cli.serve_cmd", "serve",

@@ -22,19 +22,6 @@ json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON object on stdout for scripts.")
 
 
-def env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{name}={raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise UsageError(f"{name} must be positive, got {raw!r}")
-    return value
-
-
 def run_async(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return asyncio.run(factory())
 
@@ -55,5 +42,4 @@ def ensure_dir(path: str, what: str) -> str:
     return full
 
 
-__all__: list[Any] = ["ensure_dir", "env_float", "json_option", "read_text_arg", "run_async",
-                      "url_option"]
+__all__: list[Any] = ["ensure_dir", "json_option", "read_text_arg", "run_async", "url_option"]

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
+from ..errors import UnhealthyError, UsageError, exit_help
 from .common import ensure_dir, json_option, url_option
-from .output import emit_json, handles_errors
+from .output import command, emit_json
 
-DOCTOR_EXIT_HELP = """\b
-Exit codes:
-  0  no FAIL row (WARN and INFO rows do not change it)
-  1  at least one FAIL row: the bridge cannot work until it is fixed
-  2  bad argument (--project is not a directory)
-"""
+DOCTOR_EXIT_HELP = exit_help(UnhealthyError, UsageError,
+                             success="no FAIL row (WARN and INFO rows do not change it)")
 
 
 @click.command(epilog=DOCTOR_EXIT_HELP)
@@ -23,7 +19,7 @@ Exit codes:
               help="The project whose .claude/settings.json is checked for the Stop hook.")
 @url_option
 @json_option
-@handles_errors
+@command
 def doctor(project: str, url: str | None, as_json: bool) -> None:
     """Check the set-up: binaries, app-server, threads, approval diverters, hooks, mailboxes.
 
@@ -46,11 +42,15 @@ def doctor(project: str, url: str | None, as_json: bool) -> None:
     """
     from ..doctor.diagnose import diagnose
     from ..doctor.report import as_json as report_json
-    from ..doctor.report import exit_code, render_text
+    from ..doctor.report import healthy, render_text
 
     checks = diagnose(Path(ensure_dir(project, "--project")), url)
     if as_json:
         emit_json(report_json(checks))
     else:
         click.echo(render_text(checks))
-    sys.exit(exit_code(checks))
+    if not healthy(checks):
+        error = UnhealthyError("doctor found FAIL rows: the bridge cannot work until they "
+                               "are fixed (see the `fix:` lines above)")
+        error.reported = as_json
+        raise error

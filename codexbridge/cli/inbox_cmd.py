@@ -8,44 +8,27 @@ the click command here exists for `--help` listings and in-process callers.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from ..errors import MailboxError, UsageError
+from ..errors import MailboxError, MailboxReadError, UsageError, exit_help
+from ..inbox import service as inbox_service
 from ..inbox.hook import render_mail
-from ..inbox.lines import Mail, Rejected, new_mail
-from ..inbox.listeners import closest_name, read_listeners
-from ..inbox.location import ensure_private_dir, inbox_dir, mail_path, rejected_path
-from ..inbox.names import default_mailbox, validate_name
+from ..inbox.lines import Mail, Rejected
+from ..inbox.location import rejected_path
 from ..inbox.watch import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
-from .output import emit_json, handles_errors
+from .output import command, emit_json
 
-DEFAULT_SENDER = "codex"
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@contextmanager
-def _mailbox_io(action: str) -> Iterator[None]:
-    try:
-        yield
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise MailboxError(f"cannot {action}: {exc.strerror or exc}{where}",
-                           details={"errno": exc.errno}) from exc
+INBOX_EXIT_HELP = exit_help(UsageError, MailboxError)
 
 
 def _mailbox_option(flag: str, what: str) -> Callable[[F], F]:
     return click.option(flag, "name", default=None, metavar="NAME",
                         help=f"{what} [default: $CODEX_BRIDGE_MAILBOX, else 'default']")
-
-
-def _resolve(name: str | None) -> str:
-    return validate_name(name if name is not None else default_mailbox())
 
 
 def _mail_json(mail: Mail) -> dict[str, Any]:
@@ -69,7 +52,8 @@ def _print_mails(mails: list[Mail]) -> None:
             click.echo(f"    {line}")
 
 
-@click.group("inbox", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("inbox", context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=INBOX_EXIT_HELP)
 def inbox() -> None:
     """Mailboxes Codex uses to talk back into Claude Code.
 
@@ -81,23 +65,24 @@ def inbox() -> None:
     """
 
 
-@inbox.command("push")
+@inbox.command("push", epilog=INBOX_EXIT_HELP)
 @click.option("--to", "to", default=None, metavar="NAME",
               help="Mailbox to write to [default: $CODEX_BRIDGE_MAILBOX, else 'default'].")
 @click.option("--from", "sender", default=None, metavar="NAME",
               help="Sender shown to Claude [default: $CODEX_BRIDGE_FROM, else 'codex'].")
+@click.option("--new", is_flag=True,
+              help="Create the mailbox even though no session listens on it yet.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON receipt.")
 @click.argument("text")
-@handles_errors
-def push(to: str | None, sender: str | None, text: str, as_json: bool) -> None:
+@command
+def push(to: str | None, sender: str | None, new: bool, text: str, as_json: bool) -> None:
     """Leave TEXT (or stdin, with `-`) in a mailbox; prints the message id.
 
-    If no Claude session has ever listened on the mailbox, the mail is still stored,
-    and a warning names the mailboxes that do have listeners and the closest match.
+    A name nobody knows is refused (exit 8, naming the mailboxes that have listeners
+    and the closest match) while other mailboxes have listeners — a typo must not lose
+    mail; --new creates it anyway. With no listener anywhere yet, the mail is stored
+    and a warning says how to hook a session.
     """
-    name = _resolve(to)
-    sender_name = validate_name(sender or os.environ.get("CODEX_BRIDGE_FROM")
-                                or DEFAULT_SENDER)
     if text == "-":
         raw = sys.stdin.buffer.read()
         try:
@@ -105,51 +90,30 @@ def push(to: str | None, sender: str | None, text: str, as_json: bool) -> None:
         except UnicodeDecodeError as exc:
             raise UsageError(f"stdin is not UTF-8 text ({exc.reason} at byte {exc.start})"
                              ) from exc
-    if not text.strip():
-        raise UsageError("refusing to send an empty message")
-    directory = inbox_dir()
-    mail = new_mail(text, to=name, sender=sender_name)
-    from ..inbox import store
-
-    with _mailbox_io(f"write to mailbox {name!r}"):
-        ensure_private_dir(directory)
-        store.push(directory, mail)
-        listeners = read_listeners(directory)
-    warning = None
-    if name not in listeners:
-        known = sorted(listeners)
-        if known:
-            guess = closest_name(name, known)
-            hint = f'; did you mean "{guess}"?' if guess else ""
-            warning = (f'nobody has listened on mailbox "{name}" yet (listeners: '
-                       f'{", ".join(known)}){hint} The mail is kept until a session '
-                       f'hooked as "{name}" stops.')
-        else:
-            warning = (f'no Claude Code session has listened on any mailbox yet; the mail '
-                       f'is kept in "{name}". Hook a session with `codexbridge install-hook '
-                       f'--project DIR --as {name}`.')
-        click.echo(f"codexbridge: warning: {warning}", err=True)
+    receipt = inbox_service.push(text, to=to, sender=sender, new=new)
+    mail = receipt.mail
+    if receipt.warning:
+        click.echo(f"codexbridge: warning: {receipt.warning}", err=True)
     if as_json:
-        emit_json({"ok": True, "id": mail.mail_id, "to": name, "from": sender_name,
-                   "at": mail.at, "mailbox_file": mail_path(directory, name),
-                   "listener": listeners.get(name), "warning": warning})
+        emit_json({"ok": True, "id": mail.mail_id, "to": mail.to, "from": mail.sender,
+                   "at": mail.at, "mailbox_file": receipt.mailbox_file,
+                   "listener": receipt.listener, "warning": receipt.warning})
     else:
         click.echo(mail.mail_id)
 
 
-@inbox.command("peek")
+@inbox.command("peek", epilog=INBOX_EXIT_HELP)
 @_mailbox_option("--as", "Mailbox to look at")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@handles_errors
+@command
 def peek(name: str | None, as_json: bool) -> None:
     """Show the mail waiting in a mailbox without consuming it."""
-    mailbox = _resolve(name)
-    directory = inbox_dir()
-    from ..inbox import store
+    from ..inbox.peek import read_rejected
 
-    with _mailbox_io(f"read mailbox {mailbox!r}"):
-        result = store.peek(directory, mailbox)
-        rejected = store.read_rejected(directory, mailbox)
+    known, result = inbox_service.peek(name)
+    mailbox, directory = result.name, known.path
+    with inbox_service.mailbox_io(f"read mailbox {mailbox!r}", MailboxReadError):
+        rejected = read_rejected(directory, mailbox)
     if as_json:
         emit_json({"ok": True, "mailbox": mailbox, "pending": len(result.mails),
                    "messages": [_mail_json(m) for m in result.mails],
@@ -177,16 +141,12 @@ def peek(name: str | None, as_json: bool) -> None:
             click.echo(f"    {record.get('at', '?')}: {record.get('reason', '?')}")
 
 
-@inbox.command("list")
+@inbox.command("list", epilog=INBOX_EXIT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@handles_errors
+@command
 def list_(as_json: bool) -> None:
     """Every mailbox: pending and rejected counts, and who listens (cwd, session, last seen)."""
-    directory = inbox_dir()
-    from ..inbox import store
-
-    with _mailbox_io("list mailboxes"):
-        summaries = store.summarize(directory, read_listeners(directory))
+    directory, summaries = inbox_service.summaries()
     if as_json:
         emit_json({"ok": True, "inbox_dir": directory, "mailboxes": [
             {"name": s.name, "pending": s.pending, "rejected": s.rejected,
@@ -207,15 +167,17 @@ def list_(as_json: bool) -> None:
                    + "  " + row[5])
 
 
-@inbox.command("drain")
+@inbox.command("drain", epilog=INBOX_EXIT_HELP)
 @_mailbox_option("--as", "Mailbox to empty")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@handles_errors
+@command
 def drain(name: str | None, as_json: bool) -> None:
     """Take every waiting mail out of a mailbox and print it (each mail exactly once)."""
-    mailbox = _resolve(name)
-    directory = inbox_dir()
     from ..inbox import store
+    from ..inbox.location import inbox_dir
+
+    mailbox = inbox_service.mailbox_name(name)
+    directory = inbox_dir()
 
     def deliver(batch: store.Batch) -> None:
         if as_json:
@@ -232,9 +194,7 @@ def drain(name: str | None, as_json: bool) -> None:
             click.echo(f'mailbox "{mailbox}": no mail')
         sys.stdout.flush()  # delivered means written out, before the batch is deleted
 
-    with _mailbox_io(f"drain mailbox {mailbox!r}"):
-        ensure_private_dir(directory)
-        batch = store.drain(directory, mailbox, deliver)
+    batch = inbox_service.drain(mailbox, deliver, inbox=directory)
     if not batch.committed:  # nothing was there to take, so deliver() did not run
         deliver(batch)
 
@@ -242,7 +202,8 @@ def drain(name: str | None, as_json: bool) -> None:
 @inbox.command("hook", context_settings={"ignore_unknown_options": True,
                                          "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def hook(args: tuple[str, ...]) -> None:
+@command
+def hook(args: tuple[str, ...]) -> int:
     """The Claude Code Stop hook: `inbox hook --as NAME` (always exits 0).
 
     Reads the hook JSON on stdin, records the listener, and when mail is waiting
@@ -250,7 +211,7 @@ def hook(args: tuple[str, ...]) -> None:
     """
     from ..inbox.hook_main import run_hook_cli
 
-    sys.exit(run_hook_cli(list(args)))
+    return run_hook_cli(list(args))
 
 
 @inbox.command("watch")
@@ -259,7 +220,8 @@ def hook(args: tuple[str, ...]) -> None:
               show_default=True, help="Give up (exit 0) after this many seconds.")
 @click.option("--interval", type=click.FloatRange(min=0.01), default=DEFAULT_INTERVAL,
               show_default=True, help="Seconds between looks at the mailbox.")
-def watch(name: str | None, timeout: float, interval: float) -> None:
+@command
+def watch(name: str | None, timeout: float, interval: float) -> int:
     """Wait for mail; exit 2 with it on stderr (for an asyncRewake hook).
 
     \b
@@ -269,22 +231,18 @@ def watch(name: str | None, timeout: float, interval: float) -> None:
     woken, yet would wait for us). A bad option also exits 2 (click's usage error).
     Runtime problems are logged in <state dir>/logs/inbox-hook.log and exit 0.
     """
-    try:
-        mailbox = validate_name(name if name is not None else default_mailbox())
-    except UsageError as exc:
-        click.echo(f"codexbridge: {exc.message}", err=True)
-        sys.exit(exc.exit_code)
     from ..inbox.hook_main import log, parse_payload, read_stdin
+    from ..inbox.location import inbox_dir
     from ..inbox.watch import run_watch
 
+    mailbox = inbox_service.mailbox_name(name)
     try:
         payload = parse_payload(read_stdin())
-        code = run_watch(mailbox, inbox=inbox_dir(), payload=payload, timeout=timeout,
+        return run_watch(mailbox, inbox=inbox_dir(), payload=payload, timeout=timeout,
                          interval=interval)
-    except Exception as exc:
+    except Exception as exc:  # an asyncRewake hook must never fail loudly: log it
         log(f"mailbox {mailbox!r}: watcher failed: {exc!r}", with_traceback=True)
-        code = 0
-    sys.exit(code)
+        return 0
 
 
 @click.command("install-hook", context_settings={"help_option_names": ["-h", "--help"]})
@@ -299,7 +257,7 @@ def watch(name: str | None, timeout: float, interval: float) -> None:
               show_default=True, help="Seconds each watcher waits (with --rewake).")
 @click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@handles_errors
+@command
 def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
                  dry_run: bool, as_json: bool) -> None:
     """Merge the mailbox hooks into DIR/.claude/settings.json.
@@ -309,10 +267,10 @@ def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
     settings.json.bak-<time>. The hook command uses this interpreter by absolute
     path, so it works from any project.
     """
-    mailbox = validate_name(name)
     from ..inbox.install_hook import install
 
-    with _mailbox_io("update the settings file"):
+    mailbox = inbox_service.mailbox_name(name)
+    with inbox_service.mailbox_io("update the settings file"):
         result = install(project, mailbox, rewake=rewake, dry_run=dry_run,
                          watch_timeout=watch_timeout)
     if as_json:

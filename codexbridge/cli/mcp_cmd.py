@@ -18,7 +18,7 @@ from types import FrameType
 import click
 
 from ..errors import UsageError
-from .output import handles_errors
+from .output import command
 
 
 def _exit_now(signum: int, _frame: FrameType | None) -> None:
@@ -30,7 +30,7 @@ def _exit_now(signum: int, _frame: FrameType | None) -> None:
 @click.option("--role", type=str, default=None, metavar="claude|codex",
               help="claude: runs inside Claude Code, talks to Codex. codex: runs inside "
                    "Codex, leaves mail for Claude. [default: $CODEX_BRIDGE_MCP_ROLE]")
-@handles_errors
+@command
 def mcp(role: str | None) -> None:
     """Run the MCP stdio server for one side (see docs/mcp.md for the tools).
 

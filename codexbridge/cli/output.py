@@ -1,7 +1,8 @@
-"""How every command reports results and errors.
+"""How every command reports results and errors, and the one place commands exit.
 
-One place maps the error tree to a message and an exit code, so no command prints a
-traceback for a failure we know about.
+A command returns None (exit 0) or an exit status, or raises a BridgeError; `command()`
+turns that into output and `sys.exit` — no command exits anywhere else, and no failure
+we know about prints a traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import BridgeError
+from ..errors import INTERRUPTED_EXIT, BridgeError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,31 +26,32 @@ def emit_json(data: Any) -> None:
 
 def error_payload(exc: BridgeError) -> dict[str, Any]:
     return {"ok": False, "error": {"code": exc.code, "message": exc.message,
-                                   "details": exc.details}}
+                                   "retryable": exc.retryable, "details": exc.details}}
 
 
-def fail(exc: BridgeError, as_json: bool) -> None:
-    """Print `exc` for a person (stderr) or a script (stdout JSON) and exit."""
-    if as_json:
+def report(exc: BridgeError, as_json: bool) -> int:
+    """Print `exc` for a person (stderr) and, with --json, for a script (stdout)."""
+    if as_json and not exc.reported:
         emit_json(error_payload(exc))
     click.echo(f"codexbridge: {exc.message}", err=True)
-    sys.exit(exc.exit_code)
+    return exc.exit_code
 
 
-def handles_errors(fn: F) -> F:
-    """Turn BridgeError into a clear message and its documented exit code.
+def command(fn: F) -> F:
+    """Run the command and exit: 0 / its returned status, or the error's exit code.
 
-    The wrapped command's `as_json` keyword (from `--json`) decides the format.
+    The wrapped command's `as_json` keyword (from `--json`) decides the error format.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            status = fn(*args, **kwargs)
         except BridgeError as exc:
-            fail(exc, bool(kwargs.get("as_json")))
+            status = report(exc, bool(kwargs.get("as_json")))
         except KeyboardInterrupt:
             click.echo("codexbridge: interrupted", err=True)
-            sys.exit(130)
+            status = INTERRUPTED_EXIT
+        sys.exit(status if isinstance(status, int) else 0)
 
     return wrapper  # type: ignore[return-value]

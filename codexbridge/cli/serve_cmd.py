@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import click
 
-from ..errors import UsageError
-from ..serve import DEFAULT_PORT, run_serve
-from .output import handles_errors
+from ..errors import BinaryNotFoundError, ServeError, UsageError, exit_help
+from ..host.serve import DEFAULT_PORT, run_serve
+from .output import command
 
-SERVE_EXIT_HELP = """\b
-Exit codes: the app-server's own status when it ran (128+N when killed by signal N);
-  2 bad --cwd / --port / address, or a serve is already running
-  10 codex not found     11 app-server failed to start
-"""
+SERVE_EXIT_HELP = exit_help(
+    UsageError, BinaryNotFoundError, ServeError,
+    success="the app-server exited cleanly; otherwise its own status (128+N when killed "
+            "by signal N)",
+    extra={2: "bad --cwd / --port / address, or a serve is already running"})
 
 
 def _default_port() -> int:
@@ -41,8 +40,8 @@ def _default_port() -> int:
 @click.option("--codex-arg", "codex_args", multiple=True, metavar="ARG",
               help="Extra argument for `codex app-server` (repeatable), e.g. "
                    "--codex-arg=-c --codex-arg=model=o3.")
-@handles_errors
-def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, ...]) -> None:
+@command
+def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, ...]) -> int:
     """Run the shared codex app-server that the TUI and the bridge both attach to.
 
     Starts `codex app-server --listen ws://HOST:PORT` in DIR with only a baseline of
@@ -53,7 +52,6 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
     """
     workdir = cwd or os.environ.get("CODEX_BRIDGE_CWD") or os.getcwd()
     chosen = _default_port() if port is None else port
-    code = run_serve(workdir, chosen, host, codex_args,
+    return run_serve(workdir, chosen, host, codex_args,
                      echo=lambda m: click.echo(m),
                      warn=lambda m: click.echo(m, err=True))
-    sys.exit(code)

@@ -1,4 +1,4 @@
-"""`codexbridge talk list | say | read`."""
+"""`codexbridge talk list | say | read`: the front end of the talk service (`talk/`)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,31 @@ from typing import Any
 
 import click
 
-from .. import talk as talk_ops
-from ..client import AppServerClient
-from ..endpoint import resolve_endpoint
-from ..envbaseline import auth_hint
 from ..errors import (
+    AmbiguousThreadError,
     BridgeError,
+    ConnectError,
+    NoThreadError,
     TurnFailedError,
     TurnInterruptedError,
     TurnTimeoutError,
     UsageError,
+    exit_help,
 )
-from ..protocol.approvals import POLICIES, Policy
-from .common import ensure_dir, env_float, json_option, read_text_arg, run_async, url_option
-from .output import emit_json, fail, handles_errors
+from ..host.envbaseline import auth_hint
+from ..protocol.approvals import POLICIES, approval_settings
+from ..protocol.enums import TurnOutcome
+from ..talk.client import AppServerClient
+from ..talk.endpoint import resolve_endpoint
+from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
+from .common import ensure_dir, json_option, read_text_arg, run_async, url_option
+from .output import command, emit_json
 
-TALK_EXIT_HELP = """\b
-Exit codes:
-  0 turn completed       1 turn failed          2 bad argument
-  3 no thread to join    4 ambiguous target     5 cannot connect
-  6 timed out            7 turn interrupted
-"""
+TALK_EXIT_HELP = exit_help(TurnFailedError, UsageError, NoThreadError, AmbiguousThreadError,
+                           ConnectError, TurnTimeoutError, TurnInterruptedError,
+                           success="turn completed")
+LIST_EXIT_HELP = exit_help(UsageError, ConnectError)
+READ_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError)
 
 
 def _client(url: str | None) -> AppServerClient:
@@ -45,18 +49,19 @@ def talk() -> None:
     """
 
 
-@talk.command("list", epilog=TALK_EXIT_HELP)
+@talk.command("list", epilog=LIST_EXIT_HELP)
 @click.option("--all", "include_all", is_flag=True,
               help="Also show ephemeral helper threads (the TUI's title threads).")
 @url_option
 @json_option
-@handles_errors
+@command
 def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
     """Threads loaded in the app-server: id, name, cwd, status."""
+    from ..talk.threads import list_threads
 
     async def go() -> list[Any]:
         async with _client(url) as client:
-            return await talk_ops.list_threads(client, include_all=include_all)
+            return await list_threads(client, include_all=include_all)
 
     threads = run_async(go)
     if as_json:
@@ -79,14 +84,14 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
               help="Pick the user thread whose working directory is DIR.")
 @click.option("--turn-cwd", metavar="DIR",
               help="Run this turn (and later ones) in DIR instead of the thread's cwd.")
-@click.option("--approvals", type=click.Choice(POLICIES), default=None,
+@click.option("--approvals", type=click.Choice([p.value for p in POLICIES]), default=None,
               help="tui (default, $CODEX_BRIDGE_APPROVALS): stay silent, the human decides in "
                    "the TUI, decline after --approval-timeout. decline: refuse at once. "
                    "accept: approve at once (trusted environments only).")
 @click.option("--approval-timeout", type=float, default=None, metavar="S",
               help="Seconds to wait for the TUI before declining "
                    "(default 300, $CODEX_BRIDGE_APPROVAL_TIMEOUT).")
-@click.option("--timeout", type=float, default=talk_ops.DEFAULT_TURN_TIMEOUT, metavar="S",
+@click.option("--timeout", type=float, default=DEFAULT_TURN_TIMEOUT, metavar="S",
               show_default=True, help="Seconds to wait for the turn to finish.")
 @click.option("--steer", is_flag=True,
               help="If a turn is already running, add the message to it instead of waiting "
@@ -94,7 +99,7 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Do not stream the reply to stderr.")
 @url_option
 @json_option
-@handles_errors
+@command
 def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: str | None,
             approvals: str | None, approval_timeout: float | None, timeout: float, steer: bool,
             quiet: bool, url: str | None, as_json: bool) -> None:
@@ -104,17 +109,14 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     end (`--json`: {thread_id, turn_id, status, reply, approvals}). Each approval
     codex asks for is one line on stderr.
     """
+    from ..talk.threads import find_target
+    from ..talk.turn import say
+
     message = read_text_arg(text)
-    chosen = approvals or os.environ.get("CODEX_BRIDGE_APPROVALS") or "tui"
-    if chosen not in POLICIES:
-        raise UsageError(f"CODEX_BRIDGE_APPROVALS={chosen!r}: expected one of "
-                         + ", ".join(POLICIES))
-    policy: Policy = chosen
-    deadline = (approval_timeout if approval_timeout is not None
-                else env_float("CODEX_BRIDGE_APPROVAL_TIMEOUT",
-                               talk_ops.DEFAULT_APPROVAL_TIMEOUT))
-    if deadline <= 0 or timeout <= 0:
-        raise UsageError("--approval-timeout and --timeout must be positive")
+    policy, deadline = approval_settings(os.environ, policy=approvals,
+                                         timeout=approval_timeout)
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
     if target_cwd:
         target_cwd = ensure_dir(target_cwd, "--cwd")
     if turn_cwd:
@@ -132,10 +134,10 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         sys.stderr.write(("\n" if streamed and not quiet else "") + f"codexbridge: {line}\n")
         sys.stderr.flush()
 
-    async def go() -> talk_ops.SayResult:
+    async def go() -> SayResult:
         async with _client(url) as client:
-            target = await talk_ops.find_target(client, selector, target_cwd)
-            return await talk_ops.say(
+            target = await find_target(client, selector, target_cwd)
+            return await say(
                 client, target.id, message, approvals=policy,
                 approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
                 on_delta=on_delta, on_approval=on_approval)
@@ -147,18 +149,17 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         click.echo(f"codexbridge: the reply is {result.reply_bytes} bytes; only the first "
                    f"{len(result.reply.encode('utf-8'))} are printed", err=True)
     if as_json:
-        emit_json({"ok": result.status == "completed", **result.as_dict()})
+        emit_json({"ok": result.status is TurnOutcome.COMPLETED, **result.as_dict()})
     else:
         click.echo(result.reply)
-    error = _turn_error(result)
+    error = turn_error(result)
     if error is not None:
-        if as_json:
-            click.echo(f"codexbridge: {error.message}", err=True)
-            sys.exit(error.exit_code)
-        fail(error, False)
+        error.reported = as_json  # the JSON result above already says what happened
+        raise error
 
 
-def _turn_error(result: talk_ops.SayResult) -> BridgeError | None:
+def turn_error(result: SayResult) -> BridgeError | None:
+    """The error a turn that did not complete exits with (None when it completed)."""
     detail = (result.error or {}).get("message") if result.error else None
     suffix = f": {detail}" if detail else ""
     hint = auth_hint(str(detail)) if detail else None
@@ -166,16 +167,16 @@ def _turn_error(result: talk_ops.SayResult) -> BridgeError | None:
         suffix += f"\ncodexbridge: {hint}"
     kw: dict[str, Any] = {"thread_id": result.thread_id, "turn_id": result.turn_id,
                           "partial_reply": result.reply, "error": result.error}
-    if result.status == "completed":
+    if result.status is TurnOutcome.COMPLETED:
         return None
-    if result.status == "interrupted":
+    if result.status is TurnOutcome.INTERRUPTED:
         return TurnInterruptedError(f"the turn was interrupted{suffix}", **kw)
-    if result.status == "timedOut":
+    if result.status in (TurnOutcome.TIMED_OUT, TurnOutcome.BUSY):
         return TurnTimeoutError(f"timed out{suffix}", **kw)
     return TurnFailedError(f"the turn failed{suffix}", **kw)
 
 
-@talk.command("read", epilog=TALK_EXIT_HELP)
+@talk.command("read", epilog=READ_EXIT_HELP)
 @click.option("--thread", "selector", metavar="ID|NAME",
               help="Thread id or exact name. Default: the only user thread.")
 @click.option("--cwd", "target_cwd", metavar="DIR",
@@ -184,17 +185,20 @@ def _turn_error(result: talk_ops.SayResult) -> BridgeError | None:
               help="Turns/items fetched per request.")
 @url_option
 @json_option
-@handles_errors
+@command
 def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: str | None,
              as_json: bool) -> None:
     """The thread's history as a readable transcript (`--json`: turns with items)."""
+    from ..talk.history import TurnRecord, read_history, render_item
+    from ..talk.threads import find_target
+
     if target_cwd:
         target_cwd = ensure_dir(target_cwd, "--cwd")
 
-    async def go() -> tuple[Any, list[talk_ops.TurnRecord]]:
+    async def go() -> tuple[Any, list[TurnRecord]]:
         async with _client(url) as client:
-            target = await talk_ops.find_target(client, selector, target_cwd)
-            return target, await talk_ops.read_history(client, target.id, page_size=page_size)
+            target = await find_target(client, selector, target_cwd)
+            return target, await read_history(client, target.id, page_size=page_size)
 
     target, turns = run_async(go)
     if as_json:
@@ -205,6 +209,6 @@ def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: 
     for n, turn in enumerate(turns, 1):
         click.echo(f"\n── turn {n} ({turn.status}) {turn.id}")
         for item in turn.items:
-            line = talk_ops.render_item(item)
+            line = render_item(item)
             if line is not None:
                 click.echo(line)

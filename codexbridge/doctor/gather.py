@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..binaries import find_claude, find_codex, parse_version, pinned_claude, pinned_codex
 from ..errors import BridgeError, ConnectError
-from ..procs import pid_alive
+from ..host.binaries import find_claude, find_codex, parse_version, pinned_claude, pinned_codex
+from ..host.procs import pid_alive
 from . import parse
 
 TIMEOUT = 3.0
@@ -88,7 +88,7 @@ def claude(timeout: float = TIMEOUT) -> dict[str, Any]:
 
 
 def serve() -> dict[str, Any]:
-    from ..paths import bridge_file, read_bridge_file, state_dir
+    from ..host.paths import bridge_file, read_bridge_file, state_dir
 
     path = bridge_file()
     record = read_bridge_file() if path.exists() else None
@@ -105,8 +105,8 @@ def serve() -> dict[str, Any]:
 
 async def _probe(url: str, token: str | None, timeout: float) -> dict[str, Any]:
     """Connect + initialize within `timeout`, then list threads within `timeout`."""
-    from ..client import AppServerClient
-    from ..talk import list_threads
+    from ..talk.client import AppServerClient
+    from ..talk.threads import list_threads
 
     client = AppServerClient(url, token=token, client_name="codexbridge-doctor",
                              request_timeout=timeout)
@@ -152,7 +152,7 @@ def _why(exc: BaseException, timeout: float) -> str:
 
 
 def endpoint(url: str | None, timeout: float = TIMEOUT) -> dict[str, Any]:
-    from ..endpoint import resolve_endpoint
+    from ..talk.endpoint import resolve_endpoint
 
     try:
         ep = resolve_endpoint(url)
@@ -168,7 +168,7 @@ def is_local(url: str) -> bool:
     """A unix:// socket or a loopback host: the server's files are this machine's."""
     if url.startswith("unix://"):
         return True
-    from ..serve import is_loopback
+    from ..host.serve import is_loopback
 
     try:
         host = urlsplit(url).hostname or ""
@@ -286,7 +286,7 @@ def settings_env(project_facts: dict[str, Any]) -> dict[str, str]:
 def mailboxes() -> dict[str, Any]:
     from ..inbox.listeners import read_listeners
     from ..inbox.location import inbox_dir, rejected_path
-    from ..inbox.store import summarize
+    from ..inbox.peek import summarize
 
     directory = inbox_dir()
     facts: dict[str, Any] = {"inbox_dir": directory, "mailboxes": [], "listeners": {}}

@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..binaries import CLAUDE_VERSION, CODEX_VERSION, INSTALL_HINT
+from ..host.binaries import CLAUDE_VERSION, CODEX_VERSION, INSTALL_HINT
 from ..inbox.hook import effective_max_chain
 from ..inbox.listeners import closest_name
 from .parse import CHAIN_VARS, DIVERTING_REVIEWERS

@@ -8,11 +8,14 @@ Layout of the package, core first:
     install_hook.py  merging our hooks into a settings.json (pure) and writing it
     location.py   where the files of a mailbox live
     locking.py    the cross-process lock every writer and taker shares
-    store.py      push / peek / take-by-rename / recovery / de-dup / rejected lines
+    store.py      push / take-by-rename / recovery / de-dup / rejected lines
+    peek.py       looking without consuming: peek, counts, names, rejected lines
     listeners.py  who listens as which name (`<name>.session.json`)
     chain.py      the Stop hook's count of consecutive blocks per session
     hook_main.py  the Stop hook process (stdlib only; runs at every Claude stop)
     watch.py      the asyncRewake watcher that wakes an idle session
+    service.py    what the CLI and the MCP role codex both call: names validated, the
+                  one push rule, file errors as MailboxError
 
 This package is imported by the Stop hook on every Claude Code stop, so this file
 imports nothing.

@@ -12,8 +12,9 @@ import json
 import os
 import time
 
+from ..host.private import write_private
 from .clock import iso_utc
-from .location import chain_path, ensure_private_dir
+from .location import chain_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,12 +48,7 @@ def _store_all(inbox: str, name: str, sessions: dict[str, dict[str, Any]]) -> No
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         return
-    ensure_private_dir(os.path.dirname(path))
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"sessions": sessions}, fh)
-    os.replace(tmp, path)
+    write_private(path, json.dumps({"sessions": sessions}).encode("utf-8"))
 
 
 def load(inbox: str, name: str, session_key: str) -> tuple[int, str | None] | None:

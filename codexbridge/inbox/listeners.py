@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 
+from ..host.private import write_private
 from .clock import iso_utc
-from .location import SESSION_SUFFIX, ensure_private_dir, session_path
+from .location import SESSION_SUFFIX, session_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,16 +39,8 @@ def listener_record(name: str, payload: dict[str, Any], via: str,
 
 def record_listener(inbox: str, name: str, payload: dict[str, Any], via: str) -> None:
     """Atomically replace NAME.session.json (temp file + rename, mode 0600)."""
-    ensure_private_dir(inbox)
-    path = session_path(inbox, name)
-    tmp = os.path.join(inbox, f".{name}{SESSION_SUFFIX}.{os.getpid()}.tmp")
     data = json.dumps(listener_record(name, payload, via), ensure_ascii=False, indent=2)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data.encode("utf-8") + b"\n")
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private(session_path(inbox, name), data.encode("utf-8") + b"\n")
 
 
 def read_listeners(inbox: str) -> dict[str, dict[str, Any]]:

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import os
 
+from ..host.private import ensure_private_dir, state_home
+
+__all__ = ["ensure_private_dir", "state_home"]  # re-exported: the hook's one import path
+
 MAIL_SUFFIX = ".jsonl"
 TAKEN_MARK = ".jsonl.taken-"
 REJECTED_SUFFIX = ".rejected.jsonl"
 SESSION_SUFFIX = ".session.json"
-
-
-def state_home() -> str:
-    """Same rule as `codexbridge.paths.state_dir` (kept import-light for the hook)."""
-    return os.environ.get("CODEX_BRIDGE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                               ".codex-bridge")
 
 
 def inbox_dir() -> str:
@@ -38,17 +36,6 @@ def inbox_dir() -> str:
 
 def log_dir() -> str:
     return os.path.join(state_home(), "logs")
-
-
-def ensure_private_dir(path: str) -> None:
-    """Create `path` (and parents) 0700; tighten it if it already exists loosely."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
-    if st.st_mode & 0o077:
-        os.chmod(path, 0o700)
 
 
 def mail_path(inbox: str, name: str) -> str:

@@ -29,12 +29,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
+from ..host.private import write_private
 from .clock import iso_utc
-from .lines import Mail, Rejected, encode_line, parse_file, split_lines
+from .lines import Mail, Rejected, encode_line, parse_file
 from .location import (
-    MAIL_SUFFIX,
-    REJECTED_SUFFIX,
-    SESSION_SUFFIX,
     TAKEN_MARK,
     delivered_path,
     ensure_private_dir,
@@ -47,7 +45,7 @@ from .locking import FileLock, lock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 # How many delivered ids are remembered for de-duplication. A recovered batch is
 # always recent, so a few thousand ids cover it with a wide margin.
@@ -171,13 +169,7 @@ def _remember_delivered(inbox: str, name: str, ids: list[str]) -> None:
         return
     with open(path, "rb") as fh:
         keep = fh.read().splitlines()[-DELIVERED_KEEP:]
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        _write_all(fd, b"\n".join(keep) + b"\n")
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private(path, b"\n".join(keep) + b"\n")
 
 
 def delivered_ids(inbox: str, name: str) -> set[str]:
@@ -292,141 +284,3 @@ def drain(inbox: str, name: str, deliver: Callable[[Batch], None]) -> Batch:
             deliver(batch)
             batch.commit()
         return batch
-
-
-# --- reading without consuming ------------------------------------------------------
-
-@dataclass
-class Peek:
-    """What a mailbox holds right now, without consuming anything."""
-
-    name: str
-    mails: list[Mail]
-    unreadable: list[Rejected]  # lines that the next take will reject
-    rejected_count: int  # lines already in NAME.rejected.jsonl
-    in_flight: int  # mails in batches a live taker is delivering right now
-
-
-def _owner_alive(path: str) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return True  # gone: someone committed it
-    try:
-        return not lock(fd, blocking=False)
-    finally:
-        os.close(fd)  # closing drops the lock we may have taken
-
-
-def count_lines(path: str) -> int:
-    try:
-        with open(path, "rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except FileNotFoundError:
-        return 0
-
-
-def peek(inbox: str, name: str) -> Peek:
-    """Pending mail (orphaned taken batches first, then NAME.jsonl), without taking it."""
-    mails: list[Mail] = []
-    unreadable: list[Rejected] = []
-    in_flight = 0
-    delivered: set[str] | None = None
-    for path in taken_files(inbox, name):
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            continue
-        if _owner_alive(path):
-            in_flight += len([line for line in split_lines(data) if line.strip()])
-            continue
-        found, bad = parse_file(data, source=os.path.basename(path))
-        if delivered is None:
-            delivered = delivered_ids(inbox, name)
-        # A dead taker may have delivered these already; the next take skips them too.
-        mails.extend(m for m in found if m.mail_id is None or m.mail_id not in delivered)
-        unreadable.extend(bad)
-    # Under the writers' lock so a push is never seen half-written.
-    path = mail_path(inbox, name)
-    data = b""
-    if os.path.exists(path):
-        with FileLock(lock_path(inbox, name)):
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except FileNotFoundError:
-                data = b""
-    found, bad = parse_file(data, source=os.path.basename(path))
-    mails.extend(found)
-    unreadable.extend(bad)
-    return Peek(name, mails, unreadable, count_lines(rejected_path(inbox, name)), in_flight)
-
-
-def read_rejected(inbox: str, name: str) -> list[dict[str, Any]]:
-    """The records in NAME.rejected.jsonl (a broken record is shown as-is)."""
-    records: list[dict[str, Any]] = []
-    try:
-        with open(rejected_path(inbox, name), "rb") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    obj = {"line": line.decode("utf-8", "replace"), "reason": "unreadable"}
-                records.append(obj if isinstance(obj, dict) else {"line": obj})
-    except FileNotFoundError:
-        pass
-    return records
-
-
-@dataclass
-class MailboxSummary:
-    name: str
-    pending: int
-    rejected: int
-    in_flight: int
-    listener: dict[str, Any] | None
-
-
-def mailbox_names(inbox: str) -> list[str]:
-    """Every name that has mail, rejected lines, taken batches or a listener."""
-    names: set[str] = set()
-    try:
-        entries = os.listdir(inbox)
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if entry.endswith(".tmp"):
-            continue
-        if entry.endswith(REJECTED_SUFFIX):
-            names.add(entry[: -len(REJECTED_SUFFIX)])
-        elif entry.endswith(MAIL_SUFFIX):
-            names.add(entry[: -len(MAIL_SUFFIX)])
-        elif entry.endswith(SESSION_SUFFIX):
-            names.add(entry[: -len(SESSION_SUFFIX)])
-        elif TAKEN_MARK in entry:
-            names.add(entry.split(TAKEN_MARK, 1)[0])
-    from .names import name_problem
-
-    return sorted(n for n in names if name_problem(n) is None)
-
-
-def summarize(inbox: str, listeners: dict[str, dict[str, Any]]) -> list[MailboxSummary]:
-    """One summary per known mailbox (see `mailbox_names`), sorted by name."""
-    out = []
-    for name in sorted(set(mailbox_names(inbox)) | set(listeners)):
-        pending = count_lines(mail_path(inbox, name))
-        in_flight = 0
-        for path in taken_files(inbox, name):
-            n = count_lines(path)
-            if _owner_alive(path):
-                in_flight += n
-            else:
-                pending += n
-        out.append(MailboxSummary(name, pending, count_lines(rejected_path(inbox, name)),
-                                  in_flight, listeners.get(name)))
-    return out
-
-

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from ..procs import pid_alive
+from ..host.procs import pid_alive
 from .listeners import record_listener
 from .location import ensure_private_dir, rejected_path, watcher_path
 from .locking import lock

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..paths import ensure_private_dir
+from ..errors import ArtifactNotFoundError, InvalidCursorError
+from ..host.paths import ensure_private_dir, write_private
 
 ID_PREFIX = "art_"
 _ID_RE = re.compile(r"^art_[A-Za-z0-9_-]{24}$")
@@ -44,15 +45,9 @@ _MAC_BYTES = 16
 MIN_PAGE = 64  # a page must hold at least one whole character
 
 
-class ArtifactMissing(Exception):
-    def __init__(self, artifact_id: str, reason: str) -> None:
-        super().__init__(f"artifact {artifact_id!r} {reason}")
-        self.artifact_id = artifact_id
-        self.reason = reason
-
-
-class BadCursor(Exception):
-    pass
+def _missing(artifact_id: str, reason: str) -> ArtifactNotFoundError:
+    return ArtifactNotFoundError(f"artifact {artifact_id!r} {reason}",
+                                 details={"artifactId": artifact_id, "reason": reason})
 
 
 class StoreFull(Exception):
@@ -103,19 +98,6 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def utf8_cut(data: bytes, limit: int) -> int:
     """The largest n <= limit such that data[:n] does not split a UTF-8 character."""
     if limit >= len(data):
@@ -155,11 +137,11 @@ class ArtifactStore:
                        created_at=now, expires_at=now + self.ttl, size=len(data),
                        sha256=hashlib.sha256(data).hexdigest(), key=secrets.token_hex(32),
                        meta=dict(meta or {}))
-        _write_private(self._data_path(art.id), data)
+        write_private(self._data_path(art.id), data)
         record = {"id": art.id, "role": art.role, "kind": art.kind,
                   "createdAt": art.created_at, "expiresAt": art.expires_at,
                   "size": art.size, "sha256": art.sha256, "key": art.key, "meta": art.meta}
-        _write_private(self._meta_path(art.id), json.dumps(record).encode("utf-8"))
+        write_private(self._meta_path(art.id), json.dumps(record).encode("utf-8"))
         return art
 
     def _make_room(self, incoming: int) -> None:
@@ -203,23 +185,23 @@ class ArtifactStore:
 
     def get(self, art_id: str) -> Artifact:
         if not isinstance(art_id, str) or not _ID_RE.match(art_id):
-            raise ArtifactMissing(str(art_id), "is not an artifact id")
+            raise _missing(str(art_id), "is not an artifact id")
         art = self._load(art_id)
         if art is None or art.role != self.role:
-            raise ArtifactMissing(art_id, "does not exist for this role (never made here, "
+            raise _missing(art_id, "does not exist for this role (never made here, "
                                           "evicted, or made by the other role)")
         if art.expires_at <= self.clock():
             self.delete(art_id)
-            raise ArtifactMissing(art_id, "has expired")
+            raise _missing(art_id, "has expired")
         if not self._data_path(art_id).exists():
-            raise ArtifactMissing(art_id, "lost its data file")
+            raise _missing(art_id, "lost its data file")
         return art
 
     def read(self, art_id: str, cursor: str | None, max_bytes: int) -> Page:
         art = self.get(art_id)
         offset = 0 if not cursor else self.parse_cursor(art, cursor)
         if offset > art.size:
-            raise BadCursor("the cursor points past the end of the artifact")
+            raise InvalidCursorError("the cursor points past the end of the artifact")
         limit = max(MIN_PAGE, max_bytes)
         with open(self._data_path(art_id), "rb") as fh:
             fh.seek(offset)
@@ -239,16 +221,16 @@ class ArtifactStore:
 
     def parse_cursor(self, art: Artifact, cursor: str) -> int:
         if not isinstance(cursor, str) or not cursor.startswith(CURSOR_PREFIX):
-            raise BadCursor("not a cursor from bridge_output_read")
+            raise InvalidCursorError("not a cursor from bridge_output_read")
         try:
             raw = _unb64(cursor[len(CURSOR_PREFIX):])
         except (ValueError, TypeError):
-            raise BadCursor("the cursor is not valid base64url") from None
+            raise InvalidCursorError("the cursor is not valid base64url") from None
         if len(raw) != 8 + _MAC_BYTES:
-            raise BadCursor("the cursor has the wrong length")
+            raise InvalidCursorError("the cursor has the wrong length")
         offset = int.from_bytes(raw[:8], "big")
         if not hmac.compare_digest(raw[8:], self._mac(art, offset)):
-            raise BadCursor("the cursor was not issued for this artifact (or was altered)")
+            raise InvalidCursorError("the cursor was not issued for this artifact (or was altered)")
         return offset
 
     @staticmethod

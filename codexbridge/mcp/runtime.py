@@ -15,12 +15,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client import AppServerClient
-from ..endpoint import Endpoint, resolve_endpoint
+from ..errors import UsageError
+from ..host.paths import state_dir
 from ..inbox.location import inbox_dir
-from ..paths import state_dir
+from ..talk.client import AppServerClient
+from ..talk.endpoint import Endpoint, resolve_endpoint
 from .artifacts import ArtifactStore, StoreFull
-from .results import ToolFailure, warning
+from .results import warning
 from .settings import Settings
 from .turn_queue import TurnQueue
 
@@ -45,7 +46,6 @@ class Runtime:
     connect: Connector = connect_from_endpoint
     endpoint: Callable[[], Endpoint] = resolve_endpoint
     inbox: Callable[[], str] = inbox_dir
-    poll_interval: float = 0.25
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @staticmethod
@@ -57,11 +57,11 @@ class Runtime:
     def check_text(self, text: str) -> None:
         """A message to send: not empty, not over CODEX_BRIDGE_TEXT_MAX characters."""
         if not text.strip():
-            raise ToolFailure("INVALID_ARGUMENT", "text is empty", {"parameter": "text"})
+            raise UsageError("text is empty", details={"parameter": "text"})
         if len(text) > self.settings.text_max:
-            raise ToolFailure("INVALID_ARGUMENT", (
-                f"text is {len(text)} characters; the limit is {self.settings.text_max} "
-                "(CODEX_BRIDGE_TEXT_MAX)"), {"parameter": "text"})
+            raise UsageError(f"text is {len(text)} characters; the limit is "
+                             f"{self.settings.text_max} (CODEX_BRIDGE_TEXT_MAX)",
+                             details={"parameter": "text"})
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """A task that outlives the tool call (kept referenced until it ends)."""

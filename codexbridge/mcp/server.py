@@ -17,8 +17,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
 
 from .. import __version__
+from ..errors import UnknownToolError, UsageError
 from . import tools_claude, tools_codex, tools_shared
-from .results import ToolFailure
+from .results import error_envelope
 from .runtime import Runtime
 from .settings import Settings
 from .tooling import error_text
@@ -72,10 +73,9 @@ def _unknown_arguments(server: MCPServer) -> ServerMiddleware[Any]:
                     if hints:
                         message += " (did you mean " + ", ".join(
                             f"{v!r} for {k!r}" for k, v in hints.items()) + "?)"
-                    env = ToolFailure("INVALID_ARGUMENT", message,
-                                      {"tool": name, "unknown": extra,
-                                       "didYouMean": hints}).envelope()
-                    return _error_result(env)
+                    return _error_result(error_envelope(UsageError(
+                        message, details={"tool": name, "unknown": extra,
+                                          "didYouMean": hints})))
         return await call_next(ctx)
     return check
 
@@ -93,10 +93,10 @@ async def structure_sdk_errors(ctx: ServerRequestContext[Any, Any],
         return result
     text = " ".join(str(b.get("text", "")) for b in result.get("content") or []
                     if isinstance(b, dict) and b.get("type") == "text")
-    code = "UNKNOWN_TOOL" if "Unknown tool" in text else "INVALID_ARGUMENT"
+    cls = UnknownToolError if "Unknown tool" in text else UsageError
     name = (ctx.params or {}).get("name")
-    env = ToolFailure(code, text or f"{name} failed", {"tool": name}).envelope()
-    return _error_result(env)
+    return _error_result(error_envelope(cls(text or f"{name} failed",
+                                            details={"tool": name})))
 
 
 def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer:

@@ -7,6 +7,7 @@ start-up error (exit 2), never a silent default. Sizes are bytes, times seconds.
     CODEX_BRIDGE_MCP_ROLE          claude | codex (or --role)
     CODEX_BRIDGE_APPROVALS         tui (default) | decline; accept is refused over MCP
     CODEX_BRIDGE_APPROVAL_TIMEOUT  seconds a `tui` approval waits for the human (300)
+                                   (both parsed by protocol.approvals, as for the CLI)
     CODEX_BRIDGE_TURN_TIMEOUT      default turn timeout when timeoutMs is not given (300)
     CODEX_BRIDGE_QUEUE_WAIT        seconds a send waits for its turn on a busy thread (300)
     CODEX_BRIDGE_INLINE_MAX        largest reply returned inline (65536)
@@ -25,10 +26,11 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from ..errors import UsageError
+from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT, MCP_POLICIES, approval_settings
+from ..protocol.enums import ApprovalPolicy
 
 Role = Literal["claude", "codex"]
 ROLES: tuple[Role, ...] = ("claude", "codex")
-MCP_APPROVALS = ("tui", "decline")
 ROLE_ENV = "CODEX_BRIDGE_MCP_ROLE"
 
 KIB = 1024
@@ -38,8 +40,8 @@ MIB = 1024 * KIB
 @dataclass(frozen=True)
 class Settings:
     role: Role
-    approvals: Literal["tui", "decline"] = "tui"
-    approval_timeout: float = 300.0
+    approvals: ApprovalPolicy = ApprovalPolicy.TUI
+    approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     turn_timeout: float = 300.0
     queue_wait: float = 300.0
     inline_max: int = 64 * KIB
@@ -50,12 +52,13 @@ class Settings:
     text_max: int = 200_000
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["approvals"] = self.approvals.value
+        return data
 
 
 # name → (attribute, kind, minimum)
 _NUMERIC: dict[str, tuple[str, type, float]] = {
-    "CODEX_BRIDGE_APPROVAL_TIMEOUT": ("approval_timeout", float, 1.0),
     "CODEX_BRIDGE_TURN_TIMEOUT": ("turn_timeout", float, 1.0),
     "CODEX_BRIDGE_QUEUE_WAIT": ("queue_wait", float, 0.0),
     "CODEX_BRIDGE_INLINE_MAX": ("inline_max", int, 1024),
@@ -84,13 +87,8 @@ def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
     """Settings for `role` from `env` (default os.environ); UsageError on a bad value."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {"role": role}
-    approvals = env.get("CODEX_BRIDGE_APPROVALS") or "tui"
-    if approvals not in MCP_APPROVALS:
-        hint = (" — accept is refused over MCP: an agent would approve its own peer's "
-                "commands. Use tui (the human answers in the Codex TUI) or decline"
-                if approvals == "accept" else "")
-        raise UsageError(f"CODEX_BRIDGE_APPROVALS={approvals!r}: expected tui or decline{hint}")
-    values["approvals"] = approvals
+    values["approvals"], values["approval_timeout"] = approval_settings(
+        env, allowed=MCP_POLICIES)
     for name, (attr, kind, minimum) in _NUMERIC.items():
         raw = env.get(name)
         if raw is None or raw.strip() == "":

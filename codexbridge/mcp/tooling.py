@@ -15,8 +15,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from ..errors import BridgeError
-from .results import ToolFailure, from_bridge_error, ok_envelope
+from ..errors import BridgeError, internal
+from .results import error_envelope, ok_envelope
 
 log = logging.getLogger("codexbridge.mcp")
 ERROR_TEXT_MAX = 8000
@@ -54,8 +54,8 @@ def error_text(envelope: dict[str, Any]) -> str:
     return f"{err['code']}: {err['message']}\n{body}"
 
 
-def failure(exc: ToolFailure, warnings: list[dict[str, str]] | None = None) -> CallToolResult:
-    env = exc.envelope(warnings)
+def failure(exc: BridgeError, warnings: list[dict[str, str]] | None = None) -> CallToolResult:
+    env = error_envelope(exc, warnings)
     return CallToolResult(content=[TextContent(type="text", text=error_text(env))],
                           structured_content=env, is_error=True)
 
@@ -68,11 +68,8 @@ def add_tool(server: MCPServer, fn: Callable[..., Any], annotations: ToolAnnotat
 async def guarded(tool: str, body: Callable[[], Awaitable[Outcome]]) -> CallToolResult:
     try:
         return success(await body())
-    except ToolFailure as exc:
-        return failure(exc)
     except BridgeError as exc:
-        return failure(from_bridge_error(exc))
+        return failure(exc)
     except Exception as exc:  # a bug: still answer, and leave the trace in stderr
         log.exception("tool %s crashed", tool)
-        return failure(ToolFailure("INTERNAL_ERROR", f"{tool} failed: {exc!r}",
-                                   {"type": type(exc).__name__}))
+        return failure(internal(exc, tool))

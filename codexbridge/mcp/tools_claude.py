@@ -12,7 +12,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from .. import talk
+from ..talk.history import read_history, render_item
+from ..talk.threads import find_target, list_threads
 from .runtime import Runtime
 from .send import send
 from .tooling import READ_ONLY, SEND, Outcome, add_tool, guarded
@@ -40,7 +41,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         among them): id, name, cwd, status and a preview."""
         async def body() -> Outcome:
             async with rt.connect() as client:
-                threads = await talk.list_threads(client)
+                threads = await list_threads(client)
             rows = [_thread_view(t) for t in threads]
             shown = rows[:limit]
             summary = f"{len(rows)} user thread(s) loaded" + "".join(
@@ -59,12 +60,12 @@ def register(server: MCPServer, rt: Runtime) -> None:
         Long transcripts come back as an artifact to page with bridge_output_read."""
         async def body() -> Outcome:
             async with rt.connect() as client:
-                thread = await talk.find_target(client, threadId)
-                turns = await talk.read_history(client, thread.id)
+                thread = await find_target(client, threadId)
+                turns = await read_history(client, thread.id)
             shown = turns[-limit:]
             rendered = []
             for turn in shown:
-                lines = [line for item in turn.items if (line := talk.render_item(item))]
+                lines = [line for item in turn.items if (line := render_item(item))]
                 rendered.append({"id": turn.id, "status": turn.status,
                                  "startedAt": turn.started_at, "text": "\n".join(lines)})
             data: dict[str, Any] = {"thread": _thread_view(thread), "totalTurns": len(turns),

@@ -1,37 +1,27 @@
 """Role codex: the tools Codex calls to leave mail for a Claude Code session.
 
-The mail lands in the same JSONL mailboxes `codexbridge inbox push` writes; the Claude
-session picks it up through its Stop hook (or the asyncRewake watcher). These tools
-only read and append — consuming mail is the hook's job.
-
-Mistyped mailbox names are the classic way to lose mail silently, so a send is
-refused (NO_MAILBOX) when other mailboxes have listeners and this name is unknown
-(no listener, no mail, no files). On a fresh set-up with no listener anywhere the
-mail is stored with a warning, as `inbox push` does.
+The mail lands in the same JSONL mailboxes `codexbridge inbox push` writes, through the
+same service (`inbox/service.py`, which also holds the one push rule: a name nobody
+knows is refused with NO_MAILBOX while others have listeners). The Claude session picks
+it up through its Stop hook (or the asyncRewake watcher). These tools only read and
+append — consuming mail is the hook's job.
 """
 
 import functools
 import inspect
-import os
 from collections.abc import Awaitable, Callable
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..errors import MailboxNameError
-from ..inbox import store as mail_store
-from ..inbox.lines import Mail, new_mail
-from ..inbox.listeners import closest_name, read_listeners
-from ..inbox.location import ensure_private_dir, mail_path
-from ..inbox.names import default_mailbox, validate_name
-from .results import ToolFailure, warning
+from ..inbox import service as inbox
+from ..inbox.lines import Mail
+from .results import warning
 from .runtime import Runtime
 from .tooling import READ_ONLY, SEND, Outcome, add_tool, guarded
 
-DEFAULT_SENDER = "codex"
 PEEK_TEXT_CHARS = 2000
 
 TOOLS = ("claude_mailboxes_list", "claude_mailbox_peek", "claude_message_send")
@@ -39,24 +29,6 @@ TOOLS = ("claude_mailboxes_list", "claude_mailbox_peek", "claude_message_send")
 MailboxParam = Annotated[str | None, Field(
     description="Mailbox name ([A-Za-z0-9._-]). Default: $CODEX_BRIDGE_MAILBOX, else "
                 "'default'. claude_mailboxes_list shows the names Claude sessions listen on.")]
-
-
-@contextmanager
-def _io(code: str, action: str) -> Any:
-    try:
-        yield
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise ToolFailure(code, f"cannot {action}: {exc.strerror or exc}{where}",
-                          {"errno": exc.errno}) from exc
-
-
-def _name(raw: str | None, what: str) -> str:
-    try:
-        return validate_name(raw if raw else default_mailbox())
-    except MailboxNameError as exc:
-        raise ToolFailure("INVALID_ARGUMENT", f"{what}: {exc.message}",
-                          {"parameter": what}) from None
 
 
 def _listener_view(rec: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -70,15 +42,6 @@ def _mail_view(mail: Mail) -> dict[str, Any]:
     cut = len(text) > PEEK_TEXT_CHARS
     return {"id": mail.mail_id, "at": mail.at, "from": mail.sender, "to": mail.to,
             "text": text[:PEEK_TEXT_CHARS], "textTruncated": cut, "textChars": len(text)}
-
-
-def _unknown_mailbox(name: str, known: list[str], listening: list[str]) -> ToolFailure:
-    guess = closest_name(name, listening or known)
-    hint = f'; did you mean "{guess}"?' if guess else ""
-    return ToolFailure("NO_MAILBOX", (
-        f'no Claude session listens on mailbox "{name}" (listening: '
-        f'{", ".join(listening) or "none"}){hint}'),
-        {"mailbox": name, "mailboxes": known, "listening": listening, "didYouMean": guess})
 
 
 def _wire_alias(fn: Callable[..., Awaitable[CallToolResult]], name: str, wire: str
@@ -108,9 +71,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """List the Claude Code mailboxes: pending and rejected counts, and which Claude
         session listens on each (cwd, session id, last seen)."""
         async def body() -> Outcome:
-            directory = rt.inbox()
-            with _io("MAILBOX_READ_FAILED", "list mailboxes"):
-                summaries = mail_store.summarize(directory, read_listeners(directory))
+            directory, summaries = inbox.summaries(rt.inbox())
             rows = [{"name": s.name, "pending": s.pending, "rejected": s.rejected,
                      "inFlight": s.in_flight, "listener": _listener_view(s.listener)}
                     for s in summaries]
@@ -131,14 +92,9 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """Show the mail waiting in a Claude mailbox without consuming it (the Claude
         session's Stop hook delivers and removes it)."""
         async def body() -> Outcome:
-            name = _name(mailbox, "mailbox")
-            directory = rt.inbox()
-            with _io("MAILBOX_READ_FAILED", f"read mailbox {name!r}"):
-                listeners = read_listeners(directory)
-                known = sorted(set(mail_store.mailbox_names(directory)) | set(listeners))
-                if name not in known:
-                    raise _unknown_mailbox(name, known, sorted(listeners))
-                peeked = mail_store.peek(directory, name)
+            known, peeked = inbox.peek(mailbox, inbox=rt.inbox())
+            name = peeked.name
+            listeners = known.listeners
             shown = [_mail_view(m) for m in peeked.mails[:maxMessages]]
             data = {"mailbox": name, "pending": len(peeked.mails), "messages": shown,
                     "truncated": len(peeked.mails) > len(shown),
@@ -159,32 +115,23 @@ def register(server: MCPServer, rt: Runtime) -> None:
         mailbox: MailboxParam = None,
         sender: Annotated[str | None, Field(alias="from", description=(
             "Sender name shown to Claude. Default: $CODEX_BRIDGE_FROM, else 'codex'."))] = None,
+        new: Annotated[bool, Field(description=(
+            "Create the mailbox if no session listens on it yet. Without it, a name "
+            "nobody knows is refused (NO_MAILBOX) while other mailboxes have "
+            "listeners: a typo must not lose mail."))] = False,
     ) -> CallToolResult:
         """Leave a message in a Claude Code session's mailbox. Returns the message id at
         once; Claude answers later (not as this tool's result)."""
         async def body() -> Outcome:
             rt.check_text(text)
-            name = _name(mailbox, "mailbox")
-            who = _name(sender or os.environ.get("CODEX_BRIDGE_FROM") or DEFAULT_SENDER, "from")
-            directory = rt.inbox()
-            with _io("MAILBOX_READ_FAILED", "look up mailboxes"):
-                listeners = read_listeners(directory)
-                known = sorted(set(mail_store.mailbox_names(directory)) | set(listeners))
-            if listeners and name not in known:
-                raise _unknown_mailbox(name, known, sorted(listeners))
-            mail = new_mail(text, to=name, sender=who)
-            with _io("MAILBOX_WRITE_FAILED", f"write to mailbox {name!r}"):
-                ensure_private_dir(directory)
-                mail_store.push(directory, mail)
-            warnings = []
-            if name not in listeners:
-                warnings.append(warning("NO_LISTENER", (
-                    f'no Claude session has listened on "{name}" yet; the mail is kept until '
-                    f'a session hooked as "{name}" stops (codexbridge install-hook --as {name})')))
-            data = {"id": mail.mail_id, "mailbox": name, "from": who, "at": mail.at,
-                    "mailboxFile": mail_path(directory, name),
-                    "listener": _listener_view(listeners.get(name))}
-            return Outcome(data, f'left message {mail.mail_id} in mailbox "{name}"', warnings)
+            receipt = inbox.push(text, to=mailbox, sender=sender, inbox=rt.inbox(), new=new)
+            mail = receipt.mail
+            warnings = [warning("NO_LISTENER", receipt.warning)] if receipt.warning else []
+            data = {"id": mail.mail_id, "mailbox": mail.to, "from": mail.sender,
+                    "at": mail.at, "mailboxFile": receipt.mailbox_file,
+                    "listener": _listener_view(receipt.listener)}
+            return Outcome(data, f'left message {mail.mail_id} in mailbox "{mail.to}"',
+                           warnings)
         return await guarded("claude_message_send", body)
 
     add_tool(server, claude_mailboxes_list, READ_ONLY)

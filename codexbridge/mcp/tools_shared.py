@@ -3,7 +3,6 @@
 import asyncio
 import os
 import platform
-import re
 from importlib import metadata
 from typing import Annotated, Any
 
@@ -13,17 +12,15 @@ from pydantic import Field
 
 from .. import __version__
 from ..errors import BridgeError
-from ..inbox import store as mail_store
-from ..inbox.listeners import read_listeners
+from ..host.binaries import parse_version
+from ..inbox import service as inbox
 from ..inbox.names import default_mailbox
-from .artifacts import ArtifactMissing, BadCursor
-from .results import CODES, ToolFailure
+from .results import CODES
 from .runtime import Runtime
 from .tooling import READ_ONLY, Outcome, add_tool, guarded
 
 TOOLS = ("bridge_status", "bridge_output_read")
 PROBE_TIMEOUT = 3.0
-_VERSION_RE = re.compile(r"/(\d+\.\d+\.\d+[^\s(]*)")
 
 
 def _mcp_version() -> str | None:
@@ -49,8 +46,8 @@ async def _probe(rt: Runtime) -> dict[str, Any]:
         info["reachable"] = True
         info["userAgent"] = agent
         info["codexHome"] = server_info.get("codexHome")
-        found = _VERSION_RE.search(agent or "")
-        info["codexVersion"] = found.group(1) if found else None
+        # userAgent is `<client>/<codex version> (<os>) …`
+        info["codexVersion"] = parse_version((agent or "").split("/", 1)[-1])
     except BridgeError as exc:
         info["error"] = exc.message
     except (TimeoutError, asyncio.TimeoutError):
@@ -63,14 +60,14 @@ async def _probe(rt: Runtime) -> dict[str, Any]:
 def _mailboxes(rt: Runtime) -> dict[str, Any]:
     directory = rt.inbox()
     out: dict[str, Any] = {"inboxDir": directory, "defaultMailbox": default_mailbox(),
-                           "from": os.environ.get("CODEX_BRIDGE_FROM") or "codex"}
+                           "from": os.environ.get(inbox.FROM_ENV) or inbox.DEFAULT_SENDER}
     try:
-        summaries = mail_store.summarize(directory, read_listeners(directory))
+        _, summaries = inbox.summaries(directory)
         out["mailboxes"] = [{"name": s.name, "pending": s.pending,
                              "listening": s.listener is not None} for s in summaries]
-    except OSError as exc:
+    except BridgeError as exc:
         out["mailboxes"] = []
-        out["error"] = str(exc)
+        out["error"] = exc.message
     return out
 
 
@@ -119,14 +116,7 @@ def register(server: MCPServer, rt: Runtime, role_tools: tuple[str, ...]) -> Non
         joined in order, are the output exactly."""
         async def body() -> Outcome:
             limit = min(maxBytes or rt.settings.page_bytes, rt.settings.inline_max)
-            try:
-                page = rt.store.read(artifactId, cursor, limit)
-            except ArtifactMissing as exc:
-                raise ToolFailure("ARTIFACT_NOT_FOUND", str(exc),
-                                  {"artifactId": artifactId, "reason": exc.reason}) from None
-            except BadCursor as exc:
-                raise ToolFailure("INVALID_CURSOR", str(exc),
-                                  {"artifactId": artifactId}) from None
+            page = rt.store.read(artifactId, cursor, limit)
             art = page.artifact
             data = {"artifactId": art.id, "text": page.text, "offset": page.offset,
                     "bytes": page.nbytes, "totalBytes": art.size,

@@ -1,19 +1,13 @@
-"""An offline stand-in for the model: a loopback Responses API plus a CODEX_HOME that uses it.
+"""An offline stand-in for the model, and the whole offline stack built on it.
+
+    rules.py       what the mock model answers, decided from the request (pure)
+    sse.py         the Responses API's Server-Sent Events (pure)
+    server.py      the mock on 127.0.0.1: MockResponsesServer
+    codex_home.py  a CODEX_HOME whose only model is the mock, and a clean environment
+    stack.py       mock + CODEX_HOME + project + a real app-server: what `demo`, the
+                   tests and bench/ all start
 
 `codexbridge demo` and the test-suite run the real codex binary against these, so
-nothing here may need an account, the network beyond 127.0.0.1, or a non-stdlib import.
+nothing here may need an account, the network beyond 127.0.0.1, or a non-stdlib import
+(stack.py starts the app-server through `codexbridge.host`). This file imports nothing.
 """
-
-from __future__ import annotations
-
-from .codex_home import isolated_env, mock_env, write_codex_home
-from .responses_api import MockRequest, MockResponsesServer, big_text
-
-__all__ = [
-    "MockRequest",
-    "MockResponsesServer",
-    "big_text",
-    "isolated_env",
-    "mock_env",
-    "write_codex_home",
-]

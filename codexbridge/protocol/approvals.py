@@ -18,11 +18,20 @@ Policy:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, NamedTuple
 
-Policy = Literal["tui", "decline", "accept"]
-POLICIES: tuple[Policy, ...] = ("tui", "decline", "accept")
+from ..errors import UsageError
+from .enums import ApprovalPolicy
+from .generated import methods as m
+
+POLICIES: tuple[ApprovalPolicy, ...] = tuple(ApprovalPolicy)
+# Over MCP an agent would approve its own peer's commands with `accept`: refused there.
+MCP_POLICIES: tuple[ApprovalPolicy, ...] = (ApprovalPolicy.TUI, ApprovalPolicy.DECLINE)
+DEFAULT_POLICY = ApprovalPolicy.TUI
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+# Only in the --experimental schema; listed so it is answered, not left hanging.
+CURRENT_TIME_READ = "currentTime/read"
 
 # JSON-RPC "method not found"; codex itself uses -32600 for everything, but this is the
 # code a reader of our answer will recognise.
@@ -67,39 +76,38 @@ class Rule(NamedTuple):
 
 
 TABLE: dict[str, Rule] = {r.method: r for r in (
-    Rule("item/commandExecution/requestApproval", True,
+    Rule(m.ITEM_COMMAND_EXECUTION_REQUEST_APPROVAL, True,
          _const({"decision": "decline"}), _const({"decision": "accept"}),
          "run a command"),
-    Rule("item/fileChange/requestApproval", True,
+    Rule(m.ITEM_FILE_CHANGE_REQUEST_APPROVAL, True,
          _const({"decision": "decline"}), _const({"decision": "accept"}),
          "change files"),
-    Rule("item/permissions/requestApproval", True,
+    Rule(m.ITEM_PERMISSIONS_REQUEST_APPROVAL, True,
          _const({"permissions": {}}), _accept_permissions,
          "grant extra permissions"),
-    Rule("applyPatchApproval", True,
+    Rule(m.APPLY_PATCH_APPROVAL, True,
          _const({"decision": {"denied": {"rejection": _REFUSAL_TEXT}}}),
          _const({"decision": "approved"}),
          "apply a patch (legacy)"),
-    Rule("execCommandApproval", True,
+    Rule(m.EXEC_COMMAND_APPROVAL, True,
          _const({"decision": {"denied": {"rejection": _REFUSAL_TEXT}}}),
          _const({"decision": "approved"}),
          "run a command (legacy)"),
-    Rule("item/tool/requestUserInput", False,
+    Rule(m.ITEM_TOOL_REQUEST_USER_INPUT, False,
          _const({"answers": {}}), _accept_user_input,
          "ask the user a question"),
-    Rule("mcpServer/elicitation/request", False,
+    Rule(m.MCP_SERVER_ELICITATION_REQUEST, False,
          _const({"action": "decline"}), lambda _p: {"action": "accept", "content": {}},
          "an MCP server asks for input"),
-    Rule("item/tool/call", False,
+    Rule(m.ITEM_TOOL_CALL, False,
          _const({"success": False, "contentItems": [
              {"type": "inputText", "text": "codexbridge registers no dynamic tools"}]}),
          lambda _p: {"success": True, "contentItems": []},
          "call a client-side dynamic tool"),
-    Rule("account/chatgptAuthTokens/refresh", False, None, None,
+    Rule(m.ACCOUNT_CHATGPT_AUTH_TOKENS_REFRESH, False, None, None,
          "refresh ChatGPT auth tokens"),
-    Rule("attestation/generate", False, None, None, "generate an attestation"),
-    # Only in the --experimental schema; listed so it is answered, not left hanging.
-    Rule("currentTime/read", False, None,
+    Rule(m.ATTESTATION_GENERATE, False, None, None, "generate an attestation"),
+    Rule(CURRENT_TIME_READ, False, None,
          lambda _p: {"currentTimeAt": int(time.time())}, "read the client's clock"),
 )}
 
@@ -130,14 +138,14 @@ def fail_closed(method: str, params: dict[str, Any]) -> Reply:
     return Reply(result=rule.fail_closed(params))
 
 
-def decide(method: str, params: dict[str, Any], policy: Policy) -> Decision:
+def decide(method: str, params: dict[str, Any], policy: ApprovalPolicy) -> Decision:
     """The answer to one server request under `policy`."""
     rule = TABLE.get(method)
     if rule is None or not is_approval(method, params):
         return fail_closed(method, params)
-    if policy == "accept" and rule.accept is not None:
+    if policy is ApprovalPolicy.ACCEPT and rule.accept is not None:
         return Reply(result=rule.accept(params))
-    if policy == "tui":
+    if policy is ApprovalPolicy.TUI:
         return Defer(fail_closed(method, params))
     return fail_closed(method, params)
 
@@ -150,7 +158,7 @@ def is_approval(method: str, params: dict[str, Any] | None = None) -> bool:
     rule = TABLE.get(method)
     if rule is None:
         return False
-    if method == "mcpServer/elicitation/request":
+    if method == m.MCP_SERVER_ELICITATION_REQUEST:
         meta = (params or {}).get("_meta")
         return isinstance(meta, dict) and meta.get("codex_approval_kind") == "mcp_tool_call"
     return rule.is_approval
@@ -164,3 +172,55 @@ def describe(method: str, params: dict[str, Any]) -> str:
     if isinstance(detail, list):
         detail = " ".join(str(p) for p in detail)
     return f"{what}: {detail}" if detail else what
+
+
+def parse_policy(raw: str | None, *, source: str,
+                 allowed: Collection[ApprovalPolicy] = POLICIES) -> ApprovalPolicy:
+    """`raw` (from `source`, e.g. `--approvals` or `CODEX_BRIDGE_APPROVALS`) as a policy;
+    empty means the default. UsageError names the allowed values, and says why `accept`
+    is refused where it is (MCP)."""
+    if not raw:
+        return DEFAULT_POLICY
+    policy = ApprovalPolicy.parse(raw)
+    if policy is None or policy not in allowed:
+        names = " or ".join(p.value for p in allowed)
+        why = (" — accept is refused over MCP: an agent would approve its own peer's "
+               "commands; only the human (tui) or a refusal (decline) may answer"
+               if policy is ApprovalPolicy.ACCEPT else "")
+        raise UsageError(f"{source}={raw!r}: expected {names}{why}")
+    return policy
+
+
+def parse_timeout(raw: str | None, *, source: str,
+                  default: float = DEFAULT_APPROVAL_TIMEOUT) -> float:
+    """Seconds from `raw` (empty: `default`); UsageError unless a positive number."""
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{source}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise UsageError(f"{source} must be positive, got {raw!r}")
+    return value
+
+
+APPROVALS_ENV = "CODEX_BRIDGE_APPROVALS"
+APPROVAL_TIMEOUT_ENV = "CODEX_BRIDGE_APPROVAL_TIMEOUT"
+
+
+def approval_settings(env: Mapping[str, str], *, policy: str | None = None,
+                      timeout: float | None = None,
+                      allowed: Collection[ApprovalPolicy] = POLICIES,
+                      ) -> tuple[ApprovalPolicy, float]:
+    """(policy, seconds a `tui` approval waits) from the flags, else the environment
+    (CODEX_BRIDGE_APPROVALS, CODEX_BRIDGE_APPROVAL_TIMEOUT), else the defaults. The one
+    place the CLI and the MCP server both take these from."""
+    chosen = (parse_policy(policy, source="--approvals", allowed=allowed) if policy
+              else parse_policy(env.get(APPROVALS_ENV), source=APPROVALS_ENV,
+                                allowed=allowed))
+    if timeout is not None:
+        if timeout <= 0:
+            raise UsageError("--approval-timeout must be positive")
+        return chosen, timeout
+    return chosen, parse_timeout(env.get(APPROVAL_TIMEOUT_ENV), source=APPROVAL_TIMEOUT_ENV)

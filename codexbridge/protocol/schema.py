@@ -2,12 +2,14 @@
 
 `schemas/` (at the repository root) holds the output of `codex app-server
 generate-json-schema`. A wrong answer shape to a server request is not a refusal but a
-schema error that can leave codex waiting (reference §10), so the tests validate every
-request, notification and answer we put on the wire — `tests/support/schema_guard.py`
-wraps the client's `_send` with `validate_outgoing`.
+schema error that can leave codex waiting (docs/protocol-notes.md, "Answers"), so the
+tests validate every request, notification and answer we put on the wire — the schema
+guard in `tests/support/` observes the client's transport with `validate_outgoing`.
 
-Files are read lazily and cached, and `jsonschema` is imported only when a validator is
-first built: nothing here costs anything on `talk say`'s start-up.
+Pure: a `SchemaSet` is built on a loader (schema file name → parsed JSON) that the
+caller supplies — `codexbridge.host.schemas.repo_schemas()` reads `schemas/`. Documents
+and validators are built once per set, and `jsonschema` is imported only when the first
+validator is: nothing here costs anything on `talk say`'s start-up.
 
 Where a schema file is a `oneOf` over methods (ClientRequest, ClientNotification), the
 branch whose `method` enum matches is picked first, so an error names the exact field
@@ -17,9 +19,7 @@ rather than "not valid under any of the given schemas".
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SchemaViolation
@@ -36,94 +36,12 @@ CLIENT_NOTIFICATION = "ClientNotification.json"
 SERVER_REQUEST = "ServerRequest.json"
 ERROR_ANSWER = "JSONRPCError.json"
 
-
-def schema_dir() -> Path:
-    """`<repo>/schemas`; the files are not shipped inside the package."""
-    from ..binaries import repo_root
-
-    return repo_root() / "schemas"
-
-
-@functools.cache
-def load(name: str) -> dict[str, Any]:
-    """One schema file (relative to `schema_dir()`), parsed once."""
-    path = schema_dir() / name
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"schema file {path} is missing; run scripts/update-schemas") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"schema file {path} does not hold a JSON object")
-    return doc
+Loader = Callable[[str], dict[str, Any]]
 
 
 def _branch_method(branch: dict[str, Any]) -> str | None:
     enum = branch.get("properties", {}).get("method", {}).get("enum")
     return enum[0] if isinstance(enum, list) and len(enum) == 1 else None
-
-
-@functools.cache
-def _branches(name: str) -> dict[str, dict[str, Any]]:
-    """method → its `oneOf` branch, for a file that is a oneOf over methods."""
-    out: dict[str, dict[str, Any]] = {}
-    for branch in load(name).get("oneOf", []):
-        method = _branch_method(branch)
-        if method is not None:
-            out[method] = branch
-    return out
-
-
-def client_request_methods() -> frozenset[str]:
-    return frozenset(_branches(CLIENT_REQUEST))
-
-
-def client_notification_methods() -> frozenset[str]:
-    return frozenset(_branches(CLIENT_NOTIFICATION))
-
-
-@functools.cache
-def _server_request_names() -> dict[str, str]:
-    """Server-request method → its schema stem: `FooParams.json` / `FooResponse.json`.
-
-    ServerRequest.json names each method's params `#/definitions/FooParams`; the
-    generator writes the params and result schemas as top-level files under that stem.
-    """
-    out: dict[str, str] = {}
-    for method, branch in _branches(SERVER_REQUEST).items():
-        ref = branch.get("properties", {}).get("params", {}).get("$ref", "")
-        params_name = ref.rsplit("/", 1)[-1]
-        if params_name.endswith("Params"):
-            out[method] = params_name[: -len("Params")]
-    return out
-
-
-def server_request_responses() -> dict[str, str]:
-    """Server-request method → the file holding the schema of its result."""
-    return {method: f"{stem}Response.json" for method, stem in _server_request_names().items()}
-
-
-def server_request_methods() -> frozenset[str]:
-    """Every server→client request method in the (stable) schema."""
-    return frozenset(_branches(SERVER_REQUEST))
-
-
-@functools.cache
-def _validator(name: str, method: str | None = None) -> Validator:
-    """A validator for a whole file, or for one method's branch of it.
-
-    A branch is lifted out with the file's `definitions` beside it, so its
-    `#/definitions/…` references still resolve.
-    """
-    from jsonschema import Draft7Validator  # type: ignore[import-untyped,unused-ignore]
-
-    doc = load(name)
-    schema: dict[str, Any] = doc
-    if method is not None:
-        schema = {**_branches(name)[method], "definitions": doc.get("definitions", {})}
-    validator: Validator = Draft7Validator(schema)
-    return validator
 
 
 def _path(prefix: str, error: ValidationError) -> str:
@@ -166,79 +84,154 @@ def _method_of(message: Any, kind: str) -> str:
     return method
 
 
-def validate_client_request(message: dict[str, Any]) -> None:
-    """`{"id", "method", "params"}` we send; raises SchemaViolation."""
-    method = _method_of(message, "client request")
-    if method not in _branches(CLIENT_REQUEST):
-        raise SchemaViolation(f"client request {method!r}",
-                              [("$.method", f"{method!r} is not a client request method")])
-    _check(_validator(CLIENT_REQUEST, method), message, f"client request {method!r}")
+class SchemaSet:
+    """Validators over one schema bundle; `loader(name)` returns a parsed schema file."""
 
+    def __init__(self, loader: Loader) -> None:
+        self._loader = loader
+        self.load = functools.cache(self._load)
+        self._branches = functools.cache(self._branches_of)
+        self._validator = functools.cache(self._validator_of)
+        self._stems = functools.cache(self._stems_of)
 
-def validate_client_notification(message: dict[str, Any]) -> None:
-    """`{"method", "params"?}` we send (codex knows only `initialized`)."""
-    method = _method_of(message, "client notification")
-    if method not in _branches(CLIENT_NOTIFICATION):
-        raise SchemaViolation(f"client notification {method!r}",
-                              [("$.method", f"{method!r} is not a client notification")])
-    _check(_validator(CLIENT_NOTIFICATION, method), message,
-           f"client notification {method!r}")
+    def _load(self, name: str) -> dict[str, Any]:
+        doc = self._loader(name)
+        if not isinstance(doc, dict):
+            raise ValueError(f"schema file {name} does not hold a JSON object")
+        return doc
 
+    def _branches_of(self, name: str) -> dict[str, dict[str, Any]]:
+        """method → its `oneOf` branch, for a file that is a oneOf over methods."""
+        out: dict[str, dict[str, Any]] = {}
+        for branch in self.load(name).get("oneOf", []):
+            method = _branch_method(branch)
+            if method is not None:
+                out[method] = branch
+        return out
 
-def validate_server_request_answer(method: str, result: Any) -> None:
-    """The `result` we answer a server request `method` with.
+    def _validator_of(self, name: str, method: str | None = None) -> Validator:
+        """A validator for a whole file, or for one method's branch of it.
 
-    A method outside the stable schema (e.g. the experimental `currentTime/read`) has no
-    result schema to check against: that is a SchemaViolation too, so a caller decides
-    explicitly to skip it.
-    """
-    stem = _server_request_names().get(method)
-    if stem is None:
-        raise SchemaViolation(f"answer to {method!r}",
-                              [("$", f"{method!r} has no result schema in schemas/")])
-    _check(_validator(f"{stem}Response.json"), result, f"answer to {method!r}", "$.result")
+        A branch is lifted out with the file's `definitions` beside it, so its
+        `#/definitions/…` references still resolve.
+        """
+        from jsonschema import Draft7Validator  # type: ignore[import-untyped,unused-ignore]
 
+        doc = self.load(name)
+        schema: dict[str, Any] = doc
+        if method is not None:
+            schema = {**self._branches(name)[method],
+                      "definitions": doc.get("definitions", {})}
+        validator: Validator = Draft7Validator(schema)
+        return validator
 
-def validate_server_request_params(method: str, params: Any) -> None:
-    """The params of a server request as codex would send it (for test fixtures and fakes:
-    a fake server's requests should be ones the real one could send)."""
-    stem = _server_request_names().get(method)
-    if stem is None:
-        raise SchemaViolation(f"params of {method!r}",
-                              [("$", f"{method!r} is not a server request in schemas/")])
-    _check(_validator(f"{stem}Params.json"), params, f"params of {method!r}", "$.params")
+    # -- what the schema holds --------------------------------------------------------
 
+    def client_request_methods(self) -> frozenset[str]:
+        return frozenset(self._branches(CLIENT_REQUEST))
 
-def validate_error_answer(message: dict[str, Any]) -> None:
-    """`{"id", "error": {"code", "message", "data"?}}` we answer a server request with."""
-    _check(_validator(ERROR_ANSWER), message, "error answer")
+    def client_notification_methods(self) -> frozenset[str]:
+        return frozenset(self._branches(CLIENT_NOTIFICATION))
 
+    def server_request_methods(self) -> frozenset[str]:
+        """Every server→client request method in the (stable) schema."""
+        return frozenset(self._branches(SERVER_REQUEST))
 
-def validate_outgoing(message: Any,
-                      answered_method: Callable[[Any], str | None] = lambda _id: None,
-                      ) -> None:
-    """Any message the client puts on the wire, classified like an incoming one.
+    def server_request_stems(self) -> dict[str, str]:
+        """Server-request method → its schema stem: `FooParams.json` / `FooResponse.json`.
 
-    `answered_method(id)` names the server request an answer replies to (the client saw
-    it arrive); when it cannot, or the method has no result schema, only the envelope
-    of a result answer is checked.
-    """
-    if not isinstance(message, dict):
-        raise SchemaViolation("outgoing message",
-                              [("$", f"{type(message).__name__} is not an object")])
-    if "method" in message:
-        if "id" in message:
-            validate_client_request(message)
-        else:
-            validate_client_notification(message)
-        return
-    if "error" in message:
-        validate_error_answer(message)
-        return
-    rid = message.get("id")
-    if not (isinstance(rid, (int, str)) and not isinstance(rid, bool)) or "result" not in message:
-        raise SchemaViolation("outgoing message",
-                              [("$", "neither a request, a notification nor an answer")])
-    method = answered_method(rid)
-    if method is not None and method in _server_request_names():
-        validate_server_request_answer(method, message["result"])
+        ServerRequest.json names each method's params `#/definitions/FooParams`; the
+        generator writes the params and result schemas as top-level files under that stem.
+        """
+        return dict(self._stems())
+
+    def _stems_of(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for method, branch in self._branches(SERVER_REQUEST).items():
+            ref = branch.get("properties", {}).get("params", {}).get("$ref", "")
+            params_name = ref.rsplit("/", 1)[-1]
+            if params_name.endswith("Params"):
+                out[method] = params_name[: -len("Params")]
+        return out
+
+    def server_request_responses(self) -> dict[str, str]:
+        """Server-request method → the file holding the schema of its result."""
+        return {method: f"{stem}Response.json"
+                for method, stem in self.server_request_stems().items()}
+
+    # -- validation -------------------------------------------------------------------
+
+    def validate_client_request(self, message: dict[str, Any]) -> None:
+        """`{"id", "method", "params"}` we send; raises SchemaViolation."""
+        method = _method_of(message, "client request")
+        if method not in self._branches(CLIENT_REQUEST):
+            raise SchemaViolation(f"client request {method!r}",
+                                  [("$.method", f"{method!r} is not a client request method")])
+        _check(self._validator(CLIENT_REQUEST, method), message, f"client request {method!r}")
+
+    def validate_client_notification(self, message: dict[str, Any]) -> None:
+        """`{"method", "params"?}` we send (codex knows only `initialized`)."""
+        method = _method_of(message, "client notification")
+        if method not in self._branches(CLIENT_NOTIFICATION):
+            raise SchemaViolation(f"client notification {method!r}",
+                                  [("$.method", f"{method!r} is not a client notification")])
+        _check(self._validator(CLIENT_NOTIFICATION, method), message,
+               f"client notification {method!r}")
+
+    def validate_server_request_answer(self, method: str, result: Any) -> None:
+        """The `result` we answer a server request `method` with.
+
+        A method outside the stable schema (e.g. the experimental `currentTime/read`) has
+        no result schema to check against: that is a SchemaViolation too, so a caller
+        decides explicitly to skip it.
+        """
+        stem = self._stems().get(method)
+        if stem is None:
+            raise SchemaViolation(f"answer to {method!r}",
+                                  [("$", f"{method!r} has no result schema in schemas/")])
+        _check(self._validator(f"{stem}Response.json"), result, f"answer to {method!r}",
+               "$.result")
+
+    def validate_server_request_params(self, method: str, params: Any) -> None:
+        """The params of a server request as codex would send it (for test fixtures and
+        fakes: a fake server's requests should be ones the real one could send)."""
+        stem = self._stems().get(method)
+        if stem is None:
+            raise SchemaViolation(f"params of {method!r}",
+                                  [("$", f"{method!r} is not a server request in schemas/")])
+        _check(self._validator(f"{stem}Params.json"), params, f"params of {method!r}",
+               "$.params")
+
+    def validate_error_answer(self, message: dict[str, Any]) -> None:
+        """`{"id", "error": {"code", "message", "data"?}}` we answer a server request with."""
+        _check(self._validator(ERROR_ANSWER), message, "error answer")
+
+    def validate_outgoing(self, message: Any,
+                          answered_method: Callable[[Any], str | None] = lambda _id: None,
+                          ) -> None:
+        """Any message the client puts on the wire, classified like an incoming one.
+
+        `answered_method(id)` names the server request an answer replies to (the client
+        saw it arrive); when it cannot, or the method has no result schema, only the
+        envelope of a result answer is checked.
+        """
+        if not isinstance(message, dict):
+            raise SchemaViolation("outgoing message",
+                                  [("$", f"{type(message).__name__} is not an object")])
+        if "method" in message:
+            if "id" in message:
+                self.validate_client_request(message)
+            else:
+                self.validate_client_notification(message)
+            return
+        if "error" in message:
+            self.validate_error_answer(message)
+            return
+        rid = message.get("id")
+        if not (isinstance(rid, (int, str)) and not isinstance(rid, bool)) \
+                or "result" not in message:
+            raise SchemaViolation("outgoing message",
+                                  [("$", "neither a request, a notification nor an answer")])
+        method = answered_method(rid)
+        if method is not None and method in self._stems():
+            self.validate_server_request_answer(method, message["result"])

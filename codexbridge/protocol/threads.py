@@ -2,8 +2,8 @@
 
 The TUI's own thread has `threadSource:"user"` and `ephemeral:false`; after each user
 message the TUI also opens an ephemeral `thread_title` thread, which is never a target.
-`source` and `originator` cannot tell who made a thread (reference §8), so they are not
-used. Names match exactly — never partially, never guessed.
+`source` and `originator` cannot tell who made a thread (docs/protocol-notes.md, "Which
+thread"), so they are not used. Names match exactly — never partially, never guessed.
 """
 
 from __future__ import annotations
@@ -12,19 +12,36 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import AmbiguousThreadError, NoThreadError
+from .generated.enums import ThreadStatusType
 
 if TYPE_CHECKING:  # pydantic stays off `talk say`'s start-up path
-    from .models import Thread
+    from .generated.models import Thread
 
 _THREAD_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                         r"[0-9a-fA-F]{12}$")
 
 
-def status_type(status: Any) -> str:
-    """`{"type": "active", ...}` → "active"; anything unexpected → "unknown"."""
-    if isinstance(status, dict):
-        return str(status.get("type") or "unknown")
-    return str(status) if isinstance(status, str) else "unknown"
+def status_of(status: Any) -> tuple[ThreadStatusType | None, tuple[str, ...]]:
+    """`{"type": "active", "activeFlags": [...]}` → (ACTIVE, flags); a bare string is
+    taken as the type; anything unknown (a newer codex's status) → None."""
+    if isinstance(status, str):
+        return ThreadStatusType.parse(status), ()
+    if not isinstance(status, dict):
+        return None, ()
+    flags = status.get("activeFlags")
+    return (ThreadStatusType.parse(status.get("type")),
+            tuple(str(f) for f in flags) if isinstance(flags, list) else ())
+
+
+def is_busy(status: Any) -> bool:
+    """A turn is running (or waiting on an approval): the thread is `active`."""
+    return status_of(status)[0] is ThreadStatusType.ACTIVE
+
+
+def status_label(kind: str | None, flags: tuple[str, ...] = ()) -> str:
+    """`idle`, `active(waitingOnApproval)`, `unknown`…"""
+    label = kind or "unknown"
+    return label + ("(" + ",".join(flags) + ")" if flags else "")
 
 
 def looks_like_thread_id(selector: str) -> bool:
@@ -36,7 +53,10 @@ class ThreadInfo(NamedTuple):
     id: str
     name: str | None
     cwd: str | None
-    status: str
+    # The status type as sent — kept even when this codexbridge does not know it, so a
+    # newer codex's status still prints as what it is — and the active flags.
+    status_type: str | None
+    flags: tuple[str, ...]
     ephemeral: bool
     thread_source: str | None
     preview: str
@@ -48,17 +68,15 @@ class ThreadInfo(NamedTuple):
 
         Gives the same record as `from_model(Thread.model_validate(thread))`.
         """
-        status = thread.get("status")
-        status_type = status.get("type") if isinstance(status, dict) else status
-        flags = status.get("activeFlags") if isinstance(status, dict) else None
-        label = str(status_type or "unknown")
-        if flags:
-            label += "(" + ",".join(str(f) for f in flags) + ")"
+        raw = thread.get("status")
+        kind = raw.get("type") if isinstance(raw, dict) else raw
+        flags = raw.get("activeFlags") if isinstance(raw, dict) else None
         return ThreadInfo(
             id=str(thread.get("id", "")),
             name=thread.get("name") if isinstance(thread.get("name"), str) else None,
             cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None,
-            status=label,
+            status_type=kind if isinstance(kind, str) and kind else None,
+            flags=tuple(str(f) for f in flags) if isinstance(flags, list) else (),
             ephemeral=bool(thread.get("ephemeral", False)),
             thread_source=(thread.get("threadSource")
                            if isinstance(thread.get("threadSource"), str) else None),
@@ -69,11 +87,26 @@ class ThreadInfo(NamedTuple):
 
     @staticmethod
     def from_model(thread: Thread) -> ThreadInfo:
-        """From a parsed `protocol.models.Thread` (what `talk list` uses)."""
+        """From a parsed `protocol.generated.models.Thread` (what `talk list` uses)."""
+        status = thread.status
         return ThreadInfo(id=thread.id, name=thread.name, cwd=thread.cwd,
-                          status=thread.status_label, ephemeral=thread.ephemeral,
-                          thread_source=thread.thread_source, preview=thread.preview,
-                          updated_at=thread.updated_at)
+                          status_type=status.type if status is not None else None,
+                          flags=tuple(status.active_flags) if status is not None else (),
+                          ephemeral=thread.ephemeral, thread_source=thread.thread_source,
+                          preview=thread.preview, updated_at=thread.updated_at)
+
+    @property
+    def state(self) -> ThreadStatusType | None:
+        return ThreadStatusType.parse(self.status_type)
+
+    @property
+    def status(self) -> str:
+        """As `talk list` prints it: `idle`, `active(waitingOnApproval)`, `unknown`…"""
+        return status_label(self.status_type, self.flags)
+
+    @property
+    def busy(self) -> bool:
+        return self.state is ThreadStatusType.ACTIVE
 
     @property
     def is_user_thread(self) -> bool:

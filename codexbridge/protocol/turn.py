@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .envelopes import Notification, RequestId, ServerRequest
+from .generated import methods as m
+from .generated.enums import ThreadItemType
 
 BUFFER_LIMIT = 64 * 1024
 # What one turn may keep of its reply (streamed text and final messages): an unbounded
@@ -108,7 +110,7 @@ class TurnTracker:
         return ""
 
     def _buffer(self, env: Notification | ServerRequest) -> None:
-        if isinstance(env, Notification) and env.method == "item/agentMessage/delta":
+        if isinstance(env, Notification) and env.method == m.ITEM_AGENT_MESSAGE_DELTA:
             size = len(str(env.params.get("delta", "")).encode("utf-8"))
             if self._pending_bytes + size > self.buffer_limit:
                 self.dropped_bytes += size
@@ -122,12 +124,12 @@ class TurnTracker:
             tid = _turn_id_of(params)
             return [Approval(env)] if tid in (None, self.turn_id) else []
         method = env.method
-        if method == "serverRequest/resolved":
+        if method == m.SERVER_REQUEST_RESOLVED:
             rid = params.get("requestId")
             return [Resolved(rid)] if isinstance(rid, (int, str)) else []
         if _turn_id_of(params) != self.turn_id:
             return []
-        if method == "item/agentMessage/delta":
+        if method == m.ITEM_AGENT_MESSAGE_DELTA:
             item_id = str(params.get("itemId", ""))
             text = str(params.get("delta", ""))
             size = len(text.encode("utf-8"))
@@ -137,9 +139,9 @@ class TurnTracker:
             else:
                 self.truncated = True  # still streamed to the caller, just not kept
             return [Delta(item_id, text)]
-        if method == "item/completed":
+        if method == m.ITEM_COMPLETED:
             item = params.get("item") or {}
-            if isinstance(item, dict) and item.get("type") == "agentMessage":
+            if isinstance(item, dict) and item.get("type") == ThreadItemType.AGENT_MESSAGE:
                 item_id = str(item.get("id", ""))
                 # The completed text supersedes the item's streamed parts.
                 for part in self.reply_parts.pop(item_id, []):
@@ -154,11 +156,11 @@ class TurnTracker:
                 self.messages.append(msg)
                 return [msg]
             return []
-        if method == "error" and not params.get("willRetry"):
+        if method == m.ERROR and not params.get("willRetry"):
             err = params.get("error") or {}
             return [Warning(str(err.get("message", "error")) if isinstance(err, dict) else
                             str(err))]
-        if method == "turn/completed":
+        if method == m.TURN_COMPLETED:
             turn = params.get("turn") or {}
             done = Completed(str(turn.get("status", "completed")),
                              turn.get("error") if isinstance(turn.get("error"), dict) else None,

@@ -23,8 +23,6 @@ from websockets.asyncio.server import Server, ServerConnection, serve, unix_serv
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from codexbridge import talk
-from codexbridge.client import AppServerClient
 from codexbridge.errors import (
     ConnectError,
     ConnectionLostError,
@@ -35,6 +33,8 @@ from codexbridge.errors import (
     ThreadNotLoadedError,
 )
 from codexbridge.protocol.envelopes import Invalid, Notification, ServerRequest
+from codexbridge.talk.client import AppServerClient
+from codexbridge.talk.turn import say
 from tests.support import payloads
 from tests.support.schema_guard import schema_guard_fixture  # noqa: F401 - fixture
 
@@ -319,7 +319,7 @@ async def test_say_when_the_socket_drops_mid_turn() -> None:
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
         t0 = time.monotonic()
         with pytest.raises(ConnectionLostError, match="closed during the turn"):
-            await talk.say(client, T, "hello", on_delta=deltas.append, timeout=20)
+            await say(client, T, "hello", on_delta=deltas.append, timeout=20)
         assert time.monotonic() - t0 < 3.0
     assert deltas == ["MOCK "]
 
@@ -333,7 +333,7 @@ async def test_say_when_the_socket_drops_before_turn_start_answers() -> None:
 
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
         with pytest.raises(ConnectionLostError):
-            await talk.say(client, T, "hello", timeout=20)
+            await say(client, T, "hello", timeout=20)
 
 
 async def test_unknown_server_request_during_a_turn_gets_a_json_rpc_error() -> None:
@@ -349,7 +349,7 @@ async def test_unknown_server_request_during_a_turn_gets_a_json_rpc_error() -> N
 
     lines: list[str] = []
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
-        result = await talk.say(client, T, "hello", on_approval=lines.append, timeout=10)
+        result = await say(client, T, "hello", on_approval=lines.append, timeout=10)
     assert result.status == "completed" and result.reply == "MOCK REPLY: done"
     (answer,) = answers
     assert answer["id"] == 0 and "result" not in answer
@@ -369,7 +369,7 @@ async def test_unknown_server_request_from_another_thread_is_answered_too() -> N
         await _hold(conn)
 
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
-        await talk.say(client, T, "hello", timeout=10)
+        await say(client, T, "hello", timeout=10)
     assert answers[0]["id"] == 5 and answers[0]["error"]["code"] == -32601
 
 
@@ -440,7 +440,7 @@ async def test_no_rollout_on_join_tells_the_person_what_to_do() -> None:
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
         with pytest.raises(NoRolloutError, match="send one message in the Codex TUI first"
                            ) as info:
-            await talk.say(client, T, "hello", timeout=5)
+            await say(client, T, "hello", timeout=5)
     assert info.value.exit_code == 3 and "no rollout found" in info.value.message
 
 
@@ -505,7 +505,7 @@ async def test_say_when_the_socket_drops_right_after_an_approval_request() -> No
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
         t0 = time.monotonic()
         with pytest.raises(ConnectionLostError):
-            await talk.say(client, T, "hello", approvals="decline", timeout=5)
+            await say(client, T, "hello", approvals="decline", timeout=5)
         assert time.monotonic() - t0 < 2.0
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.inbox import store
+from codexbridge.inbox import peek as reading
 from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.location import inbox_dir, watcher_path
 from codexbridge.inbox.watch import parse_claim
@@ -82,7 +82,7 @@ def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,
         assert "Stop hook feedback" in tail and 'mailbox "tui"' in tail
         assert request.headers.get("user-agent", "").endswith("(external, cli)")  # the TUI
         # Exactly once: the mail is gone from the box and is in one wake only.
-        assert store.peek(inbox_dir(), "tui").mails == []
+        assert reading.peek(inbox_dir(), "tui").mails == []
         assert tmux_claude.wait_for_screen("MOCK_REPLY", timeout=10)
         # Wait for the turn's Stop hook to re-arm a watcher before the next push.
         deadline = time.monotonic() + 10

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.inbox import store
+from codexbridge.inbox import peek as reading
 from codexbridge.inbox.install_hook import hook_command
 from codexbridge.inbox.location import inbox_dir, session_path
 from tests.support.claude_fixtures import ClaudeHarness, hook_settings, write_project_settings
@@ -44,7 +44,7 @@ def cli_push(to: str, text: str) -> str:
 
 
 def pending_texts(name: str) -> list[str]:
-    return [m.text for m in store.peek(inbox_dir(), name).mails]
+    return [m.text for m in reading.peek(inbox_dir(), name).mails]
 
 
 def hook_project(project: Path, name: str) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from codexbridge.binaries import CODEX_VERSION
-from codexbridge.paths import bridge_file, write_private_json
-from tests.support.appserver import AppServer
+from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.host.appserver import launch
+from codexbridge.host.binaries import CODEX_VERSION
+from codexbridge.host.paths import bridge_file, write_private_json
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import CliResult, run_cli
 from tests.support.raw_client import RawClient, start_user_thread
@@ -124,7 +125,7 @@ def test_diverters_in_the_app_servers_codex_home(codex_bin: str, codex_home: Pat
     _divert(codex_home)
     mine = tmp_path / "my-codex-home"  # the caller's own CODEX_HOME is clean
     mine.mkdir()
-    server = AppServer.launch(codex_bin, workdir, codex_env,
+    server = launch(codex_bin, workdir, codex_env,
                               stderr_path=tmp_path / "diverted.stderr")
     try:
         env = {**base_env, "CODEX_HOME": str(mine), "CODEX_BRIDGE_URL": server.url}

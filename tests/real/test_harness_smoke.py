@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
-from codexbridge.mock import MockResponsesServer, big_text
-from tests.support.appserver import AppServer
+from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.host.appserver import launch
+from codexbridge.host.procs import pid_alive
+from codexbridge.mock.rules import big_text
+from codexbridge.mock.server import MockResponsesServer
 from tests.support.raw_client import (
     RawClient,
     RawRpcError,
@@ -25,7 +28,6 @@ from tests.support.raw_client import (
     start_user_thread,
     wait_turn,
 )
-from tests.support.tui import pid_alive
 
 pytestmark = pytest.mark.real_codex
 
@@ -249,7 +251,7 @@ async def test_raw_say_baseline(app_server: AppServer, workdir: Path) -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 def test_app_server_stops_cleanly(codex_bin: str, workdir: Path,
                                   codex_env: dict[str, str], tmp_path: Path) -> None:
-    server = AppServer.launch(codex_bin, workdir, codex_env, stderr_path=tmp_path / "err")
+    server = launch(codex_bin, workdir, codex_env, stderr_path=tmp_path / "err")
     assert server.proc.poll() is None
     server.stop()
     assert server.proc.poll() is not None

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.appserver import AppServer
+from codexbridge.host.appserver import AppServerProcess as AppServer
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.mock_messages import MockMessages, RecordedRequest
 from tests.support.raw_client import RawClient, start_user_thread

@@ -18,8 +18,10 @@ What codex 0.169.0 does, measured here:
   every tool. `{"action": "accept", "content": {}}` runs it; `{"action": "decline"}`
   fails the call with "user rejected MCP tool call".
 
-The mock's rule for this file (added by wrapping `plan_reply`, not by editing the mock):
-user text `MCP_CALL: <tool> <json>` → a namespaced function_call of that tool.
+The mock's built-in rule `MCP_CALL: <tool> <json>` makes the model call that tool. Codex
+starts MCP servers per thread in the background; a test waits for its
+`mcpServer/startupStatus/updated` "ready" before the first turn, so the model's first
+request always offers the tools.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,58 +36,17 @@ from typing import Any
 
 import pytest
 
-from codexbridge.inbox import store as mail_store
+from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.host.appserver import launch as launch_app_server
 from codexbridge.inbox.location import inbox_dir
-from codexbridge.mock import MockResponsesServer
-from codexbridge.mock import responses_api as mock_api
-from tests.support.appserver import AppServer
+from codexbridge.inbox.peek import peek
+from codexbridge.mock.server import MockResponsesServer
 from tests.support.raw_client import RawClient, start_turn, start_user_thread
 
 pytestmark = pytest.mark.real_codex
 
 SERVER = "codexbridge"
-MCP_CALL_RE = re.compile(r"MCP_CALL:\s*(\S+)\s+(\{.*\})", re.S)
 ELICITATION = "mcpServer/elicitation/request"
-
-
-def namespace_of(tools: list[Any], tool: str) -> str | None:
-    for entry in tools:
-        if isinstance(entry, dict) and entry.get("type") == "namespace" and any(
-                t.get("name") == tool for t in entry.get("tools") or []):
-            return str(entry["name"])
-    return None
-
-
-def plan_with_mcp_calls(original: Any) -> Any:
-    def plan(body: Any, n: int) -> mock_api.Reply:
-        user = mock_api.extract_user_text(body) or ""
-        items = body.get("input") if isinstance(body, dict) else None
-        last = items[-1] if isinstance(items, list) and items else {}
-        found = MCP_CALL_RE.search(user)
-        if found and isinstance(last, dict) and last.get("type") != "function_call_output":
-            namespace = namespace_of(body.get("tools") or [], found.group(1))
-            if namespace is not None:
-                item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}",
-                        "name": found.group(1), "namespace": namespace,
-                        "arguments": found.group(2)}
-                frames = [
-                    mock_api.sse_frame({"type": "response.created",
-                                        "response": {"id": f"resp_{n}"}}),
-                    mock_api.sse_frame({"type": "response.output_item.added",
-                                        "output_index": 0, "item": item}),
-                    mock_api.sse_frame({"type": "response.output_item.done",
-                                        "output_index": 0, "item": item}),
-                    mock_api.sse_frame({"type": "response.completed", "response": {
-                        "id": f"resp_{n}", "usage": mock_api._USAGE}}),
-                ]
-                return mock_api.Reply("mcp_call", frames=frames)
-        return original(body, n)  # type: ignore[no-any-return]
-    return plan
-
-
-@pytest.fixture(autouse=True)
-def _mcp_call_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mock_api, "plan_reply", plan_with_mcp_calls(mock_api.plan_reply))
 
 
 def register(codex_home: Path, approval_mode: str | None) -> None:
@@ -111,7 +71,7 @@ def launch(codex_bin: str, workdir: Path, codex_home: Path, codex_env: dict[str,
 
     def start(approval_mode: str | None = None) -> AppServer:
         register(codex_home, approval_mode)
-        server = AppServer.launch(codex_bin, workdir, codex_env,
+        server = launch_app_server(codex_bin, workdir, codex_env,
                                   stderr_path=tmp_path / "app-server.stderr")
         servers.append(server)
         return server
@@ -152,14 +112,14 @@ async def run_mcp_turn(tui: RawClient, thread_id: str, text: str,
 
 
 def pending(name: str) -> list[str]:
-    return [m.text for m in mail_store.peek(inbox_dir(), name).mails]
+    return [m.text for m in peek(inbox_dir(), name).mails]
 
 
 async def test_codex_model_calls_claude_message_send_and_the_mail_lands(
         launch: Any, workdir: Path, mock_model: MockResponsesServer) -> None:
     app_server = launch()
     async with RawClient(app_server.url) as tui:
-        user = await start_user_thread(tui, workdir, "first")
+        user = await start_user_thread(tui, workdir, "first", mcp_servers=(SERVER,))
         offered = mock_model.model_calls[-1].body["tools"]
         ns = next(t for t in offered if t.get("name") == f"mcp__{SERVER}")
         assert ns["type"] == "namespace"
@@ -186,7 +146,7 @@ async def test_writes_mode_asks_by_elicitation_and_accept_runs_the_tool(
         launch: Any, workdir: Path) -> None:
     app_server = launch("writes")
     async with RawClient(app_server.url) as tui:
-        user = await start_user_thread(tui, workdir, "first")
+        user = await start_user_thread(tui, workdir, "first", mcp_servers=(SERVER,))
         turn, asked, item = await run_mcp_turn(
             tui, user.thread_id, 'MCP_CALL: claude_message_send {"text": "approved mail"}',
             {"action": "accept", "content": {}})
@@ -214,7 +174,7 @@ async def test_writes_mode_decline_sends_nothing(launch: Any, workdir: Path,
                                                  mock_model: MockResponsesServer) -> None:
     app_server = launch("writes")
     async with RawClient(app_server.url) as tui:
-        user = await start_user_thread(tui, workdir, "first")
+        user = await start_user_thread(tui, workdir, "first", mcp_servers=(SERVER,))
         turn, asked, item = await run_mcp_turn(
             tui, user.thread_id, 'MCP_CALL: claude_message_send {"text": "refused mail"}',
             {"action": "decline"})
@@ -246,7 +206,7 @@ async def test_round_trip_through_both_roles(launch: Any, workdir: Path) -> None
     lands and the turn's reply comes back to Claude's tool — one loop, both servers."""
     app_server = launch()
     async with RawClient(app_server.url) as tui:
-        await start_user_thread(tui, workdir, "first")
+        await start_user_thread(tui, workdir, "first", mcp_servers=(SERVER,))
         sc = await bridge_send(app_server, 'MCP_CALL: claude_message_send {"text": "loop mail"}')
     assert sc["ok"] is True, sc
     assert sc["data"]["reply"].startswith("MOCK DONE: Wall time:")
@@ -262,7 +222,7 @@ async def test_in_a_bridge_turn_codex_mcp_approvals_go_to_the_human(
     approval and stays silent: the human answers in the TUI."""
     app_server = launch("writes")
     async with RawClient(app_server.url) as tui:
-        await start_user_thread(tui, workdir, "first")
+        await start_user_thread(tui, workdir, "first", mcp_servers=(SERVER,))
         send = asyncio.create_task(bridge_send(
             app_server, 'MCP_CALL: claude_message_send {"text": "the human said yes"}'))
         request = await tui.next_server_request(timeout=60)

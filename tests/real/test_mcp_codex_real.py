@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codexbridge.mock.responses_api import big_text
-from tests.support.appserver import AppServer
+from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.mock.rules import big_text
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = pytest.mark.real_codex

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.mock import MockResponsesServer
+from codexbridge.mock.server import MockResponsesServer
 from tests.support.cli import run_cli
 from tests.support.raw_client import RawClient, start_user_thread
 

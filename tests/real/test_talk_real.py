@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.mock import MockResponsesServer
-from tests.support.appserver import AppServer
+from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.mock.server import MockResponsesServer
 from tests.support.cli import arun_cli, run_cli
 from tests.support.raw_client import RawClient, run_turn, start_user_thread
 
@@ -128,7 +128,7 @@ async def test_ambiguous_target_lists_candidates(app_server: AppServer, workdir:
     js = run_cli("talk", "say", "--json", "who?", env=url_env)
     assert js.code == 4
     err = json.loads(js.out)["error"]
-    assert err["code"] == "ambiguous_thread"
+    assert err["code"] == "AMBIGUOUS_THREAD"
     assert {c["id"] for c in err["details"]["candidates"]} == {a.thread_id, b.thread_id}
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge import talk
-from codexbridge.client import AppServerClient
+from codexbridge.talk.client import AppServerClient
+from codexbridge.talk.threads import find_target
+from codexbridge.talk.turn import say
 
 pytestmark = pytest.mark.real_codex
 
@@ -31,12 +32,12 @@ async def test_say_over_a_unix_socket(codex_bin: str, codex_env: dict[str, str],
             started = await peer.request("thread/start", {"cwd": str(workdir),
                                                           "threadSource": "user"})
             tid = started["thread"]["id"]
-            first = await talk.say(peer, tid, "first", join_first=False, timeout=30)
+            first = await say(peer, tid, "first", join_first=False, timeout=30)
             assert first.status == "completed"
         async with AppServerClient(url) as client:
-            target = await talk.find_target(client, None)
+            target = await find_target(client, None)
             assert target.id == tid
-            result = await talk.say(client, tid, "over unix", timeout=30)
+            result = await say(client, tid, "over unix", timeout=30)
         assert result.status == "completed"
         assert result.reply == "MOCK REPLY: over unix"
     finally:

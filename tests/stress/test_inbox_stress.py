@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from codexbridge.inbox import store
+from codexbridge.inbox import peek as reading
 from codexbridge.inbox.location import inbox_dir, mail_path, taken_files
 from codexbridge.inbox.probe import has_pending
 
@@ -116,7 +116,7 @@ def test_every_mail_delivered_exactly_once_despite_killed_drains() -> None:
     assert [i for i, n in counts.items() if n > 1] == []  # nothing twice
     assert set(pushed) - set(delivered) == set()  # nothing lost
     assert len(delivered) == WRITERS * PER_WRITER
-    assert store.read_rejected(inbox_dir(), "box") == []  # no interleaved lines
+    assert reading.read_rejected(inbox_dir(), "box") == []  # no interleaved lines
     assert taken_files(inbox_dir(), "box") == []
     assert not os.path.exists(mail_path(inbox_dir(), "box"))
     assert endings["killed after_take"] >= 2, endings

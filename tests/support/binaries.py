@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from codexbridge.binaries import pinned_claude, pinned_codex
+from codexbridge.host.binaries import pinned_claude, pinned_codex
 
 
 def _in_ci() -> bool:

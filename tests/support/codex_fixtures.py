@@ -19,11 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.mock import MockResponsesServer, isolated_env, write_codex_home
+from codexbridge.host.appserver import AppServerProcess, launch
+from codexbridge.host.tmux_tui import CodexTUI
+from codexbridge.mock.codex_home import isolated_env, write_codex_home
+from codexbridge.mock.server import MockResponsesServer
 
-from .appserver import AppServer
 from .binaries import require_codex, require_tmux
-from .tui import CodexTUI
+
+# What an app-server fixture yields: the package's own process handle.
+AppServer = AppServerProcess
 
 
 @pytest.fixture
@@ -59,8 +63,7 @@ def codex_env(tmp_path: Path, codex_home: Path) -> dict[str, str]:
 @pytest.fixture
 def app_server(codex_bin: str, workdir: Path, codex_env: dict[str, str],
                tmp_path: Path) -> Iterator[AppServer]:
-    server = AppServer.launch(codex_bin, workdir, codex_env,
-                              stderr_path=tmp_path / "app-server.stderr")
+    server = launch(codex_bin, workdir, codex_env, stderr_path=tmp_path / "app-server.stderr")
     try:
         yield server
     finally:

@@ -1,13 +1,12 @@
-"""An in-memory stand-in for the app-server's WebSocket, scripted after the reference.
+"""An in-memory stand-in for the app-server, scripted after the measured protocol.
 
-It replaces `websockets`' `connect` inside `codexbridge.client`, so the real
-AppServerClient, talk.say/list/read and the schema guard run end to end with no socket
-and no event-loop threads: fast enough for unit tests of *what we send*. It is not a
-model of codex's behaviour — the real binary's tests prove that.
+It serves the server end of an in-memory transport pair (`codexbridge.talk.transport`),
+so the real AppServerClient, say/list/read and the schema guard run end to end with no
+socket: fast enough for unit tests of *what we send*. It is not a model of codex's
+behaviour — the real binary's tests prove that.
 
     server = MemoryAppServer(threads=[payloads.thread()])
-    server.install(monkeypatch)
-    async with AppServerClient("ws://memory") as client:
+    async with AppServerClient("ws://memory", connector=server.connector) as client:
         ...
     server.received   # every message the client sent, parsed
 """
@@ -16,42 +15,39 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
-import pytest
+from codexbridge.talk import transport as tp
 
 from . import payloads
 
 Message = dict[str, Any]
 
 
-class MemoryWebSocket:
-    """Just the surface AppServerClient uses: send, async iteration, close."""
+class _Served:
+    """The server's end of an in-memory pair: a task reads what the client sends and
+    writes the script's answers back, in order."""
 
-    def __init__(self, server: MemoryAppServer) -> None:
+    def __init__(self, server: MemoryAppServer, end: tp.MemoryEnd) -> None:
         self.server = server
-        self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.end = end
+        self.task = asyncio.create_task(self._serve(), name="memory-appserver")
 
-    async def send(self, text: str) -> None:
-        msg = json.loads(text)
-        self.server.received.append(msg)
-        for reply in self.server.handle(msg):
-            self.push(reply)
+    async def _serve(self) -> None:
+        while True:
+            try:
+                frame = await self.end.recv()
+            except tp.TransportClosed:
+                return
+            msg = json.loads(frame)
+            self.server.received.append(msg)
+            for reply in self.server.handle(msg):
+                await self.push(reply)
 
-    def push(self, message: Message | str) -> None:
-        self.inbox.put_nowait(message if isinstance(message, str) else json.dumps(message))
-
-    def __aiter__(self) -> MemoryWebSocket:
-        return self
-
-    async def __anext__(self) -> str:
-        frame = await self.inbox.get()
-        if frame is None:
-            raise StopAsyncIteration
-        return frame
-
-    async def close(self) -> None:
-        self.inbox.put_nowait(None)
+    async def push(self, message: Message | str) -> None:
+        """Send `message` to the client (a test may push frames of its own)."""
+        await self.end.send(message if isinstance(message, str) else json.dumps(message))
 
 
 class MemoryAppServer:
@@ -76,18 +72,18 @@ class MemoryAppServer:
         self.page_size = page_size
         self.received: list[Message] = []
         self.answers: dict[int, Message] = {}
-        self.ws: MemoryWebSocket | None = None
+        self.ws: _Served | None = None
         self._next_request_id = 0
         self._pending: list[str] = []
         self._turn: tuple[str, str] | None = None
         self._outstanding: dict[int, str] = {}
 
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        async def fake_connect(*_args: Any, **_kwargs: Any) -> MemoryWebSocket:
-            self.ws = MemoryWebSocket(self)
-            return self.ws
-
-        monkeypatch.setattr("codexbridge.client.connect", fake_connect)
+    async def connector(self, _url: str, _headers: Mapping[str, str] | None = None
+                        ) -> tp.Transport:
+        """A `talk.transport.Connector`: the client's end, seen by the schema guard."""
+        client_end, server_end = tp.memory_pair()
+        self.ws = _Served(self, server_end)
+        return tp.observed(client_end)
 
     def requests(self, method: str) -> list[Message]:
         return [m for m in self.received if m.get("method") == method and "id" in m]

@@ -277,9 +277,32 @@ async def resume_thread(c: RawClient, thread_id: str) -> dict[str, Any]:
 
 
 async def start_user_thread(c: RawClient, cwd: Path | str, text: str,
-                            timeout: float = 30.0) -> UserThread:
-    """Do what the TUI does on its first message: a `threadSource:"user"` thread + one turn."""
+                            timeout: float = 30.0, *,
+                            mcp_servers: tuple[str, ...] = ()) -> UserThread:
+    """Do what the TUI does on its first message: a `threadSource:"user"` thread + one turn.
+
+    `mcp_servers`: wait until codex reports these configured MCP servers ready for the
+    thread (`mcpServer/startupStatus/updated`) before the turn, so the model's first
+    request already offers their tools (codex starts them per thread, in the background).
+    """
+    since = c.mark()
     result = await c.request("thread/start", {"cwd": str(cwd), "threadSource": "user"})
     thread = result["thread"]
+    for name in mcp_servers:
+        await wait_mcp_ready(c, name, thread["id"], timeout, since=since)
     turn = await run_turn(c, thread["id"], text, timeout)
     return UserThread(thread["id"], thread, turn)
+
+
+async def wait_mcp_ready(c: RawClient, server: str, thread_id: str, timeout: float = 30.0,
+                         *, since: int = 0) -> Message:
+    """The `mcpServer/startupStatus/updated` saying `server` is ready for the thread;
+    a `failed` status fails at once with codex's error text."""
+    note = await c.wait_for(
+        lambda n: n.get("method") == "mcpServer/startupStatus/updated"
+        and n["params"].get("name") == server
+        and n["params"].get("threadId") in (thread_id, None)
+        and n["params"].get("status") in ("ready", "failed"), timeout, since=since)
+    if note["params"]["status"] != "ready":
+        raise AssertionError(f"MCP server {server} failed to start: {note['params']}")
+    return note

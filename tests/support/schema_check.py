@@ -1,8 +1,10 @@
 """The schema guard's machinery, free of pytest so a guarded subprocess stays light.
 
-`SchemaGuard` wraps `AppServerClient._send` (every request, notification and answer
-leaves through it) and `_dispatch` (to learn which server request an answer replies
-to) and checks each outgoing message with `codexbridge.protocol.schema.validate_outgoing`.
+`SchemaGuard.wrap` wraps a transport (`codexbridge.talk.transport.observe` hands it
+every transport the client opens): each outgoing frame is checked with
+`SchemaSet.validate_outgoing` over `schemas/`, and each incoming server request is
+remembered so an answer's result can be checked against that method's schema. The
+frame is still sent unchanged, so a violation cannot turn into a hang that hides it.
 The pytest side is `tests/support/schema_guard.py`.
 """
 
@@ -11,23 +13,39 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import weakref
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from codexbridge.client import AppServerClient
 from codexbridge.errors import SchemaViolation
-from codexbridge.protocol.envelopes import Envelope, RequestId, ServerRequest
-from codexbridge.protocol.schema import validate_outgoing
-
-if TYPE_CHECKING:
-    import pytest
+from codexbridge.host.schemas import repo_schemas
+from codexbridge.protocol.envelopes import RequestId, ServerRequest, parse_frame
+from codexbridge.talk import transport as tp
 
 GUARD_ENV = "CODEX_BRIDGE_TEST_SCHEMA_GUARD"
 
-SendFn = Callable[[AppServerClient, dict[str, Any]], Awaitable[None]]
-DispatchFn = Callable[[AppServerClient, Envelope], None]
+
+class _Guarded:
+    """A transport that shows every frame to the guard on its way."""
+
+    def __init__(self, guard: SchemaGuard, inner: tp.Transport) -> None:
+        self._guard = guard
+        self._inner = inner
+        # server-request id → method, to check an answer's result shape.
+        self.seen: dict[RequestId, str] = {}
+
+    async def send(self, text: str) -> None:
+        self._guard.check(self, text)
+        await self._inner.send(text)
+
+    async def recv(self) -> str | bytes:
+        frame = await self._inner.recv()
+        for env in parse_frame(frame):
+            if isinstance(env, ServerRequest):
+                self.seen[env.id] = env.method
+        return frame
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 class SchemaGuard:
@@ -38,38 +56,22 @@ class SchemaGuard:
         self.violations: list[str] = []
         self.checked = 0
         self.sent: list[dict[str, Any]] = []
-        # Per client: server-request id → method, to check an answer's result shape.
-        self._seen: weakref.WeakKeyDictionary[AppServerClient, dict[RequestId, str]] = (
-            weakref.WeakKeyDictionary())
 
-    def check(self, client: AppServerClient, message: dict[str, Any]) -> None:
+    def wrap(self, transport: tp.Transport) -> tp.Transport:
+        return _Guarded(self, transport)
+
+    def check(self, link: _Guarded, text: str) -> None:
         self.checked += 1
-        self.sent.append(message)
-        seen = self._seen.get(client, {})
         try:
-            validate_outgoing(message, seen.get)
+            message = json.loads(text)
+        except ValueError:
+            self.violations.append(f"not JSON: {text[:200]!r}")
+            return
+        self.sent.append(message)
+        try:
+            repo_schemas().validate_outgoing(message, link.seen.get)
         except SchemaViolation as exc:
             self.violations.append(f"{exc}\n  message: {json.dumps(message)[:500]}")
-
-    def wrap_send(self, original: SendFn) -> SendFn:
-        async def _send(client: AppServerClient, message: dict[str, Any]) -> None:
-            self.check(client, message)
-            await original(client, message)
-
-        return _send
-
-    def wrap_dispatch(self, original: DispatchFn) -> DispatchFn:
-        def _dispatch(client: AppServerClient, env: Envelope) -> None:
-            if isinstance(env, ServerRequest):
-                self._seen.setdefault(client, {})[env.id] = env.method
-            original(client, env)
-
-        return _dispatch
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(AppServerClient, "_send", self.wrap_send(AppServerClient._send))
-        monkeypatch.setattr(AppServerClient, "_dispatch",
-                            self.wrap_dispatch(AppServerClient._dispatch))
 
     def read_child_reports(self, report: Path) -> int:
         """Fold in what guarded subprocesses wrote; returns how many messages they checked."""
@@ -93,10 +95,7 @@ def install_in_child() -> None:
     if not report:
         return
     guard = SchemaGuard()
-    # setattr: what monkeypatch does in-process, for the lifetime of the child
-    setattr(AppServerClient, "_send", guard.wrap_send(AppServerClient._send))  # noqa: B010
-    setattr(AppServerClient, "_dispatch",  # noqa: B010
-            guard.wrap_dispatch(AppServerClient._dispatch))
+    tp.observe(guard.wrap)
     pid = os.getpid()
 
     def flush() -> None:

@@ -1,12 +1,11 @@
 """The schema guard: every message codexbridge sends is checked against `schemas/`.
 
 Use the `schema_guard` fixture (defined here as `schema_guard_fixture`, so a module can
-import it without shadowing the argument name). It wraps `AppServerClient._send` (every request,
-notification and answer leaves through it) and `_dispatch` (to learn which server request
-an answer replies to), validates each outgoing message with
-`codexbridge.protocol.schema.validate_outgoing`, and fails the test at teardown listing
-every violation. The message is still sent unchanged, so a violation cannot turn into a
-hang that hides it.
+import it without shadowing the argument name). It observes every transport the client
+opens (`codexbridge.talk.transport.observe`: every request, notification and answer
+leaves through one), validates each outgoing message against `schemas/`, and fails the
+test at teardown listing every violation. The message is still sent unchanged, so a
+violation cannot turn into a hang that hides it.
 
 The CLI tests run `codexbridge` in subprocesses, so the fixture also puts
 `schema_guard_site/` on PYTHONPATH: its `sitecustomize` installs the same wrapper in any
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.talk import transport
+
 from .schema_check import GUARD_ENV, SchemaGuard
 
 SITE_DIR = Path(__file__).resolve().parent / "schema_guard_site"
@@ -39,14 +40,17 @@ def schema_guard_fixture(monkeypatch: pytest.MonkeyPatch,
     """Validate everything AppServerClient sends — in this process and in `codexbridge`
     subprocesses started while the test runs; fail the test on any violation."""
     guard = SchemaGuard()
-    guard.install(monkeypatch)
+    undo = transport.observe(guard.wrap)
     report = tmp_path_factory.mktemp("schema-guard") / "violations.jsonl"
     monkeypatch.setenv(GUARD_ENV, str(report))
     path = [str(SITE_DIR), str(REPO_ROOT)]
     if os.environ.get("PYTHONPATH"):
         path.append(os.environ["PYTHONPATH"])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
-    yield guard
+    try:
+        yield guard
+    finally:
+        undo()
     guard.checked += guard.read_child_reports(report)
     if guard.violations:
         pytest.fail("codexbridge sent messages that break schemas/:\n"

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from codexbridge.errors import SchemaViolation
-from codexbridge.protocol import schema
+from codexbridge.host.schemas import repo_schemas
 from codexbridge.protocol.approvals import (
     POLICIES,
     REFUSED_CODE,
@@ -26,10 +26,12 @@ from codexbridge.protocol.approvals import (
     fail_closed,
     is_approval,
 )
+from codexbridge.protocol.enums import ApprovalPolicy as P
 from codexbridge.protocol.envelopes import error_response
 from tests.support.payloads import USER_THREAD, server_request_params
 
 EXPERIMENTAL = {"currentTime/read"}  # only in the --experimental schema
+schema = repo_schemas()
 
 PARAMS = server_request_params()
 SCHEMA_METHODS = sorted(schema.server_request_methods())
@@ -144,10 +146,10 @@ def test_which_methods_are_approvals() -> None:
 def test_approval_under_each_policy(method: str) -> None:
     params = PARAMS[method]
     closed = fail_closed(method, params)
-    assert decide(method, params, "decline") == closed
-    tui = decide(method, params, "tui")
+    assert decide(method, params, P.DECLINE) == closed
+    tui = decide(method, params, P.TUI)
     assert tui == Defer(closed)  # silent now, fail-closed at the deadline
-    accept = decide(method, params, "accept")
+    accept = decide(method, params, P.ACCEPT)
     assert isinstance(accept, Reply) and accept.error is None and accept != closed
     rule = TABLE[method]
     assert rule.accept is not None
@@ -203,12 +205,12 @@ def test_mcp_tool_call_elicitation_is_an_approval() -> None:
                         "tool_name": "claude_message_send"}}
     method = "mcpServer/elicitation/request"
     assert is_approval(method, params)
-    assert isinstance(decide(method, params, "tui"), Defer)
-    assert decide(method, params, "decline") == Reply(result={"action": "decline"})
-    assert decide(method, params, "accept") == Reply(result={"action": "accept",
+    assert isinstance(decide(method, params, P.TUI), Defer)
+    assert decide(method, params, P.DECLINE) == Reply(result={"action": "decline"})
+    assert decide(method, params, P.ACCEPT) == Reply(result={"action": "accept",
                                                              "content": {}})
     other = {**params, "_meta": {"codex_approval_kind": "something_else"}}
     assert not is_approval(method, other)
-    assert decide(method, other, "tui") == Reply(result={"action": "decline"})
+    assert decide(method, other, P.TUI) == Reply(result={"action": "decline"})
     assert decide(method, {k: v for k, v in params.items() if k != "_meta"},
-                  "accept") == Reply(result={"action": "decline"})
+                  P.ACCEPT) == Reply(result={"action": "decline"})

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge import binaries
 from codexbridge.errors import BinaryNotFoundError
+from codexbridge.host import binaries
 
 
 def _exe(path: Path) -> Path:

@@ -138,7 +138,7 @@ def test_mailboxes(tmp_path: Path) -> None:
 
 
 def test_serve_facts_stale(monkeypatch: pytest.MonkeyPatch) -> None:
-    from codexbridge.paths import bridge_file, write_private_json
+    from codexbridge.host.paths import bridge_file, write_private_json
 
     assert gather.serve()["exists"] is False
     write_private_json(bridge_file(), {"url": "ws://127.0.0.1:1", "pid": 2 ** 22 + 1})

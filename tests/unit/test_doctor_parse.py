@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from codexbridge.binaries import parse_version
 from codexbridge.doctor import parse
+from codexbridge.host.binaries import parse_version
 from codexbridge.inbox.install_hook import hook_command, watch_command
 
 HELP_0169 = """\

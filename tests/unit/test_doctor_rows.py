@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from codexbridge.binaries import CLAUDE_VERSION, CODEX_VERSION
 from codexbridge.doctor import rows
 from codexbridge.doctor.report import (
     FAIL,
@@ -19,6 +18,7 @@ from codexbridge.doctor.report import (
     exit_code,
     render_text,
 )
+from codexbridge.host.binaries import CLAUDE_VERSION, CODEX_VERSION
 
 
 def by_name(checks: list[Check]) -> dict[str, Check]:

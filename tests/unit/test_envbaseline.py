@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codexbridge.envbaseline import BASELINE, child_env, extra_names, strip_credentials
+from codexbridge.host.envbaseline import BASELINE, child_env, extra_names, strip_credentials
 
 PARENT = {
     "PATH": "/usr/bin:/bin", "HOME": "/home/dev", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
@@ -77,7 +77,7 @@ def test_empty_parent() -> None:
 
 
 def test_auth_hint_names_the_missing_variable() -> None:
-    from codexbridge.envbaseline import auth_hint
+    from codexbridge.host.envbaseline import auth_hint
 
     hint = auth_hint("startup auth prewarm failed: Missing environment variable: `MY_KEY`.")
     assert hint is not None and "CODEX_BRIDGE_CHILD_ENV=MY_KEY" in hint

@@ -42,13 +42,16 @@ def test_push_json_receipt_and_stdin() -> None:
     assert json.loads(peeked)["messages"][0]["text"] == "from stdin"
 
 
-def test_push_to_unknown_name_warns_with_closest_match_but_keeps_mail() -> None:
+def test_push_to_unknown_name_is_refused_with_closest_match_unless_new() -> None:
+    # One push rule for the CLI and MCP (inbox/service.py): a typo must not lose mail.
     listen("bridge")
     listen("web")
     code, out, err = run("inbox", "push", "--to", "bridg", "typo")
-    assert code == 0 and out.strip()
-    assert 'nobody has listened on mailbox "bridg"' in err
-    assert "bridge, web" in err and 'did you mean "bridge"' in err
+    assert code == 8 and not out.strip()
+    assert 'no Claude session listens on mailbox "bridg"' in err
+    assert "bridge, web" in err and 'did you mean "bridge"' in err and "--new" in err
+    code, out, err = run("inbox", "push", "--to", "bridg", "--new", "on purpose")
+    assert code == 0 and out.strip() and 'mailbox "bridg" yet' in err
     _, peeked, _ = run("inbox", "peek", "--as", "bridg", "--json")
     assert json.loads(peeked)["pending"] == 1
 
@@ -78,7 +81,7 @@ def test_bad_input_exits_2_and_stores_nothing() -> None:
     code, _, err = run("inbox", "push", "--to", "web", "-", stdin=b"\xff\xfe")
     assert code == 2 and "UTF-8" in err
     code, out, _ = run("inbox", "push", "--to", "x/y", "--json", "hi")
-    assert code == 2 and json.loads(out)["error"]["code"] == "invalid_mailbox_name"
+    assert code == 2 and json.loads(out)["error"]["code"] == "INVALID_ARGUMENT"
     _, listing, _ = run("inbox", "list", "--json")
     assert json.loads(listing)["mailboxes"] == []
 
@@ -89,13 +92,13 @@ def test_io_failure_is_a_mailbox_error(tmp_path: Path,
     blocker.write_text("")
     monkeypatch.setenv("CODEX_BRIDGE_INBOX_DIR", str(blocker / "inbox"))
     code, _, err = run("inbox", "push", "--to", "web", "x")
-    assert code == 8 and "cannot write to mailbox 'web'" in err
+    assert code == 8 and "cannot read the mailboxes" in err and "Not a directory" in err
 
 
 def test_list_shows_counts_and_listeners() -> None:
     listen("web")
     run("inbox", "push", "--to", "web", "one")
-    run("inbox", "push", "--to", "api", "two")
+    run("inbox", "push", "--to", "api", "--new", "two")
     with open(os.path.join(inbox_dir(), "web.jsonl"), "ab") as fh:
         fh.write(b"broken\n")
     run("inbox", "drain", "--as", "web")

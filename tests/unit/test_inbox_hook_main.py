@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import chain_path, inbox_dir, session_path
@@ -81,7 +82,7 @@ def test_chain_limit_keeps_mail_for_the_next_stop() -> None:
         outputs.append(hook("box", {**STOP, "stop_hook_active": active}, env=env).stdout)
     assert b"stop-0" in outputs[0] and b"stop-1" in outputs[1]
     assert outputs[2] == b""  # third consecutive block refused...
-    assert [m.text for m in store.peek(inbox_dir(), "box").mails] == ["stop-2"]  # ...kept
+    assert [m.text for m in reading.peek(inbox_dir(), "box").mails] == ["stop-2"]  # ...kept
     assert "mail left for the next stop" in log_text()
     # The next turn (a new prompt) gets it.
     nxt = hook("box", {**STOP, "prompt_id": "p2"}, env=env)
@@ -140,7 +141,7 @@ def test_rejected_lines_are_reported_once() -> None:
     out = json.loads(hook("box", STOP).stdout)
     assert "could not be read" in out["reason"] and "box.rejected.jsonl" in out["reason"]
     assert hook("box", {**STOP, "prompt_id": "p2"}).stdout == b""
-    assert len(store.read_rejected(inbox_dir(), "box")) == 1
+    assert len(reading.read_rejected(inbox_dir(), "box")) == 1
 
 
 def test_errors_are_logged_never_shown(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import (
@@ -45,7 +46,7 @@ def take_all(inbox: str, name: str = "box") -> store.Batch:
 
 
 def test_inbox_dir_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from codexbridge.paths import state_dir
+    from codexbridge.host.paths import state_dir
 
     assert inbox_dir() == str(state_dir(create=False) / "inbox")
     monkeypatch.setenv("CODEX_BRIDGE_INBOX_DIR", str(tmp_path / "elsewhere"))
@@ -66,8 +67,8 @@ def test_push_then_take_delivers_in_order_and_empties(inbox: str) -> None:
 
 def test_peek_does_not_consume(inbox: str) -> None:
     push(inbox, "hello")
-    first = store.peek(inbox, "box")
-    second = store.peek(inbox, "box")
+    first = reading.peek(inbox, "box")
+    second = reading.peek(inbox, "box")
     assert [m.text for m in first.mails] == [m.text for m in second.mails] == ["hello"]
     assert [m.text for m in take_all(inbox).mails] == ["hello"]
 
@@ -87,7 +88,7 @@ def test_released_batch_is_recovered_by_the_next_take(inbox: str) -> None:
         assert [m.text for m in batch.mails] == ["keep me"]
         # no commit: delivery failed
     assert has_pending(inbox, "box")
-    assert [m.text for m in store.peek(inbox, "box").mails] == ["keep me"]
+    assert [m.text for m in reading.peek(inbox, "box").mails] == ["keep me"]
     again = take_all(inbox)
     assert [m.text for m in again.mails] == ["keep me"] and again.recovered_files == 1
 
@@ -97,7 +98,7 @@ def test_live_takers_batch_is_left_alone(inbox: str) -> None:
     with store.take(inbox, "box") as batch:
         other = take_all(inbox)  # a concurrent drain
         assert other.empty and other.recovered_files == 0
-        assert store.peek(inbox, "box").in_flight == 1
+        assert reading.peek(inbox, "box").in_flight == 1
         assert not has_pending(inbox, "box")
         batch.commit()
 
@@ -168,16 +169,16 @@ def test_malformed_lines_go_to_rejected_file_not_away(inbox: str) -> None:
     push(inbox, "good")
     with open(mail_path(inbox, "box"), "ab") as fh:
         fh.write(b"{half a line\n\xff\xfe\n")
-    peeked = store.peek(inbox, "box")
+    peeked = reading.peek(inbox, "box")
     assert len(peeked.mails) == 1 and len(peeked.unreadable) == 2
     batch = take_all(inbox)
     assert [m.text for m in batch.mails] == ["good"] and len(batch.rejected) == 2
-    records = store.read_rejected(inbox, "box")
+    records = reading.read_rejected(inbox, "box")
     assert [r["lineno"] for r in records] == [2, 3]
     assert records[0]["line"] == "{half a line" and "not JSON" in records[0]["reason"]
     assert "line_base64" in records[1]
-    assert store.peek(inbox, "box").rejected_count == 2
-    summary = {s.name: s for s in store.summarize(inbox, {})}
+    assert reading.peek(inbox, "box").rejected_count == 2
+    summary = {s.name: s for s in reading.summarize(inbox, {})}
     assert summary["box"].rejected == 2 and summary["box"].pending == 0
     assert os.path.exists(rejected_path(inbox, "box"))
 
@@ -209,7 +210,7 @@ def test_summarize_lists_every_mailbox(inbox: str) -> None:
     push(inbox, "b", to="beta")
     push(inbox, "b2", to="beta")
     listeners = {"gamma": {"name": "gamma", "cwd": "/g"}}
-    rows = {s.name: s for s in store.summarize(inbox, listeners)}
+    rows = {s.name: s for s in reading.summarize(inbox, listeners)}
     assert rows["alpha"].pending == 1 and rows["beta"].pending == 2
     assert rows["gamma"].pending == 0 and rows["gamma"].listener == {"name": "gamma",
                                                                      "cwd": "/g"}

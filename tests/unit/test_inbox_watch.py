@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, watcher_path
@@ -56,7 +57,7 @@ def test_wakes_with_the_mail_on_stderr() -> None:
     assert proc.returncode == 2
     assert time.monotonic() - pushed < 3
     assert b"wake up" in err and b'mailbox "box"' in err and out == b""
-    assert store.peek(inbox_dir(), "box").mails == []
+    assert reading.peek(inbox_dir(), "box").mails == []
 
 
 def test_mail_already_waiting_wakes_at_once() -> None:
@@ -100,7 +101,7 @@ def test_headless_claude_gets_no_watcher() -> None:
     out, err = proc.communicate(timeout=10)
     assert (proc.returncode, out, err) == (0, b"", b"")
     assert time.monotonic() - started < 5
-    assert [m.text for m in store.peek(inbox_dir(), "box").mails] == ["stays"]
+    assert [m.text for m in reading.peek(inbox_dir(), "box").mails] == ["stays"]
 
 
 def test_bad_name_is_a_usage_error() -> None:

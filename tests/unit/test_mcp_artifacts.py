@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.errors import ArtifactNotFoundError, InvalidCursorError
 from codexbridge.mcp.artifacts import (
-    ArtifactMissing,
     ArtifactStore,
-    BadCursor,
     StoreFull,
     utf8_cut,
 )
@@ -72,14 +71,14 @@ def test_files_are_private_and_ids_unguessable(tmp_path: Path, clock: Clock) -> 
 def test_other_role_cannot_read(tmp_path: Path, clock: Clock) -> None:
     mine = make(tmp_path, clock, "claude").create("secret", kind="k")
     theirs = make(tmp_path, clock, "codex")
-    with pytest.raises(ArtifactMissing):
+    with pytest.raises(ArtifactNotFoundError):
         theirs.read(mine.id, None, 1000)
     # even a copy of the metadata in the other role's dir does not change the owner
     os.makedirs(theirs.dir, exist_ok=True)
     for suffix in (".json", ".txt"):
         src = make(tmp_path, clock, "claude").dir / f"{mine.id}{suffix}"
         (theirs.dir / f"{mine.id}{suffix}").write_bytes(src.read_bytes())
-    with pytest.raises(ArtifactMissing):
+    with pytest.raises(ArtifactNotFoundError):
         theirs.read(mine.id, None, 1000)
 
 
@@ -89,7 +88,7 @@ def test_cursor_is_bound_to_its_artifact_and_unforgeable(tmp_path: Path, clock: 
     b = store.create("b" * 1000, kind="k")
     cursor = store.read(a.id, None, 100).next_cursor
     assert cursor is not None
-    with pytest.raises(BadCursor):
+    with pytest.raises(InvalidCursorError):
         store.read(b.id, cursor, 100)  # another artifact's cursor
     raw = bytearray(cursor.encode())
     raw[5] = ord("A") if raw[5] != ord("A") else ord("B")
@@ -97,10 +96,10 @@ def test_cursor_is_bound_to_its_artifact_and_unforgeable(tmp_path: Path, clock: 
         if bad == "":
             assert store.read(a.id, bad, 100).offset == 0  # empty = from the start
             continue
-        with pytest.raises(BadCursor):
+        with pytest.raises(InvalidCursorError):
             store.read(a.id, bad, 100)
     # an offset past the end is refused even with a valid MAC
-    with pytest.raises(BadCursor):
+    with pytest.raises(InvalidCursorError):
         store.read(a.id, store.make_cursor(a, 5000), 100)
 
 
@@ -110,7 +109,7 @@ def test_ttl_expires_and_sweeps(tmp_path: Path, clock: Clock) -> None:
     clock.now += 59
     assert store.read(art.id, None, 100).text == "hello"
     clock.now += 2
-    with pytest.raises(ArtifactMissing, match="expired"):
+    with pytest.raises(ArtifactNotFoundError, match="expired"):
         store.read(art.id, None, 100)
     assert not (store.dir / f"{art.id}.txt").exists()
     other = store.create("x", kind="k")
@@ -126,7 +125,7 @@ def test_byte_cap_evicts_oldest_and_refuses_oversize(tmp_path: Path, clock: Cloc
     second = store.create("2" * 1000, kind="k")
     clock.now += 1
     third = store.create("3" * 1000, kind="k")  # 3000 > 2500: the oldest goes
-    with pytest.raises(ArtifactMissing):
+    with pytest.raises(ArtifactNotFoundError):
         store.get(first.id)
     assert store.get(second.id) and store.get(third.id)
     assert store.usage()["bytes"] == 2000
@@ -137,7 +136,7 @@ def test_byte_cap_evicts_oldest_and_refuses_oversize(tmp_path: Path, clock: Cloc
 def test_malformed_ids_are_not_found(tmp_path: Path, clock: Clock) -> None:
     store = make(tmp_path, clock)
     for bad in ("../../etc/passwd", "art_short", "", "art_" + "a" * 23 + "/"):
-        with pytest.raises(ArtifactMissing):
+        with pytest.raises(ArtifactNotFoundError):
             store.read(bad, None, 100)
 
 

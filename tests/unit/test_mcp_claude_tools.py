@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from codexbridge.endpoint import Endpoint
 from codexbridge.errors import ConnectError, RpcError
 from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
 from codexbridge.mcp.settings import load
-from codexbridge.mock.responses_api import big_text
+from codexbridge.mock.rules import big_text
 from codexbridge.protocol.envelopes import Notification, ServerRequest
+from codexbridge.talk.endpoint import Endpoint
 
 # -- the fake app-server -------------------------------------------------------------------
 
@@ -49,9 +49,15 @@ class FakeSub:
     def close(self) -> None:
         self.conn.subs.discard(self)
 
+    def __enter__(self) -> FakeSub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 class FakeConn:
-    """One connection; duck-types the parts of AppServerClient that talk.py uses."""
+    """One connection: the talk service's `Rpc` protocol (what AppServerClient offers)."""
 
     def __init__(self, codex: FakeCodex) -> None:
         self.codex = codex
@@ -90,7 +96,19 @@ class FakeThread:
     thread_source: str | None = "user"
     ephemeral: bool = False
     turns: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    active: str | None = None  # turn id running
+    running: str | None = None  # turn id running
+    codex: Any = None
+
+    @property
+    def active(self) -> str | None:
+        return self.running
+
+    @active.setter
+    def active(self, turn_id: str | None) -> None:
+        # As codex does: every connection hears of a status change, joined or not.
+        self.running = turn_id
+        if self.codex is not None:
+            self.codex.status_changed(self)
 
     def wire(self) -> dict[str, Any]:
         status = {"type": "active", "activeFlags": []} if self.active else {"type": "idle"}
@@ -112,8 +130,14 @@ class FakeCodex:
         self._pending: dict[Any, asyncio.Future[Any]] = {}
 
     def add(self, tid: str, **kw: Any) -> FakeThread:
-        self.threads[tid] = FakeThread(tid, **kw)
+        self.threads[tid] = FakeThread(tid, codex=self, **kw)
         return self.threads[tid]
+
+    def status_changed(self, thread: FakeThread) -> None:
+        note = Notification("thread/status/changed",
+                            {"threadId": thread.id, "status": thread.wire()["status"]})
+        for conn in list(self.conns):
+            conn.push(note)
 
     def gate(self, key: str) -> asyncio.Event:
         return self.gates.setdefault(key, asyncio.Event())
@@ -225,7 +249,7 @@ def runtime(tmp_path: Path, codex: FakeCodex, **settings: Any) -> Runtime:
                           max_bytes=s.artifact_store_max)
     return Runtime(settings=s, store=store, connect=codex.connect,
                    endpoint=lambda: Endpoint("ws://fake:1", None, "test"),
-                   inbox=lambda: str(tmp_path / "inbox"), poll_interval=0.01)
+                   inbox=lambda: str(tmp_path / "inbox"))
 
 
 @asynccontextmanager

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store as mail_store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.listeners import record_listener
@@ -66,7 +67,7 @@ async def test_exactly_the_codex_tools(tmp_path: Path, inbox: str) -> None:
     send = tools["claude_message_send"]
     assert send.annotations is not None and send.annotations.read_only_hint is False
     assert send.annotations.idempotent_hint is False
-    assert set(send.input_schema["properties"]) == {"text", "mailbox", "from"}
+    assert set(send.input_schema["properties"]) == {"text", "mailbox", "from", "new"}
     assert set(tools["claude_mailbox_peek"].input_schema["properties"]) == {"mailbox",
                                                                               "maxMessages"}
     assert set(tools["claude_mailboxes_list"].input_schema["properties"]) == {"limit"}
@@ -99,7 +100,7 @@ async def test_fresh_setup_stores_with_a_warning(tmp_path: Path, inbox: str) -> 
         sc = await call(client, "claude_message_send", {"text": "hi", "mailbox": "newbox"})
     assert [w["code"] for w in sc["warnings"]] == ["NO_LISTENER"]
     assert "install-hook --as newbox" in sc["warnings"][0]["message"]
-    assert [m.text for m in mail_store.peek(inbox, "newbox").mails] == ["hi"]
+    assert [m.text for m in reading.peek(inbox, "newbox").mails] == ["hi"]
 
 
 async def test_mistyped_mailbox_is_refused_when_others_listen(tmp_path: Path,
@@ -162,7 +163,7 @@ async def test_list_and_peek(tmp_path: Path, inbox: str) -> None:
         assert last["textTruncated"] is True and len(last["text"]) == 2000
         assert last["textChars"] == 3002
     # peeking consumed nothing
-    assert len(mail_store.peek(inbox, "beta").mails) == 5
+    assert len(reading.peek(inbox, "beta").mails) == 5
 
 
 async def test_status_for_the_codex_role(tmp_path: Path, inbox: str) -> None:

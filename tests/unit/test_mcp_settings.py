@@ -9,7 +9,7 @@ import pytest
 
 from codexbridge import errors as E
 from codexbridge.mcp import settings
-from codexbridge.mcp.results import CODES, ToolFailure, from_bridge_error, ok_envelope
+from codexbridge.mcp.results import CODES, error_envelope, ok_envelope, turn_started
 
 
 def test_role_from_flag_or_env() -> None:
@@ -49,31 +49,36 @@ def test_bad_settings_are_start_up_errors(env: dict[str, str], needle: str) -> N
 def test_every_code_is_documented_in_docs_mcp_md() -> None:
     from pathlib import Path
 
-    doc = (Path(__file__).parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    root = Path(__file__).parents[2]
+    doc = (root / "docs" / "mcp.md").read_text(encoding="utf-8")
     for code in CODES:
         assert f"`{code}`" in doc, code
+    # ... because the table is rendered from the error tree, and not stale:
+    check = subprocess.run([sys.executable, str(root / "scripts" / "render-docs"), "--check"],
+                           capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stderr
 
 
-def test_error_mapping_and_started_turns_are_never_retryable() -> None:
+def test_error_codes_come_from_the_error_tree_and_started_turns_never_retry() -> None:
     amb = E.AmbiguousThreadError("two", [{"id": "a"}, {"id": "b"}])
-    f = from_bridge_error(amb)
-    assert f.envelope()["error"] == {"code": "AMBIGUOUS_THREAD", "message": "two",
-                                     "retryable": False,
-                                     "details": {"candidates": [{"id": "a"}, {"id": "b"}]}}
-    assert from_bridge_error(E.NoThreadError("none")).envelope()["error"]["retryable"] is True
-    assert from_bridge_error(E.NoRolloutError(-32600, "no rollout found")).code == "NO_ROLLOUT"
-    assert from_bridge_error(E.ConnectError("refused")).code == "CODEX_CONNECT_FAILED"
-    refused = E.RpcError(-32600, "bad turn")
-    assert from_bridge_error(refused, rpc_code="TURN_START_FAILED").envelope()["error"][
-        "retryable"] is True
-    lost = from_bridge_error(E.ConnectionLostError("gone"), turn_started=True).envelope()
+    assert error_envelope(amb)["error"] == {
+        "code": "AMBIGUOUS_THREAD", "message": "two", "retryable": False,
+        "details": {"candidates": [{"id": "a"}, {"id": "b"}]}}
+    assert error_envelope(E.NoThreadError("none"))["error"]["retryable"] is True
+    assert error_envelope(E.NoRolloutError(-32600, "no rollout found"))["error"]["code"] \
+        == "NO_ROLLOUT"
+    assert error_envelope(E.ConnectError("refused"))["error"]["code"] == "CODEX_CONNECT_FAILED"
+    refused = E.TurnStartFailedError(-32600, "bad turn")
+    assert error_envelope(refused)["error"]["retryable"] is True
+    lost = error_envelope(turn_started(E.ConnectionLostError("gone")))
     assert lost["error"]["code"] == "CODEX_CONNECTION_LOST"
     assert lost["error"]["retryable"] is False and lost["error"]["details"]["turnStarted"]
-    timeout = from_bridge_error(E.RequestTimeoutError("slow"), turn_started=True)
-    assert timeout.code == "CODEX_CONNECTION_LOST"
+    timeout = error_envelope(turn_started(E.RequestTimeoutError("slow")))
+    assert timeout["error"]["code"] == "CODEX_CONNECTION_LOST"
     assert ok_envelope({"x": 1}) == {"ok": True, "data": {"x": 1}, "warnings": []}
-    with pytest.raises(ValueError):
-        ToolFailure("MADE_UP", "no")
+    # every class's code is documented, with its retryable flag
+    for cls in (E.UsageError, E.QueueTimeoutError, E.NoMailboxError, E.InternalError):
+        assert CODES[cls.mcp_code][0] is cls.retryable
 
 
 def run_mcp(*args: str, env: dict[str, str] | None = None,

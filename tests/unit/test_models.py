@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from codexbridge.protocol.models import (
-    InitializeResult,
-    ItemsListResult,
+from codexbridge.protocol.generated.models import (
+    InitializeResponse,
     Thread,
     ThreadItem,
-    ThreadLoadedListResult,
-    ThreadReadResult,
+    ThreadItemsListResponse,
+    ThreadLoadedListResponse,
+    ThreadReadResponse,
     ThreadStatus,
+    ThreadTurnsListResponse,
     Turn,
-    TurnsListResult,
-    TurnStartResult,
+    TurnStartResponse,
 )
 from codexbridge.protocol.threads import ThreadInfo
 from tests.support import payloads
@@ -25,7 +25,7 @@ from tests.support import payloads
 
 def test_thread_from_thread_read() -> None:
     raw = {"thread": payloads.thread(), "readState": {"lastReadTurnId": None}}
-    result = ThreadReadResult.model_validate(raw)
+    result = ThreadReadResponse.model_validate(raw)
     t = result.thread
     assert (t.id, t.name, t.cwd, t.ephemeral, t.thread_source, t.preview, t.updated_at) == (
         payloads.USER_THREAD, "Mock title", payloads.WORKDIR, False, "user", "first turn",
@@ -104,11 +104,11 @@ def test_item_round_trips_unchanged() -> None:
 def test_turns_list_result() -> None:
     turns = [payloads.turn(payloads.TURN_1), payloads.turn(payloads.TURN_2)]
     page = {"data": turns, "nextCursor": "abc", "backwardsCursor": None}
-    result = TurnsListResult.model_validate(page)
+    result = ThreadTurnsListResponse.model_validate(page)
     assert [t.id for t in result.data] == [payloads.TURN_1, payloads.TURN_2]
     assert result.next_cursor == "abc" and result.backwards_cursor is None
     # a non-object entry is skipped, the rest kept
-    assert len(TurnsListResult.model_validate({"data": [5, turns[0]]}).data) == 1
+    assert len(ThreadTurnsListResponse.model_validate({"data": [5, turns[0]]}).data) == 1
 
 
 def test_items_list_result() -> None:
@@ -116,15 +116,15 @@ def test_items_list_result() -> None:
                payloads.item_entry(payloads.TURN_1, payloads.agent_message("b")),
                {"turnId": payloads.TURN_1},  # no item: skipped
                "garbage"]
-    result = ItemsListResult.model_validate({"data": entries, "nextCursor": None})
+    result = ThreadItemsListResponse.model_validate({"data": entries, "nextCursor": None})
     assert [(e.turn_id, e.item.type) for e in result.data] == [
         (payloads.TURN_1, "userMessage"), (payloads.TURN_1, "agentMessage")]
     assert result.data[0].started_at_ms == 1796018498000
-    assert ItemsListResult.model_validate({}).data == []
+    assert ThreadItemsListResponse.model_validate({}).data == []
 
 
 def test_loaded_list_result() -> None:
-    result = ThreadLoadedListResult.model_validate(
+    result = ThreadLoadedListResponse.model_validate(
         {"data": [payloads.USER_THREAD, 5, None, payloads.TITLE_THREAD], "nextCursor": None})
     assert result.data == [payloads.USER_THREAD, payloads.TITLE_THREAD]
     assert result.next_cursor is None
@@ -133,13 +133,13 @@ def test_loaded_list_result() -> None:
 def test_turn_start_result() -> None:
     running = payloads.turn(payloads.TURN_2, status="inProgress", completed_at=None,
                             items_view="notLoaded")
-    result = TurnStartResult.model_validate({"turn": running})
+    result = TurnStartResponse.model_validate({"turn": running})
     assert result.turn.id == payloads.TURN_2 and result.turn.status == "inProgress"
     assert result.turn.completed_at is None and result.turn.items == []
 
 
 def test_initialize_result() -> None:
-    result = InitializeResult.model_validate({**payloads.INITIALIZE_RESULT,
+    result = InitializeResponse.model_validate({**payloads.INITIALIZE_RESULT,
                                               "somethingNew": True})
     assert result.platform_os == "linux" and result.codex_home == payloads.CODEX_HOME
     assert result.user_agent is not None and result.user_agent.startswith("codexbridge/")
@@ -148,7 +148,7 @@ def test_initialize_result() -> None:
 
 def test_resume_result_extras_are_tolerated() -> None:
     # thread/resume carries experimental fields (§5); the thread inside parses as usual.
-    result = ThreadReadResult.model_validate(payloads.resume_result(payloads.thread()))
+    result = ThreadReadResponse.model_validate(payloads.resume_result(payloads.thread()))
     assert result.thread.id == payloads.USER_THREAD
     assert result.model_extra is not None and "initialTurnsPage" in result.model_extra
 
@@ -157,6 +157,6 @@ def test_thread_read_without_thread_is_an_error() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError):
-        ThreadReadResult.model_validate({"readState": None})
+        ThreadReadResponse.model_validate({"readState": None})
     with pytest.raises(ValidationError):
-        ThreadReadResult.model_validate({"thread": "nope"})
+        ThreadReadResponse.model_validate({"thread": "nope"})

@@ -20,12 +20,15 @@ from typing import Any
 
 import pytest
 
-from codexbridge import talk
-from codexbridge.client import AppServerClient
 from codexbridge.errors import SchemaViolation, ThreadNotLoadedError
-from codexbridge.protocol import schema
-from codexbridge.protocol.approvals import POLICIES, TABLE, Policy
-from codexbridge.protocol.envelopes import ServerRequest
+from codexbridge.host.schemas import repo_schemas, schema_dir
+from codexbridge.protocol.approvals import POLICIES, TABLE
+from codexbridge.protocol.enums import ApprovalPolicy
+from codexbridge.talk import transport
+from codexbridge.talk.client import AppServerClient
+from codexbridge.talk.history import read_history
+from codexbridge.talk.threads import find_target, list_threads
+from codexbridge.talk.turn import say
 from tests.support import payloads
 from tests.support.memory_appserver import MemoryAppServer
 from tests.support.schema_check import GUARD_ENV, SchemaGuard
@@ -35,6 +38,7 @@ from tests.support.schema_guard import (  # the fixture, until conftest register
     schema_guard_fixture,  # noqa: F401
 )
 
+schema = repo_schemas()
 SERVER_REQUESTS = sorted(schema.server_request_methods())
 
 
@@ -42,15 +46,13 @@ def _methods(guard: SchemaGuard) -> set[str]:
     return {m["method"] for m in guard.sent if "method" in m}
 
 
-async def test_handshake_list_and_resolve(schema_guard: SchemaGuard,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_handshake_list_and_resolve(schema_guard: SchemaGuard) -> None:
     server = MemoryAppServer()
-    server.install(monkeypatch)
-    async with AppServerClient("ws://memory") as client:
-        threads = await talk.list_threads(client, include_all=True)
-        target = await talk.find_target(client, None)
-        by_name = await talk.find_target(client, "Mock title")
-        by_id = await talk.find_target(client, payloads.USER_THREAD)
+    async with AppServerClient("ws://memory", connector=server.connector) as client:
+        threads = await list_threads(client, include_all=True)
+        target = await find_target(client, None)
+        by_name = await find_target(client, "Mock title")
+        by_id = await find_target(client, payloads.USER_THREAD)
     assert [t.id for t in threads] == [payloads.USER_THREAD, payloads.TITLE_THREAD]
     assert target.id == by_name.id == by_id.id == payloads.USER_THREAD
     assert {"initialize", "initialized", "thread/loaded/list", "thread/read"} <= \
@@ -62,13 +64,11 @@ async def test_handshake_list_and_resolve(schema_guard: SchemaGuard,
 
 @pytest.mark.parametrize("turn_cwd", [None, "/home/dev/elsewhere"])
 async def test_say_resume_and_turn_start(schema_guard: SchemaGuard,
-                                         monkeypatch: pytest.MonkeyPatch,
                                          turn_cwd: str | None) -> None:
     server = MemoryAppServer()
-    server.install(monkeypatch)
     deltas: list[str] = []
-    async with AppServerClient("ws://memory") as client:
-        result = await talk.say(client, payloads.USER_THREAD, "hello ✓ from the bridge",
+    async with AppServerClient("ws://memory", connector=server.connector) as client:
+        result = await say(client, payloads.USER_THREAD, "hello ✓ from the bridge",
                                 turn_cwd=turn_cwd, on_delta=deltas.append, timeout=5)
     assert result.status == "completed" and result.reply == "MOCK REPLY: done"
     assert "".join(deltas) == "MOCK REPLY: done"  # the early delta was buffered, replayed
@@ -83,13 +83,12 @@ async def test_say_resume_and_turn_start(schema_guard: SchemaGuard,
 
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_say_answers_every_server_request_validly(
-        schema_guard: SchemaGuard, monkeypatch: pytest.MonkeyPatch, policy: Policy) -> None:
+        schema_guard: SchemaGuard, policy: ApprovalPolicy) -> None:
     unknown = "item/brandNew/requestSomething"
     server = MemoryAppServer(server_requests=[*SERVER_REQUESTS, unknown])
-    server.install(monkeypatch)
     lines: list[str] = []
-    async with AppServerClient("ws://memory") as client:
-        result = await talk.say(client, payloads.USER_THREAD, "do things", approvals=policy,
+    async with AppServerClient("ws://memory", connector=server.connector) as client:
+        result = await say(client, payloads.USER_THREAD, "do things", approvals=policy,
                                 approval_timeout=0.01, on_approval=lines.append, timeout=10)
     assert result.status == "completed"
     # every request got exactly one answer, and the guard checked each one
@@ -120,8 +119,7 @@ async def test_say_answers_every_server_request_validly(
     assert not schema_guard.violations
 
 
-async def test_read_history_pages_turns_and_items(schema_guard: SchemaGuard,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_read_history_pages_turns_and_items(schema_guard: SchemaGuard) -> None:
     t1, t2 = payloads.TURN_1, payloads.TURN_2
     turns = [payloads.turn(t1, items_view="notLoaded"), payloads.turn(t2, items_view="notLoaded")]
     items = [payloads.item_entry(t1, payloads.user_message("first turn")),
@@ -130,9 +128,8 @@ async def test_read_history_pages_turns_and_items(schema_guard: SchemaGuard,
              payloads.item_entry(t2, payloads.command_item()),
              payloads.item_entry(t2, payloads.agent_message("MOCK REPLY: second", "msg_2"))]
     server = MemoryAppServer(turns=turns, items=items, page_size=2)
-    server.install(monkeypatch)
-    async with AppServerClient("ws://memory") as client:
-        history = await talk.read_history(client, payloads.USER_THREAD, page_size=2)
+    async with AppServerClient("ws://memory", connector=server.connector) as client:
+        history = await read_history(client, payloads.USER_THREAD, page_size=2)
     assert [(h.id, h.status, len(h.items)) for h in history] == [(t1, "completed", 2),
                                                                   (t2, "completed", 3)]
     assert history[1].items[2] == items[4]["item"]  # items arrive unchanged
@@ -148,26 +145,34 @@ async def test_read_history_pages_turns_and_items(schema_guard: SchemaGuard,
 # -- the guard itself ---------------------------------------------------------------------
 
 
-async def test_guard_reports_a_bad_request(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_guard_reports_a_bad_request() -> None:
     guard = SchemaGuard()
-    guard.install(monkeypatch)
-    MemoryAppServer().install(monkeypatch)
-    async with AppServerClient("ws://memory") as client:
+    undo = transport.observe(guard.wrap)
+    server = MemoryAppServer()
+    try:
+        client = AppServerClient("ws://memory", connector=server.connector)
+        await client.connect()
         with pytest.raises(ThreadNotLoadedError):  # sent anyway: the guard only reports
             await client.request("thread/read", {"thread": payloads.USER_THREAD})
+        await client.close()
+    finally:
+        undo()
+    assert guard.violations and "thread/read" in guard.violations[0]
     assert guard.checked == 3  # initialize, initialized, thread/read
     (violation,) = guard.violations
     assert "at $.params: 'threadId' is a required property" in violation
 
 
-def test_guard_checks_an_answer_against_the_request_it_answers() -> None:
+async def test_guard_checks_an_answer_against_the_request_it_answers() -> None:
     guard = SchemaGuard()
-    client = AppServerClient("ws://memory")
-    guard.wrap_dispatch(lambda _c, _e: None)(
-        client, ServerRequest(0, "applyPatchApproval", {}))
-    guard.check(client, {"id": 0, "result": {"decision": "denied"}})
-    guard.check(client, {"id": 0, "result": {"decision": {"denied": {"rejection": "no"}}}})
-    guard.check(client, {"id": 9, "error": {"code": "x", "message": "m"}})
+    near, far = transport.memory_pair()
+    link = guard.wrap(near)
+    await far.send(json.dumps({"id": 0, "method": "applyPatchApproval", "params": {}}))
+    await link.recv()  # the guard learns that request 0 is applyPatchApproval
+    for answer in ({"id": 0, "result": {"decision": "denied"}},
+                   {"id": 0, "result": {"decision": {"denied": {"rejection": "no"}}}},
+                   {"id": 9, "error": {"code": "x", "message": "m"}}):
+        await link.send(json.dumps(answer))
     assert len(guard.violations) == 2
     assert "at $.result.decision" in guard.violations[0]
     assert "at $.error.code" in guard.violations[1]
@@ -179,13 +184,14 @@ def test_guard_reaches_a_codexbridge_subprocess(tmp_path: Path) -> None:
     env = {**os.environ, GUARD_ENV: str(report),
            "PYTHONPATH": os.pathsep.join([str(SITE_DIR), str(REPO_ROOT)])}
     code = (
-        "import asyncio\n"
-        "from codexbridge.client import AppServerClient\n"
-        "class WS:\n"
-        "    async def send(self, text): pass\n"
-        "c = AppServerClient('ws://x'); c._ws = WS()\n"
-        "asyncio.run(c.notify('initialized'))\n"
-        "asyncio.run(c._send({'id': 1, 'method': 'thread/read', 'params': {}}))\n"
+        "import asyncio, json\n"
+        "from codexbridge.talk import transport\n"
+        "async def main():\n"
+        "    near, _far = transport.memory_pair()\n"
+        "    link = transport.observed(near)  # what every connector's transport goes through\n"
+        "    await link.send(json.dumps({'method': 'initialized'}))\n"
+        "    await link.send(json.dumps({'id': 1, 'method': 'thread/read', 'params': {}}))\n"
+        "asyncio.run(main())\n"
     )
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=30)
     lines = [json.loads(x) for x in report.read_text().splitlines()]
@@ -282,15 +288,15 @@ def test_server_request_map_comes_from_the_schema() -> None:
     assert responses["account/chatgptAuthTokens/refresh"] == \
         "ChatgptAuthTokensRefreshResponse.json"
     for name in responses.values():
-        assert (schema.schema_dir() / name).is_file()
+        assert (schema_dir() / name).is_file()
     assert "initialize" in schema.client_request_methods()
     assert len(schema.client_request_methods()) == 109  # reference §1
 
 
 def test_schema_costs_nothing_until_used() -> None:
-    code = ("import sys, codexbridge.protocol.schema, codexbridge.talk, codexbridge.cli.talk_cmd;"
-            "print(sorted(m for m in ('jsonschema', 'pydantic', 'codexbridge.protocol.models')"
-            " if m in sys.modules))")
+    code = ("import sys, codexbridge.protocol.schema, codexbridge.talk.turn,"
+            " codexbridge.cli.talk_cmd; print(sorted(m for m in ('jsonschema', 'pydantic',"
+            " 'codexbridge.protocol.generated.models') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO_ROOT, timeout=30).stdout
     assert out.strip() == "[]"

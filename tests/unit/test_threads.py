@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 
 from codexbridge.errors import AmbiguousThreadError, NoThreadError
+from codexbridge.protocol.generated.enums import ThreadStatusType
 from codexbridge.protocol.threads import (
     ThreadInfo,
+    is_busy,
     looks_like_thread_id,
     resolve,
-    status_type,
+    status_of,
     visible,
 )
 from tests.support import payloads
@@ -30,7 +32,7 @@ TITLE = ThreadInfo.from_thread(payloads.title_thread())
 
 
 def test_from_thread_reads_a_real_thread() -> None:
-    expected = ThreadInfo(payloads.USER_THREAD, "Mock title", payloads.WORKDIR, "idle",
+    expected = ThreadInfo(payloads.USER_THREAD, "Mock title", payloads.WORKDIR, "idle", (),
                           False, "user", "first turn", 1796018498)
     assert expected == USER
     assert USER.is_user_thread and not TITLE.is_user_thread
@@ -38,7 +40,8 @@ def test_from_thread_reads_a_real_thread() -> None:
 
 def test_status_labels() -> None:
     active = info(A, status={"type": "active", "activeFlags": ["waitingOnApproval"]})
-    assert active.status == "active(waitingOnApproval)"
+    assert active.status == "active(waitingOnApproval)" and active.busy
+    assert active.state is ThreadStatusType.ACTIVE
     assert info(A, status={"type": "active", "activeFlags": []}).status == "active"
     assert ThreadInfo.from_thread({"id": A, "status": "idle"}).status == "idle"
     assert ThreadInfo.from_thread({"id": A}).status == "unknown"
@@ -47,14 +50,18 @@ def test_status_labels() -> None:
 def test_from_thread_tolerates_missing_and_odd_fields() -> None:
     t = ThreadInfo.from_thread({"id": A, "name": 5, "cwd": None, "updatedAt": "x",
                                 "preview": None, "brandNew": {"x": 1}})
-    assert t == ThreadInfo(A, None, None, "unknown", False, None, "", None)
+    assert t == ThreadInfo(A, None, None, None, (), False, None, "", None)
+    assert t.status == "unknown" and not t.busy
     assert ThreadInfo.from_thread({}).id == ""
 
 
-def test_status_type() -> None:
-    assert status_type({"type": "active", "activeFlags": []}) == "active"
-    assert status_type("idle") == "idle"
-    assert status_type({}) == "unknown" and status_type(None) == "unknown"
+def test_status_of() -> None:
+    assert status_of({"type": "active", "activeFlags": ["waitingOnApproval"]}) == (
+        ThreadStatusType.ACTIVE, ("waitingOnApproval",))
+    assert status_of("idle") == (ThreadStatusType.IDLE, ())
+    assert status_of({}) == (None, ()) and status_of(None) == (None, ())
+    assert status_of({"type": "somethingNew"}) == (None, ())
+    assert is_busy({"type": "active", "activeFlags": []}) and not is_busy({"type": "idle"})
 
 
 def test_user_threads() -> None:

@@ -22,11 +22,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import ServeError, UsageError
 from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
 from .envbaseline import auth_hint, child_env
-from .errors import ServeError, UsageError
-from .paths import bridge_file, read_bridge_file, state_dir, write_private_json
+from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
 from .procs import pid_alive
 
 DEFAULT_PORT = 8787
@@ -100,9 +100,7 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
     token_file: Path | None = None
     if token:
         token_file = home / "ws-token"
-        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(token)
+        write_private(token_file, token.encode("utf-8"))
         extra += ["--ws-auth", "capability-token", "--ws-token-file", str(token_file)]
 
     proc = AppServerProcess(codex, workdir, host, port, child_env(os.environ), extra,

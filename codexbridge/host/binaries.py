@@ -14,7 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
-from .errors import BinaryNotFoundError
+from ..errors import BinaryNotFoundError
 
 CODEX_VERSION = "0.169.0"
 CLAUDE_VERSION = "2.1.332"
@@ -30,7 +30,8 @@ def parse_version(text: str) -> str | None:
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+    """The checkout this package runs from (codexbridge/host/ → the repository)."""
+    return Path(__file__).resolve().parent.parent.parent
 
 
 def tools_dir() -> Path:

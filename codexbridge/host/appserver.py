@@ -1,7 +1,9 @@
 """Starting and stopping a `codex app-server` child process.
 
 The native binary is started in its own process group so signals reach the real
-process and teardown is one killpg (reference §1, pitfall 15).
+process and teardown is one killpg (docs/protocol-notes.md, "Processes"). `serve`, the
+offline stack (`mock/stack.py`: demo, tests, bench) and the tests' fixtures all start
+it through `AppServerProcess`.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ..errors import ServeError
 from .binaries import parse_version
-from .errors import ServeError
 
 READY_TIMEOUT = 30.0
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -46,6 +49,8 @@ class AppServerProcess:
     env: dict[str, str]
     extra_args: list[str] = field(default_factory=list)
     stderr: IO[bytes] | int | None = None
+    # Where stderr goes when `stderr` is not given: a file kept for `stderr_text()`.
+    stderr_path: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -54,12 +59,33 @@ class AppServerProcess:
 
     def start(self) -> None:
         argv = [self.codex, "app-server", "--listen", self.url, *self.extra_args]
+        sink: IO[bytes] | int | None = self.stderr
+        opened: IO[bytes] | None = None
+        if sink is None and self.stderr_path is not None:
+            self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+            opened = sink = open(self.stderr_path, "ab")  # noqa: SIM115 - closed below
         try:
             self.proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env,
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self.stderr, start_new_session=True)
+                                         stderr=sink, start_new_session=True)
         except OSError as exc:
             raise ServeError(f"cannot start {self.codex}: {exc}") from exc
+        finally:
+            if opened is not None:
+                opened.close()  # the child has its own copy of the descriptor
+
+    def stderr_text(self) -> str:
+        """What the app-server wrote to `stderr_path` so far ("" without one)."""
+        if self.stderr_path is None:
+            return ""
+        try:
+            return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         """Poll a TCP connect until the listener accepts; fail if the child exits first."""
@@ -101,12 +127,29 @@ class AppServerProcess:
         return self.proc.returncode
 
 
+    def __enter__(self) -> AppServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 def launch(codex: str, cwd: Path, env: Mapping[str, str], *, host: str = "127.0.0.1",
            port: int = 0, extra_args: list[str] | None = None,
-           stderr: IO[bytes] | int | None = None) -> AppServerProcess:
-    """Start the app-server and wait until it accepts connections."""
-    proc = AppServerProcess(codex, cwd, host, port or free_port(host), dict(env),
-                            list(extra_args or []), stderr)
+           stderr: IO[bytes] | int | None = None, stderr_path: Path | None = None,
+           ready_timeout: float = READY_TIMEOUT) -> AppServerProcess:
+    """Start the app-server and wait until it accepts connections.
+
+    If it never does, it is stopped and the ServeError carries its stderr (when kept).
+    """
+    proc = AppServerProcess(codex, Path(cwd), host, port or free_port(host), dict(env),
+                            list(extra_args or []), stderr, stderr_path)
     proc.start()
-    proc.wait_ready()
+    try:
+        proc.wait_ready(ready_timeout)
+    except ServeError as exc:
+        proc.stop()
+        tail = proc.stderr_text()
+        raise ServeError(exc.message + (f":\n{tail}" if tail else ""),
+                         details=exc.details) from None
     return proc

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from .errors import ConnectError
-from .paths import bridge_file, read_bridge_file
+from ..errors import ConnectError
+from ..host.paths import bridge_file, read_bridge_file
 
 
 class Endpoint(NamedTuple):

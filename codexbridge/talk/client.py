@@ -1,10 +1,12 @@
-"""The asyncio JSON-RPC client for `codex app-server` — the only code that owns a socket.
+"""The asyncio JSON-RPC client for `codex app-server` — the one owner of a connection.
 
-One reader task takes every frame off the socket, resolves the matching request future,
-and hands notifications and server requests to subscribers through unbounded queues, so
-a slow consumer never stalls the reader (codex disconnects clients whose outbound queue
-fills, reference §4). When the socket closes, every waiter fails with
-ConnectionLostError and every subscriber receives `None`.
+The bytes go through a Transport (`talk/transport.py`: a WebSocket by default, an
+in-memory pair in tests). One reader task takes every frame off it, resolves the
+matching request future, and hands notifications and server requests to subscribers
+through unbounded queues, so a slow consumer never stalls the reader (codex drops
+clients whose outbound queue fills: docs/protocol-notes.md, "Backpressure"). When the
+transport closes, every waiter fails with ConnectionLostError and every subscriber
+receives `None`.
 """
 
 from __future__ import annotations
@@ -16,14 +18,11 @@ import json
 import sys
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
-from websockets.asyncio.client import ClientConnection, connect, unix_connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
-
-from . import __version__
-from .errors import ConnectError, ConnectionLostError, RequestTimeoutError, RpcError
-from .protocol.envelopes import (
+from .. import __version__
+from ..errors import ConnectionLostError, RequestTimeoutError, RpcError
+from ..protocol.envelopes import (
     Envelope,
     Invalid,
     Notification,
@@ -36,14 +35,15 @@ from .protocol.envelopes import (
     request,
     result_response,
 )
+from ..protocol.generated import methods as m
+from . import transport as tp
 
 Event = Notification | ServerRequest
 DEFAULT_REQUEST_TIMEOUT = 30.0
-CONNECT_TIMEOUT = 10.0
 
 
 class Subscription:
-    """A queue of notifications and server requests; `None` means the socket closed."""
+    """A queue of notifications and server requests; `None` means the connection closed."""
 
     def __init__(self, client: AppServerClient) -> None:
         self._client = client
@@ -62,24 +62,42 @@ class Subscription:
         self.close()
 
 
+class Rpc(Protocol):
+    """What the talk service needs of a connection (AppServerClient, or a wrapper)."""
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, *,
+                      timeout: float | None = None) -> Any: ...
+
+    async def respond(self, request_id: RequestId, result: Any) -> None: ...
+
+    async def respond_error(self, request_id: RequestId, code: int, message: str) -> None: ...
+
+    def subscribe(self) -> Subscription: ...
+
+
 class AppServerClient:
     """Connect, handshake, send requests, receive events.
 
     `url` is `ws://HOST:PORT` or `unix://PATH`; `token` is sent as a bearer token
-    (codex's `--ws-auth capability-token`).
+    (codex's `--ws-auth capability-token`). `connector` opens the transport (default: a
+    WebSocket; tests pass an in-memory one).
     """
 
     def __init__(self, url: str, *, token: str | None = None,
                  client_name: str = "codexbridge",
                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 on_invalid: Callable[[Invalid], None] | None = None) -> None:
+                 on_invalid: Callable[[Invalid], None] | None = None,
+                 connector: tp.Connector | None = None,
+                 experimental: bool = False) -> None:
         self.url = url
         self.token = token
         self.client_name = client_name
         self.request_timeout = request_timeout
         self.on_invalid = on_invalid or _report_invalid
+        self.connector: tp.Connector = connector or tp.connect
+        self.experimental = experimental
         self.server_info: dict[str, Any] = {}
-        self._ws: ClientConnection | None = None
+        self._ws: tp.Transport | None = None
         self._ids = itertools.count(1)
         self._waiters: dict[RequestId, asyncio.Future[Any]] = {}
         self._subscribers: set[Subscription] = set()
@@ -95,33 +113,17 @@ class AppServerClient:
         await self.close()
 
     async def connect(self) -> None:
-        """Open the socket and complete initialize/initialized."""
+        """Open the transport and complete initialize/initialized."""
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
-        try:
-            if self.url.startswith("unix://"):
-                path = self.url[len("unix://"):]
-                if not path:
-                    raise ConnectError("a unix:// URL needs a socket path: unix:///path/to/sock")
-                # codex's unix listener drops clients that offer permessage-deflate.
-                self._ws = await asyncio.wait_for(unix_connect(
-                    path, uri="ws://localhost/", compression=None,
-                    additional_headers=headers, max_size=None), CONNECT_TIMEOUT)
-            else:
-                self._ws = await asyncio.wait_for(connect(
-                    self.url, compression=None, additional_headers=headers,
-                    max_size=None, open_timeout=CONNECT_TIMEOUT), CONNECT_TIMEOUT)
-        except (OSError, InvalidHandshake, InvalidURI, asyncio.TimeoutError) as exc:
-            raise ConnectError(f"cannot connect to the app-server at {self.url}: "
-                               f"{exc or type(exc).__name__}; is `codexbridge serve` "
-                               "running?") from exc
+        self._ws = await self.connector(self.url, headers)
         self._reader = asyncio.create_task(self._read_loop(), name="codexbridge-reader")
         try:
-            self.server_info = await self.request("initialize", {
+            self.server_info = await self.request(m.INITIALIZE, {
                 "clientInfo": {"name": self.client_name, "title": "Codex Bridge",
                                "version": __version__},
-                "capabilities": {"experimentalApi": False},
+                "capabilities": {"experimentalApi": self.experimental},
             })
-            await self.notify("initialized")
+            await self.notify(m.INITIALIZED)
         except BaseException:
             # `async with` never reaches __aexit__ when __aenter__ fails: close here, or
             # the socket and the reader task outlive the error.
@@ -178,18 +180,19 @@ class AppServerClient:
             raise ConnectionLostError("not connected")
         try:
             await self._ws.send(json.dumps(message, ensure_ascii=False))
-        except ConnectionClosed as exc:
+        except tp.TransportClosed as exc:
             raise ConnectionLostError(f"connection to {self.url} closed: {exc}") from exc
 
     async def _read_loop(self) -> None:
         assert self._ws is not None
         reason = "server closed the connection"
         try:
-            async for frame in self._ws:
+            while True:
+                frame = await self._ws.recv()
                 for env in parse_frame(frame):
                     self._dispatch(env)
-        except ConnectionClosed as exc:
-            reason = f"connection closed ({exc})"
+        except tp.TransportClosed as exc:
+            reason = str(exc) or reason
         except Exception as exc:  # never let the reader die silently
             reason = f"reader failed: {exc!r}"
         finally:

@@ -1,0 +1,14 @@
+"""What runs on this machine: processes, binaries, paths, environments.
+
+    private.py      the state home, private directories and atomic 0600 writes (stdlib os)
+    paths.py        the state dir as a Path, bridge.json
+    binaries.py     finding the pinned codex and claude, their versions
+    appserver.py    starting and stopping a `codex app-server` child
+    serve.py        `codexbridge serve`: the supervised shared app-server
+    envbaseline.py  the environment an app-server child may see
+    procs.py        is a process still there
+    schemas.py      reading the schema files in `schemas/`
+    tmux_tui.py     the real Codex TUI in a private tmux server
+
+This file imports nothing: the Stop hook reaches `private.py` through it.
+"""

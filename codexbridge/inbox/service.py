@@ -1,0 +1,148 @@
+"""Codex → Claude, as one service: what `codexbridge inbox …` and the MCP role `codex`
+both call. Names are validated here, the push rule is decided here, and file errors
+become MailboxReadError / MailboxWriteError here — never at the front ends.
+
+The push rule (one, for every caller): a mistyped name is the classic way to lose mail
+silently, so mail to a name nobody knows (no listener, no mail, no files) is refused
+with NoMailboxError — naming the mailboxes that do have listeners and the closest match
+— while other mailboxes have listeners. `new=True` creates it anyway. On a fresh set-up
+with no listener anywhere the mail is stored, with a warning saying how to hook a session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from ..errors import (
+    MailboxError,
+    MailboxNameError,
+    MailboxReadError,
+    MailboxWriteError,
+    NoMailboxError,
+    UsageError,
+)
+from . import peek as reading
+from . import store
+from .lines import Mail, new_mail
+from .listeners import closest_name, read_listeners
+from .location import ensure_private_dir, inbox_dir, mail_path
+from .names import default_mailbox, name_problem, validate_name
+
+DEFAULT_SENDER = "codex"
+FROM_ENV = "CODEX_BRIDGE_FROM"
+
+
+@contextmanager
+def mailbox_io(action: str, error: type[MailboxError] = MailboxWriteError) -> Iterator[None]:
+    """Turn an OSError into `error` naming what could not be done, and where."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise error(f"cannot {action}: {exc.strerror or exc}{where}",
+                    details={"errno": exc.errno}) from exc
+
+
+def mailbox_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
+    """`raw`, else $CODEX_BRIDGE_MAILBOX, else `default` — validated."""
+    return validate_name(raw if raw else default_mailbox(dict(env) if env else None))
+
+
+def sender_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
+    """`raw`, else $CODEX_BRIDGE_FROM, else `codex` — validated (it is shown to Claude)."""
+    source = os.environ if env is None else env
+    name = raw or source.get(FROM_ENV) or DEFAULT_SENDER
+    problem = name_problem(name)
+    if problem:
+        raise MailboxNameError(f"invalid sender name {name!r} (from / --from / "
+                               f"${FROM_ENV}): {problem}", details={"from": name})
+    return name
+
+
+class Directory(NamedTuple):
+    """What an inbox directory holds: who listens, and every name with files."""
+
+    path: str
+    listeners: dict[str, dict[str, Any]]
+    names: list[str]
+
+    def knows(self, name: str) -> bool:
+        return name in self.listeners or name in self.names
+
+    def unknown(self, name: str) -> NoMailboxError:
+        listening = sorted(self.listeners)
+        guess = closest_name(name, listening or self.names)
+        hint = f'; did you mean "{guess}"?' if guess else ""
+        return NoMailboxError(
+            f'no Claude session listens on mailbox "{name}" (listening: '
+            f'{", ".join(listening) or "none"}){hint} — pass --new (MCP: new=true) to '
+            "create it anyway",
+            details={"mailbox": name, "mailboxes": self.names, "listening": listening,
+                     "didYouMean": guess})
+
+
+def scan(inbox: str | None = None) -> Directory:
+    directory = inbox or inbox_dir()
+    with mailbox_io("read the mailboxes", MailboxReadError):
+        listeners = read_listeners(directory)
+        names = sorted(set(reading.mailbox_names(directory)) | set(listeners))
+    return Directory(directory, listeners, names)
+
+
+class PushReceipt(NamedTuple):
+    mail: Mail
+    mailbox_file: str
+    listener: dict[str, Any] | None
+    warning: str | None
+
+
+def push(text: str, *, to: str | None = None, sender: str | None = None,
+         inbox: str | None = None, new: bool = False) -> PushReceipt:
+    """Store one mail for mailbox `to`, under the push rule above."""
+    name = mailbox_name(to)
+    who = sender_name(sender)
+    if not text.strip():
+        raise UsageError("refusing to send an empty message")
+    known = scan(inbox)
+    if known.listeners and not known.knows(name) and not new:
+        raise known.unknown(name)
+    mail = new_mail(text, to=name, sender=who)
+    with mailbox_io(f"write to mailbox {name!r}"):
+        ensure_private_dir(known.path)
+        store.push(known.path, mail)
+    warning = None
+    if name not in known.listeners:
+        warning = (f'no Claude Code session has listened on mailbox "{name}" yet; the mail '
+                   f'is kept until a session hooked as "{name}" stops (`codexbridge '
+                   f'install-hook --as {name} --project DIR`).')
+    return PushReceipt(mail, mail_path(known.path, name), known.listeners.get(name), warning)
+
+
+def peek(name: str | None, *, inbox: str | None = None) -> tuple[Directory, reading.Peek]:
+    """What mailbox `name` holds, without consuming it (NoMailboxError as for push)."""
+    mailbox = mailbox_name(name)
+    known = scan(inbox)
+    if known.listeners and not known.knows(mailbox):
+        raise known.unknown(mailbox)
+    with mailbox_io(f"read mailbox {mailbox!r}", MailboxReadError):
+        return known, reading.peek(known.path, mailbox)
+
+
+def summaries(inbox: str | None = None) -> tuple[str, list[reading.MailboxSummary]]:
+    """Every mailbox with its pending / rejected / in-flight counts and listener."""
+    known = scan(inbox)
+    with mailbox_io("list mailboxes", MailboxReadError):
+        return known.path, reading.summarize(known.path, known.listeners)
+
+
+def drain(name: str | None, deliver: Callable[[store.Batch], None], *,
+          inbox: str | None = None) -> store.Batch:
+    """Take every waiting mail of `name` once: `deliver(batch)`, then commit."""
+    mailbox = mailbox_name(name)
+    directory = inbox or inbox_dir()
+    with mailbox_io(f"drain mailbox {mailbox!r}"):
+        ensure_private_dir(directory)
+        return store.drain(directory, mailbox, deliver)

@@ -1,0 +1,125 @@
+"""Finding and joining threads, and waiting until one is idle.
+
+Every decision (which thread, what counts as busy) is the pure core's
+(`protocol/threads.py`); this module sequences the requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..errors import ConnectionLostError, NoRolloutError, RpcError
+from ..protocol.envelopes import Notification
+from ..protocol.generated import methods as m
+from ..protocol.threads import ThreadInfo, is_busy, looks_like_thread_id, resolve, visible
+from .client import Rpc
+
+NO_ROLLOUT_HINT = ("the thread has no rollout yet: send one message in the Codex TUI first "
+                   "(a thread can be joined once its first turn has started)")
+
+
+async def paged(rpc: Rpc, method: str, params: dict[str, Any],
+                max_pages: int = 1000) -> list[Any]:
+    """Every `data` entry of a cursor-paginated method."""
+    out: list[Any] = []
+    cursor: Any = None
+    for _ in range(max_pages):
+        page = await rpc.request(method, {**params, **({"cursor": cursor} if cursor else {})})
+        out.extend(page.get("data") or [])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    return out
+
+
+async def _read_loaded(rpc: Rpc) -> list[Any]:
+    """`thread/read` of every loaded thread; a failed read is an exception in the list."""
+    ids = await paged(rpc, m.THREAD_LOADED_LIST, {})
+    return await asyncio.gather(*(rpc.request(m.THREAD_READ, {"threadId": tid})
+                                  for tid in ids if isinstance(tid, str)),
+                                return_exceptions=True)
+
+
+def _newest_first(threads: list[ThreadInfo]) -> list[ThreadInfo]:
+    return sorted(threads, key=lambda t: (t.updated_at or 0), reverse=True)
+
+
+async def list_threads(rpc: Rpc, *, include_all: bool = False) -> list[ThreadInfo]:
+    """Threads loaded in the app-server (works before any turn exists)."""
+    # Parsed through the generated models; imported here so `talk say` never pays for them.
+    from pydantic import ValidationError
+
+    from ..protocol.generated.models import ThreadReadResponse
+
+    threads: list[ThreadInfo] = []
+    for read in await _read_loaded(rpc):
+        if not isinstance(read, dict):
+            continue
+        try:
+            threads.append(ThreadInfo.from_model(ThreadReadResponse.model_validate(read).thread))
+        except ValidationError:
+            continue  # no thread object: nothing to list
+    return visible(_newest_first(threads), include_all)
+
+
+async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) -> ThreadInfo:
+    """The thread `selector` (id or exact name) means; see protocol.threads.resolve."""
+    if selector and looks_like_thread_id(selector) and not cwd:
+        # An explicit id needs no listing: one thread/read confirms it is loaded, which
+        # saves a request per loaded thread on every `say --thread ID`.
+        try:
+            read = await rpc.request(m.THREAD_READ, {"threadId": selector})
+        except RpcError:
+            pass  # not loaded (or not an id after all): fall back to the full resolution
+        else:
+            if isinstance(read, dict) and isinstance(read.get("thread"), dict):
+                return ThreadInfo.from_thread(read["thread"])
+    # Dict-based on purpose: this is `talk say`'s path, where pydantic's import would cost
+    # more than the whole request. ThreadInfo.from_thread matches the models' parse.
+    threads = [ThreadInfo.from_thread(r["thread"]) for r in await _read_loaded(rpc)
+               if isinstance(r, dict) and isinstance(r.get("thread"), dict)]
+    return resolve(_newest_first(threads), selector, cwd)
+
+
+async def join(rpc: Rpc, thread_id: str) -> dict[str, Any]:
+    """Subscribe this connection to the thread (`thread/resume`, history excluded)."""
+    try:
+        result: dict[str, Any] = await rpc.request(
+            m.THREAD_RESUME, {"threadId": thread_id, "excludeTurns": True})
+    except NoRolloutError as exc:
+        raise NoRolloutError(exc.rpc_code, f"{NO_ROLLOUT_HINT} [{exc.message}]",
+                             exc.data) from None
+    return result
+
+
+async def wait_idle(rpc: Rpc, thread_id: str, timeout: float | None) -> bool:
+    """True once the thread runs no turn; False if `timeout` seconds pass first.
+
+    Listens for `thread/status/changed` (sent to every initialized connection, joined or
+    not) after one `thread/read`; the subscription comes first, so a change between the
+    read and the wait is not missed.
+    """
+    with rpc.subscribe() as sub:
+        read = await rpc.request(m.THREAD_READ, {"threadId": thread_id})
+        thread = read.get("thread") if isinstance(read, dict) else None
+        if not is_busy((thread or {}).get("status")):
+            return True
+
+        async def until_idle() -> None:
+            while True:
+                ev = await sub.get()
+                if ev is None:
+                    raise ConnectionLostError(
+                        f"the app-server connection closed while waiting for thread "
+                        f"{thread_id} to be idle")
+                if (isinstance(ev, Notification) and ev.method == m.THREAD_STATUS_CHANGED
+                        and ev.params.get("threadId") == thread_id
+                        and not is_busy(ev.params.get("status"))):
+                    return
+
+        try:
+            await asyncio.wait_for(until_idle(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True

@@ -1,0 +1,151 @@
+"""The seam between the client and the bytes: a transport is a pair of text streams.
+
+    Transport   send(text) / recv() -> text / close(); recv raises TransportClosed at the end
+    Connector   async (url, headers) -> Transport
+    connect_websocket   the real one: ws://HOST:PORT or unix://PATH (python-websockets)
+    memory_pair         two connected in-memory ends, for tests that need no socket
+
+`observe(wrap)` lets a caller see every transport the default connector makes (the test
+suite's schema guard checks each outgoing frame this way, in-process and in CLI
+subprocesses); it returns the function that undoes it. Nothing else in codexbridge
+touches the bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Protocol
+
+from websockets.asyncio.client import ClientConnection, unix_connect
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from ..errors import ConnectError
+
+CONNECT_TIMEOUT = 10.0
+
+
+class TransportClosed(Exception):
+    """The other end is gone; `str(exc)` says why."""
+
+
+class Transport(Protocol):
+    async def send(self, text: str) -> None: ...
+
+    async def recv(self) -> str | bytes: ...
+
+    async def close(self) -> None: ...
+
+
+Connector = Callable[[str, Mapping[str, str] | None], Awaitable[Transport]]
+Wrapper = Callable[[Transport], Transport]
+
+_observers: list[Wrapper] = []
+
+
+def observe(wrap: Wrapper) -> Callable[[], None]:
+    """Wrap every transport `connect` makes from now on; returns the undo."""
+    _observers.append(wrap)
+
+    def undo() -> None:
+        if wrap in _observers:
+            _observers.remove(wrap)
+
+    return undo
+
+
+class _WebSocket:
+    """A python-websockets connection as a Transport."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self._ws = ws
+
+    async def send(self, text: str) -> None:
+        try:
+            await self._ws.send(text)
+        except ConnectionClosed as exc:
+            raise TransportClosed(f"connection closed: {exc}") from exc
+
+    async def recv(self) -> str | bytes:
+        try:
+            return await self._ws.recv()
+        except ConnectionClosed as exc:
+            raise TransportClosed(f"connection closed ({exc})") from exc
+
+    async def close(self) -> None:
+        await self._ws.close()
+
+
+async def connect_websocket(url: str, headers: Mapping[str, str] | None = None) -> Transport:
+    """Open `ws://HOST:PORT` (or `wss://`) or `unix://PATH`; ConnectError if it fails."""
+    extra = dict(headers) if headers else None
+    try:
+        if url.startswith("unix://"):
+            path = url[len("unix://"):]
+            if not path:
+                raise ConnectError("a unix:// URL needs a socket path: unix:///path/to/sock")
+            # codex's unix listener drops clients that offer permessage-deflate.
+            ws = await asyncio.wait_for(unix_connect(
+                path, uri="ws://localhost/", compression=None, additional_headers=extra,
+                max_size=None), CONNECT_TIMEOUT)
+        else:
+            ws = await asyncio.wait_for(ws_connect(
+                url, compression=None, additional_headers=extra, max_size=None,
+                open_timeout=CONNECT_TIMEOUT), CONNECT_TIMEOUT)
+    except (OSError, InvalidHandshake, InvalidURI, asyncio.TimeoutError) as exc:
+        raise ConnectError(f"cannot connect to the app-server at {url}: "
+                           f"{exc or type(exc).__name__}; is `codexbridge serve` "
+                           "running?") from exc
+    return _WebSocket(ws)
+
+
+def observed(transport: Transport) -> Transport:
+    """`transport` as every `observe` wrapper wants to see it."""
+    for wrap in list(_observers):
+        transport = wrap(transport)
+    return transport
+
+
+async def connect(url: str, headers: Mapping[str, str] | None = None) -> Transport:
+    """The default connector: a WebSocket, seen by every `observe` wrapper."""
+    return observed(await connect_websocket(url, headers))
+
+
+class MemoryEnd:
+    """One end of an in-memory pair: what one end sends, the other receives."""
+
+    def __init__(self) -> None:
+        self._inbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self.peer: MemoryEnd | None = None
+        self.closed = False
+
+    async def send(self, text: str) -> None:
+        if self.closed or self.peer is None or self.peer.closed:
+            raise TransportClosed("the other end closed")
+        self.peer._inbox.put_nowait(text)
+
+    def push(self, frame: str | bytes) -> None:
+        """Deliver `frame` to this end as if the peer had sent it (fault tests)."""
+        self._inbox.put_nowait(frame)
+
+    async def recv(self) -> str | bytes:
+        frame = await self._inbox.get()
+        if frame is None:
+            raise TransportClosed("closed")
+        return frame
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._inbox.put_nowait(None)
+        if self.peer is not None and not self.peer.closed:
+            self.peer.closed = True
+            self.peer._inbox.put_nowait(None)
+
+
+def memory_pair() -> tuple[MemoryEnd, MemoryEnd]:
+    a, b = MemoryEnd(), MemoryEnd()
+    a.peer, b.peer = b, a
+    return a, b
