@@ -32,9 +32,9 @@
     └── InternalError               a bug in codexbridge                    70  INTERNAL_ERROR
         └── SchemaViolation         a message we built breaks schemas/      70  INTERNAL_ERROR
 
-`exit_help()` renders a command's exit-code table and `mcp_codes()` the MCP code table
-from these classes; `--help`, docs/mcp.md and README are written from them, never by
-hand. `retryable` is true only when nothing ran, so a retry cannot run anything twice.
+`error_tables.exit_help()` renders a command's exit-code table and `mcp_codes()` the MCP
+code table from these classes; `--help`, docs/mcp.md and README are written from them,
+never by hand. `retryable` is true only when nothing ran, so a retry cannot run anything twice.
 
 Wire errors are mapped by message text, not code: codex 0.169.0 answers every error
 with -32600 (docs/protocol-notes.md, "Errors").
@@ -311,71 +311,6 @@ class SchemaViolation(InternalError):
         self.what = what
         self.errors = errors
         self.path = errors[0][0] if errors else "$"
-
-
-# --- tables rendered from the tree ---------------------------------------------------
-
-def _tree() -> list[type[BridgeError]]:
-    out: list[type[BridgeError]] = []
-
-    def walk(cls: type[BridgeError]) -> None:
-        out.append(cls)
-        for sub in cls.__subclasses__():
-            walk(sub)
-
-    walk(BridgeError)
-    return out
-
-
-def _meaning(cls: type[BridgeError]) -> str | None:
-    """The exit meaning of `cls`: its own, or the nearest ancestor's with the same code."""
-    for base in cls.__mro__:
-        if "exit_meaning" in vars(base) and getattr(base, "exit_code", None) == cls.exit_code:
-            text = vars(base)["exit_meaning"]
-            return str(text) if text else None
-    return None
-
-
-def exit_meanings() -> dict[int, str]:
-    """Exit code → meaning over the whole tree (plus 0 and 130); a code two classes
-    introduce lists both meanings."""
-    table: dict[int, list[str]] = {0: ["success"]}
-    for cls in _tree():
-        if "exit_meaning" in vars(cls) and cls.exit_meaning:
-            table.setdefault(cls.exit_code, [])
-            if cls.exit_meaning not in table[cls.exit_code]:
-                table[cls.exit_code].append(cls.exit_meaning)
-    table[INTERRUPTED_EXIT] = ["interrupted (Ctrl-C)"]
-    return {code: " / ".join(texts) for code, texts in sorted(table.items())}
-
-
-def exit_help(*classes: type[BridgeError], success: str = "success",
-              extra: dict[int, str] | None = None) -> str:
-    """The `Exit codes:` epilog of one command: 0, the codes `classes` can exit with
-    (each with that class's meaning; every code when none are given), and `extra` rows
-    the command adds."""
-    rows: dict[int, str] = {}
-    if classes:
-        for cls in classes:
-            text = _meaning(cls)
-            if text and cls.exit_code not in rows:
-                rows[cls.exit_code] = text
-    else:
-        rows = exit_meanings()
-    rows[0] = success
-    rows.update(extra or {})
-    lines = [f"  {code:<3} {text}" for code, text in sorted(rows.items())]
-    return "\b\nExit codes:\n" + "\n".join(lines) + "\n"
-
-
-def mcp_codes() -> dict[str, tuple[bool, str]]:
-    """MCP code → (retryable, meaning), for every code a tool result can carry."""
-    table: dict[str, tuple[bool, str]] = {}
-    for cls in _tree():
-        # Only the class that introduces a code describes it (subclasses inherit it).
-        if "mcp_meaning" in vars(cls) and cls.mcp_meaning and cls.mcp_code not in table:
-            table[cls.mcp_code] = (cls.retryable, cls.mcp_meaning)
-    return table
 
 
 def internal(exc: BaseException, where: str) -> InternalError:

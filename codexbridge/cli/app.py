@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import exit_help
+from ..error_tables import exit_help
 
 EXIT_CODES_HELP = exit_help(success="success / turn completed")
 

@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 import click
 
-from ..errors import BinaryNotFoundError, ServeError, UsageError, exit_help
+from ..error_tables import exit_help
+from ..errors import BinaryNotFoundError, ServeError, UsageError
 from .output import command
 
 HUMAN_TEXT = "Hi Codex, I am the human watching this TUI."

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import UnhealthyError, UsageError, exit_help
+from ..error_tables import exit_help
+from ..errors import UnhealthyError, UsageError
 from .common import ensure_dir, json_option, url_option
 from .output import command, emit_json
 

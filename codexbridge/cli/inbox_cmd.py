@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import MailboxError, MailboxReadError, UsageError, exit_help
+from ..error_tables import exit_help
+from ..errors import MailboxError, MailboxReadError, UsageError
 from ..inbox import service as inbox_service
 from ..inbox.hook import render_mail
 from ..inbox.lines import Mail, Rejected

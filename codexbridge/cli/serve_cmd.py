@@ -6,7 +6,8 @@ import os
 
 import click
 
-from ..errors import BinaryNotFoundError, ServeError, UsageError, exit_help
+from ..error_tables import exit_help
+from ..errors import BinaryNotFoundError, ServeError, UsageError
 from ..host.serve import DEFAULT_PORT, run_serve
 from .output import command
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
     BridgeError,
@@ -17,7 +18,6 @@ from ..errors import (
     TurnInterruptedError,
     TurnTimeoutError,
     UsageError,
-    exit_help,
 )
 from ..host.envbaseline import auth_hint
 from ..protocol.approvals import POLICIES, approval_settings

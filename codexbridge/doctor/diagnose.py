@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import gather, rows
+from . import gather, rows, rows_claude
 from .report import Check, check_failed
 
 T = TypeVar("T")
@@ -45,15 +45,16 @@ def diagnose(project: Path, url: str | None = None,
         add("app-server", lambda: [rows.endpoint_row(serve or empty, ep)])
         add("threads", lambda: rows.thread_rows(ep))
     add("codex-hooks", lambda: rows.diverter_rows(gather.codex_homes(ep or empty)))
-    add("claude", lambda: rows.claude_rows(gather.claude(timeout)))
+    add("claude", lambda: rows_claude.claude_rows(gather.claude(timeout)))
     proj = _guard("claude-hook", lambda: gather.project(project), None, checks)
     boxes = _guard("mailboxes", gather.mailboxes, None, checks)
     listeners = (boxes or empty).get("listeners") or {}
     if proj is not None:
-        add("claude-hook", lambda: rows.project_rows(proj, listeners))
+        add("claude-hook", lambda: rows_claude.project_rows(proj, listeners))
     if boxes is not None:
-        add("mailboxes", lambda: rows.mailbox_rows(boxes, gather.hooked_mailboxes(proj or empty)))
-    add("max-chain", lambda: rows.chain_rows(dict(os.environ),
-                                             gather.settings_env(proj or empty)))
-    add("tmux", lambda: rows.tmux_rows(gather.tmux()))
+        hooked = gather.hooked_mailboxes(proj or empty)
+        add("mailboxes", lambda: rows_claude.mailbox_rows(boxes, hooked))
+    add("max-chain", lambda: rows_claude.chain_rows(dict(os.environ),
+                                                    gather.settings_env(proj or empty)))
+    add("tmux", lambda: rows_claude.tmux_rows(gather.tmux()))
     return checks

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import BridgeError, ConnectionLostError, RequestTimeoutError, RpcError, mcp_codes
+from ..error_tables import mcp_codes
+from ..errors import BridgeError, ConnectionLostError, RequestTimeoutError, RpcError
 
 # code → (retryable, meaning), rendered from the error tree; docs/mcp.md shows it.
 CODES: dict[str, tuple[bool, str]] = mcp_codes()

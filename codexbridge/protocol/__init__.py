@@ -1,5 +1,15 @@
 """Sans-I/O protocol core for the codex app-server: pure decisions on plain dicts.
 
-Nothing in this package opens a socket, a file or an event loop; `codexbridge.client`
-feeds it frames and acts on what it returns.
+    envelopes.py   classifying what arrives on the wire; building what we send
+    enums.py       our enums: approval policy, approval outcome, turn outcome
+    approvals.py   what to answer every server request, by policy; parsing the policy
+    turn.py        which events belong to one turn (buffered until its id is known)
+    threads.py     which thread a person means; what a thread's status says
+    schema.py      validating what we send against a loaded schema (SchemaSet)
+    wire.py        tolerant building blocks for the generated models
+    generated/     method constants, signatures, enums and models from schemas/
+
+Nothing in this package opens a socket, a file or an event loop, or reads the
+environment (tests/unit/test_layout.py checks it): `codexbridge.talk` feeds it frames
+and acts on what it returns.
 """

@@ -186,7 +186,7 @@ def test_a_check_that_raises_is_a_warn_row(tmp_path: Path,
 
     monkeypatch.setattr(gather, "codex", boom)
     monkeypatch.setattr(gather, "mailboxes", boom)
-    monkeypatch.setattr(diagnose_mod.rows, "tmux_rows", boom)
+    monkeypatch.setattr(diagnose_mod.rows_claude, "tmux_rows", boom)
     checks = diagnose_mod.diagnose(tmp_path)
     failed = [c for c in checks if "disk on fire" in c.finding]
     assert {c.name for c in failed} == {"codex", "mailboxes", "tmux"}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from codexbridge.doctor import rows
+from codexbridge.doctor import rows, rows_claude
 from codexbridge.doctor.report import (
     FAIL,
     INFO,
@@ -252,11 +252,12 @@ def test_server_layer_gets_its_own_rows() -> None:
 # --- Claude --------------------------------------------------------------------------------
 
 def test_claude_binary_paths() -> None:
-    [missing] = rows.claude_rows({"path": None, "error": "Claude Code not found"})
+    [missing] = rows_claude.claude_rows({"path": None, "error": "Claude Code not found"})
     assert missing.status == INFO and "works without it" in missing.finding
-    got = by_name(rows.claude_rows({"path": "/c", "source": "PATH", "version": CLAUDE_VERSION}))
+    got = by_name(rows_claude.claude_rows({"path": "/c", "source": "PATH",
+                                           "version": CLAUDE_VERSION}))
     assert got["claude"].status == OK and got["claude-version"].status == OK
-    drift = by_name(rows.claude_rows({"path": "/c", "version": "2.2.0"}))["claude-version"]
+    drift = by_name(rows_claude.claude_rows({"path": "/c", "version": "2.2.0"}))["claude-version"]
     assert drift.status == WARN and CLAUDE_VERSION in drift.finding
 
 
@@ -273,18 +274,19 @@ def hook(kind: str, mailbox: str, event: str = "Stop", **kw: Any) -> dict[str, A
 def test_project_hook_found_with_mailbox_watcher_and_listener() -> None:
     p = {"dir": "/p", "files": [settings("/p/.claude/settings.json", [
         hook("hook", "web"), hook("watch", "web"), hook("watch", "web", "SessionStart")])]}
-    [row] = rows.project_rows(p, {"web": {"last_seen": "2026-01-01T00:00:00Z"}})
+    [row] = rows_claude.project_rows(p, {"web": {"last_seen": "2026-01-01T00:00:00Z"}})
     assert row.status == OK and '"web"' in row.finding
     assert "asyncRewake watcher on SessionStart, Stop" in row.finding
     assert "2026-01-01T00:00:00Z" in row.finding
-    [row] = rows.project_rows({"dir": "/p", "files": [settings("/s", [hook("hook", "x")])]}, {})
+    [row] = rows_claude.project_rows(
+        {"dir": "/p", "files": [settings("/s", [hook("hook", "x")])]}, {})
     assert "no session has run it yet" in row.finding
 
 
 def test_project_without_hook_is_info_and_watcher_only_is_warn() -> None:
-    [row] = rows.project_rows({"dir": "/p", "files": [settings("/p/s.json", [])]}, {})
+    [row] = rows_claude.project_rows({"dir": "/p", "files": [settings("/p/s.json", [])]}, {})
     assert row.status == INFO and "install-hook --project /p" in str(row.fix)
-    [row] = rows.project_rows({"dir": "/p", "files": [settings("/p/s.json",
+    [row] = rows_claude.project_rows({"dir": "/p", "files": [settings("/p/s.json",
                                                                [hook("watch", "w")])]}, {})
     assert row.status == WARN and "without a Stop hook" in row.finding
 
@@ -292,7 +294,7 @@ def test_project_without_hook_is_info_and_watcher_only_is_warn() -> None:
 def test_invalid_settings_is_warn_and_its_hooks_do_not_count() -> None:
     p = {"dir": "/p", "files": [settings("/p/.claude/settings.json", [hook("hook", "a")],
                                          error="not valid JSON: Expecting value")]}
-    got = rows.project_rows(p, {})
+    got = rows_claude.project_rows(p, {})
     assert [c.name for c in got] == ["claude-settings", "claude-hook"]
     assert got[0].status == WARN and "silently under -p" in got[0].finding
     assert got[1].status == INFO
@@ -301,7 +303,7 @@ def test_invalid_settings_is_warn_and_its_hooks_do_not_count() -> None:
 def test_missing_interpreter_is_warn() -> None:
     p = {"dir": "/p", "files": [settings("/s", [hook("hook", "a", interpreter="/gone/python",
                                                      interpreter_ok=False)])]}
-    got = rows.project_rows(p, {})
+    got = rows_claude.project_rows(p, {})
     assert got[0].status == WARN and "/gone/python" in got[0].finding
     assert got[1].status == OK
 
@@ -318,7 +320,7 @@ LISTENER = {"cwd": "/p", "session_id": "s-1", "last_seen": "2026-01-01T00:00:00Z
 
 
 def test_mailbox_paths() -> None:
-    got = by_name(rows.mailbox_rows({"inbox_dir": "/i", "mailboxes": [
+    got = by_name(rows_claude.mailbox_rows({"inbox_dir": "/i", "mailboxes": [
         box("web", 2, listener=LISTENER, in_flight=1),
         box("wbe", 1),
         box("idle"),
@@ -339,37 +341,37 @@ def test_mailbox_paths() -> None:
 
 def test_mail_for_a_hooked_name_nobody_ran_yet_is_info_and_a_hook_name_is_a_guess() -> None:
     boxes = {"inbox_dir": "/i", "mailboxes": [box("web", 1), box("wbe", 1)]}
-    got = by_name(rows.mailbox_rows(boxes, hooked=["web"]))
+    got = by_name(rows_claude.mailbox_rows(boxes, hooked=["web"]))
     assert got["mailbox:web"].status == INFO and "first stop" in got["mailbox:web"].finding
     assert got["mailbox:wbe"].status == WARN
     assert 'did you mean "web"' in got["mailbox:wbe"].finding
 
 
 def test_mailbox_none_and_error() -> None:
-    [row] = rows.mailbox_rows({"inbox_dir": "/i", "mailboxes": []})
+    [row] = rows_claude.mailbox_rows({"inbox_dir": "/i", "mailboxes": []})
     assert row.status == INFO and "no mailboxes" in row.finding
-    [row] = rows.mailbox_rows({"inbox_dir": "/i", "error": "Permission denied"})
+    [row] = rows_claude.mailbox_rows({"inbox_dir": "/i", "error": "Permission denied"})
     assert row.status == WARN and "Permission denied" in row.finding
 
 
 def test_chain_paths() -> None:
-    [ok] = rows.chain_rows({}, {})
+    [ok] = rows_claude.chain_rows({}, {})
     assert ok.status == OK and "at most 3" in ok.finding and "of 8" in ok.finding
-    [clamped] = rows.chain_rows({"CODEX_BRIDGE_MAX_CHAIN": "10",
+    [clamped] = rows_claude.chain_rows({"CODEX_BRIDGE_MAX_CHAIN": "10",
                                  "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "4"}, {})
     assert clamped.status == WARN and "using 3" in clamped.finding
-    [from_settings] = rows.chain_rows({"CODEX_BRIDGE_MAX_CHAIN": "2"},
+    [from_settings] = rows_claude.chain_rows({"CODEX_BRIDGE_MAX_CHAIN": "2"},
                                       {"CODEX_BRIDGE_MAX_CHAIN": "9"})
     assert from_settings.status == WARN and from_settings.details["from_settings"] == [
         "CODEX_BRIDGE_MAX_CHAIN"]
-    [junk] = rows.chain_rows({"CODEX_BRIDGE_MAX_CHAIN": "lots", "OTHER": "x"}, {})
+    [junk] = rows_claude.chain_rows({"CODEX_BRIDGE_MAX_CHAIN": "lots", "OTHER": "x"}, {})
     assert junk.status == WARN and "not a number" in junk.finding
     assert "OTHER" not in junk.details["env"]
 
 
 def test_tmux_is_info_either_way() -> None:
-    assert rows.tmux_rows("/usr/bin/tmux")[0].status == INFO
-    assert rows.tmux_rows(None)[0].status == INFO
+    assert rows_claude.tmux_rows("/usr/bin/tmux")[0].status == INFO
+    assert rows_claude.tmux_rows(None)[0].status == INFO
 
 
 # --- report --------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""The shape of the package, kept by tests: a pure core, generated protocol types that
+match schemas/, small modules, and package files that import nothing."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "codexbridge"
+# What the sans-I/O core must not touch: sockets, event loops, processes, files, env.
+IO_MODULES = {"asyncio", "socket", "subprocess", "websockets", "threading", "shutil"}
+IO_CALLS = re.compile(r"(^|[^.\w])open\(|os\.environ|os\.getenv|\bPath\(")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "protocol").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_protocol_does_no_io(path: Path) -> None:
+    assert not (_imports(path) & IO_MODULES), path
+    assert not IO_CALLS.search(path.read_text(encoding="utf-8")), path
+
+
+def test_generated_protocol_matches_schemas() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen-protocol"), "--check"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_module_over_350_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 350}
+    assert long == {}
+
+
+@pytest.mark.parametrize("package", ["codexbridge", "codexbridge.talk", "codexbridge.host",
+                                     "codexbridge.inbox", "codexbridge.mock",
+                                     "codexbridge.protocol"])
+def test_package_files_import_nothing(package: str) -> None:
+    """The Stop hook and `talk say` start through these: an import here is paid on
+    every Claude stop."""
+    path = PACKAGE.joinpath(*package.split(".")[1:], "__init__.py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert all(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in imports)
