@@ -19,7 +19,6 @@ from ..errors import (
     TurnTimeoutError,
     UsageError,
 )
-from ..host.envbaseline import auth_hint
 from ..protocol.approvals import POLICIES, approval_settings
 from ..protocol.enums import TurnOutcome
 from ..talk.client import AppServerClient
@@ -160,6 +159,8 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
 
 def turn_error(result: SayResult) -> BridgeError | None:
     """The error a turn that did not complete exits with (None when it completed)."""
+    from ..host.envbaseline import auth_hint  # only a failed turn needs it
+
     detail = (result.error or {}).get("message") if result.error else None
     suffix = f": {detail}" if detail else ""
     hint = auth_hint(str(detail)) if detail else None

@@ -3,7 +3,7 @@
 Order: the `CODEX_BRIDGE_*_BIN` variable, the command on PATH, the project's pinned
 npm folder (`.tools/`, filled by `scripts/install-binaries`). In the pinned folder we
 prefer the native binary over the npm wrapper so signals and process-group kills reach
-the real process (reference §1).
+the real process (docs/protocol-notes.md, "Processes").
 """
 
 from __future__ import annotations

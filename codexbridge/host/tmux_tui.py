@@ -1,4 +1,4 @@
-"""Drive the real Codex TUI (`codex --remote ws://…`) inside tmux (reference §11).
+"""Drive the real Codex TUI (`codex --remote ws://…`) inside tmux.
 
 Each instance owns a private tmux server (`-S <own socket file>`, no user tmux.conf), so
 a test never touches the user's tmux, and stop() leaves no socket file behind. The TUI

@@ -1,6 +1,6 @@
 """What the Stop hook decides and prints — pure: hook input + mailbox state in, text out.
 
-Facts this encodes (Claude Code 2.1.332, measured; ../shared/reference/claude-code.md §4):
+Facts this encodes (Claude Code 2.1.332, measured; docs/protocol-notes.md, "Stop hook"):
 
 * stdout `{"decision":"block","reason":R}` makes Claude call the model again with R,
   wrapped as "Stop hook feedback:" inside a system reminder that tells the model to

@@ -2,9 +2,9 @@
 
 Registered as an `asyncRewake` command hook on SessionStart and Stop, it runs in the
 background, polls the mailbox, and when mail arrives exits 2 with the mail on stderr —
-Claude then starts a new turn with that text (claude-code.md §6; 0.18 s measured from
-file write to model request). Exit 0 does nothing, so timing out or being replaced is
-silent.
+Claude then starts a new turn with that text (docs/protocol-notes.md, "asyncRewake";
+0.18 s measured from file write to model request). Exit 0 does nothing, so timing out
+or being replaced is silent.
 
 Claude starts another watcher at every Stop, including blocked ones, so they would pile
 up. One watcher per mailbox at a time, the newest winning: each watcher writes its pid

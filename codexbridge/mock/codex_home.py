@@ -1,9 +1,12 @@
-"""An isolated CODEX_HOME whose only model is the loopback mock (reference §2).
+"""An isolated CODEX_HOME whose only model is the loopback mock.
+
+Measured in docs/protocol-notes.md, "Offline CODEX_HOME".
 
 No login and no auth.json: the provider's `env_key` names a variable that merely has to
 be non-empty. Approvals always reach the clients: `on-request` + a read-only sandbox makes
 the mock's escalated commands ask, hooks are off and the reviewer is the user, so nothing
-in a user-level config can divert an approval away from the test (reference §9).
+in a user-level config can divert an approval away from the test
+(docs/protocol-notes.md, "Answers").
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What to answer to every server→client request codex 0.169.0 can send.
 
-The answer shapes differ per method (reference §10): the two `item/*/requestApproval`
-methods take `{"decision": "decline"}`, permissions want an (empty) granted profile, the
-legacy v1 methods want `{"decision": {"denied": {...}}}`. A wrong shape is a schema
-error, not a polite refusal, and other clients have hung on it — so every answer here
-is checked against `schemas/` in the tests.
+The answer shapes differ per method (docs/protocol-notes.md, "Answers"): the two
+`item/*/requestApproval` methods take `{"decision": "decline"}`, permissions want an
+(empty) granted profile, the legacy v1 methods want `{"decision": {"denied": {...}}}`.
+A wrong shape is a schema error, not a polite refusal, and other clients have hung on
+it — so every answer here is checked against `schemas/` in the tests.
 
 Policy:
   * approvals (`is_approval`): `decline` answers fail-closed at once, `accept` answers

@@ -264,7 +264,7 @@ async def test_connect_to_a_closed_port() -> None:
 
 
 async def test_connect_refused_at_the_http_handshake() -> None:
-    # e.g. an Origin or a token check failing (reference §4): a 403, not a WebSocket
+    # e.g. an Origin or a token check failing: a 403, not a WebSocket
     def reject(_conn: ServerConnection, _req: Request) -> Response:
         return Response(403, "Forbidden", Headers(), b"forbidden\n")
 
@@ -291,7 +291,7 @@ async def test_bearer_token_is_sent() -> None:
             AppServerClient(fake.url, token="s3cret") as client:
         await client.request("thread/loaded/list", {})
     assert fake.headers[0]["Authorization"] == "Bearer s3cret"
-    assert "Origin" not in fake.headers[0]  # codex answers 403 to any Origin (§4)
+    assert "Origin" not in fake.headers[0]  # codex answers 403 to any Origin
 
 
 async def test_unix_socket_url(tmp_path: Path) -> None:
@@ -374,7 +374,8 @@ async def test_unknown_server_request_from_another_thread_is_answered_too() -> N
 
 
 async def test_slow_consumer_does_not_block_the_reader() -> None:
-    # codex disconnects clients whose outbound queue fills (reference §4): the reader must
+    # codex disconnects clients whose outbound queue fills (docs/protocol-notes.md,
+    # "Backpressure"): the reader must
     # keep draining the socket even while a subscriber reads nothing at all.
     flood = 5000
 

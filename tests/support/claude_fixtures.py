@@ -88,7 +88,7 @@ class ClaudeHarness:
         return data
 
     def seed_interactive(self, project: Path) -> None:
-        """`.claude.json` that skips onboarding, the API-key question and trust (§5)."""
+        """`.claude.json` that skips onboarding, the API-key question and trust."""
         data = {
             "hasCompletedOnboarding": True,
             "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},

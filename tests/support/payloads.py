@@ -45,7 +45,7 @@ def thread(thread_id: str = USER_THREAD, *, name: str | None = "Mock title",
 
 
 def title_thread() -> dict[str, Any]:
-    """The TUI's ephemeral title helper (§11)."""
+    """The TUI's ephemeral title helper (protocol-notes "Which thread")."""
     return thread(TITLE_THREAD, name=None, thread_source="thread_title", ephemeral=True,
                   preview="")
 
@@ -83,7 +83,7 @@ def item_entry(turn_id: str, item: dict[str, Any]) -> dict[str, Any]:
 
 
 def resume_result(thread_obj: dict[str, Any]) -> dict[str, Any]:
-    """thread/resume {excludeTurns:true}, experimental extras included (§5)."""
+    """thread/resume {excludeTurns:true}, experimental extras included."""
     return {"thread": thread_obj, "model": "mock-model", "modelProvider": "mock",
             "serviceTier": None, "disabledPluginIds": [], "cwd": thread_obj["cwd"],
             "runtimeWorkspaceRoots": [thread_obj["cwd"]], "instructionSources": [],
@@ -107,7 +107,7 @@ def server_request_params(thread_id: str = USER_THREAD, turn_id: str = TURN_1,
             "command": "/bin/bash -lc 'touch /w/approved_file'", "cwd": W,
             "commandActions": [{"type": "unknown", "command": "touch /w/approved_file"}],
             "proposedExecpolicyAmendment": ["touch", "/w/approved_file"],
-            # experimental; arrives without being asked for (§5)
+            # experimental; arrives without being asked for (protocol-notes "Handshake")
             "availableDecisions": ["accept", "cancel"]},
         "item/fileChange/requestApproval": {
             "threadId": T, "turnId": U, "itemId": "patch_1", "startedAtMs": 1796017237946,

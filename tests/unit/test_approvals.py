@@ -1,7 +1,7 @@
 """The approval table against the schema: every server request answered, every answer valid.
 
 A wrong answer shape is a schema error, not a refusal, and has hung other clients
-(reference §10) — so each fail-closed and accept answer is validated against the
+(docs/protocol-notes.md, "Answers") — so each fail-closed and accept answer is validated against the
 `*Response.json` codex 0.169.0 generated, built from params that themselves validate
 against `*Params.json`.
 """
@@ -83,7 +83,8 @@ def test_every_decision_validates(method: str, policy: str) -> None:
 
 
 def test_specific_shapes_from_the_reference() -> None:
-    # §10: the shapes differ per method; these are the ones codex was seen to act on.
+    # The shapes differ per method (protocol-notes "Answers"); these are the ones
+    # codex was seen to act on.
     p = PARAMS
     assert fail_closed("item/commandExecution/requestApproval", {}).result == \
         {"decision": "decline"}
@@ -102,7 +103,7 @@ def test_specific_shapes_from_the_reference() -> None:
 
 
 def test_plain_string_denied_is_caught_by_the_schema() -> None:
-    # Older protocol sources show "denied" as a string; 0.169.0 rejects it (§10).
+    # Older protocol sources show "denied" as a string; 0.169.0 rejects it.
     with pytest.raises(SchemaViolation) as info:
         schema.validate_server_request_answer("applyPatchApproval", {"decision": "denied"})
     assert info.value.path == "$.result.decision"

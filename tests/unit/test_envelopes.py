@@ -1,4 +1,4 @@
-"""Classifying what arrives on the wire (reference §4): pure, dicts and strings in."""
+"""Classifying what arrives on the wire (protocol-notes "Wire"): pure, dicts and strings in."""
 
 from __future__ import annotations
 

@@ -147,7 +147,8 @@ def test_initialize_result() -> None:
 
 
 def test_resume_result_extras_are_tolerated() -> None:
-    # thread/resume carries experimental fields (§5); the thread inside parses as usual.
+    # thread/resume carries experimental fields (protocol-notes "Handshake"); the thread
+    # inside parses as usual.
     result = ThreadReadResponse.model_validate(payloads.resume_result(payloads.thread()))
     assert result.thread.id == payloads.USER_THREAD
     assert result.model_extra is not None and "initialTurnsPage" in result.model_extra

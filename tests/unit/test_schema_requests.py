@@ -290,7 +290,7 @@ def test_server_request_map_comes_from_the_schema() -> None:
     for name in responses.values():
         assert (schema_dir() / name).is_file()
     assert "initialize" in schema.client_request_methods()
-    assert len(schema.client_request_methods()) == 109  # reference §1
+    assert len(schema.client_request_methods()) == 109  # docs/protocol-notes.md "Processes"
 
 
 def test_schema_costs_nothing_until_used() -> None:

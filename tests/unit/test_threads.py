@@ -1,4 +1,4 @@
-"""Which thread does the person mean (reference §8, §11): pure selection over records."""
+"""Which thread does the person mean (protocol-notes "Which thread"): pure selection."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_status_of() -> None:
 
 
 def test_user_threads() -> None:
-    # A thread started by a client has threadSource null unless it set one (§6).
+    # A client-started thread has threadSource null unless it set one (protocol-notes).
     assert info(A, thread_source=None).is_user_thread
     assert not info(A, ephemeral=True).is_user_thread
     assert not info(A, thread_source="subagent").is_user_thread

@@ -1,4 +1,4 @@
-"""Following one turn (reference §7, §8): early events buffered, bounded, replayed."""
+"""Following one turn (docs/protocol-notes.md, "Wire"): early events buffered, bounded, replayed."""
 
 from __future__ import annotations
 
