@@ -16,9 +16,12 @@ from ..protocol.schema import SchemaSet
 from .binaries import repo_root
 
 
-def schema_dir() -> Path:
-    """`<repo>/schemas`."""
-    return repo_root() / "schemas"
+def schema_dir(experimental: bool = False) -> Path:
+    """`<repo>/schemas` (stable), or `<repo>/schemas/experimental`: what a client that
+    opts into the experimental API — codexbridge does, for the server-side queue — may
+    send and receive."""
+    stable = repo_root() / "schemas"
+    return stable / "experimental" if experimental else stable
 
 
 def read_schema(name: str, directory: Path | None = None) -> dict[str, Any]:
@@ -36,6 +39,8 @@ def read_schema(name: str, directory: Path | None = None) -> dict[str, Any]:
 
 
 @functools.cache
-def repo_schemas() -> SchemaSet:
-    """The validators over `schemas/`, built once per process."""
-    return SchemaSet(read_schema)
+def repo_schemas(experimental: bool = True) -> SchemaSet:
+    """Validators over the schema codexbridge speaks (the experimental bundle; the
+    stable one with `experimental=False`), built once per process."""
+    directory = schema_dir(experimental)
+    return SchemaSet(lambda name: read_schema(name, directory))

@@ -7,7 +7,7 @@
     threads.py     which thread a person means; what a thread's status says
     schema.py      validating what we send against a loaded schema (SchemaSet)
     wire.py        tolerant building blocks for the generated models
-    generated/     method constants, signatures, enums and models from schemas/
+    generated/     method constants and what they carry, enums and models from schemas/
 
 Nothing in this package opens a socket, a file or an event loop, or reads the
 environment (tests/unit/test_layout.py checks it): `codexbridge.talk` feeds it frames

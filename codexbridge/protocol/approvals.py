@@ -30,8 +30,6 @@ POLICIES: tuple[ApprovalPolicy, ...] = tuple(ApprovalPolicy)
 MCP_POLICIES: tuple[ApprovalPolicy, ...] = (ApprovalPolicy.TUI, ApprovalPolicy.DECLINE)
 DEFAULT_POLICY = ApprovalPolicy.TUI
 DEFAULT_APPROVAL_TIMEOUT = 300.0
-# Only in the --experimental schema; listed so it is answered, not left hanging.
-CURRENT_TIME_READ = "currentTime/read"
 
 # JSON-RPC "method not found"; codex itself uses -32600 for everything, but this is the
 # code a reader of our answer will recognise.
@@ -64,6 +62,10 @@ def _accept_user_input(params: dict[str, Any]) -> Answer:
             first = options[0].get("label") if options and isinstance(options[0], dict) else ""
             answers[q["id"]] = {"answers": [first or ""]}
     return {"answers": answers}
+
+
+def _clock(_params: dict[str, Any]) -> Answer:
+    return {"currentTimeAt": int(time.time())}
 
 
 class Rule(NamedTuple):
@@ -107,8 +109,9 @@ TABLE: dict[str, Rule] = {r.method: r for r in (
     Rule(m.ACCOUNT_CHATGPT_AUTH_TOKENS_REFRESH, False, None, None,
          "refresh ChatGPT auth tokens"),
     Rule(m.ATTESTATION_GENERATE, False, None, None, "generate an attestation"),
-    Rule(CURRENT_TIME_READ, False, None,
-         lambda _p: {"currentTimeAt": int(time.time())}, "read the client's clock"),
+    # Experimental (codexbridge is an experimentalApi client). Telling the time grants
+    # nothing, so even the fail-closed answer is the clock.
+    Rule(m.CURRENT_TIME_READ, False, _clock, _clock, "read the client's clock"),
 )}
 
 

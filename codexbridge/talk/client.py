@@ -80,7 +80,9 @@ class AppServerClient:
 
     `url` is `ws://HOST:PORT` or `unix://PATH`; `token` is sent as a bearer token
     (codex's `--ws-auth capability-token`). `connector` opens the transport (default: a
-    WebSocket; tests pass an in-memory one).
+    WebSocket; tests pass an in-memory one). `experimental` opts into codex's
+    experimental API, which the server-side queue needs (docs/protocol-notes.md,
+    "Server-side queue"); codexbridge always does.
     """
 
     def __init__(self, url: str, *, token: str | None = None,
@@ -88,7 +90,7 @@ class AppServerClient:
                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
                  on_invalid: Callable[[Invalid], None] | None = None,
                  connector: tp.Connector | None = None,
-                 experimental: bool = False) -> None:
+                 experimental: bool = True) -> None:
         self.url = url
         self.token = token
         self.client_name = client_name
