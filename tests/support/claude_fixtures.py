@@ -32,6 +32,10 @@ QUIET = {
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
     "DISABLE_AUTOUPDATER": "1",
+    # Measured: without it the interactive TUI tries `git clone` of the official plugin
+    # marketplace from github.com (and a fetch from downloads.claude.ai) — DNS lookups off
+    # the machine. Loopback only.
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
 }
 
 
