@@ -62,14 +62,34 @@ def _turn_id_of(params: dict[str, Any]) -> str | None:
     return None
 
 
+def _user_message_client_id(env: Notification | ServerRequest) -> tuple[bool, str | None]:
+    """(is a userMessage `item/started`, its clientId) — how a queued turn is found."""
+    if not isinstance(env, Notification) or env.method != m.ITEM_STARTED:
+        return False, None
+    item = env.params.get("item")
+    if not isinstance(item, dict) or item.get("type") != ThreadItemType.USER_MESSAGE:
+        return False, None
+    client_id = item.get("clientId")
+    return True, client_id if isinstance(client_id, str) else None
+
+
 class TurnTracker:
-    """Feed it every notification and server request; it returns this turn's events."""
+    """Feed it every notification and server request; it returns this turn's events.
+
+    The turn is known by its id (`bind`, once `turn/start` answers) or — for a message
+    sent through codex's queue — by the `clientUserMessageId` it was sent with, which
+    codex echoes as `clientId` on the turn's userMessage item (docs/protocol-notes.md,
+    "Turns"): `client_id` makes the tracker bind itself when that item starts. Until
+    then events are buffered; a turn whose userMessage carries another clientId, or that
+    completes first, is someone else's, and its buffered events are dropped.
+    """
 
     def __init__(self, thread_id: str, buffer_limit: int = BUFFER_LIMIT,
-                 capture_limit: int = CAPTURE_LIMIT) -> None:
+                 capture_limit: int = CAPTURE_LIMIT, client_id: str | None = None) -> None:
         self.thread_id = thread_id
         self.buffer_limit = buffer_limit
         self.capture_limit = capture_limit
+        self.client_id = client_id
         self.turn_id: str | None = None
         self.dropped_bytes = 0
         self.truncated = False
@@ -87,9 +107,35 @@ class TurnTracker:
         if params.get("threadId", params.get("conversationId")) != self.thread_id:
             return []
         if self.turn_id is None:
+            if self.client_id is not None:
+                return self._find_ours(env)
             self._buffer(env)
             return []
         return self._interpret(env)
+
+    def _find_ours(self, env: Notification | ServerRequest) -> list[TurnEvent]:
+        is_user, client_id = _user_message_client_id(env)
+        turn_id = _turn_id_of(env.params)
+        if is_user and turn_id is not None:
+            if client_id == self.client_id:
+                self._buffer(env)
+                return self.bind(turn_id)
+            self._forget(turn_id)  # another client's (or the human's) turn
+            return []
+        if (isinstance(env, Notification) and env.method == m.TURN_COMPLETED
+                and turn_id is not None):
+            self._forget(turn_id)  # ended before any userMessage of ours: not ours
+            return []
+        self._buffer(env)
+        return []
+
+    def _forget(self, turn_id: str) -> None:
+        kept = [e for e in self._pending if _turn_id_of(e.params) != turn_id]
+        if len(kept) != len(self._pending):
+            self._pending = kept
+            self._pending_bytes = sum(
+                len(str(e.params.get("delta", "")).encode("utf-8")) for e in kept
+                if isinstance(e, Notification) and e.method == m.ITEM_AGENT_MESSAGE_DELTA)
 
     def bind(self, turn_id: str) -> list[TurnEvent]:
         """The turn id is known: replay what was buffered for it."""

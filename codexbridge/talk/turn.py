@@ -1,223 +1,85 @@
-"""One bridge turn on a live thread: start it, follow it, answer its server requests.
+"""One bridge turn on a live thread: hand the message to codex, follow its turn to the end.
 
-What belongs to the turn and what to answer an approval are the pure core's decisions
-(`protocol/turn.py`, `protocol/approvals.py`); this module feeds them the connection's
-events and acts on what they return.
+A message goes through **codex's own server-side queue** (`thread/queue/add`): codex
+runs it as a turn as soon as the thread is idle — at once, or 0–9 ms after the running
+turn (the human's, another send's) ends — one submission per turn, in order, across
+every client, and the submission survives an app-server restart (docs/protocol-notes.md,
+"Server-side queue"). So two senders never fold into each other's turns, which a
+`turn/start` on a thread that just went idle could do. Our turn is found by the
+`clientUserMessageId` we queued it with (codex echoes it as the userMessage's
+`clientId`). `steer` adds the text to the running turn instead (`turn/steer`);
+`turn_cwd`, which the queue cannot carry, waits for idle and uses `turn/start`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import ConnectionLostError, RpcError
-from ..protocol import approvals as approval_table
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
-from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
-from ..protocol.envelopes import RequestId, ServerRequest
+from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated import methods as m
+from ..protocol.generated.enums import TurnStatus
 from ..protocol.threads import is_busy
-from ..protocol.turn import (
-    CAPTURE_LIMIT,
-    Approval,
-    Completed,
-    Delta,
-    Resolved,
-    TurnEvent,
-    TurnTracker,
-    Warning,
-)
-from .client import Rpc, Subscription
+from ..protocol.turn import CAPTURE_LIMIT
+from .client import Rpc
+from .follow import ApprovalRecord, SayResult, TurnFollower
 from .threads import join, wait_idle
 
+__all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayProgress", "SayResult",
+           "interrupt", "running_turn", "say"]
+
 DEFAULT_TURN_TIMEOUT = 900.0
-
-
-class ApprovalRecord:
-    """One server request seen during the turn; `outcome` changes as it is answered."""
-
-    __slots__ = ("method", "outcome", "request_id", "summary")
-
-    def __init__(self, request_id: RequestId, method: str, summary: str,
-                 outcome: ApprovalOutcome = ApprovalOutcome.PENDING) -> None:
-        self.request_id = request_id
-        self.method = method
-        self.summary = summary
-        self.outcome = outcome
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"requestId": self.request_id, "method": self.method, "summary": self.summary,
-                "outcome": self.outcome.value}
-
-
-class SayResult(NamedTuple):
-    thread_id: str
-    turn_id: str | None
-    status: TurnOutcome
-    reply: str
-    approvals: list[ApprovalRecord] = []  # noqa: RUF012 - never mutated
-    error: dict[str, Any] | None = None
-    dropped_bytes: int = 0
-    truncated: bool = False  # the reply was longer than the capture limit (10 MiB)
-    reply_bytes: int = 0  # the reply's full size in bytes, before any cut
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"thread_id": self.thread_id, "turn_id": self.turn_id,
-                "status": self.status.value, "reply": self.reply,
-                "approvals": [a.as_dict() for a in self.approvals],
-                "error": self.error, "truncated": self.truncated}
+INTERRUPT_GRACE = 5.0  # measured: an interrupted turn completes in ~0.05 s
+# How often a queued message looks whether codex left its queue paused (it drains an idle
+# thread's queue within 50 ms otherwise).
+QUEUE_CHECK = 1.0
 
 
 class SayProgress:
     """How far a say() got, readable even when it raised or was cancelled.
 
-    `turn_start_sent` is true from the moment `turn/start` went out until an error
-    *answer* proves no turn exists: from then on, the turn may be running and a retry
-    could run it twice.
+    `turn_start_sent` is true from the moment the message went to codex (queued or
+    started) until an answer proves no turn will run it: from then on the turn may be
+    running and a retry could run it twice. `submission_id` is codex's queue entry.
     """
 
-    __slots__ = ("turn_id", "turn_start_sent")
+    __slots__ = ("client_id", "submission_id", "turn_id", "turn_start_sent")
 
-    def __init__(self) -> None:
+    def __init__(self, client_id: str | None = None) -> None:
+        self.client_id = client_id or f"cb_{uuid.uuid4().hex}"
         self.turn_start_sent = False
+        self.submission_id: str | None = None
         self.turn_id: str | None = None
 
 
-class _TurnRun:
-    """One turn: feeds the subscription into the tracker and acts on its events."""
+def user_input(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text, "text_elements": []}]
 
-    def __init__(self, rpc: Rpc, thread_id: str, policy: ApprovalPolicy,
-                 approval_timeout: float, on_delta: Callable[[str], None] | None,
-                 on_approval: Callable[[str], None] | None) -> None:
-        self.rpc = rpc
-        self.tracker = TurnTracker(thread_id)
-        self.policy = policy
-        self.approval_timeout = approval_timeout
-        self.on_delta = on_delta
-        self.on_approval = on_approval
-        self.approvals: dict[RequestId, ApprovalRecord] = {}
-        self.deadlines: dict[RequestId, asyncio.Task[None]] = {}
-        self.done = asyncio.Event()
-        # Events before our turn/start belong to someone else's turn: not fed to the tracker.
-        self.feeding = False
-        self.lost: str | None = None
 
-    async def pump(self, sub: Subscription) -> None:
-        while True:
-            ev = await sub.get()
-            if ev is None:
-                self._lose()
-                return
-            if isinstance(ev, ServerRequest) and (
-                    ev.method not in approval_table.TABLE
-                    or not isinstance(ev.params.get("threadId",
-                                                    ev.params.get("conversationId")), str)):
-                # Unknown to us, or about the connection rather than a thread
-                # (`attestation/generate`, `account/chatgptAuthTokens/refresh`): the turn
-                # tracker would filter it out, so answer fail-closed at once — never leave
-                # codex waiting.
-                await self._answer(ev.id, approval_table.fail_closed(ev.method, ev.params))
-                continue
-            if self.feeding:
-                await self.handle(self.tracker.feed(ev))
+async def running_turn(rpc: Rpc, thread_id: str) -> str | None:
+    """The id of the turn in progress on the thread, if any (newest turn first)."""
+    page = await rpc.request(m.THREAD_TURNS_LIST, {"threadId": thread_id, "limit": 1,
+                                                   "sortDirection": "desc",
+                                                   "itemsView": "notLoaded"})
+    data = page.get("data") if isinstance(page, dict) else None
+    turn = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+    if turn.get("status") == TurnStatus.IN_PROGRESS:
+        return str(turn.get("id"))
+    return None
 
-    async def handle(self, events: list[TurnEvent]) -> None:
-        for event in events:
-            if isinstance(event, Delta):
-                if self.on_delta:
-                    self.on_delta(event.text)
-            elif isinstance(event, Approval):
-                await self._approval(event.request)
-            elif isinstance(event, Resolved):
-                self._resolved(event.request_id)
-            elif isinstance(event, Warning):
-                self._say(f"codex error: {event.message}")
-            elif isinstance(event, Completed):
-                self.done.set()
 
-    async def _approval(self, req: ServerRequest) -> None:
-        record = ApprovalRecord(req.id, req.method,
-                                approval_table.describe(req.method, req.params))
-        self.approvals[req.id] = record
-        decision = approval_table.decide(req.method, req.params, self.policy)
-        if isinstance(decision, approval_table.Defer):
-            record.outcome = ApprovalOutcome.WAITING
-            self._say(f"approval: {record.summary} — waiting for the TUI "
-                      f"(fail-closed in {self.approval_timeout:g} s)")
-            self.deadlines[req.id] = asyncio.create_task(
-                self._deadline(req.id, decision.fallback))
-            return
-        await self._answer(req.id, decision)
-        approval = approval_table.is_approval(req.method, req.params)
-        if decision.error is not None:
-            record.outcome = ApprovalOutcome.REFUSED
-        elif approval and self.policy is ApprovalPolicy.ACCEPT:
-            record.outcome = ApprovalOutcome.ACCEPTED
-        else:
-            record.outcome = ApprovalOutcome.DECLINED
-        self._say(f"approval: {record.summary} — {record.outcome} by --approvals {self.policy}"
-                  if approval
-                  else f"request: {record.summary} — {record.outcome} (bridge has no UI)")
-
-    async def _deadline(self, request_id: RequestId, fallback: approval_table.Reply) -> None:
-        await asyncio.sleep(self.approval_timeout)
-        self.deadlines.pop(request_id, None)
-        record = self.approvals[request_id]
-        record.outcome = ApprovalOutcome.DECLINED_AFTER_DEADLINE
-        self._say(f"approval: {record.summary} — nobody answered in "
-                  f"{self.approval_timeout:g} s, declined (fail-closed)")
-        await self._answer(request_id, fallback)
-
-    def _resolved(self, request_id: RequestId) -> None:
-        task = self.deadlines.pop(request_id, None)
-        if task is not None:
-            task.cancel()
-            record = self.approvals[request_id]
-            record.outcome = ApprovalOutcome.ANSWERED_IN_TUI
-            self._say(f"approval: {record.summary} — answered in the TUI")
-
-    async def _answer(self, request_id: RequestId, reply: approval_table.Reply) -> None:
-        try:
-            if reply.error is not None:
-                await self.rpc.respond_error(request_id, *reply.error)
-            else:
-                await self.rpc.respond(request_id, reply.result)
-        except ConnectionLostError:
-            # The connection closed under us. Raising here would kill the pump (or a
-            # deadline task) silently and leave say() waiting out its whole --timeout.
-            self._lose()
-
-    def _lose(self) -> None:
-        self.lost = "the connection to the app-server closed during the turn"
-        self.done.set()
-
-    def _say(self, line: str) -> None:
-        if self.on_approval:
-            self.on_approval(line)
-
-    def cancel_deadlines(self) -> None:
-        for task in self.deadlines.values():
-            task.cancel()
-        self.deadlines.clear()
-
-    def result(self, turn_id: str, timed_out: bool, timeout: float) -> SayResult:
-        tracker = self.tracker
-        done = tracker.completed
-        if timed_out:
-            status = TurnOutcome.TIMED_OUT
-        else:
-            status = (TurnOutcome.parse(done.status) or TurnOutcome.FAILED) if done \
-                else TurnOutcome.FAILED
-        error = done.error if done else None
-        if timed_out:
-            error = {"message": f"no turn/completed within {timeout:g} s; the turn may still "
-                                "be running in the TUI"}
-        return SayResult(self.tracker.thread_id, turn_id, status, tracker.reply,
-                         list(self.approvals.values()), error, tracker.dropped_bytes,
-                         tracker.truncated,
-                         tracker.reply_bytes or len(tracker.reply.encode("utf-8")))
+async def interrupt(rpc: Rpc, thread_id: str, turn_id: str | None = None) -> str | None:
+    """`turn/interrupt` the given (or the running) turn; returns its id, None if idle."""
+    turn_id = turn_id or await running_turn(rpc, thread_id)
+    if turn_id is None:
+        return None
+    await rpc.request(m.TURN_INTERRUPT, {"threadId": thread_id, "turnId": turn_id})
+    return turn_id
 
 
 async def say(rpc: Rpc, thread_id: str, text: str, *,
@@ -228,69 +90,163 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
               turn_cwd: str | None = None,
               join_first: bool = True,
               steer: bool = False,
+              interrupt_on_timeout: bool = False,
               capture_limit: int = CAPTURE_LIMIT,
               on_delta: Callable[[str], None] | None = None,
               on_approval: Callable[[str], None] | None = None,
               progress: SayProgress | None = None) -> SayResult:
-    """Start a turn with `text` on the thread and follow it to the end.
+    """Send `text` into the thread as a turn and follow it to the end.
 
-    Turn outcomes (completed / interrupted / failed / timed out / busy) come back as the
-    result's `status`; transport and target problems raise. `join_first=False` is for
-    the client that started the thread itself (already subscribed, and not joinable
-    before its first turn).
-
-    If a turn is already running (the human's, say), codex 0.169.0 would fold our
-    message into it: turn/start returns the *running* turn's id. Unless `steer` asks for
-    exactly that, we wait until the thread is idle (at most `busy_timeout`, default the
-    whole `timeout`; then BUSY, nothing sent) and start a turn of our own.
+    Outcomes (completed / interrupted / failed / timed out / busy) come back as the
+    result's `status`; transport and target problems raise. BUSY: the turn had not
+    started after `busy_timeout` (default: the whole `timeout`) and was taken back out of
+    codex's queue — nothing was sent. TIMED_OUT: it started but did not finish in
+    `timeout`; it keeps running in the TUI unless `interrupt_on_timeout`. `join_first`
+    is False for the client that started the thread itself (already subscribed).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     progress = progress or SayProgress()
-    run = _TurnRun(rpc, thread_id, approvals, approval_timeout, on_delta, on_approval)
+    run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, on_approval,
+                       client_id=None if steer or turn_cwd else progress.client_id)
     run.tracker.capture_limit = capture_limit
     sub = rpc.subscribe()
     pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-pump")
+
+    def left() -> float:
+        return max(0.0, deadline - loop.time())
+
     try:
         joined = await join(rpc, thread_id) if join_first else {}
         thread = joined.get("thread") if isinstance(joined, dict) else None
-        if isinstance(thread, dict) and is_busy(thread.get("status")) and not steer:
-            run._say("a turn is running on this thread; waiting for it to finish "
-                     "(--steer adds the message to it instead)")
-            wait = max(0.0, deadline - loop.time())
-            if busy_timeout is not None:
-                wait = min(wait, busy_timeout)
-            if not await wait_idle(rpc, thread_id, wait):
-                return SayResult(thread_id, None, TurnOutcome.BUSY, "", [], {
-                    "message": f"the thread stayed busy for {wait:g} s; nothing was sent"})
-        run.feeding = True
-        params: dict[str, Any] = {"threadId": thread_id,
-                                  "input": [{"type": "text", "text": text,
-                                             "text_elements": []}]}
-        if turn_cwd:
-            params["cwd"] = turn_cwd
-        progress.turn_start_sent = True
-        try:
-            started = await rpc.request(m.TURN_START, params)
-        except RpcError:
-            # An error *answer* is a refusal: no turn exists. Only silence (timeout,
-            # lost connection) leaves the turn's fate unknown.
-            progress.turn_start_sent = False
-            raise
-        turn_id = str((started.get("turn") or {}).get("id", ""))
-        progress.turn_id = turn_id
-        await run.handle(run.tracker.bind(turn_id))
-        timed_out = False
-        try:
-            await asyncio.wait_for(run.done.wait(), max(0.0, deadline - loop.time()))
-        except asyncio.TimeoutError:
-            timed_out = True
+        busy = isinstance(thread, dict) and is_busy(thread.get("status"))
+        wait = left() if busy_timeout is None else min(left(), busy_timeout)
+        if steer and busy and (running := await running_turn(rpc, thread_id)):
+            run.feeding = True
+            progress.turn_start_sent = True
+            answer = await rpc.request(m.TURN_STEER, {
+                "threadId": thread_id, "expectedTurnId": running, "input": user_input(text),
+                "clientUserMessageId": progress.client_id})
+            await run.bind(str(answer.get("turnId") or running))
+        elif turn_cwd:
+            if busy:
+                run._say("a turn is running on this thread; waiting for it to finish")
+                if not await wait_idle(rpc, thread_id, wait):
+                    return _busy(thread_id, wait)
+            run.feeding = True
+            progress.turn_start_sent = True
+            started = await _refusable(progress, rpc.request(m.TURN_START, {
+                "threadId": thread_id, "input": user_input(text), "cwd": turn_cwd,
+                "clientUserMessageId": progress.client_id}))
+            await run.bind(str((started.get("turn") or {}).get("id", "")))
+        else:
+            if busy:
+                run._say("a turn is running on this thread; queued in codex, waiting for it "
+                         "to finish (--steer adds the message to it instead)")
+            run.feeding = True  # before the add: on an idle thread the turn starts at once
+            progress.turn_start_sent = True
+            queued = await _refusable(progress, rpc.request(m.THREAD_QUEUE_ADD, {
+                "threadId": thread_id, "clientUserMessageId": progress.client_id,
+                "input": user_input(text)}))
+            submission = queued.get("queuedSubmission") if isinstance(queued, dict) else None
+            progress.submission_id = (str(submission.get("id"))
+                                      if isinstance(submission, dict) else None)
+            if not await _await_our_turn(rpc, run, thread_id, progress, wait) \
+                    and await _unqueue(rpc, thread_id, progress):
+                return _busy(thread_id, wait)
+            await _started(run, left())
+        progress.turn_id = run.tracker.turn_id
+        timed_out = not await _wait(run.done, left())
+        if timed_out and interrupt_on_timeout and progress.turn_id:
+            with contextlib.suppress(RpcError):
+                await interrupt(rpc, thread_id, progress.turn_id)
+            timed_out = not await _wait(run.done, INTERRUPT_GRACE)
         if run.lost and run.tracker.completed is None:
             raise ConnectionLostError(run.lost)
-        return run.result(turn_id, timed_out, timeout)
+        return run.result(progress.turn_id or "", timed_out, timeout)
     finally:
         run.cancel_deadlines()
         pump.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await pump
         sub.close()
+
+
+async def _refusable(progress: SayProgress, call: Any) -> Any:
+    """An error *answer* is a refusal: no turn will run. Only silence (a timeout, a lost
+    connection) leaves the message's fate unknown."""
+    try:
+        return await call
+    except RpcError:
+        progress.turn_start_sent = False
+        raise
+
+
+async def _wait(event: asyncio.Event, timeout: float) -> bool:
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+async def _started(run: TurnFollower, timeout: float) -> bool:
+    """Our turn started (or the connection is gone: then the caller finds out)."""
+    if run.started.is_set():
+        return True
+    waiters = [asyncio.ensure_future(run.started.wait()), asyncio.ensure_future(run.done.wait())]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    return run.started.is_set() or run.lost is not None
+
+
+async def _await_our_turn(rpc: Rpc, run: TurnFollower, thread_id: str,
+                          progress: SayProgress, timeout: float) -> bool:
+    """Wait up to `timeout` for our queued turn to start.
+
+    Codex drains its queue by itself when a turn ends — except after an interrupt
+    (measured: the queue then stays paused on an idle thread). So while we wait, an idle
+    thread whose queue has *our* submission at its head gets `thread/queue/start` for it;
+    submissions ahead of ours are left alone (their senders, or the human, decide).
+    """
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        if await _started(run, min(QUEUE_CHECK, max(0.0, end - loop.time()))):
+            return True
+        if loop.time() >= end:
+            return False
+        await _start_if_first(rpc, thread_id, progress)
+
+
+async def _start_if_first(rpc: Rpc, thread_id: str, progress: SayProgress) -> None:
+    read = await rpc.request(m.THREAD_READ, {"threadId": thread_id})
+    if is_busy((read.get("thread") or {}).get("status") if isinstance(read, dict) else None):
+        return
+    listed = await rpc.request(m.THREAD_QUEUE_LIST, {"threadId": thread_id, "limit": 1})
+    head = (listed.get("data") or [None])[0] if isinstance(listed, dict) else None
+    if isinstance(head, dict) and head.get("id") == progress.submission_id:
+        # Refused when it started meanwhile ("not found", "active or pending turn"): fine.
+        with contextlib.suppress(RpcError):
+            await rpc.request(m.THREAD_QUEUE_START, {
+                "threadId": thread_id, "queuedSubmissionId": progress.submission_id})
+
+
+async def _unqueue(rpc: Rpc, thread_id: str, progress: SayProgress) -> bool:
+    """Take our submission back out of codex's queue; True if it never ran."""
+    if progress.submission_id is None:
+        return False
+    answer = await rpc.request(m.THREAD_QUEUE_DELETE, {
+        "threadId": thread_id, "queuedSubmissionId": progress.submission_id})
+    deleted = isinstance(answer, dict) and answer.get("deleted") is True
+    if deleted:
+        progress.turn_start_sent = False
+    return deleted
+
+
+def _busy(thread_id: str, waited: float) -> SayResult:
+    return SayResult(thread_id, None, TurnOutcome.BUSY, "", [], {
+        "message": f"the thread stayed busy for {waited:g} s; nothing was sent"})

@@ -75,14 +75,21 @@ class Conn:
         await self.send({"id": request["id"], "result": result})
 
     async def join_and_start_turn(self) -> Message:
-        """Answer thread/resume and turn/start the way codex does; returns turn/start."""
+        """Answer thread/resume and thread/queue/add the way codex does on an idle thread
+        (the turn starts at once; its userMessage carries our clientId); returns the add."""
         resume = await self.expect("thread/resume")
         await self.answer(resume, payloads.resume_result(payloads.thread()))
-        start = await self.expect("turn/start")
+        add = await self.expect("thread/queue/add")
         running = payloads.turn(U, status="inProgress", completed_at=None,
                                 items_view="notLoaded")
-        await self.answer(start, {"turn": running})
-        return start
+        await self.send({"method": "turn/started", "params": {"threadId": T, "turn": running}})
+        await self.send({"method": "item/started", "params": {
+            "threadId": T, "turnId": U, "item": payloads.user_message(
+                add["params"]["input"][0]["text"], client_id=add["params"]["clientUserMessageId"])}})
+        await self.answer(add, {"queuedSubmission": {
+            "id": "sub-1", "input": add["params"]["input"],
+            "clientUserMessageId": add["params"]["clientUserMessageId"]}})
+        return add
 
     async def complete_turn(self, text: str = "MOCK REPLY: done") -> None:
         await self.send({"method": "item/completed", "params": {

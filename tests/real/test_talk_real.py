@@ -247,6 +247,12 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     assert empty.code == 2 and "message is empty" in empty.err
 
 
+async def first_delta(client: RawClient, turn_id: str, since: int) -> None:
+    """The turn is streaming (its first agentMessage delta arrived): it is running."""
+    await client.wait_for(lambda n: n.get("method") == "item/agentMessage/delta"
+                          and n["params"].get("turnId") == turn_id, 30, since=since)
+
+
 async def test_say_waits_for_a_running_turn_unless_steer(
         app_server: AppServer, workdir: Path, url_env: dict[str, str]) -> None:
     from tests.support.raw_client import start_turn, wait_turn
@@ -255,7 +261,7 @@ async def test_say_waits_for_a_running_turn_unless_steer(
         user = await start_user_thread(human, workdir, "hello")
         since = human.mark()
         human_turn = await start_turn(human, user.thread_id, "SLOW " + "h" * 48)
-        await asyncio.sleep(0.2)
+        await first_delta(human, human_turn, since)
         res = await arun_cli("talk", "say", "--json", "-q", "my own turn please", env=url_env)
         assert res.code == 0, res.err
         data = json.loads(res.out)
@@ -267,7 +273,7 @@ async def test_say_waits_for_a_running_turn_unless_steer(
 
         since = human.mark()
         human_turn = await start_turn(human, user.thread_id, "SLOW " + "k" * 48)
-        await asyncio.sleep(0.2)
+        await first_delta(human, human_turn, since)
         steer = await arun_cli("talk", "say", "--json", "-q", "--steer", "join in",
                                env=url_env)
         assert steer.code == 0, steer.err

@@ -135,7 +135,34 @@ class MemoryAppServer:
     def _thread_items_list(self, rid: Any, params: Message) -> list[Message]:
         return [{"id": rid, "result": self._page(self.items, params)}]
 
+    def _thread_queue_add(self, rid: Any, params: Message) -> list[Message]:
+        """As codex does on an idle thread: the turn starts at once (before the answer),
+        its userMessage carrying the clientUserMessageId as `clientId`."""
+        thread_id = params["threadId"]
+        turn_id = payloads.TURN_2
+        self._turn = (thread_id, turn_id)
+        self._pending = list(self.server_requests)
+        running = payloads.turn(turn_id, status="inProgress", completed_at=None,
+                                items_view="notLoaded")
+        text = params["input"][0]["text"]
+        early = [
+            {"method": "thread/status/changed",
+             "params": {"threadId": thread_id, "status": {"type": "active", "activeFlags": []}}},
+            {"method": "turn/started", "params": {"threadId": thread_id, "turn": running}},
+            {"method": "item/started",
+             "params": {"threadId": thread_id, "turnId": turn_id, "item": payloads.user_message(
+                 text, "item-u2", client_id=params["clientUserMessageId"])}},
+            {"method": "item/agentMessage/delta",
+             "params": {"threadId": thread_id, "turnId": turn_id, "itemId": "msg_2",
+                        "delta": "MOCK REPLY: "}},
+        ]
+        submission = {"id": "sub-1", "input": params["input"],
+                      "clientUserMessageId": params["clientUserMessageId"]}
+        return [*early, {"id": rid, "result": {"queuedSubmission": submission}},
+                *self._advance()]
+
     def _turn_start(self, rid: Any, params: Message) -> list[Message]:
+        """`--turn-cwd` turns go straight to turn/start (the queue carries no overrides)."""
         thread_id = params["threadId"]
         turn_id = payloads.TURN_2
         self._turn = (thread_id, turn_id)
@@ -143,8 +170,6 @@ class MemoryAppServer:
         running = payloads.turn(turn_id, status="inProgress", completed_at=None,
                                 items_view="notLoaded")
         early = [
-            {"method": "thread/status/changed",
-             "params": {"threadId": thread_id, "status": {"type": "active", "activeFlags": []}}},
             {"method": "turn/started", "params": {"threadId": thread_id, "turn": running}},
             {"method": "item/agentMessage/delta",
              "params": {"threadId": thread_id, "turnId": turn_id, "itemId": "msg_2",

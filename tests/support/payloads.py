@@ -50,9 +50,14 @@ def title_thread() -> dict[str, Any]:
                   preview="")
 
 
-def user_message(text: str, item_id: str = "item-u1") -> dict[str, Any]:
-    return {"type": "userMessage", "id": item_id,
-            "content": [{"type": "text", "text": text, "text_elements": []}]}
+def user_message(text: str, item_id: str = "item-u1", *,
+                 client_id: str | None = None) -> dict[str, Any]:
+    """A userMessage item; `client_id` is the `clientUserMessageId` it was sent with."""
+    item: dict[str, Any] = {"type": "userMessage", "id": item_id,
+                            "content": [{"type": "text", "text": text, "text_elements": []}]}
+    if client_id is not None:
+        item["clientId"] = client_id
+    return item
 
 
 def agent_message(text: str, item_id: str = "msg_1") -> dict[str, Any]:

@@ -98,6 +98,7 @@ class FakeThread:
     turns: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     running: str | None = None  # turn id running
     codex: Any = None
+    queue: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def active(self) -> str | None:
@@ -176,15 +177,20 @@ class FakeCodex:
                 raise wire_error(f"no rollout found for thread id {thread.id}")
             conn.subscribed.add(thread.id)
             return {"thread": thread.wire()}
-        if method == "turn/start":
-            text = p["input"][0]["text"]
+        if method == "thread/queue/add":
+            # As codex's queue does: run it at once on an idle thread, else when the
+            # running turn ends, in order; the userMessage carries our clientId.
             if self.refuse_turn:
                 raise wire_error("Invalid request: turn refused")
-            turn_id = f"turn-{next(self._ids)}"
-            thread.active = turn_id
-            self.log.append(f"start {text}")
-            asyncio.get_running_loop().create_task(self._run(thread, turn_id, text))
-            return {"turn": {"id": turn_id, "status": "inProgress"}}
+            sub_id = f"sub-{next(self._ids)}"
+            thread.queue.append((sub_id, p["input"][0]["text"], p["clientUserMessageId"]))
+            self.drain(thread)
+            return {"queuedSubmission": {"id": sub_id, "input": p["input"],
+                                         "clientUserMessageId": p["clientUserMessageId"]}}
+        if method == "thread/queue/delete":
+            before = len(thread.queue)
+            thread.queue = [q for q in thread.queue if q[0] != p["queuedSubmissionId"]]
+            return {"deleted": len(thread.queue) < before}
         if method == "thread/turns/list":
             return {"data": [{"id": t["id"], "status": t["status"], "startedAt": 1}
                              for t in thread.turns], "nextCursor": None}
@@ -193,7 +199,17 @@ class FakeCodex:
                              for item in t["items"]], "nextCursor": None}
         raise wire_error(f"Invalid request: unknown variant `{method}`")
 
-    async def _run(self, thread: FakeThread, turn_id: str, text: str) -> None:
+    def drain(self, thread: FakeThread) -> None:
+        if thread.active or not thread.queue:
+            return
+        _sub, text, client_id = thread.queue.pop(0)
+        turn_id = f"turn-{next(self._ids)}"
+        thread.active = turn_id
+        self.log.append(f"start {text}")
+        asyncio.get_running_loop().create_task(self._run(thread, turn_id, text, client_id))
+
+    async def _run(self, thread: FakeThread, turn_id: str, text: str,
+                   client_id: str | None = None) -> None:
         tid = thread.id
 
         def note(method: str, **params: Any) -> None:
@@ -201,6 +217,9 @@ class FakeCodex:
                                                       **params}))
 
         await asyncio.sleep(0)
+        note("item/started", item={"type": "userMessage", "id": f"u-{turn_id}",
+                                   "clientId": client_id,
+                                   "content": [{"type": "text", "text": text}]})
         status, error, reply = "completed", None, f"MOCK REPLY: {text}"
         held = re.search(r"HOLD:(\w+)", text)
         if held:
@@ -229,6 +248,7 @@ class FakeCodex:
         self.log.append(f"done {text}")
         self.broadcast(tid, Notification("turn/completed", {
             "threadId": tid, "turn": {"id": turn_id, "status": status, "error": error}}))
+        self.drain(thread)
 
 
 # -- fixtures --------------------------------------------------------------------------------

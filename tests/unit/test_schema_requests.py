@@ -74,10 +74,12 @@ async def test_say_resume_and_turn_start(schema_guard: SchemaGuard,
     assert "".join(deltas) == "MOCK REPLY: done"  # the early delta was buffered, replayed
     (resume,) = server.requests("thread/resume")
     assert resume["params"] == {"threadId": payloads.USER_THREAD, "excludeTurns": True}
-    (start,) = server.requests("turn/start")
+    # Through codex's queue, unless the turn needs an override the queue cannot carry.
+    (start,) = server.requests("turn/start" if turn_cwd else "thread/queue/add")
     assert start["params"]["input"] == [{"type": "text", "text": "hello ✓ from the bridge",
                                          "text_elements": []}]
     assert start["params"].get("cwd") == turn_cwd
+    assert start["params"]["clientUserMessageId"].startswith("cb_")
     assert not schema_guard.violations
 
 
