@@ -1,6 +1,7 @@
 """What runs on this machine: processes, binaries, paths, environments.
 
     private.py      the state home, private directories and atomic 0600 writes (stdlib os)
+    locking.py      the cross-process file lock every mailbox and record writer shares
     paths.py        the state dir as a Path, bridge.json
     binaries.py     finding the pinned codex and claude, their versions
     appserver.py    starting and stopping a `codex app-server` child

@@ -7,7 +7,6 @@ Layout of the package, core first:
     hook.py       what the Stop hook decides and prints (pure)
     install_hook.py  merging our hooks into a settings.json (pure) and writing it
     location.py   where the files of a mailbox live
-    locking.py    the cross-process lock every writer and taker shares
     store.py      push / take-by-rename / recovery / de-dup / rejected lines
     peek.py       looking without consuming: peek, counts, names, rejected lines
     listeners.py  who listens as which name (`<name>.session.json`)

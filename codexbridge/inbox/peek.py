@@ -22,7 +22,7 @@ from .location import (
     rejected_path,
     taken_files,
 )
-from .locking import FileLock, lock
+from ..host.locking import FileLock, lock
 from .names import name_problem
 from .store import delivered_ids
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from .location import mail_path, taken_files
-from .locking import lock, unlock
+from ..host.locking import lock, unlock
 
 
 def has_pending(inbox: str, name: str) -> bool:

@@ -41,7 +41,7 @@ from .location import (
     rejected_path,
     taken_files,
 )
-from .locking import FileLock, lock
+from ..host.locking import FileLock, lock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ import time
 from ..host.procs import pid_alive
 from .listeners import record_listener
 from .location import ensure_private_dir, rejected_path, watcher_path
-from .locking import lock
+from ..host.locking import lock
 from .probe import has_pending
 
 TYPE_CHECKING = False

@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from codexbridge.inbox.location import ensure_private_dir, inbox_dir, lock_path, mail_path
-    from codexbridge.inbox.locking import FileLock
+    from codexbridge.host.locking import FileLock
 
     directory = inbox_dir()
     ensure_private_dir(directory)

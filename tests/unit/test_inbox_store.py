@@ -21,7 +21,7 @@ from codexbridge.inbox.location import (
     rejected_path,
     taken_files,
 )
-from codexbridge.inbox.locking import lock
+from codexbridge.host.locking import lock
 from codexbridge.inbox.probe import has_pending
 
 from .test_inbox_lines import INTEROP_LINE
