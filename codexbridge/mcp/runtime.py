@@ -4,6 +4,10 @@ per-thread queue, and how to reach the app-server and the mailboxes.
 The app-server is reached through `connect()`, a fresh connection per tool call: the
 bridge's `serve` may restart between two calls (and bridge.json with it), and a call
 never inherits a broken socket. Tests inject their own `connect`.
+
+Nothing here is imported or built before a tool needs it: the app-server client (and
+websockets under it), the endpoint and mailbox lookups, the artifact store (and its
+directory) and the queue come on first use, so start-up pays for none of them.
 """
 
 from __future__ import annotations
@@ -12,20 +16,19 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..host.paths import state_dir
-from ..inbox.location import inbox_dir
-from ..talk.client import AppServerClient
-from ..talk.endpoint import Endpoint, resolve_endpoint
-from .artifacts import ArtifactStore, StoreFull
 from .results import warning
 from .settings import Settings
-from .turn_queue import TurnQueue
 
-Connector = Callable[[], AbstractAsyncContextManager[AppServerClient]]
+if TYPE_CHECKING:
+    from ..talk.client import AppServerClient
+    from ..talk.endpoint import Endpoint
+    from .artifacts import ArtifactStore
+    from .turn_queue import TurnQueue
+
+Connector = Callable[[], "AbstractAsyncContextManager[AppServerClient]"]
 CLIENT_NAME = "codexbridge-mcp"
 PREVIEW_CHARS = 2000
 
@@ -33,26 +36,65 @@ PREVIEW_CHARS = 2000
 @asynccontextmanager
 async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
     """A connected, initialized client for the endpoint in force right now."""
+    from ..talk.client import AppServerClient
+
     ep = resolve_endpoint()
     async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
         yield client
 
 
-@dataclass
+def resolve_endpoint() -> Endpoint:
+    """`talk.endpoint.resolve_endpoint()`, imported on the first call."""
+    from ..talk.endpoint import resolve_endpoint as resolve
+
+    return resolve()
+
+
+def inbox_dir() -> str:
+    """`inbox.location.inbox_dir()`, imported on the first call."""
+    from ..inbox.location import inbox_dir as where
+
+    return where()
+
+
 class Runtime:
-    settings: Settings
-    store: ArtifactStore
-    queue: TurnQueue = field(default_factory=TurnQueue)
-    connect: Connector = connect_from_endpoint
-    endpoint: Callable[[], Endpoint] = resolve_endpoint
-    inbox: Callable[[], str] = inbox_dir
-    background: set[asyncio.Task[Any]] = field(default_factory=set)
+    """`store` and `queue` may be given (tests) or are made on first use: the store's
+    directory (`<state dir>/artifacts`) is created only when a tool first needs it."""
+
+    def __init__(self, settings: Settings, store: ArtifactStore | None = None,
+                 queue: TurnQueue | None = None, connect: Connector = connect_from_endpoint,
+                 endpoint: Callable[[], Endpoint] = resolve_endpoint,
+                 inbox: Callable[[], str] = inbox_dir) -> None:
+        self.settings = settings
+        self._store = store
+        self._queue = queue
+        self.connect = connect
+        self.endpoint = endpoint
+        self.inbox = inbox
+        self.background: set[asyncio.Task[Any]] = set()
 
     @staticmethod
     def create(settings: Settings, **overrides: Any) -> Runtime:
-        store = ArtifactStore(state_dir() / "artifacts", settings.role,
-                              ttl=settings.artifact_ttl, max_bytes=settings.artifact_store_max)
-        return Runtime(settings=settings, store=store, **overrides)
+        return Runtime(settings=settings, **overrides)
+
+    @property
+    def store(self) -> ArtifactStore:
+        if self._store is None:
+            from ..host.paths import state_dir
+            from .artifacts import ArtifactStore
+
+            s = self.settings
+            self._store = ArtifactStore(state_dir() / "artifacts", s.role, ttl=s.artifact_ttl,
+                                        max_bytes=s.artifact_store_max)
+        return self._store
+
+    @property
+    def queue(self) -> TurnQueue:
+        if self._queue is None:
+            from .turn_queue import TurnQueue
+
+            self._queue = TurnQueue()
+        return self._queue
 
     def check_text(self, text: str) -> None:
         """A message to send: not empty, not over CODEX_BRIDGE_TEXT_MAX characters."""
@@ -103,6 +145,8 @@ class Runtime:
             warnings.append(warning("OUTPUT_TRUNCATED", (
                 f"the output is {total} bytes; only the first {len(text.encode('utf-8'))} "
                 "(CODEX_BRIDGE_CAPTURE_MAX) were kept")))
+        from .artifacts import StoreFull
+
         try:
             art = self.store.create(text, kind=kind, meta=meta)
         except (StoreFull, OSError) as exc:

@@ -7,9 +7,14 @@ Errors the SDK produces itself (arguments that fail the input schema, an unknown
 name) come back as bare text; a small middleware gives them the same structured shape
 as ours (`INVALID_ARGUMENT`, `UNKNOWN_TOOL`), so a caller can always read
 `structuredContent.error.code`.
+
+Start-up cost: only this role's tool module is imported, and the tool modules import
+what their bodies need (the app-server client, the mailbox service, the artifact store)
+on the first call — `codexbridge mcp` must answer `initialize` about as fast as a bare
+SDK server (bench/bench_mcp.py).
 """
 
-import difflib
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
@@ -18,7 +23,7 @@ from mcp_types import CallToolResult, TextContent
 
 from .. import __version__
 from ..errors import UnknownToolError, UsageError
-from . import tools_claude, tools_codex, tools_shared
+from . import tools_shared
 from .results import error_envelope
 from .runtime import Runtime
 from .settings import Settings
@@ -66,6 +71,8 @@ def _unknown_arguments(server: MCPServer) -> ServerMiddleware[Any]:
                 known = set(tool.parameters.get("properties") or {})
                 extra = sorted(set(args) - known)
                 if extra:
+                    import difflib  # only on this error path
+
                     hints = {k: m[0] for k in extra
                              if (m := difflib.get_close_matches(k, sorted(known), n=1))}
                     message = (f"{name} has no parameter {', '.join(map(repr, extra))}; "
@@ -99,13 +106,27 @@ async def structure_sdk_errors(ctx: ServerRequestContext[Any, Any],
                                             details={"tool": name})))
 
 
+RoleTools = tuple[tuple[str, ...], Callable[[MCPServer, Runtime], None]]
+
+
+def _role_tools(role: str) -> RoleTools:
+    """The role's tool names and `register`; the other role's module is never imported."""
+    if role == "claude":
+        from . import tools_claude
+
+        return tools_claude.TOOLS, tools_claude.register
+    from . import tools_codex
+
+    return tools_codex.TOOLS, tools_codex.register
+
+
 def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer:
     rt = runtime or Runtime.create(settings)
     server: MCPServer = MCPServer(SERVER_NAME, version=__version__,
                                   instructions=INSTRUCTIONS[settings.role],
                                   middleware=[structure_sdk_errors], log_level="WARNING")
     server.middleware.append(_unknown_arguments(server))
-    role_module = tools_claude if settings.role == "claude" else tools_codex
-    tools_shared.register(server, rt, role_module.TOOLS)
-    role_module.register(server, rt)
+    role_tools, register_role = _role_tools(settings.role)
+    tools_shared.register(server, rt, role_tools)
+    register_role(server, rt)
     return server

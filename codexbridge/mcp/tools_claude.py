@@ -3,6 +3,9 @@
 They drive the same core as `codexbridge talk`: list the loaded threads, read one,
 send a message as a new turn and return Codex's reply. A thread is named by id or by
 its exact name, or left out when exactly one user thread is loaded — never guessed.
+
+The talk core (the app-server client, websockets, the turn follower) is imported by the
+tool bodies on their first call, so registering these tools costs only their schemas.
 """
 
 import json
@@ -12,10 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..talk.history import read_history, render_item
-from ..talk.threads import find_target, list_threads
 from .runtime import Runtime
-from .send import send
 from .tooling import READ_ONLY, SEND, Outcome, add_tool, guarded
 
 TOOLS = ("codex_threads_list", "codex_thread_read", "codex_message_send")
@@ -40,6 +40,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """List the user threads loaded in the Codex app-server (the TUI's conversation
         among them): id, name, cwd, status and a preview."""
         async def body() -> Outcome:
+            from ..talk.threads import list_threads
+
             async with rt.connect() as client:
                 threads = await list_threads(client)
             rows = [_thread_view(t) for t in threads]
@@ -59,6 +61,9 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """Read a Codex thread's recent turns as a transcript (› user, • Codex, $ commands).
         Long transcripts come back as an artifact to page with bridge_output_read."""
         async def body() -> Outcome:
+            from ..talk.history import read_history, render_item
+            from ..talk.threads import find_target
+
             async with rt.connect() as client:
                 thread = await find_target(client, threadId)
                 turns = await read_history(client, thread.id)
@@ -113,6 +118,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
         (read with bridge_output_read). A send that started a turn is never safe to
         retry: check error.retryable."""
         async def body() -> Outcome:
+            from .send import send
+
             return await send(rt, text, threadId, timeoutMs, approvals)
         return await guarded("codex_message_send", body)
 

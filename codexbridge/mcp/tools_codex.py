@@ -5,22 +5,25 @@ same service (`inbox/service.py`, which also holds the one push rule: a name nob
 knows is refused with NO_MAILBOX while others have listeners). The Claude session picks
 it up through its Stop hook (or the asyncRewake watcher). These tools only read and
 append — consuming mail is the hook's job.
+
+The mailbox service is imported by the tool bodies on their first call, not at start-up.
 """
 
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..inbox import service as inbox
-from ..inbox.lines import Mail
 from .results import warning
 from .runtime import Runtime
 from .tooling import READ_ONLY, SEND, Outcome, add_tool, guarded
+
+if TYPE_CHECKING:
+    from ..inbox.lines import Mail
 
 PEEK_TEXT_CHARS = 2000
 
@@ -37,7 +40,7 @@ def _listener_view(rec: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: rec.get(k) for k in ("cwd", "session_id", "last_seen", "via") if k in rec}
 
 
-def _mail_view(mail: Mail) -> dict[str, Any]:
+def _mail_view(mail: "Mail") -> dict[str, Any]:
     text = mail.text
     cut = len(text) > PEEK_TEXT_CHARS
     return {"id": mail.mail_id, "at": mail.at, "from": mail.sender, "to": mail.to,
@@ -71,6 +74,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """List the Claude Code mailboxes: pending and rejected counts, and which Claude
         session listens on each (cwd, session id, last seen)."""
         async def body() -> Outcome:
+            from ..inbox import service as inbox
+
             directory, summaries = inbox.summaries(rt.inbox())
             rows = [{"name": s.name, "pending": s.pending, "rejected": s.rejected,
                      "inFlight": s.in_flight, "listener": _listener_view(s.listener)}
@@ -92,6 +97,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """Show the mail waiting in a Claude mailbox without consuming it (the Claude
         session's Stop hook delivers and removes it)."""
         async def body() -> Outcome:
+            from ..inbox import service as inbox
+
             known, peeked = inbox.peek(mailbox, inbox=rt.inbox())
             name = peeked.name
             listeners = known.listeners
@@ -123,6 +130,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """Leave a message in a Claude Code session's mailbox. Returns the message id at
         once; Claude answers later (not as this tool's result)."""
         async def body() -> Outcome:
+            from ..inbox import service as inbox
+
             rt.check_text(text)
             receipt = inbox.push(text, to=mailbox, sender=sender, inbox=rt.inbox(), new=new)
             mail = receipt.mail

@@ -1,9 +1,12 @@
-"""Tools both roles have: `bridge_status` and `bridge_output_read`."""
+"""Tools both roles have: `bridge_status` and `bridge_output_read`.
+
+What only `bridge_status` needs (the mailbox service, version parsing, package
+metadata) is imported in its body, not at start-up.
+"""
 
 import asyncio
 import os
 import platform
-from importlib import metadata
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -12,9 +15,6 @@ from pydantic import Field
 
 from .. import __version__
 from ..errors import BridgeError
-from ..host.binaries import parse_version
-from ..inbox import service as inbox
-from ..inbox.names import default_mailbox
 from .results import CODES
 from .runtime import Runtime
 from .tooling import READ_ONLY, Outcome, add_tool, guarded
@@ -24,6 +24,8 @@ PROBE_TIMEOUT = 3.0
 
 
 def _mcp_version() -> str | None:
+    from importlib import metadata
+
     try:
         return metadata.version("mcp")
     except metadata.PackageNotFoundError:
@@ -31,6 +33,8 @@ def _mcp_version() -> str | None:
 
 
 async def _probe(rt: Runtime) -> dict[str, Any]:
+    from ..host.binaries import parse_version
+
     info: dict[str, Any] = {"url": None, "source": None, "reachable": False, "error": None,
                             "userAgent": None, "codexVersion": None}
     try:
@@ -58,6 +62,9 @@ async def _probe(rt: Runtime) -> dict[str, Any]:
 
 
 def _mailboxes(rt: Runtime) -> dict[str, Any]:
+    from ..inbox import service as inbox
+    from ..inbox.names import default_mailbox
+
     directory = rt.inbox()
     out: dict[str, Any] = {"inboxDir": directory, "defaultMailbox": default_mailbox(),
                            "from": os.environ.get(inbox.FROM_ENV) or inbox.DEFAULT_SENDER}
