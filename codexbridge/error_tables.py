@@ -24,12 +24,14 @@ def _tree() -> list[type[BridgeError]]:
 
 
 def _meaning(cls: type[BridgeError]) -> str | None:
-    """The exit meaning of `cls`: its own, or the nearest ancestor's with the same code."""
+    """The exit meaning of `cls`: its own, else the tree's for its exit code."""
+    if "exit_meaning" in vars(cls) and cls.exit_meaning:
+        return str(cls.exit_meaning)
     for base in cls.__mro__:
         if "exit_meaning" in vars(base) and getattr(base, "exit_code", None) == cls.exit_code:
             text = vars(base)["exit_meaning"]
             return str(text) if text else None
-    return None
+    return exit_meanings().get(cls.exit_code)
 
 
 def exit_meanings() -> dict[int, str]:

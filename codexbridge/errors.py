@@ -19,6 +19,7 @@
     │   └── TurnStartFailedError    turn/start refused: nothing ran          1  TURN_START_FAILED
     ├── TargetError                 which thread to talk to                  3  NO_LIVE_THREAD
     │   ├── NoThreadError           no user thread, or none matched          3  NO_LIVE_THREAD
+    │   ├── NoRunningTurnError      nothing to steer or interrupt            3  NO_RUNNING_TURN
     │   └── AmbiguousThreadError    several candidates (`.candidates`)       4  AMBIGUOUS_THREAD
     ├── TurnError                   the turn ran but did not complete
     │   ├── TurnFailedError         turn.status == failed                    1  TURN_FAILED
@@ -28,6 +29,10 @@
     │   ├── MailboxReadError        mailbox files could not be read          8  MAILBOX_READ_FAILED
     │   ├── MailboxWriteError       mailbox files could not be written       8  MAILBOX_WRITE_FAILED
     │   └── NoMailboxError          nobody listens on that (mistyped?) name  8  NO_MAILBOX
+    ├── LoopGuardError              refused by a loop guard; nothing sent    9
+    │   ├── HopLimitError           the conversation's hop budget is spent   9  HOP_LIMIT
+    │   └── SelfSendError           a send into the thread that runs it      9  SELF_SEND
+    ├── DeliveryNotFoundError       no delivery record with that id          2  DELIVERY_NOT_FOUND
     ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
     └── InternalError               a bug in codexbridge                    70  INTERNAL_ERROR
         └── SchemaViolation         a message we built breaks schemas/      70  INTERNAL_ERROR
@@ -141,7 +146,6 @@ class RequestTimeoutError(BridgeError):
 
 class QueueTimeoutError(BridgeError):
     exit_code = 6
-    exit_meaning = "timed out waiting for the thread (nothing was sent)"
     mcp_code = "THREAD_QUEUE_TIMEOUT"
     mcp_meaning = ("waited CODEX_BRIDGE_QUEUE_WAIT behind another turn on the same thread; "
                    "nothing was sent")
@@ -213,6 +217,12 @@ class NoThreadError(TargetError):
     pass
 
 
+class NoRunningTurnError(TargetError):
+    mcp_code = "NO_RUNNING_TURN"
+    mcp_meaning = "no turn is running in the thread: nothing to steer or interrupt"
+    retryable = False
+
+
 class AmbiguousThreadError(TargetError):
     exit_code = 4
     exit_meaning = "ambiguous target"
@@ -252,7 +262,6 @@ class TurnInterruptedError(TurnError):
 
 class TurnTimeoutError(TurnError):
     exit_code = 6
-    exit_meaning = "timed out (the turn may still be running in the TUI)"
     mcp_code = "TURN_TIMEOUT"
     mcp_meaning = ("the turn started but did not finish within timeoutMs; it may still be "
                    "running in the TUI (details.turnId)")
@@ -278,6 +287,29 @@ class NoMailboxError(MailboxError):
     mcp_code = "NO_MAILBOX"
     mcp_meaning = ("no Claude session listens on that mailbox name (details.mailboxes, "
                    "details.didYouMean); pass new/--new to create it anyway")
+
+
+class LoopGuardError(BridgeError):
+    exit_code = 9
+    exit_meaning = "refused by a loop guard (hop budget, self-send); nothing was sent"
+
+
+class HopLimitError(LoopGuardError):
+    mcp_code = "HOP_LIMIT"
+    mcp_meaning = ("the conversation has used its CODEX_BRIDGE_MAX_HOPS requests; nothing "
+                   "was sent (details.hops is the trail)")
+
+
+class SelfSendError(LoopGuardError):
+    mcp_code = "SELF_SEND"
+    mcp_meaning = ("a send from inside a Codex turn into that same thread (it would wait on "
+                   "itself); nothing was sent")
+
+
+class DeliveryNotFoundError(BridgeError):
+    exit_code = 2
+    mcp_code = "DELIVERY_NOT_FOUND"
+    mcp_meaning = "no delivery record has that id (never made here, or expired after its TTL)"
 
 
 class UnhealthyError(BridgeError):

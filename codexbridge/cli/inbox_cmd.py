@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from ..error_tables import exit_help
-from ..errors import MailboxError, MailboxReadError, UsageError
+from ..errors import LoopGuardError, MailboxError, MailboxReadError, UsageError
 from ..inbox import service as inbox_service
 from ..inbox.hook import render_mail
 from ..inbox.lines import Mail, Rejected
@@ -24,7 +24,7 @@ from ..inbox.watch import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 from .output import command, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
-INBOX_EXIT_HELP = exit_help(UsageError, MailboxError)
+INBOX_EXIT_HELP = exit_help(UsageError, MailboxError, LoopGuardError)
 
 
 def _mailbox_option(flag: str, what: str) -> Callable[[F], F]:
@@ -73,16 +73,28 @@ def inbox() -> None:
               help="Sender shown to Claude [default: $CODEX_BRIDGE_FROM, else 'codex'].")
 @click.option("--new", is_flag=True,
               help="Create the mailbox even though no session listens on it yet.")
+@click.option("--expect-reply", is_flag=True,
+              help="Claude's answer (its final message after handling this) is sent back "
+                   "into the asking Codex thread as a reply turn.")
+@click.option("--thread", metavar="ID",
+              help="The asking thread, for --expect-reply [default: $CODEX_THREAD_ID, which "
+                   "codex sets for the commands it runs].")
+@click.option("--conversation", metavar="ID",
+              help="Conversation (hop budget) this request belongs to [default: the one the "
+                   "running Codex turn is handling, else a new one].")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON receipt.")
 @click.argument("text")
 @command
-def push(to: str | None, sender: str | None, new: bool, text: str, as_json: bool) -> None:
+def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
+         thread: str | None, conversation: str | None, text: str, as_json: bool) -> None:
     """Leave TEXT (or stdin, with `-`) in a mailbox; prints the message id.
 
     A name nobody knows is refused (exit 8, naming the mailboxes that have listeners
     and the closest match) while other mailboxes have listeners — a typo must not lose
     mail; --new creates it anyway. With no listener anywhere yet, the mail is stored
-    and a warning says how to hook a session.
+    and a warning says how to hook a session. Each mail is a request in a conversation:
+    it spends one hop of its budget ($CODEX_BRIDGE_MAX_HOPS, default 4; refused over
+    it, exit 9) and tells Claude it comes from a peer agent, not the human.
     """
     if text == "-":
         raw = sys.stdin.buffer.read()
@@ -91,14 +103,20 @@ def push(to: str | None, sender: str | None, new: bool, text: str, as_json: bool
         except UnicodeDecodeError as exc:
             raise UsageError(f"stdin is not UTF-8 text ({exc.reason} at byte {exc.start})"
                              ) from exc
-    receipt = inbox_service.push(text, to=to, sender=sender, new=new)
+    sent = inbox_service.request(text, to=to, sender=sender, new=new,
+                                 expect_reply=expect_reply, thread=thread,
+                                 conversation=conversation)
+    receipt = sent.push
     mail = receipt.mail
     if receipt.warning:
         click.echo(f"codexbridge: warning: {receipt.warning}", err=True)
     if as_json:
         emit_json({"ok": True, "id": mail.mail_id, "to": mail.to, "from": mail.sender,
                    "at": mail.at, "mailbox_file": receipt.mailbox_file,
-                   "listener": receipt.listener, "warning": receipt.warning})
+                   "listener": receipt.listener, "warning": receipt.warning,
+                   "request": sent.request, "conversation": sent.conversation,
+                   "hop": sent.hop, "max_hops": sent.max_hops,
+                   "expect_reply_from": sent.expect_reply_from})
     else:
         click.echo(mail.mail_id)
 

@@ -25,11 +25,13 @@ from ..talk.client import AppServerClient
 from ..talk.endpoint import resolve_endpoint
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
 from .common import ensure_dir, json_option, read_text_arg, run_async, url_option
+from .lazy import LazyGroup
 from .output import command, emit_json
 
 TALK_EXIT_HELP = exit_help(TurnFailedError, UsageError, NoThreadError, AmbiguousThreadError,
                            ConnectError, TurnTimeoutError, TurnInterruptedError,
-                           success="turn completed")
+                           success="turn completed",
+                           extra={6: "timed out (the turn may still be running in the TUI)"})
 LIST_EXIT_HELP = exit_help(UsageError, ConnectError)
 READ_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError)
 
@@ -39,12 +41,24 @@ def _client(url: str | None) -> AppServerClient:
     return AppServerClient(ep.url, token=ep.token)
 
 
-@click.group(epilog=TALK_EXIT_HELP)
+LIVE = "codexbridge.cli.talk_live_cmd"
+
+
+@click.group(cls=LazyGroup, epilog=TALK_EXIT_HELP, lazy={
+    "send": (LIVE, "send", "Send without waiting: a receipt now, the reply into a mailbox."),
+    "status": (LIVE, "status", "Delivery records: one, or the recent ones (--wait)."),
+    "steer": (LIVE, "steer", "Add text to the turn running in the thread."),
+    "interrupt": (LIVE, "interrupt", "Interrupt the turn running in the thread."),
+    "name": (LIVE, "name", "Name a thread (what --thread NAME matches)."),
+    "courier": (LIVE, "courier", "(internal) carry one delivery to its end."),
+})
 def talk() -> None:
     """Talk into a live Codex thread (the one your TUI shows).
 
     The thread must have had one message from the TUI first; after that, `say` joins
     it with thread/resume and the TUI renders the bridge's message and Codex's answer.
+    `say` waits for the answer; `send` returns a receipt at once and the answer comes
+    back as mail (see `talk send --help`).
     """
 
 
@@ -92,23 +106,30 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
                    "(default 300, $CODEX_BRIDGE_APPROVAL_TIMEOUT).")
 @click.option("--timeout", type=float, default=DEFAULT_TURN_TIMEOUT, metavar="S",
               show_default=True, help="Seconds to wait for the turn to finish.")
+@click.option("--on-timeout", type=click.Choice(["leave", "interrupt"]), default="leave",
+              show_default=True,
+              help="When --timeout passes: leave the turn running in the TUI, or interrupt it.")
 @click.option("--steer", is_flag=True,
               help="If a turn is already running, add the message to it instead of waiting "
                    "for it to finish.")
+@click.option("--wait", "wait_thread", type=click.FloatRange(min=0), default=0.0, metavar="S",
+              help="Wait up to S seconds for the thread (the TUI makes it at the human's "
+                   "first message) instead of failing at once.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not stream the reply to stderr.")
 @url_option
 @json_option
 @command
 def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: str | None,
-            approvals: str | None, approval_timeout: float | None, timeout: float, steer: bool,
-            quiet: bool, url: str | None, as_json: bool) -> None:
+            approvals: str | None, approval_timeout: float | None, timeout: float,
+            on_timeout: str, steer: bool, wait_thread: float, quiet: bool, url: str | None,
+            as_json: bool) -> None:
     """Send TEXT (or `-` for stdin) into the thread and print Codex's reply.
 
     The reply streams to stderr as it is written and is printed whole on stdout at the
     end (`--json`: {thread_id, turn_id, status, reply, approvals}). Each approval
     codex asks for is one line on stderr.
     """
-    from ..talk.threads import find_target
+    from ..talk.threads import find_joinable
     from ..talk.turn import say
 
     message = read_text_arg(text)
@@ -135,10 +156,11 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
 
     async def go() -> SayResult:
         async with _client(url) as client:
-            target = await find_target(client, selector, target_cwd)
+            target = await find_joinable(client, selector, target_cwd, wait=wait_thread)
             return await say(
                 client, target.id, message, approvals=policy,
                 approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
+                interrupt_on_timeout=on_timeout == "interrupt",
                 on_delta=on_delta, on_approval=on_approval)
 
     result = run_async(go)

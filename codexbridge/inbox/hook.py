@@ -42,6 +42,7 @@ class HookInput:
     stop_hook_active: bool = False
     prompt_id: str | None = None
     event: str | None = None
+    last_assistant_message: str | None = None
 
     @property
     def session_key(self) -> str:
@@ -58,7 +59,8 @@ class HookInput:
             active = active.strip().lower() in ("1", "true", "yes")
         return cls(session_id=text("session_id"), cwd=text("cwd"),
                    stop_hook_active=active is True, prompt_id=text("prompt_id"),
-                   event=text("hook_event_name"))
+                   event=text("hook_event_name"),
+                   last_assistant_message=text("last_assistant_message"))
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,8 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
                 header += f" · sent {mail.at}"
             if mail.mail_id:
                 header += f" · id {mail.mail_id}"
-            parts.append(f"{header} ---\n{mail.text}")
+            note = conversation_note(mail.extra)
+            parts.append(f"{header} ---\n{note}{mail.text}")
         parts.append(f"--- end of {_plural(len(mails), 'message')} ---")
     if rejected:
         one = len(rejected) == 1
@@ -175,6 +178,23 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
             lines.append(f"- … and {len(rejected) - 10} more")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def conversation_note(fields: Mapping[str, Any]) -> str:
+    """The envelope lines of a mail that is part of a conversation ("" for plain mail)."""
+    conv, request = fields.get("conversation"), fields.get("request")
+    if fields.get("in_reply_to"):
+        return ""  # a reply says so in its own text
+    if not isinstance(conv, str) or not isinstance(request, str):
+        return ""
+    note = (f"[a peer AI agent (Codex) through codexbridge, not the human user · conversation "
+            f"{conv} · hop {fields.get('hop')}/{fields.get('max_hops')} · request {request}]\n")
+    expect = fields.get("expect_reply")
+    if isinstance(expect, Mapping) and expect.get("thread"):
+        note += ("[Codex waits for your answer: when you finish handling this, your final "
+                 f"message is sent back to its thread {expect['thread']} by itself — no tool "
+                 "needed; echo the request token]\n")
+    return note
 
 
 def block_output(reason: str) -> str:

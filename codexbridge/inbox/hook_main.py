@@ -17,6 +17,7 @@ import os
 import sys
 import time
 
+from ..conversation.handling import path as handling_path
 from .location import chain_path, ensure_private_dir, inbox_dir, log_dir
 from .names import default_mailbox, name_problem
 from .probe import has_pending
@@ -160,6 +161,16 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
         record_listener(inbox, name, payload, via="hook")
     except OSError as exc:
         log(f"mailbox {name!r}: could not record the listener: {exc!r}")
+    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    if session and os.path.exists(handling_path(session)):
+        # This stop ends the turn that handled peer mail: its final message answers the
+        # requests that expect one.
+        from .replies import answer_pending
+
+        last = payload.get("last_assistant_message")
+        answered = answer_pending(session, last if isinstance(last, str) else None)
+        if answered:
+            log(f"mailbox {name!r}: sent {answered} answer(s) back to Codex")
     pending = has_pending(inbox, name)
     if not pending:
         # The fast path: nothing waiting, and no chain of ours to end for this session
@@ -207,6 +218,9 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
                 out.write(block_output(reason).encode("utf-8") + b"\n")
                 out.flush()
                 batch.commit()
+                from .replies import note_handed
+
+                note_handed(inp.session_id, name, batch.mails)
                 chain.save(inbox, name, inp.session_key, decision.chain_before + 1,
                            inp.prompt_id)
                 if batch.duplicates or batch.recovered_files:

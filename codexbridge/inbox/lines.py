@@ -85,9 +85,11 @@ def uuid4() -> str:
 
 
 def new_mail(text: str, *, to: str, sender: str, at: str | None = None,
-             mail_id: str | None = None) -> Mail:
-    """A fresh mail with a uuid4 id and the current time."""
-    return Mail(text=text, sender=sender, to=to, mail_id=mail_id or uuid4(), at=at or iso_utc())
+             mail_id: str | None = None, extra: dict[str, Any] | None = None) -> Mail:
+    """A fresh mail with a uuid4 id and the current time; `extra` are more fields
+    (conversation, request, expect_reply, in_reply_to …) kept on the line."""
+    return Mail(text=text, sender=sender, to=to, mail_id=mail_id or uuid4(),
+                at=at or iso_utc(), extra=dict(extra or {}))
 
 
 def encode_line(mail: Mail) -> bytes:

@@ -34,6 +34,11 @@ def listener_record(name: str, payload: dict[str, Any], via: str,
         "last_seen": now or iso_utc(),
         "via": via,
         "claude_pid": _str_or_none(os.environ.get("CLAUDE_PID")),
+        # The session's own address (its cross-session inbox socket) and where it keeps
+        # its state: how a reply finds the exact session that asked, and how live
+        # delivery reaches it.
+        "messaging_socket": _str_or_none(os.environ.get("CLAUDE_CODE_MESSAGING_SOCKET")),
+        "config_dir": _str_or_none(os.environ.get("CLAUDE_CONFIG_DIR")),
     }
 
 

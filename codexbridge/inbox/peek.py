@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from ..host.locking import FileLock, lock
 from .lines import Mail, Rejected, parse_file, split_lines
 from .location import (
     MAIL_SUFFIX,
@@ -22,7 +23,6 @@ from .location import (
     rejected_path,
     taken_files,
 )
-from ..host.locking import FileLock, lock
 from .names import name_problem
 from .store import delivered_ids
 

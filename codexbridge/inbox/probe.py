@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from .location import mail_path, taken_files
 from ..host.locking import lock, unlock
+from .location import mail_path, taken_files
 
 
 def has_pending(inbox: str, name: str) -> bool:

@@ -100,8 +100,17 @@ class PushReceipt(NamedTuple):
 
 
 def push(text: str, *, to: str | None = None, sender: str | None = None,
-         inbox: str | None = None, new: bool = False) -> PushReceipt:
-    """Store one mail for mailbox `to`, under the push rule above."""
+         inbox: str | None = None, new: bool = False,
+         fields: dict[str, Any] | None = None) -> PushReceipt:
+    """Store one mail for mailbox `to`, under the push rule above; `fields` travel on
+    the mail line (conversation, request, in_reply_to …)."""
+    name, who, known = _addressed(text, to, sender, inbox, new)
+    return _store(known, name, who, text, fields)
+
+
+def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
+               new: bool) -> tuple[str, str, Directory]:
+    """Validate everything about a push before anything is written or spent."""
     name = mailbox_name(to)
     who = sender_name(sender)
     if not text.strip():
@@ -109,7 +118,12 @@ def push(text: str, *, to: str | None = None, sender: str | None = None,
     known = scan(inbox)
     if known.listeners and not known.knows(name) and not new:
         raise known.unknown(name)
-    mail = new_mail(text, to=name, sender=who)
+    return name, who, known
+
+
+def _store(known: Directory, name: str, who: str, text: str,
+           fields: dict[str, Any] | None) -> PushReceipt:
+    mail = new_mail(text, to=name, sender=who, extra=fields)
     with mailbox_io(f"write to mailbox {name!r}"):
         ensure_private_dir(known.path)
         store.push(known.path, mail)
@@ -119,6 +133,56 @@ def push(text: str, *, to: str | None = None, sender: str | None = None,
                    f'is kept until a session hooked as "{name}" stops (`codexbridge '
                    f'install-hook --as {name} --project DIR`).')
     return PushReceipt(mail, mail_path(known.path, name), known.listeners.get(name), warning)
+
+
+class RequestReceipt(NamedTuple):
+    push: PushReceipt
+    request: str
+    conversation: str
+    hop: int
+    max_hops: int
+    expect_reply_from: str | None  # the Codex thread that waits for Claude's answer
+
+
+def request(text: str, *, to: str | None = None, sender: str | None = None,
+            inbox: str | None = None, new: bool = False, expect_reply: bool = False,
+            thread: str | None = None, conversation: str | None = None,
+            env: Mapping[str, str] | None = None) -> RequestReceipt:
+    """Codex → Claude: a message that is a request in a conversation — it spends a hop
+    (refused over budget, before anything is written) and carries the envelope fields.
+    With `expect_reply`, the Claude session's answer (its final message after handling
+    the mail) is sent back into the asking thread — `thread`, else `$CODEX_THREAD_ID`
+    (set by codex for the commands it runs) — and a delivery record tracks it."""
+    from ..conversation import envelope
+    from ..conversation.budget import Conversations, max_hops
+    from ..conversation.context import current_conversation
+    from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
+    from ..conversation.records import preview as text_preview
+    from ..conversation.routing import sending_from_thread
+
+    source = os.environ if env is None else env
+    name, who, known = _addressed(text, to, sender, inbox, new)
+    asking = thread or sending_from_thread(source)
+    if expect_reply and not asking:
+        raise UsageError("expect a reply from where? Pass the asking Codex thread (--thread ID) "
+                         "— inside a Codex turn it is $CODEX_THREAD_ID")
+    token = envelope.request_token()
+    limit = max_hops(dict(source))
+    conv, hop = Conversations().spend(current_conversation(conversation, source), {
+        "direction": "codex→claude", "delivery": token, "mailbox": name, "thread": asking},
+        limit)
+    fields: dict[str, Any] = {"request": token, "conversation": conv, "hop": hop,
+                              "max_hops": limit}
+    if expect_reply:
+        fields["expect_reply"] = {"thread": asking}
+    receipt = _store(known, name, who, text, fields)
+    if expect_reply:
+        record = Delivery(id=token, direction=Direction.TO_CLAUDE, conversation=conv,
+                          hop=hop, max_hops=limit, thread_id=asking, mailbox=name,
+                          text_preview=text_preview(text))
+        record.move(DeliveryState.QUEUED)
+        DeliveryStore().save(record)
+    return RequestReceipt(receipt, token, conv, hop, limit, asking if expect_reply else None)
 
 
 def peek(name: str | None, *, inbox: str | None = None) -> tuple[Directory, reading.Peek]:

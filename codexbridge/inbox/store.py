@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
+from ..host.locking import FileLock, lock
 from ..host.private import write_private
 from .clock import iso_utc
 from .lines import Mail, Rejected, encode_line, parse_file
@@ -41,7 +42,6 @@ from .location import (
     rejected_path,
     taken_files,
 )
-from ..host.locking import FileLock, lock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

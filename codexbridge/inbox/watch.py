@@ -24,10 +24,10 @@ import os
 import sys
 import time
 
+from ..host.locking import lock
 from ..host.procs import pid_alive
 from .listeners import record_listener
 from .location import ensure_private_dir, rejected_path, watcher_path
-from ..host.locking import lock
 from .probe import has_pending
 
 TYPE_CHECKING = False
@@ -105,6 +105,11 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
                         sys.stderr.buffer.write(text.encode("utf-8") + b"\n")
                         sys.stderr.buffer.flush()
                         batch.commit()
+                        from .replies import note_handed
+
+                        session = payload.get("session_id")
+                        note_handed(session if isinstance(session, str) else None, name,
+                                    batch.mails)
                         return EXIT_WAKE
             time.sleep(interval)
         return EXIT_QUIET

@@ -7,9 +7,10 @@ Every decision (which thread, what counts as busy) is the pure core's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
-from ..errors import ConnectionLostError, NoRolloutError, RpcError
+from ..errors import ConnectionLostError, NoRolloutError, NoThreadError, RpcError
 from ..protocol.envelopes import Notification
 from ..protocol.generated import methods as m
 from ..protocol.threads import ThreadInfo, is_busy, looks_like_thread_id, resolve, visible
@@ -80,6 +81,36 @@ async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) ->
     threads = [ThreadInfo.from_thread(r["thread"]) for r in await _read_loaded(rpc)
                if isinstance(r, dict) and isinstance(r.get("thread"), dict)]
     return resolve(_newest_first(threads), selector, cwd)
+
+
+async def find_joinable(rpc: Rpc, selector: str | None, cwd: str | None = None, *,
+                        wait: float = 0.0) -> ThreadInfo:
+    """`find_target`, but waiting up to `wait` seconds for the thread to exist and be
+    joinable — the TUI makes its thread at the human's first message, and it can be
+    joined once that first turn has started (docs/protocol-notes.md, "Joining").
+    Re-checked whenever a thread starts or changes status, never on a timer alone."""
+    if wait <= 0:
+        return await find_target(rpc, selector, cwd)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + wait
+    with rpc.subscribe() as sub:
+        while True:
+            try:
+                target = await find_target(rpc, selector, cwd)
+                await join(rpc, target.id)
+                return target
+            except (NoThreadError, NoRolloutError):
+                if loop.time() >= end:
+                    raise
+            # Something about threads changes when one starts or begins a turn.
+            with contextlib.suppress(asyncio.TimeoutError):
+                while True:
+                    ev = await asyncio.wait_for(sub.get(), max(0.0, end - loop.time()))
+                    if ev is None:
+                        raise ConnectionLostError("the app-server connection closed while "
+                                                  "waiting for a thread")
+                    if ev.method in (m.THREAD_STARTED, m.THREAD_STATUS_CHANGED):
+                        break
 
 
 async def join(rpc: Rpc, thread_id: str) -> dict[str, Any]:

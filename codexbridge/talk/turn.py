@@ -30,7 +30,7 @@ from .client import Rpc
 from .follow import ApprovalRecord, SayResult, TurnFollower
 from .threads import join, wait_idle
 
-__all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayProgress", "SayResult",
+__all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayProgress", "SayResult", "follow",
            "interrupt", "running_turn", "say"]
 
 DEFAULT_TURN_TIMEOUT = 900.0
@@ -48,13 +48,20 @@ class SayProgress:
     running and a retry could run it twice. `submission_id` is codex's queue entry.
     """
 
-    __slots__ = ("client_id", "submission_id", "turn_id", "turn_start_sent")
+    __slots__ = ("client_id", "on_change", "submission_id", "turn_id", "turn_start_sent")
 
-    def __init__(self, client_id: str | None = None) -> None:
+    def __init__(self, client_id: str | None = None,
+                 on_change: Callable[[str, SayProgress], None] | None = None) -> None:
         self.client_id = client_id or f"cb_{uuid.uuid4().hex}"
         self.turn_start_sent = False
         self.submission_id: str | None = None
         self.turn_id: str | None = None
+        # Told "queued" (codex has the message) and "started" (our turn runs).
+        self.on_change = on_change
+
+    def changed(self, what: str) -> None:
+        if self.on_change is not None:
+            self.on_change(what, self)
 
 
 def user_input(text: str) -> list[dict[str, Any]]:
@@ -145,17 +152,22 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
                          "to finish (--steer adds the message to it instead)")
             run.feeding = True  # before the add: on an idle thread the turn starts at once
             progress.turn_start_sent = True
-            queued = await _refusable(progress, rpc.request(m.THREAD_QUEUE_ADD, {
-                "threadId": thread_id, "clientUserMessageId": progress.client_id,
-                "input": user_input(text)}))
-            submission = queued.get("queuedSubmission") if isinstance(queued, dict) else None
-            progress.submission_id = (str(submission.get("id"))
-                                      if isinstance(submission, dict) else None)
+            if progress.submission_id is None:  # else: taking over one queued before
+                queued = await _refusable(progress, rpc.request(m.THREAD_QUEUE_ADD, {
+                    "threadId": thread_id, "clientUserMessageId": progress.client_id,
+                    "input": user_input(text)}))
+                submission = (queued.get("queuedSubmission") if isinstance(queued, dict)
+                              else None)
+                progress.submission_id = (str(submission.get("id"))
+                                          if isinstance(submission, dict) else None)
+                progress.changed("queued")
             if not await _await_our_turn(rpc, run, thread_id, progress, wait) \
                     and await _unqueue(rpc, thread_id, progress):
                 return _busy(thread_id, wait)
             await _started(run, left())
         progress.turn_id = run.tracker.turn_id
+        if progress.turn_id:
+            progress.changed("started")
         timed_out = not await _wait(run.done, left())
         if timed_out and interrupt_on_timeout and progress.turn_id:
             with contextlib.suppress(RpcError):
@@ -164,6 +176,41 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
         if run.lost and run.tracker.completed is None:
             raise ConnectionLostError(run.lost)
         return run.result(progress.turn_id or "", timed_out, timeout)
+    finally:
+        run.cancel_deadlines()
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await pump
+        sub.close()
+
+
+async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
+                 approvals: ApprovalPolicy = ApprovalPolicy.TUI,
+                 approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
+                 timeout: float = DEFAULT_TURN_TIMEOUT,
+                 capture_limit: int = CAPTURE_LIMIT,
+                 on_approval: Callable[[str], None] | None = None) -> SayResult:
+    """Follow a turn already running (a courier taking over after its predecessor died)
+    to its end; the final text comes from `item/completed`, so joining late loses
+    nothing. A turn that already ended is read from the thread."""
+    from .recover import turn_status
+
+    run = TurnFollower(rpc, thread_id, approvals, approval_timeout, None, on_approval)
+    run.tracker.capture_limit = capture_limit
+    sub = rpc.subscribe()
+    pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-follow")
+    try:
+        await join(rpc, thread_id)
+        run.feeding = True
+        await run.bind(turn_id)
+        ended = await turn_status(rpc, thread_id, turn_id)  # subscribed first: no gap
+        if ended is not None and ended.status != TurnStatus.IN_PROGRESS:
+            return SayResult(thread_id, turn_id, TurnOutcome.parse(ended.status)
+                             or TurnOutcome.FAILED, ended.reply, [], ended.error)
+        timed_out = not await _wait(run.done, timeout)
+        if run.lost and run.tracker.completed is None:
+            raise ConnectionLostError(run.lost)
+        return run.result(turn_id, timed_out, timeout)
     finally:
         run.cancel_deadlines()
         pump.cancel()

@@ -1,0 +1,290 @@
+"""`codexbridge talk send | status | steer | interrupt | name | courier`: conversations
+and live control, the front end of `talk/deliveries.py`, `talk/courier.py`, `talk/turn.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from ..conversation.records import Delivery, DeliveryStore
+from ..error_tables import exit_help
+from ..errors import (
+    AmbiguousThreadError,
+    ConnectError,
+    DeliveryNotFoundError,
+    LoopGuardError,
+    NoRunningTurnError,
+    NoThreadError,
+    UsageError,
+)
+from ..protocol.approvals import POLICIES, approval_settings
+from ..talk.client import AppServerClient
+from ..talk.endpoint import resolve_endpoint
+from .common import json_option, read_text_arg, run_async, url_option
+from .output import command, emit_json
+
+SEND_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError,
+                           LoopGuardError, success="the message is on its way (see the receipt)")
+STATUS_EXIT_HELP = exit_help(DeliveryNotFoundError, ConnectError,
+                             success="shown (with --wait: it reached a final state)",
+                             extra={6: "timed out: --wait passed before a final state"})
+CONTROL_EXIT_HELP = exit_help(UsageError, NoThreadError, NoRunningTurnError,
+                              AmbiguousThreadError, ConnectError)
+COURIER_TIMEOUT = 4 * 3600.0
+
+
+def _client(url: str | None) -> AppServerClient:
+    ep = resolve_endpoint(url)
+    return AppServerClient(ep.url, token=ep.token)
+
+
+thread_option = click.option("--thread", "selector", metavar="ID|NAME",
+                             help="Thread id or exact name. Default: the only user thread.")
+
+
+@click.command("send", epilog=SEND_EXIT_HELP)
+@click.argument("text")
+@thread_option
+@click.option("--cwd", "target_cwd", metavar="DIR",
+              help="Pick the user thread whose working directory is DIR.")
+@click.option("--reply-to", metavar="MAILBOX",
+              help="Where Codex's answer goes. Default: the mailbox of the Claude Code "
+                   "session running this command ($CLAUDE_CODE_MESSAGING_SOCKET), else "
+                   "$CODEX_BRIDGE_MAILBOX.")
+@click.option("--conversation", metavar="ID",
+              help="Conversation to continue (its hop budget). Default: the one this "
+                   "session is handling, else a new one.")
+@click.option("--in-reply-to", metavar="REQUEST",
+              help="This answers request REQUEST: spends no hop, and Codex's next words "
+                   "are not routed back.")
+@click.option("--approvals", type=click.Choice([p.value for p in POLICIES]), default=None,
+              help="How the courier answers Codex's approvals (default tui: the human, in "
+                   "the TUI; fail-closed after --approval-timeout).")
+@click.option("--approval-timeout", type=float, default=None, metavar="S")
+@click.option("--timeout", type=click.FloatRange(min=1), default=COURIER_TIMEOUT, metavar="S",
+              show_default=True, help="How long the courier follows the turn.")
+@click.option("--wait", "wait_thread", type=click.FloatRange(min=0), default=0.0, metavar="S",
+              help="Wait up to S seconds for the thread (the human's first message in the "
+                   "TUI) instead of failing at once.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@url_option
+@json_option
+@command
+def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str | None,
+         conversation: str | None, in_reply_to: str | None, approvals: str | None,
+         approval_timeout: float | None, timeout: float, wait_thread: float, quiet: bool,
+         url: str | None, as_json: bool) -> None:
+    """Send TEXT (or `-` for stdin) into the thread and return at once with a receipt.
+
+    \b
+    The turn runs in the thread (the human watches it in the TUI); a detached courier
+    follows it and, when Codex has answered, leaves the answer as mail in the reply-to
+    mailbox — the Stop hook or the watcher brings it into the Claude session that
+    asked. `talk status ID` shows where it is. Every request carries an envelope
+    (from a peer agent, conversation, hop n/N, request token) and spends one hop of its
+    conversation's budget ($CODEX_BRIDGE_MAX_HOPS, default 4); a send from inside a
+    Codex turn into that same thread is refused.
+    """
+    from ..inbox.service import mailbox_name
+    from ..talk.deliveries import await_receipt, choose, prepare, start_courier
+
+    message = read_text_arg(text)
+    policy, deadline = approval_settings(os.environ, policy=approvals,
+                                         timeout=approval_timeout)
+    if reply_to:
+        reply_to = mailbox_name(reply_to)
+    store = DeliveryStore()
+
+    async def go() -> Any:
+        async with _client(url) as client:
+            thread, chosen_by = await choose(client, selector, target_cwd, wait=wait_thread)
+        receipt = prepare(message, thread, chosen_by, reply_to=reply_to,
+                          conversation=conversation, in_reply_to=in_reply_to, policy=policy,
+                          approval_timeout=deadline, turn_timeout=timeout, store=store)
+        start_courier(receipt.delivery, store)
+        return receipt._replace(delivery=await await_receipt(store, receipt.delivery))
+
+    receipt = run_async(go)
+    d = receipt.delivery
+    if as_json:
+        emit_json(receipt.as_dict())
+    elif not quiet:
+        click.echo(d.id)
+        where = f"reply → mailbox {d.reply_to} ({d.reply_to_how})" if d.reply_to else \
+            ("a reply: nothing comes back" if d.in_reply_to else "reply → talk status only")
+        click.echo(f"codexbridge: {d.state} in thread {d.thread_id} ({d.chosen_by}), "
+                   f"conversation {d.conversation} hop {d.hop}/{d.max_hops}; {where}",
+                   err=True)
+    for warning in d.warnings:
+        click.echo(f"codexbridge: warning: {warning}", err=True)
+
+
+@click.command("status", epilog=STATUS_EXIT_HELP)
+@click.argument("delivery_id", required=False)
+@click.option("--wait", "wait", type=click.FloatRange(min=0), default=0.0, metavar="S",
+              help="Wait up to S seconds for a final state (delivered, failed, orphaned).")
+@click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True,
+              help="Without an id: how many recent deliveries.")
+@json_option
+@command
+def status(delivery_id: str | None, wait: float, limit: int, as_json: bool) -> int:
+    """One delivery (its states and times, the reply's first 2,000 characters), or the
+    recent ones. A delivery whose courier died is recovered from the thread here:
+    its answer is routed and marked recovered, or the record says `orphaned`."""
+    from ..talk.courier import check
+
+    store = DeliveryStore()
+    if delivery_id is None:
+        records = store.recent(limit)
+        if as_json:
+            emit_json({"ok": True, "deliveries": [r.as_dict() for r in records]})
+        else:
+            _print_table(records)
+        return 0
+    record = run_async(lambda: check(store, delivery_id))
+    end = time.monotonic() + wait
+    while not record.state.final and time.monotonic() < end:
+        time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+        record = run_async(lambda: check(store, delivery_id))
+    if as_json:
+        emit_json({"ok": True, "delivery": record.as_dict()})
+    else:
+        _print_record(record)
+    return 6 if wait and not record.state.final else 0
+
+
+def _age(ts: float) -> str:
+    secs = max(0, int(time.time() - ts))
+    return f"{secs}s" if secs < 120 else f"{secs // 60}m" if secs < 7200 else f"{secs // 3600}h"
+
+
+def _print_table(records: list[Delivery]) -> None:
+    if not records:
+        click.echo("no deliveries yet")
+        return
+    for r in records:
+        target = r.thread_id if r.direction.value == "to-codex" else f"mailbox {r.mailbox}"
+        click.echo(f"{r.id}  {r.state.value:<14} {_age(r.created_at):>4}  {r.direction.value}"
+                   f"  {target}  {r.text_preview[:40]!r}")
+
+
+def _print_record(r: Delivery) -> None:
+    click.echo(f"delivery {r.id} ({r.direction.value}): {r.state.value}"
+               + (" — recovered" if r.recovered else ""))
+    click.echo(f"  thread {r.thread_id or '-'}  turn {r.turn_id or '-'}  conversation "
+               f"{r.conversation} hop {r.hop}/{r.max_hops}"
+               + (f"  in reply to {r.in_reply_to}" if r.in_reply_to else ""))
+    if r.reply_to or r.mailbox:
+        click.echo(f"  mailbox {r.reply_to or r.mailbox}")
+    for step in r.history:
+        stamp = time.strftime("%H:%M:%S", time.localtime(step.get("at", 0)))
+        click.echo(f"  {stamp}  {step.get('state')}"
+                   + (f": {step['reason']}" if step.get("reason") else ""))
+    if r.reason:
+        click.echo(f"  reason: {r.reason}")
+    if r.reply_preview:
+        click.echo("  reply:\n    " + "\n    ".join(r.reply_preview.splitlines()))
+
+
+@click.command("steer", epilog=CONTROL_EXIT_HELP)
+@click.argument("text")
+@thread_option
+@url_option
+@json_option
+@command
+def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> None:
+    """Add TEXT (or `-`) to the turn running in the thread (`turn/steer`): the model
+    sees it at once, in the same turn."""
+    from ..protocol.generated import methods as m
+    from ..talk.threads import find_target
+    from ..talk.turn import running_turn, user_input
+
+    message = read_text_arg(text)
+
+    async def go() -> tuple[str, str]:
+        async with _client(url) as client:
+            thread = await find_target(client, selector)
+            turn = await running_turn(client, thread.id)
+            if turn is None:
+                raise NoRunningTurnError(f"no turn is running in thread {thread.id}: nothing "
+                                         "to steer (use `talk say` or `talk send`)",
+                                         details={"threadId": thread.id})
+            answer = await client.request(m.TURN_STEER, {
+                "threadId": thread.id, "expectedTurnId": turn, "input": user_input(message)})
+            return thread.id, str(answer.get("turnId") or turn)
+
+    thread_id, turn_id = run_async(go)
+    if as_json:
+        emit_json({"ok": True, "thread_id": thread_id, "turn_id": turn_id})
+    else:
+        click.echo(turn_id)
+
+
+@click.command("interrupt", epilog=CONTROL_EXIT_HELP)
+@thread_option
+@url_option
+@json_option
+@command
+def interrupt(selector: str | None, url: str | None, as_json: bool) -> None:
+    """Interrupt the turn running in the thread (`turn/interrupt`); it ends
+    `interrupted` within a moment."""
+    from ..talk.threads import find_target
+    from ..talk.turn import interrupt as interrupt_turn
+
+    async def go() -> tuple[str, str | None]:
+        async with _client(url) as client:
+            thread = await find_target(client, selector)
+            return thread.id, await interrupt_turn(client, thread.id)
+
+    thread_id, turn_id = run_async(go)
+    if turn_id is None:
+        raise NoRunningTurnError(f"no turn is running in thread {thread_id}: nothing to "
+                                 "interrupt", details={"threadId": thread_id})
+    if as_json:
+        emit_json({"ok": True, "thread_id": thread_id, "turn_id": turn_id})
+    else:
+        click.echo(turn_id)
+
+
+@click.command("name", epilog=CONTROL_EXIT_HELP)
+@click.argument("thread")
+@click.argument("new_name", metavar="NAME")
+@url_option
+@json_option
+@command
+def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
+    """Name THREAD (an id or its current exact name) NAME (`thread/name/set`); the TUI and
+    `--thread NAME` see the new name."""
+    from ..protocol.generated import methods as m
+    from ..talk.threads import find_target
+
+    if not new_name.strip():
+        raise UsageError("the name is empty")
+
+    async def go() -> str:
+        async with _client(url) as client:
+            target = await find_target(client, thread)
+            await client.request(m.THREAD_NAME_SET, {"threadId": target.id, "name": new_name})
+            return target.id
+
+    thread_id = run_async(go)
+    if as_json:
+        emit_json({"ok": True, "thread_id": thread_id, "name": new_name})
+    else:
+        click.echo(thread_id)
+
+
+@click.command("courier", hidden=True)
+@click.argument("delivery_id")
+@command
+def courier(delivery_id: str) -> None:
+    """Carry one delivery to its end (started by `talk send`; not for people)."""
+    from ..talk.courier import carry
+
+    record = asyncio.run(carry(delivery_id))
+    print(f"courier {os.getpid()}: {record.id} {record.state}", file=sys.stderr)

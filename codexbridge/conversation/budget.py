@@ -1,0 +1,108 @@
+"""Conversations and their hop budget: a loop guard that two agents share.
+
+    <state home>/conversations/<id>.json    {id, created_at, updated_at, max_hops, hops}
+
+Every *request* from one agent to the other spends one hop of its conversation — at
+most `CODEX_BRIDGE_MAX_HOPS` (default 4) — counted here on disk, under a lock, so
+A→B→A→B across processes shares one budget. A reply spends nothing: it closes a hop a
+request already paid for. Over budget, a send is refused before anything is delivered.
+
+Which conversation a request belongs to: the one named (`--conversation`, or
+`CODEX_BRIDGE_CONVERSATION` in the environment of what codexbridge starts), else the
+one the sending agent is handling right now — the peer message that started the
+running Codex turn, or the mail the Claude session was last handed (`handling.py`) —
+else a new one. So an agent answering a peer by asking back stays in the same budget,
+while a person starting a fresh exchange gets a fresh one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import HopLimitError, UsageError
+from ..host.locking import FileLock
+from ..host.paths import state_dir
+from ..host.private import ensure_private_dir, write_private
+from .envelope import conversation_id
+
+MAX_HOPS_ENV = "CODEX_BRIDGE_MAX_HOPS"
+CONVERSATION_ENV = "CODEX_BRIDGE_CONVERSATION"
+DEFAULT_MAX_HOPS = 4
+TTL = 7 * 24 * 3600.0
+
+
+def max_hops(env: dict[str, str] | None = None) -> int:
+    raw = (os.environ if env is None else env).get(MAX_HOPS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_HOPS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{MAX_HOPS_ENV}={raw!r} is not a whole number") from None
+    if value < 1:
+        raise UsageError(f"{MAX_HOPS_ENV} must be at least 1, got {raw!r}")
+    return value
+
+
+def valid_id(conv: str) -> str:
+    if not conv.startswith("conv_") or not conv[5:].isalnum() or len(conv) > 64:
+        raise UsageError(f"{conv!r} is not a conversation id (conv_ and letters/digits)")
+    return conv
+
+
+class Conversations:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else state_dir() / "conversations"
+
+    def path(self, conv: str) -> Path:
+        return self.root / f"{valid_id(conv)}.json"
+
+    def get(self, conv: str) -> dict[str, Any] | None:
+        try:
+            with open(self.path(conv), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def spend(self, conv: str | None, hop: dict[str, Any], limit: int) -> tuple[str, int]:
+        """Spend one hop of `conv` (a new conversation when None) for the request `hop`
+        describes; returns (conversation id, this hop's number). HopLimitError — and
+        nothing spent — when the budget is used up."""
+        conv = valid_id(conv) if conv else conversation_id()
+        ensure_private_dir(self.root)
+        with FileLock(str(self.root / f".{conv}.lock")):
+            data = self.get(conv) or {"id": conv, "created_at": time.time(), "hops": []}
+            hops: list[dict[str, Any]] = list(data.get("hops") or [])
+            budget = int(data.get("max_hops") or limit)
+            if len(hops) >= budget:
+                trail = " → ".join(f"{h.get('direction')}" for h in hops)
+                raise HopLimitError(
+                    f"conversation {conv} has used its {budget} hops ({trail}); nothing was "
+                    f"sent. Answer in your own session, or start a new conversation "
+                    f"(raise {MAX_HOPS_ENV} for longer exchanges)",
+                    details={"conversation": conv, "hops": hops, "maxHops": budget})
+            number = len(hops) + 1
+            hops.append({**hop, "n": number, "at": time.time()})
+            data.update({"hops": hops, "max_hops": budget, "updated_at": time.time()})
+            write_private(self.path(conv), json.dumps(data, ensure_ascii=False,
+                                                      indent=2).encode("utf-8"))
+        self._sweep()
+        return conv, number
+
+    def _sweep(self) -> None:
+        cutoff = time.time() - TTL
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            try:
+                if entry.is_file() and entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                continue

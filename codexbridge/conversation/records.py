@@ -1,0 +1,201 @@
+"""Delivery records: one JSON file per message sent between the agents.
+
+    <state home>/deliveries/<id>.json    0600, written by temp file + rename
+
+A record walks `queued → delivering → awaiting-reply → delivered`, or ends `failed`
+(with the reason) or `orphaned` (its carrier died and the message is nowhere: never
+resent). Each change is kept in `history` with its time; `talk status` shows them.
+`recovered` marks a reply that was found in the thread after its courier died.
+Records expire after a TTL (default 7 days, `CODEX_BRIDGE_DELIVERY_TTL` seconds),
+swept whenever one is written. Updates are read-modify-write under a per-record lock,
+so a courier and a `talk status` recovery never overwrite each other's change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..host.locking import FileLock
+from ..host.paths import state_dir
+from ..host.private import ensure_private_dir, write_private
+from ..protocol.enums import WireEnum
+
+TTL_ENV = "CODEX_BRIDGE_DELIVERY_TTL"
+DEFAULT_TTL = 7 * 24 * 3600.0
+PREVIEW_CHARS = 2000
+
+
+class DeliveryState(WireEnum):
+    QUEUED = "queued"  # accepted; waiting for the recipient (codex's queue, a mailbox)
+    DELIVERING = "delivering"  # being handed over (the turn started / the mail was taken)
+    AWAITING_REPLY = "awaiting-reply"  # the recipient has it and is answering
+    DELIVERED = "delivered"  # done: the reply came back (or none was asked for)
+    FAILED = "failed"  # the turn failed, was interrupted, or codex refused it
+    ORPHANED = "orphaned"  # the carrier died and the message is nowhere; never resent
+
+    @property
+    def final(self) -> bool:
+        return self in (DeliveryState.DELIVERED, DeliveryState.FAILED, DeliveryState.ORPHANED)
+
+
+class Direction(WireEnum):
+    TO_CODEX = "to-codex"
+    TO_CLAUDE = "to-claude"
+
+
+@dataclass
+class Delivery:
+    id: str  # the request token, `req_<epoch ms>_<6 chars>`; also codex's clientUserMessageId
+    direction: Direction
+    state: DeliveryState = DeliveryState.QUEUED
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    conversation: str | None = None
+    hop: int = 0  # 0 for a reply (a reply never spends a hop)
+    max_hops: int = 0
+    in_reply_to: str | None = None
+    thread_id: str | None = None
+    chosen_by: str | None = None  # how the target was chosen: caller, only-thread, …
+    reply_to: str | None = None  # the mailbox the reply goes to (to-codex)
+    reply_to_how: str | None = None  # how it was chosen: --reply-to, calling session, …
+    mailbox: str | None = None  # the mailbox the mail went to (to-claude)
+    text_preview: str = ""
+    submission_id: str | None = None
+    turn_id: str | None = None
+    courier_pid: int | None = None
+    # How the courier answers codex's approvals during the turn, and how long it follows.
+    approvals: str = "tui"
+    approval_timeout: float = 300.0
+    turn_timeout: float = 4 * 3600.0
+    reply_preview: str = ""
+    reply_bytes: int = 0
+    reply_mail_id: str | None = None
+    recovered: bool = False
+    reason: str | None = None  # why it failed, was orphaned, or cannot be routed
+    warnings: list[str] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["direction"] = self.direction.value
+        data["state"] = self.state.value
+        return data
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Delivery:
+        known = {f.name for f in fields(Delivery)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["direction"] = Direction(values["direction"])
+        values["state"] = DeliveryState.parse(values.get("state")) or DeliveryState.QUEUED
+        return Delivery(**values)
+
+    def move(self, state: DeliveryState, **changes: Any) -> None:
+        """Change state (and fields), noting it in the history."""
+        now = time.time()
+        for key, value in changes.items():
+            setattr(self, key, value)
+        if state is not self.state or not self.history:
+            self.history.append({"state": state.value, "at": now,
+                                 **({"reason": changes["reason"]} if "reason" in changes
+                                    else {})})
+        self.state = state
+        self.updated_at = now
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class DeliveryStore:
+    def __init__(self, root: Path | None = None, *, ttl: float | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.root = Path(root) if root is not None else state_dir() / "deliveries"
+        self.ttl = ttl if ttl is not None else _ttl_from_env()
+        self.clock = clock
+
+    def path(self, delivery_id: str) -> Path:
+        if not delivery_id or "/" in delivery_id or delivery_id.startswith("."):
+            raise ValueError(f"not a delivery id: {delivery_id!r}")
+        return self.root / f"{delivery_id}.json"
+
+    def _lock(self, delivery_id: str) -> FileLock:
+        ensure_private_dir(self.root)
+        return FileLock(str(self.root / f".{delivery_id}.lock"))
+
+    def save(self, record: Delivery) -> None:
+        ensure_private_dir(self.root)
+        write_private(self.path(record.id),
+                      json.dumps(record.as_dict(), ensure_ascii=False, indent=2).encode())
+        self.sweep()
+
+    def get(self, delivery_id: str) -> Delivery | None:
+        try:
+            with open(self.path(delivery_id), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        try:
+            return Delivery.from_dict(data)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def update(self, delivery_id: str, change: Callable[[Delivery], None]) -> Delivery | None:
+        """Read, `change(record)`, write — under the record's lock. None if it is gone."""
+        with self._lock(delivery_id):
+            record = self.get(delivery_id)
+            if record is None:
+                return None
+            change(record)
+            self.save(record)
+            return record
+
+    def recent(self, limit: int = 20) -> list[Delivery]:
+        """The newest records first."""
+        records = [r for r in self._all() if r is not None]
+        records.sort(key=lambda r: r.created_at, reverse=True)
+        return records[:limit]
+
+    def _all(self) -> Iterator[Delivery | None]:
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name.endswith(".json") and not name.startswith("."):
+                yield self.get(name[: -len(".json")])
+
+    def sweep(self) -> int:
+        """Delete records older than the TTL; returns how many went."""
+        cutoff = self.clock() - self.ttl
+        gone = 0
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            stale_lock = entry.name.startswith(".") and entry.name.endswith(".lock")
+            if not stale_lock and (not entry.name.endswith(".json")
+                                   or entry.name.startswith(".")):
+                continue
+            try:
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    gone += 1
+            except FileNotFoundError:
+                continue
+        return gone
+
+
+def _ttl_from_env() -> float:
+    raw = os.environ.get(TTL_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_TTL
+    except ValueError:
+        return DEFAULT_TTL
+    return value if value > 0 else DEFAULT_TTL

@@ -1,0 +1,187 @@
+"""The courier: carries one Claude → Codex delivery to its end, then routes the reply.
+
+Started detached by `talk send` (`codexbridge talk courier ID`), or again by recovery
+to take over a delivery whose courier died. It hands the message to codex's queue
+(wrapped in the envelope the peer and the human see), follows the turn, answers its
+approvals by the record's policy, and — when Codex has answered — leaves the reply as
+mail in the reply-to mailbox (`in_reply_to`, `conversation`, `delivery_id` fields), so
+the Stop hook or the watcher brings it into the Claude session that asked.
+
+A courier never resends: taking over, it looks for the message in the thread first
+(`recover.py`) and follows that turn, or waits for the submission still in codex's
+queue.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..conversation import envelope
+from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
+from ..errors import BridgeError, ConnectError
+from ..inbox import service as inbox
+from ..protocol.enums import ApprovalPolicy, TurnOutcome
+from ..protocol.generated.enums import TurnStatus
+from .client import AppServerClient, Rpc
+from .deliveries import get, text_path
+from .endpoint import resolve_endpoint
+from .follow import SayResult
+from .recover import locate, still_queued
+from .turn import SayProgress, follow, say
+
+CLIENT_NAME = "codexbridge-courier"
+
+
+class Orphaned(Exception):
+    """The message is nowhere: not in the thread, not in codex's queue."""
+
+
+def envelope_of(record: Delivery) -> envelope.Envelope:
+    where = (f'mailbox "{record.reply_to}" (the Claude Code session that asked)'
+             if record.reply_to else None)
+    return envelope.Envelope(envelope.CLAUDE, record.id, record.conversation or "",
+                             record.hop, record.max_hops, where, record.in_reply_to)
+
+
+async def carry(delivery_id: str, store: DeliveryStore | None = None) -> Delivery:
+    """Carry the delivery (fresh, or taking over) to a final state, or leave it
+    `awaiting-reply` when the turn outlives `turn_timeout`."""
+    store = store or DeliveryStore()
+    record = get(store, delivery_id)
+    text = text_path(store, record.id).read_text(encoding="utf-8")
+    store.update(record.id, lambda r: setattr(r, "courier_pid", os.getpid()))
+    ep = resolve_endpoint()
+    try:
+        async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
+            result = await _run(client, store, record, envelope_of(record).wrap(text))
+    except Orphaned as exc:
+        return _final(store, record.id, DeliveryState.ORPHANED, reason=str(exc),
+                      courier_pid=None)
+    except ConnectError as exc:
+        if record.submission_id is None:
+            # Provably never handed to codex: nothing will run it.
+            return _final(store, record.id, DeliveryState.FAILED, reason=exc.message)
+        raise
+    return finish(store, record.id, result)
+
+
+async def _run(client: Rpc, store: DeliveryStore, record: Delivery, text: str) -> SayResult:
+    policy = ApprovalPolicy.parse(record.approvals) or ApprovalPolicy.TUI
+    common: dict[str, Any] = {"approvals": policy, "approval_timeout": record.approval_timeout,
+                              "timeout": record.turn_timeout}
+    assert record.thread_id is not None
+    progress = SayProgress(client_id=record.id, on_change=lambda what, p: _progress(
+        store, record.id, what, p))
+    if record.state is not DeliveryState.QUEUED or record.submission_id is not None:
+        found = await locate(client, record.thread_id, record.id)
+        if found is not None:
+            store.update(record.id, lambda r: r.move(DeliveryState.AWAITING_REPLY,
+                                                     turn_id=found.turn_id))
+            return await follow(client, record.thread_id, found.turn_id, **common)
+        if not await still_queued(client, record.thread_id, record.submission_id, record.id):
+            raise Orphaned("codex no longer has the message (not in the thread, not in its "
+                           "queue); it is not resent")
+        progress.submission_id = record.submission_id
+    answering = False
+
+    def on_delta(_chunk: str) -> None:
+        nonlocal answering
+        if not answering:
+            answering = True
+            store.update(record.id, lambda r: r.move(DeliveryState.AWAITING_REPLY))
+
+    return await say(client, record.thread_id, text, progress=progress, on_delta=on_delta,
+                     **common)
+
+
+def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress) -> None:
+    if what == "queued":
+        store.update(delivery_id, lambda r: r.move(DeliveryState.QUEUED,
+                                                   submission_id=p.submission_id))
+    elif what == "started":
+        store.update(delivery_id, lambda r: r.move(DeliveryState.DELIVERING,
+                                                   turn_id=p.turn_id))
+
+
+def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
+           recovered: bool = False) -> Delivery:
+    """Route the outcome of the turn and close the record."""
+    record = get(store, delivery_id)
+    message = (result.error or {}).get("message") if isinstance(result.error, dict) else None
+    if result.status is TurnOutcome.TIMED_OUT:
+        return _final(store, delivery_id, DeliveryState.AWAITING_REPLY, courier_pid=None,
+                      reason=f"the courier stopped following after {record.turn_timeout:g} s; "
+                             "`talk status` recovers the answer when the turn ends")
+    if result.status is not TurnOutcome.COMPLETED:
+        reason = f"the turn ended {result.status}" + (f": {message}" if message else "")
+        mail_id = _notify(record, f"DELIVERY FAILED: your request {record.id} to Codex "
+                                  f"(thread {record.thread_id}) did not complete — {reason}.",
+                          recovered)
+        return _final(store, delivery_id, DeliveryState.FAILED, reason=reason,
+                      turn_id=result.turn_id or record.turn_id, reply_mail_id=mail_id,
+                      reply_preview=preview(result.reply), recovered=recovered)
+    label = "RECOVERED reply" if recovered else "Reply"
+    mail_id = _notify(record, f"{label} from Codex (thread {record.thread_id}) to your request "
+                              f"{record.id}, conversation {record.conversation}:\n\n"
+                              f"{result.reply}", recovered)
+    return _final(store, delivery_id, DeliveryState.DELIVERED,
+                  turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
+                  reply_bytes=result.reply_bytes or len(result.reply.encode("utf-8")),
+                  reply_mail_id=mail_id, recovered=recovered)
+
+
+def _notify(record: Delivery, text: str, recovered: bool) -> str | None:
+    """Leave `text` in the reply-to mailbox; None when there is none (or it failed)."""
+    if not record.reply_to or record.in_reply_to:
+        return None  # nobody to tell, or this was itself a reply: replies are not answered
+    try:
+        receipt = inbox.push(text, to=record.reply_to, sender="codex", new=True, fields={
+            "in_reply_to": record.id, "conversation": record.conversation,
+            "delivery_id": record.id, "recovered": recovered})
+    except BridgeError:
+        return None
+    return receipt.mail.mail_id
+
+
+def _final(store: DeliveryStore, delivery_id: str, state: DeliveryState,
+           **changes: Any) -> Delivery:
+    updated = store.update(delivery_id, lambda r: r.move(state, **changes))
+    return updated or get(store, delivery_id)
+
+
+async def check(store: DeliveryStore, delivery_id: str) -> Delivery:
+    """A record as it stands — recovered when its courier died before the end.
+
+    The thread decides (`recover.py`): our turn finished → the answer is routed,
+    marked RECOVERED; still running, or still in codex's queue → a new courier takes
+    over (no resend); nowhere → `orphaned`. Messages to Claude have no courier.
+    """
+    from .deliveries import courier_gone, start_courier
+
+    record = get(store, delivery_id)
+    if (record.direction is not Direction.TO_CODEX or not courier_gone(record)
+            or record.thread_id is None):
+        return record
+    ep = resolve_endpoint()
+    async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
+        found = await locate(client, record.thread_id, record.id)
+        if found is None and await still_queued(client, record.thread_id,
+                                                record.submission_id, record.id):
+            start_courier(record, store)
+            return get(store, delivery_id)
+    if found is None:
+        why = ("the courier stopped before it handed the message to codex"
+               if record.submission_id is None
+               else "codex no longer has the message (not in the thread, not in its queue)")
+        return _final(store, delivery_id, DeliveryState.ORPHANED, courier_pid=None,
+                      reason=f"{why}; it is not resent")
+    if found.status == TurnStatus.IN_PROGRESS:
+        store.update(delivery_id, lambda r: r.move(DeliveryState.AWAITING_REPLY,
+                                                   turn_id=found.turn_id))
+        start_courier(record, store)
+        return get(store, delivery_id)
+    outcome = TurnOutcome.parse(found.status) or TurnOutcome.FAILED
+    return finish(store, delivery_id, SayResult(record.thread_id, found.turn_id, outcome,
+                                                found.reply, [], found.error),
+                  recovered=True)
