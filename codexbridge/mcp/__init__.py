@@ -6,13 +6,14 @@ command pays for the SDK.
 
     settings.py     the environment knobs, checked at start-up (pure)
     results.py      result envelopes and the documented error codes (pure)
-    turn_queue.py   one turn at a time per thread, FIFO
     artifacts.py    large outputs on disk, opaque ids, signed cursors, TTL, byte cap
     runtime.py      what the tools of one process share
     tooling.py      outcome → CallToolResult, annotations
-    send.py         codex_message_send: resolve, queue, say, deliver
+    send.py         codex_message_send: resolve, say (codex's queue), deliver;
+                    wait=false receipts, codex_delivery_status
     tools_shared.py bridge_status, bridge_output_read
-    tools_claude.py codex_threads_list, codex_thread_read, codex_message_send
+    tools_claude.py codex_threads_list, codex_thread_read, codex_message_send,
+                    codex_delivery_status
     tools_codex.py  claude_mailboxes_list, claude_mailbox_peek, claude_message_send
     server.py       build_server(settings) for a role
 """

@@ -1,5 +1,5 @@
-"""What every tool of one server process shares: settings, the artifact store, the
-per-thread queue, and how to reach the app-server and the mailboxes.
+"""What every tool of one server process shares: settings, the artifact store, and
+how to reach the app-server and the mailboxes.
 
 The app-server is reached through `connect()`, a fresh connection per tool call: the
 bridge's `serve` may restart between two calls (and bridge.json with it), and a call
@@ -12,9 +12,7 @@ directory) and the queue come on first use, so start-up pays for none of them.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +24,6 @@ if TYPE_CHECKING:
     from ..talk.client import AppServerClient
     from ..talk.endpoint import Endpoint
     from .artifacts import ArtifactStore
-    from .turn_queue import TurnQueue
 
 Connector = Callable[[], "AbstractAsyncContextManager[AppServerClient]"]
 CLIENT_NAME = "codexbridge-mcp"
@@ -58,20 +55,18 @@ def inbox_dir() -> str:
 
 
 class Runtime:
-    """`store` and `queue` may be given (tests) or are made on first use: the store's
+    """`store` may be given (tests) or is made on first use: the store's
     directory (`<state dir>/artifacts`) is created only when a tool first needs it."""
 
     def __init__(self, settings: Settings, store: ArtifactStore | None = None,
-                 queue: TurnQueue | None = None, connect: Connector = connect_from_endpoint,
+                 connect: Connector = connect_from_endpoint,
                  endpoint: Callable[[], Endpoint] = resolve_endpoint,
                  inbox: Callable[[], str] = inbox_dir) -> None:
         self.settings = settings
         self._store = store
-        self._queue = queue
         self.connect = connect
         self.endpoint = endpoint
         self.inbox = inbox
-        self.background: set[asyncio.Task[Any]] = set()
 
     @staticmethod
     def create(settings: Settings, **overrides: Any) -> Runtime:
@@ -88,14 +83,6 @@ class Runtime:
                                         max_bytes=s.artifact_store_max)
         return self._store
 
-    @property
-    def queue(self) -> TurnQueue:
-        if self._queue is None:
-            from .turn_queue import TurnQueue
-
-            self._queue = TurnQueue()
-        return self._queue
-
     def check_text(self, text: str) -> None:
         """A message to send: not empty, not over CODEX_BRIDGE_TEXT_MAX characters."""
         if not text.strip():
@@ -104,23 +91,6 @@ class Runtime:
             raise UsageError(f"text is {len(text)} characters; the limit is "
                              f"{self.settings.text_max} (CODEX_BRIDGE_TEXT_MAX)",
                              details={"parameter": "text"})
-
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        """A task that outlives the tool call (kept referenced until it ends)."""
-        task = asyncio.create_task(coro, name=name)
-        self.background.add(task)
-        task.add_done_callback(self.background.discard)
-        return task
-
-    async def drain(self, timeout: float) -> None:
-        """Wait for background tasks (tests); cancel what is left after `timeout`."""
-        if not self.background:
-            return
-        _done, pending = await asyncio.wait(set(self.background), timeout=timeout)
-        for task in pending:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
 
     def deliver(self, text: str, *, kind: str, meta: dict[str, Any],
                 total_bytes: int = 0) -> tuple[dict[str, Any], list[dict[str, str]]]:

@@ -1,20 +1,18 @@
 """`codex_message_send`: one turn on a live thread, in line behind the others.
 
     resolve the thread (id or exact name; never a guess)
-    → wait for our place in the thread's line (CODEX_BRIDGE_QUEUE_WAIT)
-    → talk.turn.say(): thread/resume, wait until idle (the human may be mid-turn in
-      the TUI; at most what is left of the queue wait), turn/start, follow the turn
+    → talk.turn.say(): thread/resume, thread/queue/add (codex's own queue orders our turn
+      behind the human's and other senders', across processes), follow the turn
     → reply inline, or as an artifact when it is large
 
-Retry safety: everything before the `turn/start` request is retryable (nothing ran).
-From the moment `turn/start` is sent (`SayProgress.turn_start_sent`), every failure
-says `retryable: false` and `turnStarted: true` — the turn may be running even if we
-never saw its answer.
+With wait=false the courier of `talk send` carries the turn instead and the call returns
+the receipt (`send_async`); `codex_delivery_status` reads the record.
 
-The line: a finished turn (completed / failed / interrupted) releases the thread at
-once. A turn we stopped following (timeout, caller cancelled, connection lost after
-turn/start) keeps the thread until the app-server reports it idle, watched by a
-background task on its own connection; only then may the next send start.
+Retry safety: everything before our submission turns into a turn is retryable (nothing
+ran; a submission still waiting after CODEX_BRIDGE_QUEUE_WAIT is taken back out of the
+queue). From the moment the turn starts (`SayProgress.turn_start_sent`) every failure says
+`retryable: false` and `turnStarted: true` — the turn may be running even if we never saw
+its answer.
 """
 
 import asyncio
@@ -33,25 +31,13 @@ from ..errors import (
 from ..protocol.approvals import MCP_POLICIES, parse_policy
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.threads import ThreadInfo
-from ..talk.threads import find_target, wait_idle
+from ..talk.threads import find_target
 from ..talk.turn import SayProgress, SayResult, say
 from .results import turn_started
 from .runtime import Runtime
-from .tooling import Outcome, log
-from .turn_queue import QueueTimeout, Ticket
+from .tooling import Outcome
 
 PARTIAL_CHARS = 2000
-
-
-async def hold_until_idle(rt: Runtime, ticket: Ticket, thread_id: str) -> None:
-    """Keep the thread's place until the turn we stopped following has ended."""
-    try:
-        async with rt.connect() as client:
-            await wait_idle(client, thread_id, None)
-    except Exception as exc:  # app-server gone: so is the turn
-        log.warning("releasing thread %s: cannot watch it (%s)", thread_id, exc)
-    finally:
-        rt.queue.release(ticket)
 
 
 def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
@@ -67,53 +53,83 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
     timeout = (timeout_ms / 1000.0) if timeout_ms else rt.settings.turn_timeout
     async with rt.connect() as client:
         thread = await find_target(client, selector)
-        deadline = time.monotonic() + rt.settings.queue_wait
-        try:
-            ticket = await rt.queue.acquire(thread.id, rt.settings.queue_wait,
-                                            label=f"send@{time.strftime('%H:%M:%S')}")
-        except QueueTimeout as exc:
-            raise _queue_timeout(thread, exc.waited, exc.ahead, busy=False) from None
-        hand_off = False
         progress = SayProgress()
         try:
-            try:
-                result = await say(client, thread.id, text, approvals=policy,
-                                   approval_timeout=rt.settings.approval_timeout,
-                                   timeout=timeout,
-                                   busy_timeout=max(0.0, deadline - time.monotonic()),
-                                   capture_limit=rt.settings.capture_max, progress=progress)
-            except asyncio.CancelledError:
-                hand_off = progress.turn_start_sent
-                raise
-            except RpcError as exc:
-                hand_off = progress.turn_start_sent
-                if hand_off:
-                    raise turn_started(exc) from exc
-                if type(exc) is RpcError:  # a plain refusal: nothing ran
-                    raise TurnStartFailedError(exc.rpc_code, exc.message, exc.data) from exc
-                raise
-            except BridgeError as exc:
-                hand_off = progress.turn_start_sent
-                raise (turn_started(exc) if hand_off else exc) from exc
-            hand_off = result.status is TurnOutcome.TIMED_OUT
-        finally:
-            if hand_off:
-                rt.spawn(hold_until_idle(rt, ticket, thread.id), f"hold-{thread.id}")
-            else:
-                rt.queue.release(ticket)
+            result = await say(client, thread.id, text, approvals=policy,
+                               approval_timeout=rt.settings.approval_timeout,
+                               timeout=timeout, busy_timeout=rt.settings.queue_wait,
+                               capture_limit=rt.settings.capture_max, progress=progress)
+        except RpcError as exc:
+            if progress.turn_start_sent:
+                raise turn_started(exc) from exc
+            if type(exc) is RpcError:  # a plain refusal: nothing ran
+                raise TurnStartFailedError(exc.rpc_code, exc.message, exc.data) from exc
+            raise
+        except BridgeError as exc:
+            raise (turn_started(exc) if progress.turn_start_sent else exc) from exc
     if result.status is TurnOutcome.BUSY:
-        raise _queue_timeout(thread, rt.settings.queue_wait, 0, busy=True)
+        raise _queue_timeout(thread, rt.settings.queue_wait)
     return _outcome(rt, thread, result, timeout)
 
 
-def _queue_timeout(thread: ThreadInfo, waited: float, ahead: int, *,
-                   busy: bool) -> QueueTimeoutError:
-    why = ("the thread stayed busy (a turn is running in the TUI)" if busy
-           else f"{ahead} earlier send(s) still ahead in line")
+async def send_async(rt: Runtime, text: str, selector: str | None, approvals: str | None,
+                     reply_to: str | None, conversation: str | None,
+                     timeout_ms: int | None) -> Outcome:
+    """wait=false: the receipt of `talk send` (a courier carries the turn)."""
+    from ..conversation.records import DeliveryStore
+    from ..inbox.service import mailbox_name
+    from ..talk.deliveries import await_receipt, choose, prepare, start_courier
+
+    policy = check_args(rt, text, approvals)
+    store = DeliveryStore()
+    async with rt.connect() as client:
+        thread, chosen_by = await choose(client, selector)
+    receipt = prepare(text, thread, chosen_by,
+                      reply_to=mailbox_name(reply_to) if reply_to else None,
+                      conversation=conversation, policy=policy,
+                      approval_timeout=rt.settings.approval_timeout,
+                      turn_timeout=(timeout_ms / 1000.0) if timeout_ms else 4 * 3600.0,
+                      store=store)
+    start_courier(receipt.delivery, store)
+    d = await await_receipt(store, receipt.delivery)
+    data = {**receipt._replace(delivery=d).as_dict(), "deliveryId": d.id,
+            "threadId": d.thread_id, "replyTo": d.reply_to}
+    summary = (f"queued as {d.id} in thread {d.thread_id} ({d.state}); Codex's reply will "
+               + (f"arrive as mail in mailbox {d.reply_to}" if d.reply_to else
+                  "be readable with codex_delivery_status")
+               + f" — conversation {d.conversation}, hop {d.hop}/{d.max_hops}")
+    return Outcome(data, summary, [{"code": "NO_REPLY_MAILBOX", "message": w}
+                                   for w in d.warnings])
+
+
+async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
+    from ..conversation.records import DeliveryStore
+    from ..talk.courier import check
+
+    store = DeliveryStore()
+    if delivery_id is None:
+        rows = [r.as_dict() for r in store.recent(20)]
+        return Outcome({"deliveries": rows}, f"{len(rows)} recent deliveries" + "".join(
+            f"\n- {r['id']} {r['state']} {r['direction']}" for r in rows))
+    record = await check(store, delivery_id)
+    end = time.monotonic() + wait
+    while not record.state.final and time.monotonic() < end:
+        await asyncio.sleep(min(0.2, max(0.0, end - time.monotonic())))
+        record = await check(store, delivery_id)
+    data = {"delivery": record.as_dict(), "state": record.state.value,
+            "final": record.state.final, "replyPreview": record.reply_preview}
+    summary = f"delivery {record.id}: {record.state}" + (
+        f"\n{record.reply_preview}" if record.reply_preview else "") + (
+        f"\nreason: {record.reason}" if record.reason else "")
+    return Outcome(data, summary)
+
+
+def _queue_timeout(thread: ThreadInfo, waited: float) -> QueueTimeoutError:
     return QueueTimeoutError(
-        f"waited {waited:g} s for thread {thread.id} and gave up: {why}; nothing was "
-        "sent (CODEX_BRIDGE_QUEUE_WAIT)",
-        details={"threadId": thread.id, "ahead": ahead, "busy": busy, "turnStarted": False})
+        f"waited {waited:g} s for thread {thread.id} and gave up: it stayed busy (a turn "
+        "running in the TUI, or earlier sends ahead in codex's queue); our message was taken "
+        "back out of the queue, nothing was sent (CODEX_BRIDGE_QUEUE_WAIT)",
+        details={"threadId": thread.id, "busy": True, "turnStarted": False})
 
 
 def _outcome(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float) -> Outcome:

@@ -18,7 +18,8 @@ from pydantic import Field
 from .runtime import Runtime
 from .tooling import READ_ONLY, SEND, Outcome, add_tool, guarded
 
-TOOLS = ("codex_threads_list", "codex_thread_read", "codex_message_send")
+TOOLS = ("codex_threads_list", "codex_thread_read", "codex_message_send",
+         "codex_delivery_status")
 
 ThreadParam = Annotated[str | None, Field(description=(
     "Thread id, or the thread's exact name (as codex_threads_list shows it). Leave it out "
@@ -111,18 +112,51 @@ def register(server: MCPServer, rt: Runtime) -> None:
             description=("Who answers Codex's approval requests during this turn: 'tui' "
                          "(the human, in the Codex TUI; default) or 'decline' (refuse "
                          "at once). 'accept' is refused over MCP."))] = None,
+        wait: Annotated[bool, Field(description=(
+            "true (default): wait for the turn and return Codex's reply. false: return a "
+            "receipt at once (deliveryId); Codex's reply arrives later as mail in this "
+            "session's mailbox, and codex_delivery_status shows where it is. Use false "
+            "for anything that may take minutes."))] = True,
+        replyTo: Annotated[str | None, Field(description=(
+            "With wait=false: the mailbox Codex's reply goes to. Default: this Claude "
+            "session's own mailbox."))] = None,
+        conversation: Annotated[str | None, Field(description=(
+            "The conversation this continues (its hop budget). Default: the one this "
+            "session is handling, else a new one."))] = None,
     ) -> CallToolResult:
         """Send a message into a live Codex thread (the conversation open in the Codex
-        TUI) as a new turn, and return Codex's reply. One turn at a time per thread:
-        concurrent sends queue in order. Replies over 64 KiB come back as an artifact
-        (read with bridge_output_read). A send that started a turn is never safe to
-        retry: check error.retryable."""
+        TUI) as a new turn. wait=true returns Codex's reply; wait=false returns a receipt
+        at once and the reply comes back as mail. Messages go through codex's own queue:
+        concurrent sends run one turn at a time, in order. Replies over 64 KiB come back
+        as an artifact (read with bridge_output_read). A send that started a turn is
+        never safe to retry: check error.retryable."""
         async def body() -> Outcome:
+            if not wait:
+                from .send import send_async
+
+                return await send_async(rt, text, threadId, approvals, replyTo, conversation,
+                                        timeoutMs)
             from .send import send
 
             return await send(rt, text, threadId, timeoutMs, approvals)
         return await guarded("codex_message_send", body)
 
+    async def codex_delivery_status(
+        deliveryId: Annotated[str | None, Field(description=(
+            "The deliveryId a send returned. Leave it out for the recent deliveries."))] = None,
+        waitSeconds: Annotated[float, Field(ge=0, le=600, description=(
+            "Wait up to this long for a final state (delivered, failed, orphaned)."))] = 0,
+    ) -> CallToolResult:
+        """Where a message sent with wait=false is: queued, delivering, awaiting-reply,
+        delivered (with the first 2,000 characters of Codex's reply), failed (why) or
+        orphaned. A delivery whose courier died is recovered from the thread."""
+        async def body() -> Outcome:
+            from .send import delivery_status
+
+            return await delivery_status(deliveryId, waitSeconds)
+        return await guarded("codex_delivery_status", body)
+
     add_tool(server, codex_threads_list, READ_ONLY)
     add_tool(server, codex_thread_read, READ_ONLY)
     add_tool(server, codex_message_send, SEND)
+    add_tool(server, codex_delivery_status, READ_ONLY)

@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
@@ -62,6 +62,26 @@ def _wire_alias(fn: Callable[..., Awaitable[CallToolResult]], name: str, wire: s
 
     call.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
     return call
+
+
+def calling_thread(ctx: Context | None) -> str | None:
+    """The Codex thread whose model made this tool call.
+
+    Codex gives its MCP servers no CODEX_THREAD_ID (their environment is HOME, LANG,
+    PATH, TERM only); the thread id travels in each call's `_meta` instead, as
+    `threadId` and in `x-codex-turn-metadata` (docs/protocol-notes.md, measured).
+    """
+    try:
+        meta = ctx.request_context.meta if ctx is not None else None
+    except ValueError:  # not inside a request
+        return None
+    if not meta:
+        return None
+    tid = meta.get("threadId")
+    if not isinstance(tid, str):
+        turn = meta.get("x-codex-turn-metadata")
+        tid = turn.get("thread_id") if isinstance(turn, dict) else None
+    return tid if isinstance(tid, str) and tid else None
 
 
 def register(server: MCPServer, rt: Runtime) -> None:
@@ -126,21 +146,51 @@ def register(server: MCPServer, rt: Runtime) -> None:
             "Create the mailbox if no session listens on it yet. Without it, a name "
             "nobody knows is refused (NO_MAILBOX) while other mailboxes have "
             "listeners: a typo must not lose mail."))] = False,
+        expectReply: Annotated[bool, Field(description=(
+            "Ask for an answer: when the Claude session has handled this message, its "
+            "final reply comes back into this Codex thread as a new turn (no need to "
+            "poll). The thread is the one this call comes from."))] = False,
+        conversation: Annotated[str | None, Field(description=(
+            "The conversation this continues (its hop budget). Default: the one this "
+            "thread is in (a bridge message started the turn), else a new one."))] = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Leave a message in a Claude Code session's mailbox. Returns the message id at
-        once; Claude answers later (not as this tool's result)."""
+        once; Claude answers later (not as this tool's result) — with expectReply its
+        answer arrives in this thread as a new turn. Each message spends one hop of the
+        conversation's budget (HOP_LIMIT when it is spent)."""
         async def body() -> Outcome:
+            import os
+
+            from ..conversation.routing import THREAD_ENV
             from ..inbox import service as inbox
 
             rt.check_text(text)
-            receipt = inbox.push(text, to=mailbox, sender=sender, inbox=rt.inbox(), new=new)
+            env = dict(os.environ)
+            thread = calling_thread(ctx)
+            if thread:
+                env[THREAD_ENV] = thread
+            sent = inbox.request(text, to=mailbox, sender=sender, inbox=rt.inbox(), new=new,
+                                 expect_reply=expectReply, thread=thread,
+                                 conversation=conversation, env=env)
+            receipt = sent.push
             mail = receipt.mail
             warnings = [warning("NO_LISTENER", receipt.warning)] if receipt.warning else []
-            data = {"id": mail.mail_id, "mailbox": mail.to, "from": mail.sender,
-                    "at": mail.at, "mailboxFile": receipt.mailbox_file,
-                    "listener": _listener_view(receipt.listener)}
-            return Outcome(data, f'left message {mail.mail_id} in mailbox "{mail.to}"',
-                           warnings)
+            # The first five fields are claude-codex-bridge's send result, kept so
+            # prompts written for it keep working.
+            data = {"messageId": mail.mail_id, "mailbox": mail.to, "queuedAt": mail.at,
+                    "delivery": "queued", "delivered": False,
+                    "id": mail.mail_id, "from": mail.sender, "at": mail.at,
+                    "mailboxFile": receipt.mailbox_file,
+                    "listener": _listener_view(receipt.listener),
+                    "request": sent.request, "conversation": sent.conversation,
+                    "hop": sent.hop, "maxHops": sent.max_hops,
+                    "expectReplyFrom": sent.expect_reply_from}
+            summary = (f'left message {mail.mail_id} in mailbox "{mail.to}" (conversation '
+                       f"{sent.conversation}, hop {sent.hop}/{sent.max_hops})")
+            if sent.expect_reply_from:
+                summary += f"; Claude's answer will arrive in thread {sent.expect_reply_from}"
+            return Outcome(data, summary, warnings)
         return await guarded("claude_message_send", body)
 
     add_tool(server, claude_mailboxes_list, READ_ONLY)

@@ -61,6 +61,17 @@ async def _probe(rt: Runtime) -> dict[str, Any]:
     return info
 
 
+def _deliveries() -> list[dict[str, Any]]:
+    """The ten most recent delivery records (talk send / wait=false / expect-reply)."""
+    from ..conversation.records import DeliveryStore
+
+    try:
+        return [{k: r[k] for k in ("id", "state", "direction", "thread_id", "created_at")}
+                for r in (d.as_dict() for d in DeliveryStore().recent(10))]
+    except OSError as exc:  # a status call never fails on an unreadable state dir
+        return [{"error": str(exc)}]
+
+
 def _mailboxes(rt: Runtime) -> dict[str, Any]:
     from ..inbox import service as inbox
     from ..inbox.names import default_mailbox
@@ -95,7 +106,7 @@ def register(server: MCPServer, rt: Runtime, role_tools: tuple[str, ...]) -> Non
                 "appServer": app,
                 "mailboxes": _mailboxes(rt),
                 "settings": rt.settings.as_dict(),
-                "queues": rt.queue.snapshot(),
+                "deliveries": _deliveries(),
                 "artifacts": rt.store.usage(),
                 "errorCodes": {code: {"retryable": r, "meaning": m}
                                for code, (r, m) in CODES.items()},

@@ -85,7 +85,8 @@ class Conn:
         await self.send({"method": "turn/started", "params": {"threadId": T, "turn": running}})
         await self.send({"method": "item/started", "params": {
             "threadId": T, "turnId": U, "item": payloads.user_message(
-                add["params"]["input"][0]["text"], client_id=add["params"]["clientUserMessageId"])}})
+                add["params"]["input"][0]["text"],
+                client_id=add["params"]["clientUserMessageId"])}})
         await self.answer(add, {"queuedSubmission": {
             "id": "sub-1", "input": add["params"]["input"],
             "clientUserMessageId": add["params"]["clientUserMessageId"]}})

@@ -21,7 +21,7 @@ from codexbridge.inbox.location import inbox_dir, mail_path
 CODEX_TOOLS = {"bridge_status", "bridge_output_read", "claude_mailboxes_list",
                "claude_mailbox_peek", "claude_message_send"}
 CLAUDE_TOOLS = {"bridge_status", "bridge_output_read", "codex_threads_list",
-                "codex_thread_read", "codex_message_send"}
+                "codex_thread_read", "codex_message_send", "codex_delivery_status"}
 
 
 def params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:

@@ -25,8 +25,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pause", type=float, default=0.0)
     args = parser.parse_args(argv)
 
-    from codexbridge.inbox.location import ensure_private_dir, inbox_dir, lock_path, mail_path
     from codexbridge.host.locking import FileLock
+    from codexbridge.inbox.location import ensure_private_dir, inbox_dir, lock_path, mail_path
 
     directory = inbox_dir()
     ensure_private_dir(directory)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.host.locking import lock
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
@@ -21,7 +22,6 @@ from codexbridge.inbox.location import (
     rejected_path,
     taken_files,
 )
-from codexbridge.host.locking import lock
 from codexbridge.inbox.probe import has_pending
 
 from .test_inbox_lines import INTEROP_LINE

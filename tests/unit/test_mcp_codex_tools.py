@@ -67,7 +67,8 @@ async def test_exactly_the_codex_tools(tmp_path: Path, inbox: str) -> None:
     send = tools["claude_message_send"]
     assert send.annotations is not None and send.annotations.read_only_hint is False
     assert send.annotations.idempotent_hint is False
-    assert set(send.input_schema["properties"]) == {"text", "mailbox", "from", "new"}
+    assert set(send.input_schema["properties"]) == {"text", "mailbox", "from", "new",
+                                                    "expectReply", "conversation"}
     assert set(tools["claude_mailbox_peek"].input_schema["properties"]) == {"mailbox",
                                                                               "maxMessages"}
     assert set(tools["claude_mailboxes_list"].input_schema["properties"]) == {"limit"}
@@ -177,3 +178,52 @@ async def test_status_for_the_codex_role(tmp_path: Path, inbox: str) -> None:
     # no serve running in this test: reported, not an error
     assert data["appServer"]["reachable"] is False and "codexbridge serve" in \
         data["appServer"]["error"]
+
+
+async def test_expect_reply_records_the_calling_thread_from_meta(
+        tmp_path: Path, inbox: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex gives its MCP servers no CODEX_THREAD_ID; the thread is in each call's _meta."""
+    from codexbridge.conversation.records import DeliveryStore
+
+    listen(inbox, "bridge")
+    monkeypatch.delenv("CODEX_THREAD_ID", raising=False)
+    async with client_for(runtime(tmp_path, inbox)) as client:
+        result = await client.call_tool(
+            "claude_message_send", {"text": "review it", "mailbox": "bridge",
+                                    "expectReply": True},
+            meta={"threadId": "thr-9", "x-codex-turn-metadata": {"thread_id": "thr-9"}})
+        sc = result.structured_content
+        assert sc is not None and sc["ok"], sc
+        data = sc["data"]
+        # claude-codex-bridge's result fields, then ours
+        assert data["delivery"] == "queued" and data["delivered"] is False
+        assert data["messageId"] == data["id"] and data["mailbox"] == "bridge"
+        assert data["queuedAt"] == data["at"] and data["hop"] == 1
+        assert data["expectReplyFrom"] == "thr-9"
+        record = DeliveryStore().get(data["request"])
+        assert record is not None and record.thread_id == "thr-9"
+        [mail] = reading.peek(inbox, "bridge").mails
+        assert mail.extra["expect_reply"] == {"thread": "thr-9"}
+        # without a thread to answer into, expectReply is refused before anything is written
+        sc = await call(client, "claude_message_send", {"text": "x", "mailbox": "bridge",
+                                                        "expectReply": True})
+        assert sc["error"]["code"] == "INVALID_ARGUMENT"
+        assert len(reading.peek(inbox, "bridge").mails) == 1
+
+
+async def test_the_fifth_hop_of_a_conversation_is_refused(tmp_path: Path, inbox: str,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    listen(inbox, "bridge")
+    monkeypatch.setenv("CODEX_BRIDGE_MAX_HOPS", "4")
+    async with client_for(runtime(tmp_path, inbox)) as client:
+        first = await call(client, "claude_message_send", {"text": "1", "mailbox": "bridge"})
+        conv = first["data"]["conversation"]
+        for n in range(2, 5):
+            sc = await call(client, "claude_message_send", {"text": str(n), "mailbox": "bridge",
+                                                            "conversation": conv})
+            assert sc["data"]["hop"] == n
+        sc = await call(client, "claude_message_send", {"text": "5", "mailbox": "bridge",
+                                                        "conversation": conv})
+        assert sc["error"]["code"] == "HOP_LIMIT" and sc["error"]["retryable"] is False
+    assert len(reading.peek(inbox, "bridge").mails) == 4
