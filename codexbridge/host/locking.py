@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 try:
     import fcntl
@@ -85,3 +87,18 @@ class FileLock:
                 unlock(fd)
             finally:
                 os.close(fd)
+
+
+@contextmanager
+def try_lock(path: str) -> Iterator[bool]:
+    """`with try_lock(p) as mine:` — mine is False when another holder has it (now)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        mine = lock(fd, blocking=False)
+        try:
+            yield mine
+        finally:
+            if mine:
+                unlock(fd)
+    finally:
+        os.close(fd)

@@ -11,6 +11,9 @@
     anything else                            -> "MOCK REPLY: <user text>" in 8-char deltas
 
 `SLOW` anywhere in the user text puts 0.25 s between deltas, so a test can act mid-turn.
+`HOLD:<key>` (with the plain reply) stops the stream after its first delta until the test
+releases the key (`MockResponsesServer.release`): a turn that runs exactly as long as the
+test needs, with no timing guesses.
 How codex 0.169.0 offers MCP tools (one `namespace` tool per server) is measured in
 docs/protocol-notes.md, "MCP tools in codex". Pure: a body in, a `Reply` out.
 """
@@ -34,6 +37,7 @@ FAIL_STATUS = 500
 _BIG_RE = re.compile(r"BIG:(\d+)")
 _RUN_SANDBOXED_RE = re.compile(r"RUN_SANDBOXED:[ \t]*([^\r\n]+)")
 _RUN_RE = re.compile(r"(?<![A-Z_])RUN:[ \t]*([^\r\n]+)")
+_HOLD_RE = re.compile(r"HOLD:([A-Za-z0-9_-]+)")
 _MCP_CALL_RE = re.compile(r"MCP_CALL:\s*(\S+)\s+(\{.*\})", re.S)
 
 _BIG_LINE_WIDTH = 64
@@ -81,6 +85,7 @@ class Reply:
     frames: list[bytes] = field(default_factory=list)
     delta_delay: float = 0.0
     error_body: dict[str, Any] | None = None
+    hold: str | None = None  # wait for this gate after the first delta
 
 
 def namespace_of(tools: Any, tool: str) -> str | None:
@@ -144,4 +149,6 @@ def plan_reply(body: Any, n: int) -> Reply:
     run = _RUN_RE.search(user)
     if run and body.get("tools"):
         return Reply("run", frames=exec_command_frames(run.group(1).strip(), n, escalate=True))
-    return Reply("reply", frames=text_frames(REPLY_PREFIX + user, n), delta_delay=delay)
+    hold = _HOLD_RE.search(user)
+    return Reply("reply", frames=text_frames(REPLY_PREFIX + user, n), delta_delay=delay,
+                 hold=hold.group(1) if hold else None)

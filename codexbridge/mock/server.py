@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from .rules import Reply, extract_user_text, plan_reply
 
 Planner = Callable[[Any, int], Reply]
+HOLD_MAX_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        mock = self.server.mock
+        held = reply.hold is None
         try:
             for frame in reply.frames:
                 is_delta = frame.startswith(b"event: response.output_text.delta")
@@ -159,6 +162,9 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(reply.delta_delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 self.wfile.flush()
+                if is_delta and not held:  # the turn is visibly under way: hold it here
+                    held = True
+                    mock._hold(str(reply.hold))
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:
@@ -186,6 +192,8 @@ class MockResponsesServer:
         self._ids = _Ids()
         self._log_list: list[MockRequest] = []
         self._cond = threading.Condition()
+        self._gates: dict[str, threading.Event] = {}
+        self._holding: dict[str, int] = {}
 
     def start(self) -> MockResponsesServer:
         if self._server is not None:
@@ -201,6 +209,10 @@ class MockResponsesServer:
         server, self._server = self._server, None
         if server is None:
             return
+        with self._cond:
+            for gate in self._gates.values():
+                gate.set()
+            self._gates.clear()
         server.shutdown()
         server.server_close()
         with server.sockets_lock:
@@ -254,6 +266,32 @@ class MockResponsesServer:
                 if left <= 0:
                     raise TimeoutError(f"no matching mock request within {timeout}s")
                 self._cond.wait(left)
+
+    def release(self, key: str) -> None:
+        """Let every stream held on `HOLD:<key>` (now or later) run to its end."""
+        with self._cond:
+            self._gates.setdefault(key, threading.Event()).set()
+
+    def wait_held(self, key: str, timeout: float = 30.0) -> None:
+        """Until a stream is held on `key` (its first delta is out); TimeoutError if not."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not self._holding.get(key):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no stream held on HOLD:{key} within {timeout}s")
+                self._cond.wait(left)
+
+    def _hold(self, key: str) -> None:
+        with self._cond:
+            gate = self._gates.setdefault(key, threading.Event())
+            self._holding[key] = self._holding.get(key, 0) + 1
+            self._cond.notify_all()
+        try:
+            gate.wait(HOLD_MAX_S)  # bounded: a forgotten gate must not hang a test run
+        finally:
+            with self._cond:
+                self._holding[key] -= 1
 
     def _log(self, request: MockRequest) -> None:
         with self._cond:

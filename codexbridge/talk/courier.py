@@ -20,6 +20,8 @@ from typing import Any
 from ..conversation import envelope
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..errors import BridgeError, ConnectError
+from ..host.locking import try_lock
+from ..host.private import ensure_private_dir
 from ..inbox import service as inbox
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated.enums import TurnStatus
@@ -157,12 +159,29 @@ async def check(store: DeliveryStore, delivery_id: str) -> Delivery:
     marked RECOVERED; still running, or still in codex's queue → a new courier takes
     over (no resend); nowhere → `orphaned`. Messages to Claude have no courier.
     """
-    from .deliveries import courier_gone, start_courier
+    from .deliveries import courier_gone
 
     record = get(store, delivery_id)
     if (record.direction is not Direction.TO_CODEX or not courier_gone(record)
             or record.thread_id is None):
         return record
+    # One recovery at a time (two `talk status` must not start two couriers); a second
+    # checker sees the record as it stands and leaves it to the first.
+    ensure_private_dir(store.root)
+    with try_lock(str(store.root / f".{delivery_id}.check.lock")) as mine:
+        if not mine:
+            return record
+        record = get(store, delivery_id)
+        if not courier_gone(record):
+            return record
+        return await _recover(store, record)
+
+
+async def _recover(store: DeliveryStore, record: Delivery) -> Delivery:
+    from .deliveries import start_courier
+
+    delivery_id = record.id
+    assert record.thread_id is not None
     ep = resolve_endpoint()
     async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
         found = await locate(client, record.thread_id, record.id)

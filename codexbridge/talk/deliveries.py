@@ -159,6 +159,15 @@ def get(store: DeliveryStore, delivery_id: str) -> Delivery:
     return record
 
 
-def courier_gone(record: Delivery) -> bool:
-    return not record.state.final and (record.courier_pid is None
-                                       or not pid_alive(record.courier_pid))
+COURIER_START_GRACE = 10.0  # s: between writing a record and noting its courier's pid
+
+
+def courier_gone(record: Delivery, now: float | None = None) -> bool:
+    """True when nobody carries this unfinished delivery any more."""
+    if record.state.final:
+        return False
+    if record.courier_pid is None:
+        # Just written: the sender is starting its courier this very moment.
+        age = (time.time() if now is None else now) - record.updated_at
+        return age > COURIER_START_GRACE
+    return not pid_alive(record.courier_pid)

@@ -225,3 +225,25 @@ def test_codex_home_config(tmp_path: Path) -> None:
         "PATH": "/bin", "OPENAI_API_KEY": "sk-real", "HTTPS_PROXY": "http://p", "X": "1"})
     assert env == {"PATH": "/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", **mock_env(home)}
     assert env["MOCK_API_KEY"] == "dummy-key" and env["CODEX_HOME"] == str(home)
+
+
+def test_hold_stops_the_stream_after_its_first_delta_until_released() -> None:
+    with MockResponsesServer() as mock:
+        got: list[str] = []
+
+        def read() -> None:
+            resp = post(mock, "/v1/responses", body("wait for me HOLD:k1"))
+            got.append(resp.read().decode())
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        mock.wait_held("k1", timeout=5)
+        assert reader.is_alive() and not got  # first delta out, the rest held
+        mock.release("k1")
+        reader.join(5)
+        frames = [f.encode() + b"\n\n" for f in got[0].split("\n\n") if f]
+        assert reply_text(frames) == "MOCK REPLY: wait for me HOLD:k1"
+        with pytest.raises(TimeoutError):
+            mock.wait_held("k1", timeout=0.05)  # nobody waits on it any more
+        # a released key lets later streams through at once
+        assert post(mock, "/v1/responses", body("again HOLD:k1")).status == 200
