@@ -27,11 +27,22 @@ def run_async(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def read_text_arg(text: str) -> str:
-    """TEXT, or standard input for `-`; empty text is refused (it would start an empty turn)."""
+    """TEXT, or standard input for `-`; empty text is refused (it would start an empty
+    turn), and so is text over $CODEX_BRIDGE_TEXT_MAX characters (it goes to a model)."""
+    from ..conversation.limits import over_limit, text_max
+
     if text == "-":
-        text = sys.stdin.read()
+        raw = sys.stdin.buffer.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"stdin is not UTF-8 text ({exc.reason} at byte {exc.start})"
+                             ) from exc
     if not text.strip():
         raise UsageError("the message is empty; pass TEXT or pipe it with `-`")
+    why = over_limit(text, text_max(os.environ))
+    if why:
+        raise UsageError(why)
     return text
 
 

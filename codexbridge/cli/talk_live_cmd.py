@@ -101,11 +101,13 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
     store = DeliveryStore()
 
     async def go() -> Any:
-        async with _client(url) as client:
+        endpoint = resolve_endpoint(url)
+        async with AppServerClient(endpoint.url, token=endpoint.token) as client:
             thread, chosen_by = await choose(client, selector, target_cwd, wait=wait_thread)
         receipt = prepare(message, thread, chosen_by, reply_to=reply_to,
                           conversation=conversation, in_reply_to=in_reply_to, policy=policy,
-                          approval_timeout=deadline, turn_timeout=timeout, store=store)
+                          approval_timeout=deadline, turn_timeout=timeout,
+                          app_server=endpoint.url, store=store)
         start_courier(receipt.delivery, store)
         return receipt._replace(delivery=await await_receipt(store, receipt.delivery))
 

@@ -69,6 +69,22 @@ class Conversations:
             return None
         return data if isinstance(data, dict) else None
 
+    def _readable(self, conv: str) -> dict[str, Any] | None:
+        """The conversation's file; a damaged one is kept aside and the request refused
+        — a budget we cannot read must not silently start again from zero."""
+        path = self.path(conv)
+        if not path.exists():
+            return None
+        data = self.get(conv)
+        if data is not None and isinstance(data.get("hops", []), list):
+            return data
+        aside = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+        os.replace(path, aside)
+        raise HopLimitError(
+            f"conversation {conv}'s hop record was unreadable (kept as {aside}); nothing "
+            "was sent — start a new conversation (leave out --conversation)",
+            details={"conversation": conv, "kept": str(aside)})
+
     def spend(self, conv: str | None, hop: dict[str, Any], limit: int) -> tuple[str, int]:
         """Spend one hop of `conv` (a new conversation when None) for the request `hop`
         describes; returns (conversation id, this hop's number). HopLimitError — and
@@ -76,7 +92,8 @@ class Conversations:
         conv = valid_id(conv) if conv else conversation_id()
         ensure_private_dir(self.root)
         with FileLock(str(self.root / f".{conv}.lock")):
-            data = self.get(conv) or {"id": conv, "created_at": time.time(), "hops": []}
+            data = self._readable(conv) or {"id": conv, "created_at": time.time(),
+                                            "hops": []}
             hops: list[dict[str, Any]] = list(data.get("hops") or [])
             budget = int(data.get("max_hops") or limit)
             if len(hops) >= budget:

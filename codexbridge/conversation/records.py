@@ -1,6 +1,8 @@
 """Delivery records: one JSON file per message sent between the agents.
 
     <state home>/deliveries/<id>.json    0600, written by temp file + rename
+                           <id>.text    the message as sent (the courier reads it)
+                           <id>.reply   a reply too long for mail, kept whole
 
 A record walks `queued → delivering → awaiting-reply → delivered`, or ends `failed`
 (with the reason) or `orphaned` (its carrier died and the message is nowhere: never
@@ -69,6 +71,7 @@ class Delivery:
     submission_id: str | None = None
     turn_id: str | None = None
     courier_pid: int | None = None
+    app_server: str | None = None  # the url the sender used; its courier uses it too
     # How the courier answers codex's approvals during the turn, and how long it follows.
     approvals: str = "tui"
     approval_timeout: float = 300.0
@@ -179,9 +182,8 @@ class DeliveryStore:
         except FileNotFoundError:
             return 0
         for entry in entries:
-            stale_lock = entry.name.startswith(".") and entry.name.endswith(".lock")
-            if not stale_lock and (not entry.name.endswith(".json")
-                                   or entry.name.startswith(".")):
+            # the record, the text it carried, a long reply kept whole, their locks
+            if not entry.name.endswith((".json", ".text", ".reply", ".lock")):
                 continue
             try:
                 if entry.stat().st_mtime < cutoff:

@@ -72,6 +72,9 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
 
 def _send_back(thread: str, request: str, conversation: Any, answer: str) -> None:
     """`codexbridge talk send --in-reply-to`, detached, the answer on its stdin."""
+    from ..conversation.limits import clip, text_max
+
+    answer = clip(answer, text_max(os.environ), "in the Claude Code session's transcript")
     with tempfile.TemporaryFile() as body:
         body.write(answer.encode("utf-8"))
         body.seek(0)

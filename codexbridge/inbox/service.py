@@ -115,6 +115,11 @@ def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
     who = sender_name(sender)
     if not text.strip():
         raise UsageError("refusing to send an empty message")
+    from ..conversation.limits import over_limit, text_max
+
+    why = over_limit(text, text_max(os.environ))
+    if why:
+        raise UsageError(why)
     known = scan(inbox)
     if known.listeners and not known.knows(name) and not new:
         raise known.unknown(name)

@@ -18,10 +18,11 @@ import os
 from typing import Any
 
 from ..conversation import envelope
+from ..conversation.limits import clip, text_max
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..errors import BridgeError, ConnectError
 from ..host.locking import try_lock
-from ..host.private import ensure_private_dir
+from ..host.private import ensure_private_dir, write_private
 from ..inbox import service as inbox
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated.enums import TurnStatus
@@ -53,7 +54,7 @@ async def carry(delivery_id: str, store: DeliveryStore | None = None) -> Deliver
     record = get(store, delivery_id)
     text = text_path(store, record.id).read_text(encoding="utf-8")
     store.update(record.id, lambda r: setattr(r, "courier_pid", os.getpid()))
-    ep = resolve_endpoint()
+    ep = resolve_endpoint(record.app_server)
     try:
         async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
             result = await _run(client, store, record, envelope_of(record).wrap(text))
@@ -126,11 +127,22 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
     label = "RECOVERED reply" if recovered else "Reply"
     mail_id = _notify(record, f"{label} from Codex (thread {record.thread_id}) to your request "
                               f"{record.id}, conversation {record.conversation}:\n\n"
-                              f"{result.reply}", recovered)
+                              f"{_bounded(store, record.id, result.reply)}", recovered)
     return _final(store, delivery_id, DeliveryState.DELIVERED,
                   turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
                   reply_bytes=result.reply_bytes or len(result.reply.encode("utf-8")),
                   reply_mail_id=mail_id, recovered=recovered)
+
+
+def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
+    """The reply as it may reach Claude's model: whole, or cut with the path of the
+    whole text (kept beside the record, 0600)."""
+    limit = text_max(os.environ)
+    if len(reply) <= limit:
+        return reply
+    path = store.root / f"{delivery_id}.reply"
+    write_private(path, reply.encode("utf-8"))
+    return clip(reply, limit, f"in the file {path}")
 
 
 def _notify(record: Delivery, text: str, recovered: bool) -> str | None:
@@ -182,7 +194,7 @@ async def _recover(store: DeliveryStore, record: Delivery) -> Delivery:
 
     delivery_id = record.id
     assert record.thread_id is not None
-    ep = resolve_endpoint()
+    ep = resolve_endpoint(record.app_server)
     async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
         found = await locate(client, record.thread_id, record.id)
         if found is None and await still_queued(client, record.thread_id,

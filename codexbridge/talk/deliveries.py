@@ -75,7 +75,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
             reply_to: str | None = None, conversation: str | None = None,
             in_reply_to: str | None = None, policy: ApprovalPolicy = ApprovalPolicy.TUI,
             approval_timeout: float = 300.0, turn_timeout: float = 4 * 3600.0,
-            env: Mapping[str, str] | None = None,
+            env: Mapping[str, str] | None = None, app_server: str | None = None,
             store: DeliveryStore | None = None) -> Receipt:
     """Pass the guards, spend the hop, write the record (nothing is sent yet)."""
     env = os.environ if env is None else env
@@ -103,7 +103,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
                       reply_to=route.mailbox if route else None,
                       reply_to_how=route.how if route else None,
                       approvals=policy.value, approval_timeout=approval_timeout,
-                      turn_timeout=turn_timeout)
+                      turn_timeout=turn_timeout, app_server=app_server)
     if route is not None and route.mailbox is None:
         record.warnings.append(
             "no reply-to mailbox: this is not a Claude Code session with a codexbridge "

@@ -17,22 +17,27 @@ class Endpoint(NamedTuple):
     source: str
 
 
+def _token_file(record: dict[str, object]) -> str | None:
+    path = record.get("token_file")
+    if not isinstance(path, str):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 def resolve_endpoint(url: str | None = None) -> Endpoint:
     token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
-    if url:
-        return Endpoint(url, token, "--url")
-    env_url = os.environ.get("CODEX_BRIDGE_URL")
-    if env_url:
-        return Endpoint(env_url, token, "CODEX_BRIDGE_URL")
+    given = (url, "--url") if url else (os.environ.get("CODEX_BRIDGE_URL"), "CODEX_BRIDGE_URL")
     record = read_bridge_file()
+    if given[0]:
+        if token is None and record and record.get("url") == given[0]:
+            token = _token_file(record)  # our own serve, named explicitly
+        return Endpoint(given[0], token, given[1])
     if record and isinstance(record.get("url"), str):
-        if token is None and isinstance(record.get("token_file"), str):
-            try:
-                with open(record["token_file"], encoding="utf-8") as fh:
-                    token = fh.read().strip() or None
-            except OSError:
-                token = None
-        return Endpoint(record["url"], token, str(bridge_file()))
+        return Endpoint(record["url"], token or _token_file(record), str(bridge_file()))
     raise ConnectError(
         "no app-server to talk to: start `codexbridge serve` first "
         f"(or pass --url / set CODEX_BRIDGE_URL); looked for {bridge_file()}")

@@ -1,0 +1,233 @@
+"""The conversation core: envelope, hop budget, delivery records, routing, context,
+handling markers, text limits — pure decisions and small files, no binaries."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from codexbridge.conversation import handling
+from codexbridge.conversation.budget import Conversations, max_hops, valid_id
+from codexbridge.conversation.context import current_conversation
+from codexbridge.conversation.envelope import CLAUDE, Envelope, conversation_id, request_token
+from codexbridge.conversation.limits import clip, over_limit, text_max
+from codexbridge.conversation.records import (
+    Delivery,
+    DeliveryState,
+    DeliveryStore,
+    Direction,
+    preview,
+)
+from codexbridge.conversation.routing import reply_mailbox, sending_from_thread
+from codexbridge.errors import HopLimitError, UsageError
+from codexbridge.talk.deliveries import courier_gone
+
+# -- envelope ------------------------------------------------------------------------------
+
+def test_request_token_shape_and_uniqueness() -> None:
+    token = request_token(now=1700000000.123)
+    assert re.fullmatch(r"req_1700000000123_[a-z0-9]{6}", token)
+    assert len({request_token() for _ in range(200)}) == 200
+    assert re.fullmatch(r"conv_[0-9a-f]{12}", conversation_id())
+
+
+def test_header_says_peer_agent_hop_and_token_in_three_lines() -> None:
+    env = Envelope(CLAUDE, "req_1_abcdef", "conv_1", 2, 4, 'mailbox "m"')
+    lines = env.header().splitlines()
+    assert len(lines) == 3 and all(len(line) < 120 for line in lines)
+    assert "peer AI agent, not the human user" in lines[0]
+    assert "hop 2/4" in lines[1] and "req_1_abcdef" in lines[1] and "echo" in lines[1]
+    assert 'mailbox "m"' in lines[2]
+    assert env.wrap("hello").endswith("\n\nhello")
+    reply = Envelope(CLAUDE, "req_2_x", "conv_1", 0, 4, in_reply_to="req_1_abcdef")
+    assert reply.is_reply and "reply to req_1_abcdef" in reply.header()
+    assert "hop" not in reply.header()
+    assert env.fields()["request"] == "req_1_abcdef"
+
+
+# -- hop budget ----------------------------------------------------------------------------
+
+def test_budget_counts_requests_and_refuses_over_it(tmp_path: Path) -> None:
+    convs = Conversations(tmp_path / "c")
+    conv, n = convs.spend(None, {"direction": "claude→codex"}, 4)
+    assert n == 1 and conv.startswith("conv_")
+    for expected in (2, 3, 4):
+        assert convs.spend(conv, {"direction": "codex→claude"}, 4) == (conv, expected)
+    with pytest.raises(HopLimitError) as err:
+        convs.spend(conv, {"direction": "claude→codex"}, 4)
+    assert "used its 4 hops" in err.value.message and err.value.exit_code == 9
+    data = convs.get(conv)
+    assert data is not None and [h["n"] for h in data["hops"]] == [1, 2, 3, 4]
+    mode = stat.S_IMODE(os.stat(convs.path(conv)).st_mode)
+    assert mode == 0o600
+    # the budget a conversation started with stays, whatever a later sender's limit is
+    with pytest.raises(HopLimitError):
+        convs.spend(conv, {}, 10)
+
+
+def test_budget_is_shared_by_concurrent_spenders(tmp_path: Path) -> None:
+    convs = Conversations(tmp_path / "c")
+    conv, _ = convs.spend(None, {}, 20)
+    results: list[int] = []
+    errors: list[Exception] = []
+
+    def spend() -> None:
+        try:
+            results.append(convs.spend(conv, {}, 20)[1])
+        except HopLimitError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=spend) for _ in range(25)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == list(range(2, 21)) and len(errors) == 6
+
+
+def test_damaged_budget_file_is_kept_aside_and_the_send_refused(tmp_path: Path) -> None:
+    convs = Conversations(tmp_path / "c")
+    conv, _ = convs.spend(None, {}, 4)
+    convs.path(conv).write_text("{not json")
+    with pytest.raises(HopLimitError) as err:
+        convs.spend(conv, {}, 4)
+    kept = Path(err.value.details["kept"])
+    assert kept.read_text() == "{not json" and not convs.path(conv).exists()
+
+
+def test_max_hops_and_ids_are_checked() -> None:
+    assert max_hops({}) == 4 and max_hops({"CODEX_BRIDGE_MAX_HOPS": "7"}) == 7
+    for bad in ("x", "0", "-1"):
+        with pytest.raises(UsageError):
+            max_hops({"CODEX_BRIDGE_MAX_HOPS": bad})
+    for bad in ("conv_../x", "nope", "conv_" + "a" * 80):
+        with pytest.raises(UsageError):
+            valid_id(bad)
+
+
+# -- delivery records ----------------------------------------------------------------------
+
+def record(**kw: object) -> Delivery:
+    d = Delivery(id=str(kw.pop("id", "req_1_aaaaaa")), direction=Direction.TO_CODEX,
+                 **kw)  # type: ignore[arg-type]
+    d.move(DeliveryState.QUEUED)
+    return d
+
+
+def test_records_walk_states_with_history_and_are_private(tmp_path: Path) -> None:
+    store = DeliveryStore(tmp_path / "d")
+    store.save(record(thread_id="t1"))
+    store.update("req_1_aaaaaa", lambda r: r.move(DeliveryState.DELIVERING, turn_id="u1"))
+    store.update("req_1_aaaaaa", lambda r: r.move(DeliveryState.AWAITING_REPLY))
+    got = store.update("req_1_aaaaaa", lambda r: r.move(DeliveryState.FAILED, reason="boom"))
+    assert got is not None and got.state.final and got.turn_id == "u1"
+    assert [h["state"] for h in got.history] == ["queued", "delivering", "awaiting-reply",
+                                                "failed"]
+    assert got.history[-1]["reason"] == "boom"
+    assert stat.S_IMODE(os.stat(store.path(got.id)).st_mode) == 0o600
+    assert store.update("req_9_missing", lambda r: None) is None
+    with pytest.raises(ValueError):
+        store.path("../etc")
+
+
+def test_ttl_sweeps_records_their_texts_and_locks(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    store = DeliveryStore(tmp_path / "d", ttl=60, clock=lambda: now[0])
+    store.save(record(id="req_1_old"))
+    (store.root / "req_1_old.text").write_text("t")
+    (store.root / "req_1_old.reply").write_text("r")
+    for name in ("req_1_old.json", "req_1_old.text", "req_1_old.reply"):
+        os.utime(store.root / name, (now[0] - 120, now[0] - 120))
+    store.save(record(id="req_2_new"))
+    assert sorted(p.name for p in store.root.iterdir() if not p.name.startswith(".")) == [
+        "req_2_new.json"]
+
+
+def test_unreadable_record_is_not_a_crash(tmp_path: Path) -> None:
+    store = DeliveryStore(tmp_path / "d")
+    store.save(record(id="req_1_good"))
+    (store.root / "req_2_bad.json").write_text("{half")
+    assert [r.id for r in store.recent()] == ["req_1_good"]
+    assert store.get("req_2_bad") is None
+
+
+def test_preview_is_bounded() -> None:
+    assert preview("x" * 10) == "x" * 10
+    assert len(preview("x" * 5000)) == 2001
+
+
+def test_courier_gone_gives_a_fresh_record_time_to_get_its_courier() -> None:
+    fresh = record()
+    assert not courier_gone(fresh, now=fresh.updated_at + 1)
+    assert courier_gone(fresh, now=fresh.updated_at + 60)
+    fresh.courier_pid = os.getpid()
+    assert not courier_gone(fresh)
+    fresh.move(DeliveryState.DELIVERED)
+    fresh.courier_pid = None
+    assert not courier_gone(fresh, now=fresh.updated_at + 60)
+
+
+# -- routing, context, handling ------------------------------------------------------------
+
+def test_reply_mailbox_is_the_calling_session_never_a_guess() -> None:
+    listeners = {"a": {"messaging_socket": "/s/1.sock", "session_id": "S1", "cwd": "/p"},
+                 "b": {"session_id": "S2", "cwd": "/p"}}
+    env = {"CLAUDE_CODE_MESSAGING_SOCKET": "/s/1.sock"}
+    assert reply_mailbox(None, env, listeners) == ("a", "calling session")
+    assert reply_mailbox(None, {"CLAUDE_CODE_SESSION_ID": "S2"}, listeners) == (
+        "b", "calling session")
+    assert reply_mailbox("x", env, listeners) == ("x", "--reply-to")
+    assert reply_mailbox(None, {"CODEX_BRIDGE_MAILBOX": "m"}, listeners) == (
+        "m", "$CODEX_BRIDGE_MAILBOX")
+    # same directory, unknown session: nobody (not the mailbox that happens to share a cwd)
+    assert reply_mailbox(None, {"CLAUDE_CODE_SESSION_ID": "S9", "PWD": "/p"}, listeners) == (
+        None, "none")
+    assert sending_from_thread({"CODEX_THREAD_ID": "t"}) == "t"
+    assert sending_from_thread({}) is None
+
+
+def test_current_conversation_order(tmp_path: Path) -> None:
+    store = DeliveryStore(tmp_path / "d")
+    running = record(id="req_1_run", thread_id="T", conversation="conv_aaa")
+    running.move(DeliveryState.DELIVERING)
+    store.save(running)
+    assert current_conversation("conv_x1", {"CODEX_BRIDGE_CONVERSATION": "conv_y"},
+                                store) == "conv_x1"
+    assert current_conversation(None, {"CODEX_BRIDGE_CONVERSATION": "conv_y"}, store) == \
+        "conv_y"
+    assert current_conversation(None, {"CODEX_THREAD_ID": "T"}, store) == "conv_aaa"
+    assert current_conversation(None, {"CODEX_THREAD_ID": "other"}, store) is None
+    handling.note("sess-1", "box", [{"id": "m1", "conversation": "conv_bbb"}])
+    assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "sess-1"}, store) == \
+        "conv_bbb"
+    assert current_conversation(None, {}, store) is None
+
+
+def test_handling_marker_merges_and_is_taken_once() -> None:
+    handling.note("s", "box", [{"id": "m1", "request": "req_1_a", "conversation": "conv_c",
+                                "expect_reply": {"thread": "T1"}}])
+    handling.note("s", "box", [{"id": "m2", "request": "req_2_b", "conversation": "conv_c",
+                                "expect_reply": {"thread": "T2"}}])
+    handling.note("s", "box", [{"id": "m3"}])  # plain mail: nothing to remember
+    marker = handling.take("s")
+    assert marker is not None and [r["thread"] for r in marker["requests"]] == ["T1", "T2"]
+    assert handling.take("s") is None
+    assert os.path.basename(handling.path("../../evil")) == "evil.json"  # stays inside
+
+
+# -- limits --------------------------------------------------------------------------------
+
+def test_text_limits() -> None:
+    assert text_max({}) == 200_000 and text_max({"CODEX_BRIDGE_TEXT_MAX": "10"}) == 10
+    assert text_max({"CODEX_BRIDGE_TEXT_MAX": "junk"}) == 200_000
+    assert over_limit("abc", 3) is None
+    why = over_limit("abcd", 3)
+    assert why is not None and "4 characters" in why and "CODEX_BRIDGE_TEXT_MAX" in why
+    cut = clip("x" * 1000, 200, "in /tmp/f")
+    assert len(cut) <= 200 and cut.endswith("the whole text: in /tmp/f]")
+    assert clip("short", 200, "n/a") == "short"
