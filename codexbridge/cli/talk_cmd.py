@@ -157,8 +157,15 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     async def go() -> SayResult:
         async with _client(url) as client:
             target = await find_joinable(client, selector, target_cwd, wait=wait_thread)
+            words = message
+            if os.environ.get("CLAUDE_CODE_SESSION_ID"):
+                # Claude Code runs this (its Bash tool sets the variable): a peer agent's
+                # request — the envelope tells Codex and the human so, and spends a hop.
+                from ..talk.deliveries import blocking_request
+
+                words = blocking_request(message, target.id)
             return await say(
-                client, target.id, message, approvals=policy,
+                client, target.id, words, approvals=policy,
                 approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
                 interrupt_on_timeout=on_timeout == "interrupt",
                 on_delta=on_delta, on_approval=on_approval)

@@ -15,6 +15,7 @@ from ..conversation.records import Delivery, DeliveryStore
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
+    BridgeError,
     ConnectError,
     DeliveryNotFoundError,
     LoopGuardError,
@@ -91,9 +92,11 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
     Codex turn into that same thread is refused.
     """
     from ..inbox.service import mailbox_name
-    from ..talk.deliveries import await_receipt, choose, prepare, start_courier
+    from ..talk.deliveries import await_receipt, choose, prepare, refuse_self_send, start_courier
 
     message = read_text_arg(text)
+    if selector:
+        refuse_self_send(selector, os.environ)  # before connecting: the sandbox may not let us
     policy, deadline = approval_settings(os.environ, policy=approvals,
                                          timeout=approval_timeout)
     if reply_to:
@@ -111,7 +114,12 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
         start_courier(receipt.delivery, store)
         return receipt._replace(delivery=await await_receipt(store, receipt.delivery))
 
-    receipt = run_async(go)
+    try:
+        receipt = run_async(go)
+    except BridgeError as exc:
+        if in_reply_to:  # Claude's answer could not even be queued: say so on the request
+            _answer_lost(store, in_reply_to, message, exc)
+        raise
     d = receipt.delivery
     if as_json:
         emit_json(receipt.as_dict())
@@ -124,6 +132,16 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
                    err=True)
     for warning in d.warnings:
         click.echo(f"codexbridge: warning: {warning}", err=True)
+
+
+def _answer_lost(store: DeliveryStore, request: str, answer: str, exc: BridgeError) -> None:
+    from ..host.private import ensure_private_dir, write_private
+    from ..talk.courier import close_request
+
+    ensure_private_dir(store.root)
+    kept = store.root / f"{request}.answer.text"
+    write_private(kept, answer.encode("utf-8"))
+    close_request(store, request, None, failure=f"{exc.message} (the answer is kept in {kept})")
 
 
 @click.command("status", epilog=STATUS_EXIT_HELP)
@@ -202,6 +220,7 @@ def _print_record(r: Delivery) -> None:
 def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> None:
     """Add TEXT (or `-`) to the turn running in the thread (`turn/steer`): the model
     sees it at once, in the same turn."""
+    from ..conversation.envelope import CLAUDE, steer_header
     from ..protocol.generated import methods as m
     from ..talk.threads import find_target
     from ..talk.turn import running_turn, user_input
@@ -217,7 +236,8 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
                                          "to steer (use `talk say` or `talk send`)",
                                          details={"threadId": thread.id})
             answer = await client.request(m.TURN_STEER, {
-                "threadId": thread.id, "expectedTurnId": turn, "input": user_input(message)})
+                "threadId": thread.id, "expectedTurnId": turn,
+                "input": user_input(f"{steer_header(CLAUDE)}\n\n{message}")})
             return thread.id, str(answer.get("turnId") or turn)
 
     thread_id, turn_id = run_async(go)

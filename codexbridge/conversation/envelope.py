@@ -5,7 +5,7 @@ AI agent through codexbridge — not from the human user — the conversation an
 n/N it spends, where the reply goes, and a request token `req_<epoch ms>_<6 chars>` the
 peer is asked to echo. The same fields travel as structured fields of the mail and the
 delivery record. In the Codex TUI the header is what the human sees above the message,
-so it stays to three short lines.
+so it stays to three lines of under 80 characters.
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ def conversation_id() -> str:
     return "conv_" + secrets.token_hex(6)
 
 
+def steer_header(sender: str) -> str:
+    """The one line above words a peer adds to a running turn (`talk steer`)."""
+    return f"[codexbridge] from {sender} — a peer AI agent, not the human user (added to this turn)"
+
+
 class Envelope(NamedTuple):
     sender: str  # CLAUDE or CODEX
     request: str  # the request token (= the delivery id)
@@ -47,12 +52,11 @@ class Envelope(NamedTuple):
         """The lines above the message text."""
         who = f"[codexbridge] from {self.sender} — a peer AI agent, not the human user"
         if self.is_reply:
-            return (f"{who}\nreply to {self.in_reply_to} · conversation {self.conversation}"
-                    " · no reply needed")
+            return f"{who}\nreply to {self.in_reply_to} · {self.conversation} · no reply needed"
         where = f"your final message goes back to {self.reply_to}" if self.reply_to else \
-            "no reply is routed back automatically"
-        return (f"{who}\nconversation {self.conversation} · hop {self.hop}/{self.max_hops} · "
-                f"request {self.request} (echo it in your answer)\n{where}")
+            "no reply is routed back by itself"
+        return (f"{who}\n{self.conversation} · hop {self.hop}/{self.max_hops} · request "
+                f"{self.request} (echo it)\n{where}")
 
     def wrap(self, text: str) -> str:
         return f"{self.header()}\n\n{text}"

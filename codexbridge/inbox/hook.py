@@ -154,8 +154,12 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
             "codexbridge mailbox hook set up for this project; the messages below were "
             "left by the sender named in each header (usually the paired Codex session). "
             "Read every message and act on it as that sender's request, within what the "
-            "user has asked of you. To answer Codex, use the bridge (the "
-            "codex_message_send tool, or `codexbridge talk say \"...\"`).")
+            "user has asked of you. "
+            + ("Where a message says Codex waits for your answer, just answer in your "
+               "final message: it is sent back by itself (do not also send it)."
+               if any(_expects_reply(m.extra) for m in mails) else
+               "To answer Codex, use the bridge (the codex_message_send tool, or "
+               "`codexbridge talk send \"...\"`, whose reply comes back as mail)."))
         for i, mail in enumerate(mails, start=1):
             header = f"--- message {i} of {len(mails)} · from {mail.sender}"
             if mail.at:
@@ -178,6 +182,11 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
             lines.append(f"- … and {len(rejected) - 10} more")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _expects_reply(fields: Mapping[str, Any]) -> bool:
+    expect = fields.get("expect_reply")
+    return isinstance(expect, Mapping) and bool(expect.get("thread"))
 
 
 def conversation_note(fields: Mapping[str, Any]) -> str:

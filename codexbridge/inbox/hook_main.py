@@ -161,6 +161,8 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
         record_listener(inbox, name, payload, via="hook")
     except OSError as exc:
         log(f"mailbox {name!r}: could not record the listener: {exc!r}")
+    if payload.get("hook_event_name") == "SessionStart":
+        return 0  # registered; mail waits for the first stop (a Stop hook's job)
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     if session and os.path.exists(handling_path(session)):
         # This stop ends the turn that handled peer mail: its final message answers the

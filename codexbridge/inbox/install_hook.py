@@ -79,13 +79,16 @@ def wanted_hooks(name: str, rewake: bool, python: str | None = None,
                  watch_timeout: float = DEFAULT_TIMEOUT) -> dict[str, list[dict[str, Any]]]:
     """Event → the hook entries codexbridge needs there."""
     stop: dict[str, Any] = {"type": "command", "command": hook_command(name, python)}
-    wanted: dict[str, list[dict[str, Any]]] = {"Stop": [stop]}
+    # The same hook at SessionStart only records the session as this mailbox's
+    # listener, so a `talk send` in the session's very first turn already finds the
+    # mailbox its reply goes to.
+    wanted: dict[str, list[dict[str, Any]]] = {"Stop": [stop], "SessionStart": [dict(stop)]}
     if rewake:
         watcher = {"type": "command", "command": watch_command(name, watch_timeout, python),
                    "asyncRewake": True,
                    "timeout": int(watch_timeout) + WATCH_TIMEOUT_MARGIN}
         wanted["Stop"].append(dict(watcher))
-        wanted["SessionStart"] = [dict(watcher)]
+        wanted["SessionStart"].append(dict(watcher))
     return wanted
 
 

@@ -62,10 +62,13 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
                 DeliveryState.FAILED, reason="the Claude session ended its turn without a "
                                              "final message: no answer to send back"))
             continue
+        # Delivered only once the answer is a turn in the asking thread: the reply's
+        # courier closes this record (or marks it failed, the answer kept beside it).
+        def noted(r: Any, text: str = answer) -> None:
+            r.reply_preview, r.reply_bytes = preview(text), len(text.encode("utf-8"))
+
+        store.update(request, noted)
         _send_back(str(req["thread"]), request, req.get("conversation"), answer)
-        store.update(request, lambda r: r.move(DeliveryState.DELIVERED,
-                                               reply_preview=preview(answer),
-                                               reply_bytes=len(answer.encode("utf-8"))))
         started += 1
     return started
 

@@ -48,14 +48,17 @@ def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
 
 
 async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | None,
-               approvals: str | None) -> Outcome:
+               approvals: str | None, conversation: str | None = None) -> Outcome:
     policy = check_args(rt, text, approvals)
     timeout = (timeout_ms / 1000.0) if timeout_ms else rt.settings.turn_timeout
+    from ..talk.deliveries import blocking_request
+
     async with rt.connect() as client:
         thread = await find_target(client, selector)
+        words = blocking_request(text, thread.id, conversation=conversation)
         progress = SayProgress()
         try:
-            result = await say(client, thread.id, text, approvals=policy,
+            result = await say(client, thread.id, words, approvals=policy,
                                approval_timeout=rt.settings.approval_timeout,
                                timeout=timeout, busy_timeout=rt.settings.queue_wait,
                                capture_limit=rt.settings.capture_max, progress=progress)

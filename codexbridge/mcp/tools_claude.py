@@ -138,7 +138,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
                                         timeoutMs)
             from .send import send
 
-            return await send(rt, text, threadId, timeoutMs, approvals)
+            return await send(rt, text, threadId, timeoutMs, approvals, conversation)
         return await guarded("codex_message_send", body)
 
     async def codex_delivery_status(

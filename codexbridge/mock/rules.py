@@ -9,6 +9,8 @@
     user text contains MCP_CALL: <tool> <json> and an MCP namespace offers <tool>
                                              -> a namespaced function_call of that tool
     anything else                            -> "MOCK REPLY: <user text>" in 8-char deltas
+                                                (a codexbridge envelope header is read, not
+                                                echoed: the words after it are)
 
 `SLOW` anywhere in the user text puts 0.25 s between deltas, so a test can act mid-turn.
 `HOLD:<key>` (with the plain reply) stops the stream after its first delta until the test
@@ -28,6 +30,7 @@ from typing import Any
 from .sse import exec_command_frames, function_call_frames, text_frames
 
 REPLY_PREFIX = "MOCK REPLY: "
+ENVELOPE_MARK = "[codexbridge] from "
 DONE_PREFIX = "MOCK DONE: "
 BIG_DELTA_BYTES = 8 * 1024
 BIG_MAX_BYTES = 64 * 1024 * 1024
@@ -52,6 +55,13 @@ def big_text(n: int) -> str:
     body = "".join(
         (f"BIG {i:08d} " + _BIG_FILL)[: _BIG_LINE_WIDTH - 1] + "\n" for i in range(lines))
     return body[:n]
+
+
+def words_of(user: str) -> str:
+    """The message without the envelope header codexbridge puts above a peer's words."""
+    if user.startswith(ENVELOPE_MARK) and "\n\n" in user:
+        return user.split("\n\n", 1)[1]
+    return user
 
 
 def extract_user_text(body: Any) -> str | None:
@@ -150,5 +160,6 @@ def plan_reply(body: Any, n: int) -> Reply:
     if run and body.get("tools"):
         return Reply("run", frames=exec_command_frames(run.group(1).strip(), n, escalate=True))
     hold = _HOLD_RE.search(user)
-    return Reply("reply", frames=text_frames(REPLY_PREFIX + user, n), delta_delay=delay,
+    return Reply("reply", frames=text_frames(REPLY_PREFIX + words_of(user), n),
+                 delta_delay=delay,
                  hold=hold.group(1) if hold else None)

@@ -20,7 +20,7 @@ from typing import Any
 from ..conversation import envelope
 from ..conversation.limits import clip, text_max
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
-from ..errors import BridgeError, ConnectError
+from ..errors import BridgeError, ConnectionLostError, RequestTimeoutError
 from ..host.locking import try_lock
 from ..host.private import ensure_private_dir, write_private
 from ..inbox import service as inbox
@@ -34,6 +34,8 @@ from .recover import locate, still_queued
 from .turn import SayProgress, follow, say
 
 CLIENT_NAME = "codexbridge-courier"
+# Failures after which codex may hold the message even though we never heard so.
+UNSURE = (ConnectionLostError, RequestTimeoutError)
 
 
 class Orphaned(Exception):
@@ -41,8 +43,7 @@ class Orphaned(Exception):
 
 
 def envelope_of(record: Delivery) -> envelope.Envelope:
-    where = (f'mailbox "{record.reply_to}" (the Claude Code session that asked)'
-             if record.reply_to else None)
+    where = f'mailbox "{record.reply_to}" (the asking Claude)' if record.reply_to else None
     return envelope.Envelope(envelope.CLAUDE, record.id, record.conversation or "",
                              record.hop, record.max_hops, where, record.in_reply_to)
 
@@ -57,19 +58,29 @@ async def carry(delivery_id: str, store: DeliveryStore | None = None) -> Deliver
     ep = resolve_endpoint(record.app_server)
     try:
         async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
-            result = await _run(client, store, record, envelope_of(record).wrap(text))
+            result, took_over = await _run(client, store, record,
+                                           envelope_of(record).wrap(text))
     except Orphaned as exc:
         return _final(store, record.id, DeliveryState.ORPHANED, reason=str(exc),
                       courier_pid=None)
-    except ConnectError as exc:
-        if record.submission_id is None:
-            # Provably never handed to codex: nothing will run it.
-            return _final(store, record.id, DeliveryState.FAILED, reason=exc.message)
-        raise
-    return finish(store, record.id, result)
+    except BridgeError as exc:
+        latest = get(store, record.id)
+        if latest.submission_id is None and latest.turn_id is None and not isinstance(
+                exc, UNSURE):
+            # Refused or never connected before codex took the message: provably
+            # nothing will run it, so it failed (and the asker hears of it).
+            reason = f"not delivered: {exc.message}"
+            mail_id = _notify(latest, f"DELIVERY FAILED: your request {latest.id} to Codex "
+                                      f"(thread {latest.thread_id}) — {reason}", False)
+            return _final(store, record.id, DeliveryState.FAILED, reason=reason,
+                          reply_mail_id=mail_id)
+        raise  # codex may hold it: the record stays for `talk status` to recover
+    # An answer read from a turn a dead courier left behind is a recovered one.
+    return finish(store, record.id, result, recovered=took_over)
 
 
-async def _run(client: Rpc, store: DeliveryStore, record: Delivery, text: str) -> SayResult:
+async def _run(client: Rpc, store: DeliveryStore, record: Delivery,
+               text: str) -> tuple[SayResult, bool]:
     policy = ApprovalPolicy.parse(record.approvals) or ApprovalPolicy.TUI
     common: dict[str, Any] = {"approvals": policy, "approval_timeout": record.approval_timeout,
                               "timeout": record.turn_timeout}
@@ -81,7 +92,7 @@ async def _run(client: Rpc, store: DeliveryStore, record: Delivery, text: str) -
         if found is not None:
             store.update(record.id, lambda r: r.move(DeliveryState.AWAITING_REPLY,
                                                      turn_id=found.turn_id))
-            return await follow(client, record.thread_id, found.turn_id, **common)
+            return await follow(client, record.thread_id, found.turn_id, **common), True
         if not await still_queued(client, record.thread_id, record.submission_id, record.id):
             raise Orphaned("codex no longer has the message (not in the thread, not in its "
                            "queue); it is not resent")
@@ -92,19 +103,33 @@ async def _run(client: Rpc, store: DeliveryStore, record: Delivery, text: str) -
         nonlocal answering
         if not answering:
             answering = True
-            store.update(record.id, lambda r: r.move(DeliveryState.AWAITING_REPLY))
+            store.update(record.id, _answering)
 
     return await say(client, record.thread_id, text, progress=progress, on_delta=on_delta,
-                     **common)
+                     **common), False
+
+
+def _answering(r: Delivery) -> None:
+    """Codex's first words: the message was delivered (even if the news of the turn's
+    start is still on its way) and the answer is coming."""
+    if r.state is DeliveryState.QUEUED:
+        r.move(DeliveryState.DELIVERING)
+    r.move(DeliveryState.AWAITING_REPLY)
 
 
 def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress) -> None:
-    if what == "queued":
-        store.update(delivery_id, lambda r: r.move(DeliveryState.QUEUED,
-                                                   submission_id=p.submission_id))
-    elif what == "started":
-        store.update(delivery_id, lambda r: r.move(DeliveryState.DELIVERING,
-                                                   turn_id=p.turn_id))
+    """Note codex's queue entry and the turn's start. Never backwards: on an idle thread
+    the turn (even its first delta) can come before the answer to thread/queue/add."""
+    def queued(r: Delivery) -> None:
+        r.submission_id = p.submission_id
+
+    def started(r: Delivery) -> None:
+        r.turn_id = p.turn_id
+        if r.state is DeliveryState.QUEUED:
+            r.move(DeliveryState.DELIVERING)
+
+    if what in ("queued", "started"):
+        store.update(delivery_id, queued if what == "queued" else started)
 
 
 def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
@@ -161,7 +186,31 @@ def _notify(record: Delivery, text: str, recovered: bool) -> str | None:
 def _final(store: DeliveryStore, delivery_id: str, state: DeliveryState,
            **changes: Any) -> Delivery:
     updated = store.update(delivery_id, lambda r: r.move(state, **changes))
-    return updated or get(store, delivery_id)
+    record = updated or get(store, delivery_id)
+    if record.in_reply_to and record.state.final:
+        close_request(store, record.in_reply_to, record)
+    return record
+
+
+def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
+                  failure: str | None = None) -> None:
+    """Claude's answer to `request` reached the asking thread (a turn ran with it), or
+    did not — then the request says so, and where the answer is kept."""
+    ran = reply is not None and reply.turn_id is not None and failure is None
+    why = failure or (reply.reason if reply is not None else None) or "unknown"
+
+    def change(r: Delivery) -> None:
+        if r.state.final:
+            return
+        if ran:
+            r.move(DeliveryState.DELIVERED)
+        else:
+            kept = text_path(store, reply.id) if reply is not None else None
+            r.move(DeliveryState.FAILED, reason=f"the answer did not reach thread "
+                   f"{r.thread_id}: {why}" + (f" (the answer is kept in {kept})" if kept
+                                               else ""))
+
+    store.update(request, change)
 
 
 async def check(store: DeliveryStore, delivery_id: str) -> Delivery:

@@ -32,7 +32,12 @@ from ..conversation import envelope
 from ..conversation.budget import CONVERSATION_ENV, Conversations, max_hops
 from ..conversation.context import current_conversation
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
-from ..conversation.routing import reply_mailbox, sending_from_thread
+from ..conversation.routing import (
+    SESSION_ENV,
+    SOCKET_ENV,
+    reply_mailbox,
+    sending_from_thread,
+)
 from ..errors import DeliveryNotFoundError, SelfSendError
 from ..host.paths import state_dir
 from ..host.procs import pid_alive
@@ -41,7 +46,7 @@ from ..inbox.location import inbox_dir
 from ..protocol.enums import ApprovalPolicy
 from ..protocol.threads import ThreadInfo
 from .client import Rpc
-from .threads import find_joinable
+from .threads import find_joinable, join
 
 RECEIPT_WAIT = 0.8  # of the 1 s a send may take: the rest is connecting and resolving
 
@@ -66,9 +71,23 @@ def text_path(store: DeliveryStore, delivery_id: str) -> Path:
 
 async def choose(rpc: Rpc, selector: str | None, cwd: str | None = None, *,
                  wait: float = 0.0) -> tuple[ThreadInfo, str]:
-    """The target thread, and how it was chosen (`caller`, `cwd`, `only-thread`)."""
+    """The target thread, and how it was chosen (`caller`, `cwd`, `only-thread`). It
+    must be joinable now: a thread the TUI made but the human has not spoken in yet
+    has no rollout, and a message queued there would fail after the receipt said ok."""
     thread = await find_joinable(rpc, selector, cwd, wait=wait)
+    if wait <= 0:
+        await join(rpc, thread.id)
     return thread, "caller" if selector else ("cwd" if cwd else "only-thread")
+
+
+def refuse_self_send(thread_id: str, env: Mapping[str, str]) -> None:
+    """A command codex runs inside a turn of `thread_id` may not send into it."""
+    if sending_from_thread(env) == thread_id:
+        raise SelfSendError(
+            f"refusing to send into thread {thread_id} from a command running inside it: "
+            "the message would wait for the very turn that sends it. Answer in this turn "
+            "instead (your final message is routed back by itself)",
+            details={"threadId": thread_id})
 
 
 def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
@@ -80,12 +99,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     """Pass the guards, spend the hop, write the record (nothing is sent yet)."""
     env = os.environ if env is None else env
     store = store or DeliveryStore()
-    if sending_from_thread(env) == thread.id:
-        raise SelfSendError(
-            f"refusing to send into thread {thread.id} from a command running inside it: "
-            "the message would wait for the very turn that sends it. Answer in this turn "
-            "instead (your final message is routed back by itself)",
-            details={"threadId": thread.id})
+    refuse_self_send(thread.id, env)
     token = envelope.request_token()
     conv = current_conversation(conversation, env, store)
     limit = max_hops(dict(env))
@@ -105,16 +119,39 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
                       approvals=policy.value, approval_timeout=approval_timeout,
                       turn_timeout=turn_timeout, app_server=app_server)
     if route is not None and route.mailbox is None:
-        record.warnings.append(
-            "no reply-to mailbox: this is not a Claude Code session with a codexbridge "
-            "mailbox, and neither --reply-to nor $CODEX_BRIDGE_MAILBOX names one; the "
-            f"reply stays readable with `codexbridge talk status {token}`")
+        record.warnings.append(_no_mailbox_warning(env, token))
     record.move(DeliveryState.QUEUED)
     store.save(record)
     from ..host.private import write_private
 
     write_private(text_path(store, token), text.encode("utf-8"))
     return Receipt(record, thread)
+
+
+def _no_mailbox_warning(env: Mapping[str, str], token: str) -> str:
+    where = (f"the reply stays readable with `codexbridge talk status {token}`; pass "
+             "--reply-to MAILBOX or set $CODEX_BRIDGE_MAILBOX to have it brought to you")
+    if env.get(SESSION_ENV) or env.get(SOCKET_ENV):
+        return ("no reply-to mailbox: this Claude Code session is not registered with a "
+                "codexbridge mailbox (`codexbridge install-hook --as NAME` registers it "
+                f"when a session starts); {where}")
+    return f"no reply-to mailbox: not run from a Claude Code session; {where}"
+
+
+def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = None,
+                     conversation: str | None = None) -> str:
+    """An agent's blocking message (MCP `codex_message_send`, `talk say` from Claude Code):
+    the same guards and hop as `send`, and the envelope — the answer is the call's own
+    result, so nothing is recorded or routed. Returns the text to send."""
+    env = os.environ if env is None else env
+    refuse_self_send(thread_id, env)
+    token = envelope.request_token()
+    limit = max_hops(dict(env))
+    conv, hop = Conversations().spend(current_conversation(conversation, env), {
+        "direction": "claude→codex", "delivery": token, "thread": thread_id,
+        "reply_to": "inline"}, limit)
+    return envelope.Envelope(envelope.CLAUDE, token, conv, hop, limit,
+                             "this call (the asking Claude waits for it)").wrap(text)
 
 
 def start_courier(record: Delivery, store: DeliveryStore | None = None,

@@ -18,6 +18,7 @@ from .client import Rpc
 
 PAGE = 100
 MAX_PAGES = 50
+NO_ITEMS_YET = "thread/items/list is not supported yet"
 
 
 class Found(NamedTuple):
@@ -44,12 +45,19 @@ async def _pages(rpc: Rpc, method: str, params: dict[str, Any], *,
 async def turn_of(rpc: Rpc, thread_id: str, client_id: str) -> str | None:
     """The turn whose userMessage was sent with `client_id`, newest first; None if the
     thread has no such message (it never ran, or not yet)."""
-    async for entry in _pages(rpc, m.THREAD_ITEMS_LIST, {"threadId": thread_id}):
-        item = entry.get("item") if isinstance(entry, dict) else None
-        if (isinstance(item, dict) and item.get("type") == ThreadItemType.USER_MESSAGE
-                and item.get("clientId") == client_id):
-            turn = entry.get("turnId")
-            return str(turn) if turn else None
+    try:
+        async for entry in _pages(rpc, m.THREAD_ITEMS_LIST, {"threadId": thread_id}):
+            item = entry.get("item") if isinstance(entry, dict) else None
+            if (isinstance(item, dict) and item.get("type") == ThreadItemType.USER_MESSAGE
+                    and item.get("clientId") == client_id):
+                turn = entry.get("turnId")
+                return str(turn) if turn else None
+    except RpcError as exc:
+        # Measured: a thread without a rollout (no turn yet) answers "not supported
+        # yet" — it holds no message at all. Any other error is not an answer.
+        if NO_ITEMS_YET in exc.message:
+            return None
+        raise
     return None
 
 

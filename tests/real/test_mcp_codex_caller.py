@@ -142,6 +142,29 @@ async def test_codex_model_calls_claude_message_send_and_the_mail_lands(
     assert sent["ok"] is True and sent["data"]["mailbox"] == "bridge"
 
 
+async def test_expect_reply_from_codexs_model_names_the_calling_thread(
+        launch: Any, workdir: Path, mock_model: MockResponsesServer) -> None:
+    """codex gives its MCP servers no CODEX_THREAD_ID; the thread id comes in each
+    call's _meta — proven with the real binary."""
+    from codexbridge.conversation.records import DeliveryStore
+
+    app_server = launch()
+    async with RawClient(app_server.url) as tui:
+        user = await start_user_thread(tui, workdir, "first", mcp_servers=(SERVER,))
+        turn, _asked, item = await run_mcp_turn(
+            tui, user.thread_id, 'MCP_CALL: claude_message_send {"text": "which tests '
+            'cover auth?", "expectReply": true}')
+    assert turn["status"] == "completed" and item["status"] == "completed"
+    output = mock_model.model_calls[-1].last_input_item
+    assert output is not None
+    sent = json.loads(output["output"].split("Output:\n", 1)[1])["data"]
+    assert sent["expectReplyFrom"] == user.thread_id and sent["hop"] == 1
+    [mail] = peek(inbox_dir(), "bridge").mails
+    assert mail.extra["expect_reply"] == {"thread": user.thread_id}
+    record = DeliveryStore().get(sent["request"])
+    assert record is not None and record.thread_id == user.thread_id
+
+
 async def test_writes_mode_asks_by_elicitation_and_accept_runs_the_tool(
         launch: Any, workdir: Path) -> None:
     app_server = launch("writes")

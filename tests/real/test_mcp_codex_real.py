@@ -47,8 +47,11 @@ async def test_send_returns_the_reply_and_the_tui_sees_the_turn(app_server: AppS
             assert sc["data"]["reply"] == "MOCK REPLY: hello over MCP"
             assert sc["data"]["threadId"] == user.thread_id and sc["data"]["turnId"]
             history = await call(client, "codex_thread_read", {"threadId": user.thread_id})
-            assert history["data"]["turns"][-1]["text"] == (
-                "› hello over MCP\n• MOCK REPLY: hello over MCP")
+            last = history["data"]["turns"][-1]["text"]
+            # the message went with its envelope (a peer agent, hop 1/4); the mock
+            # answers the words under it
+            assert last.startswith("› [codexbridge] from Claude Code — a peer AI agent")
+            assert last.endswith("hello over MCP\n• MOCK REPLY: hello over MCP"), last
             status = await call(client, "bridge_status", {})
             assert status["data"]["appServer"]["reachable"] is True
             assert status["data"]["versions"]["codex"] == "0.169.0"
@@ -129,3 +132,33 @@ async def test_no_app_server_is_cannot_connect(tmp_path: Path) -> None:
         result = await client.call_tool("codex_message_send", {"text": "anyone?"})
     assert result.is_error and result.structured_content is not None
     assert result.structured_content["error"]["code"] == "CODEX_CONNECT_FAILED"
+
+
+async def test_wait_false_returns_a_receipt_and_delivery_status_follows_it(
+        app_server: AppServer, workdir: Path, mock_model: Any) -> None:
+    from codexbridge.inbox import peek as reading
+    from codexbridge.inbox.location import inbox_dir
+
+    async with RawClient(app_server.url) as tui:
+        user = await start_user_thread(tui, workdir, "first")
+        async with Client(server_params(app_server), mode="legacy") as client:
+            sc = await call(client, "codex_message_send", {
+                "text": "HOLD:mcp1 take your time", "wait": False, "replyTo": "asker"})
+            data = sc["data"]
+            await asyncio.to_thread(mock_model.wait_held, "mcp1", 60.0)  # still running
+            assert data["deliveryId"] == data["delivery_id"] and data["threadId"] == user.thread_id
+            assert data["replyTo"] == "asker" and data["hop"] == 1
+            assert data["state"] in ("queued", "delivering", "awaiting-reply")
+            mid = await call(client, "codex_delivery_status", {"deliveryId": data["deliveryId"]})
+            assert mid["data"]["final"] is False
+            mock_model.release("mcp1")
+            end = await call(client, "codex_delivery_status", {
+                "deliveryId": data["deliveryId"], "waitSeconds": 60})
+            assert end["data"]["state"] == "delivered"
+            assert end["data"]["replyPreview"].endswith("HOLD:mcp1 take your time")
+            recent = await call(client, "codex_delivery_status", {})
+            assert [d["id"] for d in recent["data"]["deliveries"]] == [data["deliveryId"]]
+            status = await call(client, "bridge_status", {})
+            assert status["data"]["deliveries"][0]["state"] == "delivered"
+    [mail] = reading.peek(inbox_dir(), "asker").mails
+    assert mail.extra["delivery_id"] == data["deliveryId"]

@@ -55,6 +55,17 @@ def test_records_the_listener() -> None:
     assert record["last_seen"].endswith("Z") and record["via"] == "hook"
 
 
+def test_at_session_start_it_only_registers_the_session() -> None:
+    mail_id = push("for the first stop")
+    start = {"session_id": "sess-0", "cwd": "/proj", "hook_event_name": "SessionStart",
+             "source": "startup"}
+    proc = hook("box", start, env={"CLAUDE_CODE_MESSAGING_SOCKET": "/s/0.sock"})
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    record = json.loads(Path(session_path(inbox_dir(), "box")).read_text())
+    assert record["session_id"] == "sess-0"
+    assert [m.mail_id for m in reading.peek(inbox_dir(), "box").mails] == [mail_id]
+
+
 def test_garbage_stdin_still_records_cwd() -> None:
     hook("box", b"not json")
     record = json.loads(Path(session_path(inbox_dir(), "box")).read_text())

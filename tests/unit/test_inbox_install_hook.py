@@ -61,8 +61,16 @@ def test_rewake_registers_watcher_on_sessionstart_and_stop() -> None:
     start = merged["hooks"]["SessionStart"][0]["hooks"]
     stop = merged["hooks"]["Stop"][0]["hooks"]
     assert [ours(h["command"]) for h in stop] == [("hook", "web"), ("watch", "web")]
-    assert start[0]["asyncRewake"] is True and start[0]["timeout"] == 180
-    assert "--timeout 120" in start[0]["command"]
+    assert [ours(h["command"]) for h in start] == [("hook", "web"), ("watch", "web")]
+    assert "asyncRewake" not in start[0]  # the hook only registers the session there
+    assert start[1]["asyncRewake"] is True and start[1]["timeout"] == 180
+    assert "--timeout 120" in start[1]["command"]
+
+
+def test_the_session_is_registered_at_its_start_without_rewake() -> None:
+    merged, _ = merge_hooks({}, wanted_hooks("web", rewake=False))
+    [start] = merged["hooks"]["SessionStart"][0]["hooks"]
+    assert ours(start["command"]) == ("hook", "web")
 
 
 def test_our_entry_is_updated_in_place() -> None:

@@ -123,6 +123,7 @@ class FakeCodex:
         self.conns: list[FakeConn] = []
         self.calls: list[str] = []
         self.log: list[str] = []  # "start <text>" / "done <text>" in order
+        self.received: list[str] = []  # every text as it arrived (with its envelope)
         self.gates: dict[str, asyncio.Event] = {}
         self.refuse_connect = False
         self.refuse_turn = False
@@ -182,7 +183,11 @@ class FakeCodex:
             if self.refuse_turn:
                 raise wire_error("Invalid request: turn refused")
             sub_id = f"sub-{next(self._ids)}"
-            thread.queue.append((sub_id, p["input"][0]["text"], p["clientUserMessageId"]))
+            text = p["input"][0]["text"]
+            self.received.append(text)
+            if text.startswith("[codexbridge] "):  # the envelope: the tests match the words
+                text = text.split("\n\n", 1)[1]
+            thread.queue.append((sub_id, text, p["clientUserMessageId"]))
             self.drain(thread)
             return {"queuedSubmission": {"id": sub_id, "input": p["input"],
                                          "clientUserMessageId": p["clientUserMessageId"]}}
@@ -618,3 +623,22 @@ async def test_cancelled_call_after_turn_start_keeps_the_thread(tmp_path: Path,
     codex.gate("c").set()
     out = await asyncio.wait_for(later, 10)
     assert out.data["reply"] == "MOCK REPLY: after"
+
+
+async def test_a_blocking_send_carries_the_envelope_and_spends_a_hop(
+        tmp_path: Path, codex: FakeCodex) -> None:
+    async with client_for(runtime(tmp_path, codex)) as client:
+        sc = await call(client, "codex_message_send", {"text": "review it"})
+        assert sc["ok"]
+        header, words = codex.received[-1].split("\n\n", 1)
+        assert words == "review it"
+        assert header.startswith("[codexbridge] from Claude Code — a peer AI agent")
+        assert "hop 1/4" in header and "the asking Claude waits" in header
+        conv = re.search(r"(conv_[0-9a-f]+)", header).group(1)  # type: ignore[union-attr]
+        for _ in range(3):
+            assert (await call(client, "codex_message_send", {"text": "again",
+                                                              "conversation": conv}))["ok"]
+        sc = await call(client, "codex_message_send", {"text": "fifth",
+                                                       "conversation": conv})
+        assert code_of(sc) == "HOP_LIMIT" and sc["error"]["retryable"] is False
+    assert "start fifth" not in codex.log

@@ -247,3 +247,11 @@ def test_hold_stops_the_stream_after_its_first_delta_until_released() -> None:
             mock.wait_held("k1", timeout=0.05)  # nobody waits on it any more
         # a released key lets later streams through at once
         assert post(mock, "/v1/responses", body("again HOLD:k1")).status == 200
+
+
+def test_the_envelope_header_is_read_not_echoed() -> None:
+    text = ("[codexbridge] from Claude Code — a peer AI agent, not the human user\n"
+            "conv_1 · hop 1/4 · request req_1_abcdef (echo it)\n\nrun the tests")
+    assert reply_text(plan_reply(body(text), 1).frames) == "MOCK REPLY: run the tests"
+    assert reply_text(plan_reply(body("[codexbridge] alone"), 1).frames) == (
+        "MOCK REPLY: [codexbridge] alone")
