@@ -23,6 +23,7 @@ from codexbridge.inbox import peek as reading
 from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.location import inbox_dir, watcher_path
 from codexbridge.inbox.watch import parse_claim
+from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.mock_messages import MockMessages
 
@@ -68,7 +69,7 @@ def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,
 
     for n, text in enumerate(["WAKE MAIL ONE from codex", "WAKE MAIL TWO from codex"]):
         watchers.append(_live_watcher("tui", timeout=20))
-        time.sleep(0.3)  # let the watcher take its lock after claiming
+        wait_flock_held(watcher_path(inbox_dir(), "tui"))  # it claimed, now it holds the lock
         before = len(mock_messages.requests)
         pushed = time.monotonic()
         _push("tui", text)

@@ -87,14 +87,22 @@ async def test_a_reply_of_400k_is_an_artifact_that_pages_back_byte_exact(
 
 async def test_concurrent_sends_become_turns_in_call_order(app_server: AppServer,
                                                            workdir: Path) -> None:
-    async with RawClient(app_server.url) as tui:
+    async with RawClient(app_server.url, capabilities={"experimentalApi": True}) as tui:
         user = await start_user_thread(tui, workdir, "first")
         async with Client(server_params(app_server), mode="legacy") as client:
             tasks = []
-            for name in ("one", "two", "three"):
+            since = tui.mark()
+            for n, name in enumerate(("one", "two", "three")):
                 tasks.append(asyncio.create_task(
                     call(client, "codex_message_send", {"text": f"SLOW {name}"})))
-                await asyncio.sleep(0.15)  # arrival order = call order
+                # arrival order = call order: the next call only once codex holds this
+                # one (the first runs at once, the others wait in codex's queue)
+                while len((await tui.request("thread/queue/list", {
+                        "threadId": user.thread_id}))["data"]) < n:
+                    await asyncio.sleep(0.02)
+                if n == 0:
+                    await tui.wait_for(lambda m: m.get("method") == "turn/started",
+                                       since=since)
             results = await asyncio.wait_for(asyncio.gather(*tasks), 90)
         assert [r["data"]["reply"] for r in results] == [
             "MOCK REPLY: SLOW one", "MOCK REPLY: SLOW two", "MOCK REPLY: SLOW three"]

@@ -36,3 +36,24 @@ def require_tmux() -> str:
 
     tmux = shutil.which("tmux")
     return _require(tmux, "tmux")
+
+
+def wait_flock_held(path: str, timeout: float = 10.0) -> None:
+    """Until some other process holds the flock on `path` (a readiness signal, not a
+    sleep): our own non-blocking try fails exactly while it is held elsewhere."""
+    import os
+    import time
+
+    from codexbridge.host.locking import lock, unlock
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if not lock(fd, blocking=False):
+                return
+            unlock(fd)
+        finally:
+            os.close(fd)
+        time.sleep(0.02)
+    raise AssertionError(f"nobody took the lock on {path} within {timeout}s")

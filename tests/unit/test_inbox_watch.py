@@ -12,6 +12,7 @@ from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, watcher_path
 from codexbridge.inbox.watch import parse_claim
+from tests.support.binaries import wait_flock_held
 
 
 def start(name: str = "box", timeout: float = 20, env: dict[str, str] | None = None
@@ -31,7 +32,7 @@ def wait_claimed(proc: subprocess.Popen[bytes], name: str = "box", timeout: floa
         try:
             with open(path, "rb") as fh:
                 if parse_claim(fh.read()) == proc.pid:
-                    time.sleep(0.2)  # let it take the lock
+                    wait_flock_held(path, max(0.1, deadline - time.monotonic()))
                     return
         except FileNotFoundError:
             pass
