@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import UsageError
+from ..protocol.approvals import POLICIES
 
 T = TypeVar("T")
 
@@ -20,6 +21,20 @@ url_option = click.option(
          "else the running `codexbridge serve` (bridge.json).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON object on stdout for scripts.")
+# Who answers codex's approvals during the turn (protocol/approvals.py holds the rules).
+approvals_option = click.option(
+    "--approvals", type=click.Choice([p.value for p in POLICIES]), default=None,
+    help="tui (default, $CODEX_BRIDGE_APPROVALS): stay silent, the human decides in the "
+         "TUI, decline after --approval-timeout. decline: refuse at once. accept: approve "
+         "at once (trusted environments only).")
+approval_timeout_option = click.option(
+    "--approval-timeout", type=float, default=None, metavar="S",
+    help="Seconds to wait for the TUI before declining (default 300, "
+         "$CODEX_BRIDGE_APPROVAL_TIMEOUT).")
+wait_thread_option = click.option(
+    "--wait", "wait_thread", type=click.FloatRange(min=0), default=0.0, metavar="S",
+    help="Wait up to S seconds for the thread (the TUI makes it at the human's first "
+         "message) instead of failing at once.")
 
 
 def run_async(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -19,12 +19,21 @@ from ..errors import (
     TurnTimeoutError,
     UsageError,
 )
-from ..protocol.approvals import POLICIES, approval_settings
+from ..protocol.approvals import approval_settings
 from ..protocol.enums import TurnOutcome
 from ..talk.client import AppServerClient
 from ..talk.endpoint import resolve_endpoint
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
-from .common import ensure_dir, json_option, read_text_arg, run_async, url_option
+from .common import (
+    approval_timeout_option,
+    approvals_option,
+    ensure_dir,
+    json_option,
+    read_text_arg,
+    run_async,
+    url_option,
+    wait_thread_option,
+)
 from .lazy import LazyGroup
 from .output import command, emit_json
 
@@ -97,13 +106,8 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
               help="Pick the user thread whose working directory is DIR.")
 @click.option("--turn-cwd", metavar="DIR",
               help="Run this turn (and later ones) in DIR instead of the thread's cwd.")
-@click.option("--approvals", type=click.Choice([p.value for p in POLICIES]), default=None,
-              help="tui (default, $CODEX_BRIDGE_APPROVALS): stay silent, the human decides in "
-                   "the TUI, decline after --approval-timeout. decline: refuse at once. "
-                   "accept: approve at once (trusted environments only).")
-@click.option("--approval-timeout", type=float, default=None, metavar="S",
-              help="Seconds to wait for the TUI before declining "
-                   "(default 300, $CODEX_BRIDGE_APPROVAL_TIMEOUT).")
+@approvals_option
+@approval_timeout_option
 @click.option("--timeout", type=float, default=DEFAULT_TURN_TIMEOUT, metavar="S",
               show_default=True, help="Seconds to wait for the turn to finish.")
 @click.option("--on-timeout", type=click.Choice(["leave", "interrupt"]), default="leave",
@@ -112,9 +116,7 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
 @click.option("--steer", is_flag=True,
               help="If a turn is already running, add the message to it instead of waiting "
                    "for it to finish.")
-@click.option("--wait", "wait_thread", type=click.FloatRange(min=0), default=0.0, metavar="S",
-              help="Wait up to S seconds for the thread (the TUI makes it at the human's "
-                   "first message) instead of failing at once.")
+@wait_thread_option
 @click.option("-q", "--quiet", is_flag=True, help="Do not stream the reply to stderr.")
 @url_option
 @json_option

@@ -23,10 +23,18 @@ from ..errors import (
     NoThreadError,
     UsageError,
 )
-from ..protocol.approvals import POLICIES, approval_settings
+from ..protocol.approvals import approval_settings
 from ..talk.client import AppServerClient
 from ..talk.endpoint import resolve_endpoint
-from .common import json_option, read_text_arg, run_async, url_option
+from .common import (
+    approval_timeout_option,
+    approvals_option,
+    json_option,
+    read_text_arg,
+    run_async,
+    url_option,
+    wait_thread_option,
+)
 from .output import command, emit_json
 
 SEND_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError,
@@ -63,15 +71,11 @@ thread_option = click.option("--thread", "selector", metavar="ID|NAME",
 @click.option("--in-reply-to", metavar="REQUEST",
               help="This answers request REQUEST: spends no hop, and Codex's next words "
                    "are not routed back.")
-@click.option("--approvals", type=click.Choice([p.value for p in POLICIES]), default=None,
-              help="How the courier answers Codex's approvals (default tui: the human, in "
-                   "the TUI; fail-closed after --approval-timeout).")
-@click.option("--approval-timeout", type=float, default=None, metavar="S")
+@approvals_option
+@approval_timeout_option
 @click.option("--timeout", type=click.FloatRange(min=1), default=COURIER_TIMEOUT, metavar="S",
               show_default=True, help="How long the courier follows the turn.")
-@click.option("--wait", "wait_thread", type=click.FloatRange(min=0), default=0.0, metavar="S",
-              help="Wait up to S seconds for the thread (the human's first message in the "
-                   "TUI) instead of failing at once.")
+@wait_thread_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @url_option
 @json_option

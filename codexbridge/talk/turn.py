@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..errors import ConnectionLostError, RpcError
@@ -117,13 +117,11 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, on_approval,
                        client_id=None if steer or turn_cwd else progress.client_id)
     run.tracker.capture_limit = capture_limit
-    sub = rpc.subscribe()
-    pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-pump")
 
     def left() -> float:
         return max(0.0, deadline - loop.time())
 
-    try:
+    async with _pumping(rpc, run, "codexbridge-turn-pump"):
         joined = await join(rpc, thread_id) if join_first else {}
         thread = joined.get("thread") if isinstance(joined, dict) else None
         busy = isinstance(thread, dict) and is_busy(thread.get("status"))
@@ -176,12 +174,6 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
         if run.lost and run.tracker.completed is None:
             raise ConnectionLostError(run.lost)
         return run.result(progress.turn_id or "", timed_out, timeout)
-    finally:
-        run.cancel_deadlines()
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await pump
-        sub.close()
 
 
 async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
@@ -197,9 +189,7 @@ async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
 
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, None, on_approval)
     run.tracker.capture_limit = capture_limit
-    sub = rpc.subscribe()
-    pump = asyncio.create_task(run.pump(sub), name="codexbridge-turn-follow")
-    try:
+    async with _pumping(rpc, run, "codexbridge-turn-follow"):
         await join(rpc, thread_id)
         run.feeding = True
         await run.bind(turn_id)
@@ -211,6 +201,15 @@ async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
         if run.lost and run.tracker.completed is None:
             raise ConnectionLostError(run.lost)
         return run.result(turn_id, timed_out, timeout)
+
+
+@contextlib.asynccontextmanager
+async def _pumping(rpc: Rpc, run: TurnFollower, name: str) -> AsyncIterator[None]:
+    """Feed the connection's notifications to `run` for the block; stop cleanly after."""
+    sub = rpc.subscribe()
+    pump = asyncio.create_task(run.pump(sub), name=name)
+    try:
+        yield
     finally:
         run.cancel_deadlines()
         pump.cancel()
