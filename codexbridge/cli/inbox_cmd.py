@@ -82,11 +82,15 @@ def inbox() -> None:
 @click.option("--conversation", metavar="ID",
               help="Conversation (hop budget) this request belongs to [default: the one the "
                    "running Codex turn is handling, else a new one].")
+@click.option("--interrupt", is_flag=True,
+              help="Live delivery cuts the reply Claude is writing (priority now) instead "
+                   "of landing right after its turn.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON receipt.")
 @click.argument("text")
 @command
 def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
-         thread: str | None, conversation: str | None, text: str, as_json: bool) -> None:
+         thread: str | None, conversation: str | None, interrupt: bool, text: str,
+         as_json: bool) -> None:
     """Leave TEXT (or stdin, with `-`) in a mailbox; prints the message id.
 
     A name nobody knows is refused (exit 8, naming the mailboxes that have listeners
@@ -95,6 +99,13 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
     and a warning says how to hook a session. Each mail is a request in a conversation:
     it spends one hop of its budget ($CODEX_BRIDGE_MAX_HOPS, default 4; refused over
     it, exit 9) and tells Claude it comes from a peer agent, not the human.
+
+    When the listening Claude session is running, the mail goes straight into it
+    (Claude Code's cross-session inbox: a new turn within a fraction of a second when
+    idle, right after the running turn when busy) and the receipt says `delivered:
+    live`; otherwise — or when the user's settings hold or refuse peer messages — it
+    waits for the session's next stop (`queued: next stop`, with the reason).
+    $CODEX_BRIDGE_LIVE=0 turns live delivery off.
     """
     if text == "-":
         raw = sys.stdin.buffer.read()
@@ -105,7 +116,7 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
                              ) from exc
     sent = inbox_service.request(text, to=to, sender=sender, new=new,
                                  expect_reply=expect_reply, thread=thread,
-                                 conversation=conversation)
+                                 conversation=conversation, interrupt=interrupt)
     receipt = sent.push
     mail = receipt.mail
     if receipt.warning:
@@ -116,9 +127,15 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
                    "listener": receipt.listener, "warning": receipt.warning,
                    "request": sent.request, "conversation": sent.conversation,
                    "hop": sent.hop, "max_hops": sent.max_hops,
-                   "expect_reply_from": sent.expect_reply_from})
+                   "expect_reply_from": sent.expect_reply_from,
+                   "delivery": receipt.delivery, "delivery_reason": receipt.delivery_reason})
     else:
         click.echo(mail.mail_id)
+        if receipt.listener is not None:
+            said = {"live": "delivered: live", "taken": "being delivered"}.get(
+                receipt.delivery, "queued: next stop")
+            click.echo(f"codexbridge: {said}" + (f" — {receipt.delivery_reason}"
+                                                 if receipt.delivery_reason else ""), err=True)
 
 
 @inbox.command("peek", epilog=INBOX_EXIT_HELP)
@@ -164,26 +181,37 @@ def peek(name: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @command
 def list_(as_json: bool) -> None:
-    """Every mailbox: pending and rejected counts, and who listens (cwd, session, last seen)."""
+    """Every mailbox: pending and rejected counts, who listens (cwd, session, last seen),
+    and whether its session can be reached now (live: busy / idle) or only at its next
+    stop (with the reason)."""
     directory, summaries = inbox_service.summaries()
+    reach = {s.name: inbox_service.reach(directory, s.name) for s in summaries if s.listener}
     if as_json:
         emit_json({"ok": True, "inbox_dir": directory, "mailboxes": [
             {"name": s.name, "pending": s.pending, "rejected": s.rejected,
-             "in_flight": s.in_flight, "listener": s.listener} for s in summaries]})
+             "in_flight": s.in_flight, "listener": s.listener, "reach": reach.get(s.name)}
+            for s in summaries]})
         return
     if not summaries:
         click.echo(f"no mailboxes yet in {directory}")
         return
-    rows = [("MAILBOX", "PENDING", "REJECTED", "LAST SEEN", "SESSION", "CWD")]
+    rows = [("MAILBOX", "PENDING", "REJECTED", "LAST SEEN", "SESSION", "REACH", "CWD")]
+    notes = []
     for s in summaries:
         lst = s.listener or {}
+        r = reach.get(s.name)
+        how = "-" if r is None else (f"live ({r['session']})" if r["live"] else "next stop")
+        if r is not None and r["reason"]:
+            notes.append(f"{s.name}: next stop — {r['reason']}")
         rows.append((s.name, str(s.pending), str(s.rejected),
                      str(lst.get("last_seen") or "never listened"),
-                     str(lst.get("session_id") or "-"), str(lst.get("cwd") or "-")))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+                     str(lst.get("session_id") or "-"), how, str(lst.get("cwd") or "-")))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
-        click.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5]))
-                   + "  " + row[5])
+        click.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:6]))
+                   + "  " + row[6])
+    for note in notes:
+        click.echo(note)
 
 
 @inbox.command("drain", epilog=INBOX_EXIT_HELP)

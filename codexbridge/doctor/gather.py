@@ -297,9 +297,12 @@ def mailboxes() -> dict[str, Any]:
         facts["error"] = exc.strerror or str(exc)
         return facts
     facts["listeners"] = listeners
+    from ..inbox.service import reach
+
     facts["mailboxes"] = [{"name": s.name, "pending": s.pending, "rejected": s.rejected,
                            "in_flight": s.in_flight, "listener": s.listener,
-                           "rejected_file": rejected_path(directory, s.name)}
+                           "rejected_file": rejected_path(directory, s.name),
+                           "reach": reach(directory, s.name) if s.listener else None}
                           for s in summaries]
     return facts
 

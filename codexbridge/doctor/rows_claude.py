@@ -104,6 +104,21 @@ def mailbox_rows(m: Facts, hooked: Sequence[str] = ()) -> list[Check]:
     return [_mailbox_row(b, sorted(set(listened) | set(hooked)), hooked) for b in boxes]
 
 
+def _reach_phrase(reach: Any, statuses: list[str], fixes: list[str]) -> str:
+    """How mail reaches the listening session now: live into its cross-session inbox,
+    or at its next stop (why). A protocol we do not know is a WARN: a Claude upgrade
+    changed what live delivery relies on, and it stays off until codexbridge knows."""
+    if not isinstance(reach, Mapping):
+        return "reach unknown"
+    if reach.get("live"):
+        return f"mail goes live into the running session ({reach.get('session')})"
+    if reach.get("drift"):
+        statuses.append(WARN)
+        fixes.append("live delivery is off for this Claude Code version; mail still "
+                     "arrives through the Stop hook (update codexbridge)")
+    return f"mail waits for the next stop: {reach.get('reason')}"
+
+
 def _mailbox_row(b: Facts, known: list[str], hooked: Sequence[str]) -> Check:
     name = str(b.get("name"))
     pending = int(b.get("pending") or 0)
@@ -123,6 +138,7 @@ def _mailbox_row(b: Facts, known: list[str], hooked: Sequence[str]) -> Check:
         parts.append(f"listener cwd {listener.get('cwd') or '-'}, session "
                      f"{listener.get('session_id') or '-'}, last seen "
                      f"{listener.get('last_seen') or '-'}")
+        parts.append(_reach_phrase(b.get("reach"), statuses, fixes))
     elif pending and name in hooked:
         statuses.append(INFO)
         parts.append("this project's Stop hook listens as it, but no session has run the "
@@ -145,7 +161,7 @@ def _mailbox_row(b: Facts, known: list[str], hooked: Sequence[str]) -> Check:
     status = WARN if WARN in statuses else (INFO if INFO in statuses else OK)
     return Check(f"mailbox:{name}", status, "; ".join(parts), "; ".join(fixes) or None,
                  {k: b.get(k) for k in ("name", "pending", "rejected", "in_flight", "listener",
-                                        "rejected_file")})
+                                        "rejected_file", "reach")})
 
 
 def chain_rows(shell_env: Mapping[str, str], settings_env: Mapping[str, str]) -> list[Check]:

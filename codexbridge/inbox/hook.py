@@ -144,17 +144,28 @@ def _plural(n: int, word: str) -> str:
 
 
 def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected] = (),
-                rejected_file: str | None = None) -> str:
-    """The text handed to Claude: the bridge's instruction first, then every message."""
+                rejected_file: str | None = None, *, live_id: str | None = None) -> str:
+    """The text handed to Claude: the bridge's instruction first, then every message.
+
+    `live_id`: the same text pushed into the session's cross-session inbox (Claude wraps
+    it as "Another Claude session sent a message"), so it says it is not a Claude
+    session and how to answer — not SendMessage to the receipt address."""
     parts: list[str] = []
     if mails:
+        how = (f"codexbridge delivered {_plural(len(mails), 'new message')} for mailbox "
+               f'"{mailbox}" straight into this session (delivery {live_id}). It does not '
+               "come from another Claude session: codexbridge relays it from the sender "
+               "named in each header (usually the paired Codex session); do not answer "
+               "it with SendMessage. "
+               if live_id else
+               f'codexbridge: {_plural(len(mails), "new message")} arrived in mailbox '
+               f'"{mailbox}" for this Claude Code session. This notice comes from the '
+               "codexbridge mailbox hook set up for this project; the messages below were "
+               "left by the sender named in each header (usually the paired Codex "
+               "session). ")
         parts.append(
-            f'codexbridge: {_plural(len(mails), "new message")} arrived in mailbox '
-            f'"{mailbox}" for this Claude Code session. This notice comes from the '
-            "codexbridge mailbox hook set up for this project; the messages below were "
-            "left by the sender named in each header (usually the paired Codex session). "
-            "Read every message and act on it as that sender's request, within what the "
-            "user has asked of you. "
+            how + "Read every message and act on it as that sender's request, within what "
+            "the user has asked of you. "
             + ("Where a message says Codex waits for your answer, just answer in your "
                "final message: it is sent back by itself (do not also send it)."
                if any(_expects_reply(m.extra) for m in mails) else

@@ -20,7 +20,7 @@ import time
 from ..conversation.handling import path as handling_path
 from .location import chain_path, ensure_private_dir, inbox_dir, log_dir
 from .names import default_mailbox, name_problem
-from .probe import has_pending
+from .probe import has_live, has_pending
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -173,6 +173,15 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
         answered = answer_pending(session, last if isinstance(last, str) else None)
         if answered:
             log(f"mailbox {name!r}: sent {answered} answer(s) back to Codex")
+    if has_live(inbox, name):
+        # Mail pushed live: remember what reached the session (so it is never delivered
+        # twice), put back what did not (so this stop delivers it).
+        from .live import reconcile
+
+        try:
+            reconcile(inbox, name)
+        except Exception as exc:  # the mail stays in its record for the next try
+            log(f"mailbox {name!r}: could not settle live deliveries: {exc!r}")
     pending = has_pending(inbox, name)
     if not pending:
         # The fast path: nothing waiting, and no chain of ours to end for this session

@@ -39,6 +39,8 @@ def listener_record(name: str, payload: dict[str, Any], via: str,
         # delivery reaches it.
         "messaging_socket": _str_or_none(os.environ.get("CLAUDE_CODE_MESSAGING_SOCKET")),
         "config_dir": _str_or_none(os.environ.get("CLAUDE_CONFIG_DIR")),
+        # bypassPermissions sessions hold peer messages for the user: not pushed to.
+        "permission_mode": _str_or_none(payload.get("permission_mode")),
     }
 
 

@@ -30,3 +30,13 @@ def has_pending(inbox: str, name: str) -> bool:
         finally:
             os.close(fd)
     return False
+
+
+def has_live(inbox: str, name: str) -> bool:
+    """True if a live delivery of NAME is still in flight (`live.py` settles it)."""
+    prefix = f"{name}.live-"
+    try:
+        with os.scandir(inbox) as entries:
+            return any(e.name.startswith(prefix) for e in entries)
+    except FileNotFoundError:
+        return False

@@ -97,15 +97,18 @@ class PushReceipt(NamedTuple):
     mailbox_file: str
     listener: dict[str, Any] | None
     warning: str | None
+    delivery: str = "next-stop"  # "live": already in the running Claude session
+    delivery_reason: str | None = None  # why not live (or how it is on its way)
 
 
 def push(text: str, *, to: str | None = None, sender: str | None = None,
          inbox: str | None = None, new: bool = False,
-         fields: dict[str, Any] | None = None) -> PushReceipt:
+         fields: dict[str, Any] | None = None, interrupt: bool = False) -> PushReceipt:
     """Store one mail for mailbox `to`, under the push rule above; `fields` travel on
-    the mail line (conversation, request, in_reply_to …)."""
+    the mail line (conversation, request, in_reply_to …). Then, when the listening
+    session is running, deliver it live (`live.py`); else it waits for the Stop hook."""
     name, who, known = _addressed(text, to, sender, inbox, new)
-    return _store(known, name, who, text, fields)
+    return _store(known, name, who, text, fields, interrupt)
 
 
 def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
@@ -127,7 +130,7 @@ def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
 
 
 def _store(known: Directory, name: str, who: str, text: str,
-           fields: dict[str, Any] | None) -> PushReceipt:
+           fields: dict[str, Any] | None, interrupt: bool = False) -> PushReceipt:
     mail = new_mail(text, to=name, sender=who, extra=fields)
     with mailbox_io(f"write to mailbox {name!r}"):
         ensure_private_dir(known.path)
@@ -137,7 +140,25 @@ def _store(known: Directory, name: str, who: str, text: str,
         warning = (f'no Claude Code session has listened on mailbox "{name}" yet; the mail '
                    f'is kept until a session hooked as "{name}" stops (`codexbridge '
                    f'install-hook --as {name} --project DIR`).')
-    return PushReceipt(mail, mail_path(known.path, name), known.listeners.get(name), warning)
+        return PushReceipt(mail, mail_path(known.path, name), None, warning)
+    delivery, why = _live(known.path, name, interrupt)
+    return PushReceipt(mail, mail_path(known.path, name), known.listeners.get(name), warning,
+                       delivery, why)
+
+
+def _live(inbox: str, name: str, interrupt: bool) -> tuple[str, str | None]:
+    """Deliver the mailbox into its running session now; the mail is safe either way
+    (it is stored first), so a failure here only means "at the next stop"."""
+    from . import live
+
+    try:
+        outcome = live.deliver_now(inbox, name, interrupt=interrupt)
+    except Exception as exc:  # the mail is stored: never fail the push over this
+        return "next-stop", f"live delivery failed ({exc!r})"
+    if outcome.delivery == "none":  # someone else (the hook, the watcher) took it first
+        return "taken", ("the Stop hook, the watcher or another push took it first: it is "
+                         "being delivered")
+    return outcome.delivery, outcome.reason
 
 
 class RequestReceipt(NamedTuple):
@@ -152,7 +173,7 @@ class RequestReceipt(NamedTuple):
 def request(text: str, *, to: str | None = None, sender: str | None = None,
             inbox: str | None = None, new: bool = False, expect_reply: bool = False,
             thread: str | None = None, conversation: str | None = None,
-            env: Mapping[str, str] | None = None) -> RequestReceipt:
+            env: Mapping[str, str] | None = None, interrupt: bool = False) -> RequestReceipt:
     """Codex → Claude: a message that is a request in a conversation — it spends a hop
     (refused over budget, before anything is written) and carries the envelope fields.
     With `expect_reply`, the Claude session's answer (its final message after handling
@@ -180,7 +201,7 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
                               "max_hops": limit}
     if expect_reply:
         fields["expect_reply"] = {"thread": asking}
-    receipt = _store(known, name, who, text, fields)
+    receipt = _store(known, name, who, text, fields, interrupt)
     if expect_reply:
         record = Delivery(id=token, direction=Direction.TO_CLAUDE, conversation=conv,
                           hop=hop, max_hops=limit, thread_id=asking, mailbox=name,
@@ -198,6 +219,18 @@ def peek(name: str | None, *, inbox: str | None = None) -> tuple[Directory, read
         raise known.unknown(mailbox)
     with mailbox_io(f"read mailbox {mailbox!r}", MailboxReadError):
         return known, reading.peek(known.path, mailbox)
+
+
+def reach(inbox: str, name: str) -> dict[str, Any]:
+    """How mail for `name` would reach its session right now: `live` (with the
+    session's busy / idle status) or at its next stop, and why (`live.status`)."""
+    from . import live
+
+    try:
+        return live.status(inbox, name)
+    except OSError as exc:
+        return {"live": False, "session": None, "reason": f"cannot tell ({exc})",
+                "drift": False}
 
 
 def summaries(inbox: str | None = None) -> tuple[str, list[reading.MailboxSummary]]:

@@ -124,11 +124,14 @@ class Batch:
     def empty(self) -> bool:
         return not self.mails and not self.rejected
 
-    def commit(self) -> None:
-        """The batch was delivered: remember its ids, keep its bad lines, delete it."""
+    def commit(self, *, delivered: bool = True) -> None:
+        """The batch was delivered: remember its ids, keep its bad lines, delete it.
+
+        `delivered=False` hands it over instead (live delivery wrote the mail into its
+        own record first, and confirms or puts back the ids later)."""
         if self.committed:
             return
-        ids = [m.mail_id for m in self.mails if m.mail_id]
+        ids = [m.mail_id for m in self.mails if m.mail_id] if delivered else []
         with FileLock(lock_path(self.inbox, self.name)):
             if ids:
                 _remember_delivered(self.inbox, self.name, ids)
@@ -170,6 +173,20 @@ def _remember_delivered(inbox: str, name: str, ids: list[str]) -> None:
     with open(path, "rb") as fh:
         keep = fh.read().splitlines()[-DELIVERED_KEEP:]
     write_private(path, b"\n".join(keep) + b"\n")
+
+
+def confirm(inbox: str, name: str, ids: list[str]) -> None:
+    """Mail delivered by another path (live): remember its ids, so no take repeats it."""
+    with FileLock(lock_path(inbox, name)):
+        _remember_delivered(inbox, name, ids)
+
+
+def put_back(inbox: str, name: str, mails: list[Mail]) -> None:
+    """Mail that did not reach the session after all goes back into its mailbox (ids
+    already delivered are skipped at the next take, so this never duplicates)."""
+    if mails:
+        with FileLock(lock_path(inbox, name)):
+            _append(mail_path(inbox, name), b"".join(encode_line(m) for m in mails))
 
 
 def delivered_ids(inbox: str, name: str) -> set[str]:

@@ -91,14 +91,16 @@ def register(server: MCPServer, rt: Runtime) -> None:
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many mailboxes "
                                                               "(sorted by name).")] = 50,
     ) -> CallToolResult:
-        """List the Claude Code mailboxes: pending and rejected counts, and which Claude
-        session listens on each (cwd, session id, last seen)."""
+        """List the Claude Code mailboxes: pending and rejected counts, which Claude
+        session listens on each (cwd, session id, last seen), and whether mail reaches
+        it at once (reach.live, with the session busy or idle) or at its next stop."""
         async def body() -> Outcome:
             from ..inbox import service as inbox
 
             directory, summaries = inbox.summaries(rt.inbox())
             rows = [{"name": s.name, "pending": s.pending, "rejected": s.rejected,
-                     "inFlight": s.in_flight, "listener": _listener_view(s.listener)}
+                     "inFlight": s.in_flight, "listener": _listener_view(s.listener),
+                     "reach": inbox.reach(directory, s.name) if s.listener else None}
                     for s in summaries]
             shown = rows[:limit]
             summary = (f"{len(rows)} mailbox(es) in {directory}" + "".join(
@@ -179,15 +181,21 @@ def register(server: MCPServer, rt: Runtime) -> None:
             # The first five fields are claude-codex-bridge's send result, kept so
             # prompts written for it keep working.
             data = {"messageId": mail.mail_id, "mailbox": mail.to, "queuedAt": mail.at,
-                    "delivery": "queued", "delivered": False,
+                    # "live": already in the running Claude session (its cross-session
+                    # inbox); "queued": at its next stop (deliveryReason says why)
+                    "delivery": "live" if receipt.delivery == "live" else "queued",
+                    "delivered": receipt.delivery == "live",
+                    "deliveryReason": receipt.delivery_reason,
                     "id": mail.mail_id, "from": mail.sender, "at": mail.at,
                     "mailboxFile": receipt.mailbox_file,
                     "listener": _listener_view(receipt.listener),
                     "request": sent.request, "conversation": sent.conversation,
                     "hop": sent.hop, "maxHops": sent.max_hops,
                     "expectReplyFrom": sent.expect_reply_from}
-            summary = (f'left message {mail.mail_id} in mailbox "{mail.to}" (conversation '
-                       f"{sent.conversation}, hop {sent.hop}/{sent.max_hops})")
+            how = ("delivered live into the running Claude session"
+                   if receipt.delivery == "live" else "waiting for the session's next stop")
+            summary = (f'left message {mail.mail_id} in mailbox "{mail.to}", {how} '
+                       f"(conversation {sent.conversation}, hop {sent.hop}/{sent.max_hops})")
             if sent.expect_reply_from:
                 summary += f"; Claude's answer will arrive in thread {sent.expect_reply_from}"
             return Outcome(data, summary, warnings)

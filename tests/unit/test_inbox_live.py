@@ -1,0 +1,268 @@
+"""Live delivery: the pure rules, and the settling of in-flight records against a fake
+session (a unix socket and a transcript file we write ourselves). The real Claude Code
+is in tests/real/test_live_delivery_real.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codexbridge.inbox import live, store
+from codexbridge.inbox import live_rules as rules
+from codexbridge.inbox import peek as reading
+from codexbridge.inbox.lines import new_mail
+from codexbridge.inbox.location import inbox_dir, session_path
+
+SESSION = "11111111-2222-3333-4444-555555555555"
+
+
+def listener(tmp: Path, **over: Any) -> dict[str, Any]:
+    rec = {"name": "box", "cwd": str(tmp / "proj"), "session_id": SESSION,
+           "claude_pid": "4242", "messaging_socket": str(tmp / "socks" / "4242.sock"),
+           "transcript_path": str(tmp / "t.jsonl"), "config_dir": str(tmp / "cfg"),
+           "permission_mode": "default"}
+    rec.update(over)
+    return rec
+
+
+def registry(tmp: Path, **over: Any) -> dict[str, Any]:
+    reg = {"pid": 4242, "sessionId": SESSION, "peerProtocol": 1, "status": "idle",
+           "messagingSocketPath": str(tmp / "socks" / "4242.sock")}
+    reg.update(over)
+    return reg
+
+
+# -- target ----------------------------------------------------------------------------------
+
+def test_target_when_everything_is_as_measured(tmp_path: Path) -> None:
+    v = rules.target(listener(tmp_path), registry(tmp_path), [], {}, True)
+    assert v.target is not None and v.reason is None
+    assert v.target.pid == 4242 and v.target.status == "idle"
+
+
+@pytest.mark.parametrize("change, needle, drift", [
+    ({"env": {"CODEX_BRIDGE_LIVE": "0"}}, "CODEX_BRIDGE_LIVE=0", False),
+    ({"listener": {"messaging_socket": None}}, "--bare", False),
+    ({"listener": {"permission_mode": "bypassPermissions"}}, "bypassPermissions", False),
+    ({"registry": None}, "not running", False),
+    ({"registry": {"sessionId": "other"}}, "not running", False),
+    ({"registry": {"peerProtocol": 2}}, "peerProtocol 2", True),
+    ({"exists": False}, "socket is gone", False),
+])
+def test_every_doubt_means_the_stop_hook(tmp_path: Path, change: dict[str, Any], needle: str,
+                                        drift: bool) -> None:
+    lst = listener(tmp_path, **change.get("listener", {}))
+    reg = None if change.get("registry", 1) is None else registry(
+        tmp_path, **change.get("registry", {}))
+    v = rules.target(lst, reg, [], change.get("env", {}), change.get("exists", True))
+    assert v.target is None and v.reason and needle in v.reason, v
+    assert v.drift is drift
+
+
+def test_the_strictest_crossSessionInbound_wins(tmp_path: Path) -> None:
+    settings = [("/u/settings.json", {"crossSessionInbound": "hold"}),
+                ("/p/.claude/settings.json", {"crossSessionInbound": "refuse"}),
+                ("/p/.claude/settings.local.json", {"crossSessionInbound": "accept"})]
+    v = rules.target(listener(tmp_path), registry(tmp_path), settings, {}, True)
+    assert v.target is None and v.reason is not None
+    assert 'crossSessionInbound="refuse"' in v.reason and "/p/.claude/settings.json" in v.reason
+    ok = rules.target(listener(tmp_path), registry(tmp_path),
+                      [("/u", {"crossSessionInbound": "accept"})], {}, True)
+    assert ok.target is not None
+
+
+# -- frame, transcript, receipts ---------------------------------------------------------------
+
+def test_frame_is_msgv1_next_and_never_asserts_a_mode() -> None:
+    data = rules.frame("hello", "m-1", SESSION, "/s/cb.sock")
+    assert data is not None and data.endswith(b"\n")
+    body = json.loads(data)
+    assert body == {"msgV": 1, "msg_id": "m-1", "type": "user", "priority": "next",
+                    "message": {"role": "user", "content": "hello"},
+                    "session_id": SESSION, "from": "uds:/s/cb.sock"}
+    assert "from-mode" not in data.decode() and "cross-session-message" not in data.decode()
+    assert json.loads(rules.frame("x", "m", SESSION, None, interrupt=True) or b"")[
+        "priority"] == "now"
+    assert "from" not in json.loads(rules.frame("x", "m", SESSION, None) or b"")
+    assert rules.frame("x" * (rules.FRAME_MAX + 1), "m", SESSION, None) is None
+
+
+def test_transcript_state_by_msg_id() -> None:
+    mid = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+    user = json.dumps({"type": "user", "origin": {"kind": "peer", "msg_id": mid}}).encode()
+    mid_tool = json.dumps({"type": "attachment", "attachment": {
+        "type": "queued_command", "origin": {"kind": "peer", "msg_id": mid}}}).encode()
+    enqueued = json.dumps({"type": "queue-operation", "operation": "enqueue",
+                           "content": f"… delivery {mid} …"}).encode()
+    other = json.dumps({"type": "user", "origin": {"msg_id": "zzz"}}).encode()
+    assert rules.transcript_state([other, b"{not json " + mid.encode(), user], mid) == \
+        rules.DELIVERED
+    assert rules.transcript_state([mid_tool], mid) == rules.DELIVERED
+    assert rules.transcript_state([enqueued], mid) == rules.QUEUED
+    assert rules.transcript_state([enqueued, user], mid) == rules.DELIVERED
+    assert rules.transcript_state([other], mid) is None
+
+
+def test_receipts_only_bring_bad_news() -> None:
+    base = {"type": "control", "action": "peer_message_status"}
+    assert rules.receipt_problem({**base, "status": "held", "orig_msg_id": "m"}, "m") == \
+        "Claude Code held it"
+    dropped = {**base, "status": "dropped", "drop_reason": "rate-limited",
+               "orig_msg_id": "x", "dropped_msg_ids": ["y", "m"]}
+    assert rules.receipt_problem(dropped, "m") == "Claude Code dropped it (rate-limited)"
+    refused = {**base, "status": "expired", "status_detail": "refused", "orig_msg_id": "m"}
+    assert rules.receipt_problem(refused, "m") == "Claude Code expired it (refused)"
+    assert rules.receipt_problem({**base, "status": "delivered", "orig_msg_id": "m"},
+                                 "m") is None
+    assert rules.receipt_problem({**base, "status": "held", "orig_msg_id": "n"}, "m") is None
+    assert rules.receipt_problem({"action": "peer_idle_notice"}, "m") is None
+
+
+# -- against a fake session ---------------------------------------------------------------------
+
+class FakeSession:
+    """A unix socket that reads frames like Claude's inbox; `answer` decides what the
+    'session' writes to its transcript or sends back as a receipt."""
+
+    def __init__(self, tmp: Path, answer: str) -> None:
+        self.tmp = tmp
+        self.answer = answer
+        (tmp / "socks").mkdir(exist_ok=True)
+        self.path = str(tmp / "socks" / "4242.sock")
+        self.transcript = tmp / "t.jsonl"
+        self.transcript.write_text('{"type":"summary"}\n')
+        self.frames: list[dict[str, Any]] = []
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(self.path)
+        self.server.listen(4)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while chunk := conn.recv(65536):
+                    data += chunk
+            frame = json.loads(data)
+            self.frames.append(frame)
+            mid = frame["msg_id"]
+            if self.answer == "deliver":
+                with open(self.transcript, "a") as fh:
+                    fh.write(json.dumps({"type": "user", "origin": {"kind": "peer",
+                                                                    "msg_id": mid}}) + "\n")
+            elif self.answer == "queue":
+                with open(self.transcript, "a") as fh:
+                    fh.write(json.dumps({"type": "queue-operation", "operation": "enqueue",
+                                         "content": frame["message"]["content"]}) + "\n")
+            elif self.answer == "drop":
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as back:
+                    back.connect(frame["from"][len("uds:"):])
+                    back.sendall(json.dumps({"type": "control",
+                                             "action": "peer_message_status",
+                                             "status": "dropped", "drop_reason": "duplicate",
+                                             "orig_msg_id": mid}).encode() + b"\n")
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv(live.CONFIRM_ENV, "0.5")
+    inbox = Path(inbox_dir())
+    inbox.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cfg" / "sessions").mkdir(parents=True)
+    (tmp_path / "cfg" / "sessions" / "4242.json").write_text(json.dumps(registry(tmp_path)))
+    Path(session_path(str(inbox), "box")).write_text(json.dumps(listener(tmp_path)))
+    yield inbox
+
+
+def mail(text: str) -> str:
+    m = new_mail(text, to="box", sender="codex")
+    store.push(inbox_dir(), m)
+    assert m.mail_id
+    return m.mail_id
+
+
+def test_delivered_live_is_remembered_and_never_taken_again(box: Path, tmp_path: Path) -> None:
+    fake = FakeSession(tmp_path, "deliver")
+    try:
+        ids = [mail("one"), mail("two")]
+        out = live.deliver_now(str(box), "box")
+    finally:
+        fake.close()
+    assert out.delivery == "live" and out.mails == 2
+    [frame] = fake.frames  # one frame for the batch
+    text = frame["message"]["content"]
+    assert all(i in text for i in ids) and out.msg_id in text
+    assert live.live_files(str(box), "box") == []
+    assert store.delivered_ids(str(box), "box") >= set(ids)
+    assert reading.peek(str(box), "box").mails == []
+
+
+def test_a_dropped_frame_goes_back_to_the_mailbox(box: Path, tmp_path: Path) -> None:
+    fake = FakeSession(tmp_path, "drop")
+    try:
+        mid = mail("dup")
+        out = live.deliver_now(str(box), "box")
+    finally:
+        fake.close()
+    assert out.delivery == "next-stop" and "dropped it (duplicate)" in (out.reason or "")
+    assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
+
+
+def test_silence_goes_back_and_a_late_arrival_is_still_caught(box: Path,
+                                                              tmp_path: Path) -> None:
+    fake = FakeSession(tmp_path, "silent")
+    try:
+        mid = mail("late")
+        out = live.deliver_now(str(box), "box")
+    finally:
+        fake.close()
+    assert out.delivery == "next-stop" and "did not take it" in (out.reason or "")
+    assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
+    # the frame surfaces after all: the next reconcile remembers it, no take repeats it
+    with open(tmp_path / "t.jsonl", "a") as fh:
+        fh.write(json.dumps({"type": "user", "origin": {"msg_id": out.msg_id}}) + "\n")
+    live.reconcile(str(box), "box")
+    with store.take(str(box), "box") as batch:
+        assert batch.mails == [] and batch.duplicates == 1
+        batch.commit()
+
+
+def test_queued_in_the_session_waits_then_the_session_ending_puts_it_back(
+        box: Path, tmp_path: Path) -> None:
+    fake = FakeSession(tmp_path, "queue")
+    try:
+        mid = mail("busy")
+        out = live.deliver_now(str(box), "box")
+    finally:
+        fake.close()
+    assert out.delivery == "live" and "queue" in (out.reason or "")
+    [path] = live.live_files(str(box), "box")
+    assert json.loads(Path(path).read_text())["state"] == live.QUEUED
+    live.reconcile(str(box), "box")  # still running: nothing changes
+    assert reading.peek(str(box), "box").mails == []
+    os.unlink(tmp_path / "cfg" / "sessions" / "4242.json")  # the session exits
+    live.reconcile(str(box), "box")
+    assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
+
+
+def test_nobody_listening_live_leaves_the_mail_alone(box: Path, tmp_path: Path) -> None:
+    mid = mail("no socket")
+    out = live.deliver_now(str(box), "box")
+    assert out.delivery == "next-stop" and "socket is gone" in (out.reason or "")
+    assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
+    assert live.status(str(box), "box")["live"] is False
