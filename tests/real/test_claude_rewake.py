@@ -54,8 +54,10 @@ def _live_watcher(name: str, timeout: float) -> int:
 
 
 def _push(to: str, text: str) -> None:
+    """Live delivery off: this test is about the watcher's path."""
     subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "push", "--to", to, text],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True,
+                   env={**os.environ, "CODEX_BRIDGE_LIVE": "0"})
 
 
 def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,

@@ -36,8 +36,11 @@ INTEROP_LINE = ('{"id":"m4x9k2a1-q7w3e9","at":"2026-05-01T09:30:12.345Z","from":
 
 
 def cli_push(to: str, text: str) -> str:
+    """`inbox push` with live delivery off: these tests are about the Stop hook's path
+    (live delivery has its own, tests/real/test_live_delivery_real.py)."""
     proc = subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "push", "--to", to,
-                           "--json", text], capture_output=True, text=True, check=True)
+                           "--json", text], capture_output=True, text=True, check=True,
+                          env={**os.environ, "CODEX_BRIDGE_LIVE": "0"})
     mail_id = json.loads(proc.stdout)["id"]
     assert isinstance(mail_id, str)
     return mail_id

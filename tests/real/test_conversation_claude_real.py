@@ -56,6 +56,10 @@ pytestmark = [pytest.mark.real_claude, pytest.mark.real_codex]
 PYTHON = sys.executable
 ENVELOPE_FROM_CLAUDE = "[codexbridge] from Claude Code — a peer AI agent, not the human user"
 T = TypeVar("T")
+# The courier inherits Claude's environment (it runs from Claude's Bash tool): with live
+# delivery off, these tests prove the Stop hook's and the watcher's paths for replies.
+# Live delivery of a reply is proven in tests/real/test_live_delivery_real.py.
+HOOK_PATH = {"CODEX_BRIDGE_LIVE": "0"}
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -232,7 +236,8 @@ async def test_claude_asks_codex_and_the_stop_hook_brings_the_reply(
         pushed = cli("inbox", "push", "--to", name, bash_call(talk_send(user.thread_id, ask)))
         started = time.monotonic()
         proc = await asyncio.to_thread(claude.run_p, cproject, "hello", "--allowedTools",
-                                       "Bash", env={"CODEX_BRIDGE_URL": app_server.url},
+                                       "Bash", env={"CODEX_BRIDGE_URL": app_server.url,
+                                                    **HOOK_PATH},
                                        timeout=60)
         elapsed = time.monotonic() - started
         assert proc.returncode == 0, proc.stderr
@@ -302,7 +307,8 @@ async def test_an_idle_claude_is_woken_by_codexs_reply(
     name = "tui"
     install(str(cproject), name, rewake=True, watch_timeout=120)
     claude.seed_interactive(cproject)
-    session = TmuxClaude(claude, cproject, env={"CODEX_BRIDGE_URL": app_server.url})
+    session = TmuxClaude(claude, cproject, env={"CODEX_BRIDGE_URL": app_server.url,
+                                                **HOOK_PATH})
     ask = "HOLD:idle-wake Claude here: please review the migration"
     try:
         async with RawClient(app_server.url) as tui:

@@ -116,6 +116,15 @@ def test_an_idle_session_gets_the_mail_at_once_and_never_again(
         interactive: TmuxClaude, mock_messages: MockMessages) -> None:
     rec = start_idle(interactive)
     assert rec["messaging_socket"] and rec["claude_pid"] and rec["transcript_path"]
+    # the drift guard: what live delivery relies on, as the pinned Claude Code writes it
+    reg = json.loads((Path(rec["config_dir"]) / "sessions" / f"{rec['claude_pid']}.json")
+                     .read_text())
+    assert reg["peerProtocol"] == 1 and reg["sessionId"] == rec["session_id"]
+    assert reg["messagingSocketPath"] == rec["messaging_socket"]
+    assert reg["status"] in ("idle", "busy")
+    listed = subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "list", "--json"],
+                            capture_output=True, text=True, check=True)
+    assert json.loads(listed.stdout)["mailboxes"][0]["reach"]["live"] is True
     before = len(mock_messages.requests)
     pushed = time.monotonic()
     receipt = push("LIVE ONE: please look at the failing test")
@@ -349,3 +358,49 @@ def test_live_off_by_switch(interactive: TmuxClaude, mock_messages: MockMessages
     assert "CODEX_BRIDGE_LIVE=0" in receipt["delivery_reason"]
     assert pending() == 1
 
+
+
+@pytest.mark.real_codex
+@pytest.mark.tmux
+async def test_codexs_reply_goes_live_into_the_idle_session_that_asked(
+        claude: ClaudeHarness, tmp_path: Path, mock_messages: MockMessages,
+        app_server: Any, workdir: Path, mock_model: Any) -> None:
+    """Claude's Bash runs `talk send`, Claude goes idle while Codex's turn is held; when
+    Codex answers, the courier's reply mail goes straight into the session (no watcher,
+    no stop needed)."""
+    import asyncio
+
+    from tests.real.test_conversation_claude_real import bash_call, receipt_in, talk_send
+    from tests.support.raw_client import RawClient, start_user_thread
+
+    project = tmp_path / "claude-project"
+    project.mkdir()
+    install(str(project), BOX)
+    claude.seed_interactive(project)
+    session = TmuxClaude(claude, project, env={"CODEX_BRIDGE_URL": app_server.url})
+    try:
+        async with RawClient(app_server.url) as tui:
+            user = await start_user_thread(tui, workdir, "first message from the human")
+            session.start("--permission-mode", "manual", "--allowedTools", "Bash")
+            assert await asyncio.to_thread(session.wait_for_screen, "❯", 30)
+            await asyncio.to_thread(registered)
+            await asyncio.to_thread(session.type, bash_call(talk_send(
+                user.thread_id, "HOLD:live-reply Claude here: which tests cover auth?")))
+            seen = await asyncio.to_thread(mock_messages.wait_for,
+                                           lambda r: receipt_in(r) is not None, 30)
+            assert seen is not None, session.screen()
+            receipt = receipt_in(seen)
+            assert receipt is not None and receipt["reply_to"] == BOX
+            await asyncio.to_thread(mock_model.wait_held, "live-reply", 30)
+            before = len(mock_messages.requests)
+            mock_model.release("live-reply")
+            woke = await asyncio.to_thread(
+                mock_messages.wait_for, carrying("Reply from Codex", before), 30)
+            assert woke is not None, session.screen()
+            assert "straight into this session" in woke.tail_text()
+            assert "MOCK REPLY: HOLD:live-reply Claude here: which tests cover auth?" in (
+                woke.tail_text())
+    finally:
+        session.stop()
+    assert not any("Reply from Codex" in fb for fb in mock_messages.stop_feedback())
+    assert pending() == 0

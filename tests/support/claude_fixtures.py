@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,20 +22,9 @@ from typing import Any
 
 import pytest
 
+from codexbridge.mock.claude_env import offline_env, seed_interactive
 from tests.support.binaries import require_claude, require_tmux
 from tests.support.mock_messages import MockMessages
-
-API_KEY = "sk-ant-codexbridge-test-0123456789abcdef"
-QUIET = {
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "DISABLE_TELEMETRY": "1",
-    "DISABLE_ERROR_REPORTING": "1",
-    "DISABLE_AUTOUPDATER": "1",
-    # Measured: without it the interactive TUI tries `git clone` of the official plugin
-    # marketplace from github.com (and a fetch from downloads.claude.ai) — DNS lookups off
-    # the machine. Loopback only.
-    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-}
 
 
 def hook_settings(hooks: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -58,20 +46,8 @@ class ClaudeHarness:
     def env(self, extra: dict[str, str] | None = None, *, term: str = "dumb"
             ) -> dict[str, str]:
         """The minimal offline environment (claude-code.md §2) plus `extra`."""
-        python_bin = os.path.dirname(sys.executable)
-        env = {
-            "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(self.home),
-            "TERM": term,
-            "LANG": "C.UTF-8",
-            "ANTHROPIC_BASE_URL": self.mock.url,
-            "ANTHROPIC_API_KEY": API_KEY,
-            "CLAUDE_CONFIG_DIR": str(self.config_dir),
-            "CODEX_BRIDGE_HOME": os.environ["CODEX_BRIDGE_HOME"],
-            **QUIET,
-        }
-        if extra:
-            env.update(extra)
+        env = offline_env(self.home, self.config_dir, self.mock.url, term=term, extra=extra)
+        env["CODEX_BRIDGE_HOME"] = os.environ["CODEX_BRIDGE_HOME"]
         return env
 
     def run_p(self, project: Path, prompt: str, *args: str,
@@ -93,12 +69,7 @@ class ClaudeHarness:
 
     def seed_interactive(self, project: Path) -> None:
         """`.claude.json` that skips onboarding, the API-key question and trust."""
-        data = {
-            "hasCompletedOnboarding": True,
-            "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
-            "projects": {str(project.resolve()): {"hasTrustDialogAccepted": True}},
-        }
-        (self.config_dir / ".claude.json").write_text(json.dumps(data), encoding="utf-8")
+        seed_interactive(self.config_dir, project)
 
 
 def write_project_settings(project: Path, settings: dict[str, Any]) -> Path:

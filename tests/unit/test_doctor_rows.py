@@ -393,3 +393,20 @@ def test_verdict_json_and_text() -> None:
 def test_check_failed_names_the_error() -> None:
     row = check_failed("threads", RuntimeError("kaput"))
     assert row.status == WARN and "RuntimeError: kaput" in row.finding
+
+
+def test_mailbox_reach_live_next_stop_and_protocol_drift() -> None:
+    live = {**box("web", listener=LISTENER),
+            "reach": {"live": True, "session": "idle", "reason": None, "drift": False}}
+    later = {**box("api", listener=LISTENER),
+             "reach": {"live": False, "session": None, "drift": False,
+                       "reason": 'the user\'s setting crossSessionInbound="hold" wins'}}
+    drift = {**box("ops", listener=LISTENER),
+             "reach": {"live": False, "session": None, "drift": True,
+                       "reason": "Claude Code's cross-session protocol changed (peerProtocol 2)"}}
+    by = {c.name: c for c in rows_claude.mailbox_rows(
+        {"inbox_dir": "/i", "mailboxes": [live, later, drift]})}
+    assert by["mailbox:web"].status == OK and "goes live" in by["mailbox:web"].finding
+    assert by["mailbox:api"].status == OK and "crossSessionInbound" in by["mailbox:api"].finding
+    assert by["mailbox:ops"].status == WARN and "peerProtocol 2" in by["mailbox:ops"].finding
+    assert by["mailbox:ops"].fix and "Stop hook" in by["mailbox:ops"].fix

@@ -1,0 +1,46 @@
+"""The environment that keeps a real Claude Code offline, against our mock Messages API.
+
+Measured (../shared/reference/claude-code.md §2 and the inbox probe): a minimal
+environment, `ANTHROPIC_BASE_URL` on loopback, its own `CLAUDE_CONFIG_DIR`, and these
+"quiet" variables; without the last one the interactive TUI tries to `git clone` the
+official plugin marketplace from github.com. Used by the tests and the bench.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+API_KEY = "sk-ant-codexbridge-test-0123456789abcdef"
+QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+}
+
+
+def offline_env(home: Path, config_dir: Path, mock_url: str, *, term: str = "dumb",
+                extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Everything a `claude` process gets: nothing of the caller's environment leaks
+    in except CODEX_BRIDGE_HOME (so its hooks use the same state dir)."""
+    python_bin = os.path.dirname(sys.executable)
+    env = {"PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
+           "TERM": term, "LANG": "C.UTF-8", "ANTHROPIC_BASE_URL": mock_url,
+           "ANTHROPIC_API_KEY": API_KEY, "CLAUDE_CONFIG_DIR": str(config_dir), **QUIET}
+    if os.environ.get("CODEX_BRIDGE_HOME"):
+        env["CODEX_BRIDGE_HOME"] = os.environ["CODEX_BRIDGE_HOME"]
+    env.update(extra or {})
+    return env
+
+
+def seed_interactive(config_dir: Path, project: Path) -> None:
+    """`.claude.json` that skips onboarding, the API-key question and the trust dialog."""
+    data = {"hasCompletedOnboarding": True,
+            "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+            "projects": {str(project.resolve()): {"hasTrustDialogAccepted": True}}}
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / ".claude.json").write_text(json.dumps(data), encoding="utf-8")
