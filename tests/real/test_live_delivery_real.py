@@ -404,3 +404,31 @@ async def test_codexs_reply_goes_live_into_the_idle_session_that_asked(
         session.stop()
     assert not any("Reply from Codex" in fb for fb in mock_messages.stop_feedback())
     assert pending() == 0
+
+
+def test_interrupt_cuts_the_running_turn_instead_of_waiting(
+        claude: ClaudeHarness, claude_project: Path, tmux_claude: TmuxClaude,
+        mock_messages: MockMessages) -> None:
+    thinking = threading.Event()
+    release = threading.Event()
+
+    def hold(req: RecordedRequest) -> None:
+        if "LONG THOUGHT" in req.tail_text():
+            thinking.set()
+            release.wait(30)
+
+    mock_messages.on_request = hold
+    install(str(claude_project), BOX)
+    claude.seed_interactive(claude_project)
+    start_idle(tmux_claude)
+    tmux_claude.type("LONG THOUGHT about everything")
+    assert thinking.wait(30)
+    before = len(mock_messages.requests)
+    try:
+        receipt = push("URGENT MAIL", "--interrupt")
+        assert receipt["delivery"] == "live", receipt
+        # the mail's request comes while the slow one is still held: the turn was cut
+        urgent = mock_messages.wait_for(carrying("URGENT MAIL", before), timeout=10)
+        assert urgent is not None and not release.is_set()
+    finally:
+        release.set()
