@@ -9,7 +9,7 @@ import click
 from ..error_tables import exit_help
 from ..errors import UnhealthyError, UsageError
 from .common import ensure_dir, json_option, url_option
-from .output import command, emit_json
+from .output import diagnosing, emit_json
 
 DOCTOR_EXIT_HELP = exit_help(UnhealthyError, UsageError,
                              success="no FAIL row (WARN and INFO rows do not change it)")
@@ -20,7 +20,7 @@ DOCTOR_EXIT_HELP = exit_help(UnhealthyError, UsageError,
               help="The project whose .claude/settings.json is checked for the Stop hook.")
 @url_option
 @json_option
-@command
+@diagnosing
 def doctor(project: str, url: str | None, as_json: bool) -> None:
     """Check the set-up: binaries, app-server, threads, approval diverters, hooks, mailboxes.
 

@@ -37,7 +37,24 @@ def report(exc: BridgeError, as_json: bool) -> int:
     return exc.exit_code
 
 
-def command(fn: F) -> F:
+def check_state_dirs() -> None:
+    """Refuse a state home or inbox dir that would lock the user out or mix our files
+    into another agent's state (`host/private.unsafe_state_dir`) — before anything is
+    written there. `doctor` reports the same as a FAIL row instead."""
+    import os
+
+    from ..errors import UsageError
+    from ..host.private import HOME_ENV, state_home, unsafe_state_dir
+
+    problem = unsafe_state_dir(state_home(), HOME_ENV)
+    if problem is None and os.environ.get("CODEX_BRIDGE_INBOX_DIR"):
+        problem = unsafe_state_dir(os.environ["CODEX_BRIDGE_INBOX_DIR"],
+                                   "CODEX_BRIDGE_INBOX_DIR")
+    if problem:
+        raise UsageError(f"refusing to use it: {problem}", details={"problem": problem})
+
+
+def command(fn: F, *, check_state: bool = True) -> F:
     """Run the command and exit: 0 / its returned status, or the error's exit code.
 
     The wrapped command's `as_json` keyword (from `--json`) decides the error format.
@@ -46,6 +63,8 @@ def command(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            if check_state:
+                check_state_dirs()
             status = fn(*args, **kwargs)
         except BridgeError as exc:
             status = report(exc, bool(kwargs.get("as_json")))
@@ -55,3 +74,8 @@ def command(fn: F) -> F:
         sys.exit(status if isinstance(status, int) else 0)
 
     return wrapper  # type: ignore[return-value]
+
+
+def diagnosing(fn: F) -> F:
+    """`command` for `doctor`: it reports an unsafe state dir as a FAIL row instead."""
+    return command(fn, check_state=False)

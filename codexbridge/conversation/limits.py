@@ -5,8 +5,11 @@ Everything we put in front of a model is bounded: a request over the limit is re
 Claude's final message going back to Codex — is cut with a note saying where the rest
 is, because refusing an answer would lose it.
 
-    CODEX_BRIDGE_TEXT_MAX    characters per message (default 200,000; the MCP
-                             tools read the same knob)
+    CODEX_BRIDGE_TEXT_MAX    characters per message to Codex (default 200,000; the
+                             MCP tools read the same knob)
+    CODEX_BRIDGE_MAIL_MAX    bytes per mail to Claude (default 10 MiB): the hard cap
+                             of a push; mail over 64 KiB reaches Claude as a preview
+                             and the path of the whole text (inbox/spill.py)
 """
 
 from __future__ import annotations
@@ -24,6 +27,28 @@ def text_max(env: Mapping[str, str]) -> int:
     except ValueError:
         return DEFAULT_TEXT_MAX  # a bad knob must not make every send fail
     return value if value > 0 else DEFAULT_TEXT_MAX
+
+
+MAIL_MAX_ENV = "CODEX_BRIDGE_MAIL_MAX"
+DEFAULT_MAIL_MAX = 10 * 1024 * 1024
+
+
+def mail_max(env: Mapping[str, str]) -> int:
+    raw = env.get(MAIL_MAX_ENV, "").strip()
+    try:
+        value = int(raw) if raw else DEFAULT_MAIL_MAX
+    except ValueError:
+        return DEFAULT_MAIL_MAX
+    return value if value > 0 else DEFAULT_MAIL_MAX
+
+
+def mail_over_limit(text: str, limit: int) -> str | None:
+    """Why a mail may not be stored, or None (the cap counts UTF-8 bytes)."""
+    size = len(text.encode("utf-8"))
+    if size <= limit:
+        return None
+    return (f"the mail is {size} bytes; the cap is {limit} (${MAIL_MAX_ENV}) — write it to "
+            "a file and send the path instead")
 
 
 def over_limit(text: str, limit: int) -> str | None:

@@ -20,16 +20,53 @@ def state_home() -> str:
     return os.environ.get(HOME_ENV) or os.path.join(os.path.expanduser("~"), ".codex-bridge")
 
 
+def unsafe_state_dir(path: str, what: str = HOME_ENV) -> str | None:
+    """Why `path` must not be codexbridge's state (or inbox) directory, or None.
+
+    It is made 0700 and filled with our files: pointed (directly or by a symlink) at
+    `/`, at the home directory itself, or into codex's or Claude Code's own state, it
+    would lock the user out or mix our files into theirs."""
+    real = os.path.realpath(path)
+    home = os.path.realpath(os.path.expanduser("~"))
+    agents = [os.path.join(home, ".codex"), os.path.join(home, ".claude")]
+    agents += [os.path.realpath(os.environ[v]) for v in ("CODEX_HOME", "CLAUDE_CONFIG_DIR")
+               if os.environ.get(v)]
+    if real == os.sep:
+        return f"{what} resolves to / ({path})"
+    if real == home:
+        return f"{what} resolves to your home directory itself ({path})"
+    for agent in agents:
+        if real == agent or real.startswith(agent + os.sep):
+            return (f"{what} ({path}) resolves into {agent}, another agent's own state; "
+                    "use a directory of its own, e.g. ~/.codex-bridge")
+    return None
+
+
 def ensure_private_dir(path: str | os.PathLike[str]) -> None:
-    """Create `path` (and parents) 0700; tighten it if it already exists loosely."""
+    """Create `path` (and the parents it needs) 0700; tighten it if it exists loosely.
+
+    Every directory this creates is made 0700, not only the last: `makedirs` gives the
+    parents the umask's mode (measured: a fresh CODEX_BRIDGE_HOME came out 0755 when
+    only its `inbox/` was asked for)."""
+    target = os.path.abspath(os.fspath(path))
     try:
-        st = os.stat(path)
+        st = os.stat(target)
     except FileNotFoundError:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
+        missing = []
+        walk = target
+        while not os.path.exists(walk):
+            missing.append(walk)
+            parent = os.path.dirname(walk)
+            if parent == walk:
+                break
+            walk = parent
+        os.makedirs(target, mode=0o700, exist_ok=True)
+        for made in missing:
+            os.chmod(made, 0o700)
+        st = os.stat(target)
     # mkdir's mode is filtered by umask and ignored for an existing directory.
     if st.st_mode & 0o077:
-        os.chmod(path, 0o700)
+        os.chmod(target, 0o700)
 
 
 def write_private(path: str | os.PathLike[str], data: bytes) -> None:

@@ -223,7 +223,9 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
             if batch.empty:
                 batch.commit()  # only already-delivered duplicates were left
             else:
-                reason = render_mail(name, batch.mails, batch.rejected,
+                from .spill import spilled
+
+                reason = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
                                      rejected_path(inbox, name))
                 out = sys.stdout.buffer
                 out.write(block_output(reason).encode("utf-8") + b"\n")

@@ -251,6 +251,7 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
         return Outcome("next-stop", v.reason)
     target = v.target
     from .hook import render_mail
+    from .spill import spilled
 
     msg_id = str(uuid.uuid4())  # Claude keeps a msg_id only if it is a UUID (measured)
     path = os.path.join(inbox, f"{name}{LIVE_MARK}{msg_id}.json")
@@ -260,7 +261,8 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
             if not batch.mails:
                 batch.commit()  # only duplicates or bad lines: nothing to say
                 return Outcome("none", None)
-            text = render_mail(name, batch.mails, batch.rejected, None, live_id=msg_id)
+            text = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected, None,
+                               live_id=msg_id)
             count = len(batch.mails)
             record = {"msg_id": msg_id, "mailbox": name, "state": SENT, "at": time.time(),
                       "socket": target.socket, "session_id": target.session_id,

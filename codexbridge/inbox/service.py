@@ -118,9 +118,9 @@ def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
     who = sender_name(sender)
     if not text.strip():
         raise UsageError("refusing to send an empty message")
-    from ..conversation.limits import over_limit, text_max
+    from ..conversation.limits import mail_max, mail_over_limit
 
-    why = over_limit(text, text_max(os.environ))
+    why = mail_over_limit(text, mail_max(os.environ))
     if why:
         raise UsageError(why)
     known = scan(inbox)

@@ -167,7 +167,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
             from ..conversation.routing import THREAD_ENV
             from ..inbox import service as inbox
 
-            rt.check_text(text)
+            # The mail cap (CODEX_BRIDGE_MAIL_MAX) is checked by the service, as for
+            # `inbox push`; big mail reaches Claude as a preview and a file.
             env = dict(os.environ)
             thread = calling_thread(ctx)
             if thread:

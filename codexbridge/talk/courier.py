@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from ..conversation import envelope
-from ..conversation.limits import clip, text_max
+from ..conversation.limits import clip, mail_max
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..errors import BridgeError, ConnectionLostError, RequestTimeoutError
 from ..host.locking import try_lock
@@ -160,9 +160,10 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
 
 
 def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
-    """The reply as it may reach Claude's model: whole, or cut with the path of the
+    """The reply as mail can carry it: whole up to the mail cap (over 64 KiB the mailbox
+    hands Claude a preview and a file, inbox/spill.py), else cut with the path of the
     whole text (kept beside the record, 0600)."""
-    limit = text_max(os.environ)
+    limit = mail_max(os.environ) // 4  # characters, so the mail stays under the byte cap
     if len(reply) <= limit:
         return reply
     path = store.root / f"{delivery_id}.reply"

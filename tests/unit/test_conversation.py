@@ -231,3 +231,29 @@ def test_text_limits() -> None:
     cut = clip("x" * 1000, 200, "in /tmp/f")
     assert len(cut) <= 200 and cut.endswith("the whole text: in /tmp/f]")
     assert clip("short", 200, "n/a") == "short"
+
+
+def test_state_dirs_are_created_private_and_unsafe_ones_named(tmp_path: Path) -> None:
+    from codexbridge.host.private import ensure_private_dir, unsafe_state_dir
+
+    old = os.umask(0o022)
+    try:
+        ensure_private_dir(tmp_path / "fresh" / "home" / "inbox")
+    finally:
+        os.umask(old)
+    for d in ("fresh", "fresh/home", "fresh/home/inbox"):
+        assert stat.S_IMODE(os.stat(tmp_path / d).st_mode) == 0o700, d
+    assert unsafe_state_dir("/") is not None
+    assert unsafe_state_dir(os.path.expanduser("~")) is not None
+    link = tmp_path / "sneaky"
+    link.symlink_to(os.path.expanduser("~/.claude"))
+    assert "another agent's own state" in (unsafe_state_dir(str(link / "x")) or "")
+    assert unsafe_state_dir(str(tmp_path / "fresh")) is None
+
+
+def test_mail_cap() -> None:
+    from codexbridge.conversation.limits import mail_max, mail_over_limit
+
+    assert mail_max({}) == 10 * 1024 * 1024 and mail_max({"CODEX_BRIDGE_MAIL_MAX": "9"}) == 9
+    assert mail_over_limit("é" * 5, 9) is not None  # bytes, not characters
+    assert mail_over_limit("abc", 9) is None

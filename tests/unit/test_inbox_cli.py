@@ -179,3 +179,21 @@ def test_list_reads_claude_codex_bridge_session_files() -> None:
     assert row["listener"]["last_seen"] == "2026-05-01T09:30:12.345Z"
     code, _, err = run("inbox", "push", "--to", "bridge", "hi")
     assert code == 0 and "warning" not in err  # a known listener: no warning
+
+
+def test_a_push_over_the_hard_cap_is_refused_and_nothing_is_stored(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    listen("web")
+    monkeypatch.setenv("CODEX_BRIDGE_MAIL_MAX", "1024")
+    code, _out, err = run("inbox", "push", "--to", "web", "-", stdin="x" * 2048)
+    assert code == 2 and "the cap is 1024" in err and "CODEX_BRIDGE_MAIL_MAX" in err
+    assert run("inbox", "peek", "--as", "web", "--json")[1].count('"id"') == 0
+
+
+@pytest.mark.parametrize("where", ["/", "~", "~/.claude/state"])
+def test_an_unsafe_state_home_is_refused_before_anything_is_written(
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    monkeypatch.setenv("CODEX_BRIDGE_HOME", os.path.expanduser(where))
+    code, _out, err = run("inbox", "list")
+    assert code == 2 and "refusing to use it: CODEX_BRIDGE_HOME" in err
+    assert not os.path.exists(os.path.expanduser("~/.claude/state"))

@@ -197,3 +197,20 @@ def test_fast_path_imports_stay_light() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert json.loads(proc.stdout) == []
+
+
+def test_big_mail_is_handed_over_as_a_preview_and_a_private_file() -> None:
+    import stat
+
+    from codexbridge.inbox.spill import INLINE_MAX, PREVIEW_CHARS
+
+    big = "B" * (INLINE_MAX + 10)
+    mail_id = push(big)
+    small = push("small one")
+    proc = hook("box", STOP)
+    reason = json.loads(proc.stdout)["reason"]
+    assert len(reason.encode()) < INLINE_MAX  # never the whole text in Claude's context
+    assert "small one" in reason and "B" * PREVIEW_CHARS in reason
+    path = reason.split("The whole text is in ", 1)[1].split(" — ", 1)[0]
+    assert Path(path).read_text() == big and mail_id in path and small
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

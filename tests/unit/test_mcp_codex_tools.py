@@ -121,12 +121,14 @@ async def test_mistyped_mailbox_is_refused_when_others_listen(tmp_path: Path,
         assert sc["error"]["code"] == "NO_MAILBOX"
 
 
-async def test_invalid_names_and_text(tmp_path: Path, inbox: str) -> None:
-    async with client_for(runtime(tmp_path, inbox, text_max=20)) as client:
+async def test_invalid_names_and_text(tmp_path: Path, inbox: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_BRIDGE_MAIL_MAX", "20")  # the same cap as `inbox push`
+    async with client_for(runtime(tmp_path, inbox)) as client:
         for args, needle in (({"text": "x", "mailbox": "../etc"}, "mailbox"),
                              ({"text": "x", "from": "a b"}, "from"),
                              ({"text": " \n"}, "empty"),
-                             ({"text": "x" * 21}, "CODEX_BRIDGE_TEXT_MAX"),
+                             ({"text": "x" * 21}, "CODEX_BRIDGE_MAIL_MAX"),
                              ({"text": "x", "to": "bridge"}, "no parameter 'to'")):
             sc = await call(client, "claude_message_send", args)
             assert sc["error"]["code"] == "INVALID_ARGUMENT", args
