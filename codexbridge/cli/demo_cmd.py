@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -46,6 +47,18 @@ def demo(tui: bool, keep: bool) -> int:
     return run_demo(tui=tui, keep=keep, echo=click.echo)
 
 
+def _on_screen(viewer: Any, text: str, timeout: float) -> str:
+    """The TUI's screen once `text` shows; a clear error (not a traceback) if it never
+    does, with the last lines of the screen."""
+    try:
+        return str(viewer.wait_for_text(text, timeout=timeout))
+    except (TimeoutError, RuntimeError) as exc:
+        tail = "\n".join(str(exc).splitlines()[-12:])
+        raise ServeError(f"the Codex TUI did not show {text!r} within {timeout:g} s "
+                         f"(a slow or overloaded machine?); its screen ended:\n{tail}"
+                         ) from None
+
+
 def run_demo(*, tui: bool, keep: bool, echo: Callable[[str], None]) -> int:
     from ..host.binaries import find_codex
     from ..mock.stack import OfflineStack
@@ -68,7 +81,7 @@ def run_demo(*, tui: bool, keep: bool, echo: Callable[[str], None]) -> int:
             viewer.wait_ready()
             echo("demo: the real Codex TUI runs in tmux; the human types the first message")
             viewer.send(HUMAN_TEXT)
-            viewer.wait_for_text("MOCK REPLY: " + HUMAN_TEXT[:30], timeout=60)
+            _on_screen(viewer, "MOCK REPLY: " + HUMAN_TEXT[:30], 60)
         else:
             echo(f"demo: the human's first message (standing in for the TUI): {HUMAN_TEXT!r}")
             _thread, reply = asyncio.run(stack.human_thread(HUMAN_TEXT))
@@ -86,7 +99,7 @@ def run_demo(*, tui: bool, keep: bool, echo: Callable[[str], None]) -> int:
             echo(f"demo: talk say exited with {done.returncode}")
             return done.returncode
         if viewer is not None:
-            screen = viewer.wait_for_text("MOCK REPLY: " + BRIDGE_TEXT[:30], timeout=30)
+            screen = _on_screen(viewer, "MOCK REPLY: " + BRIDGE_TEXT[:30], 30)
             echo("demo: the TUI now shows the bridge's message and Codex's reply:")
             shown = [line.rstrip() for line in screen.splitlines()
                      if line.lstrip().startswith(("›", "•")) and "Ask Codex" not in line]

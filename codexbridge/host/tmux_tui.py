@@ -117,13 +117,31 @@ class CodexTUI:
 
     # -- screen ------------------------------------------------------------------------
 
-    def send(self, text: str, *, enter: bool = True) -> None:
-        """Type `text` literally, then press Enter."""
+    def send(self, text: str, *, enter: bool = True, timeout: float = 15.0) -> None:
+        """Type `text` literally, then press Enter — once the composer shows the text,
+        and again if it is still sitting there (measured on a loaded machine: an Enter
+        that arrives while the TUI is still taking in the typed text is lost)."""
         self.tmux("send-keys", "-t", SESSION, "-l", text)
-        if enter:
+        if not enter:
+            return
+        probe = text.strip()[-10:] or text
+        deadline = time.monotonic() + timeout
+        while probe not in self._bottom() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for _ in range(3):
             # A paste-burst detector may swallow an Enter glued to the text; give it a beat.
             time.sleep(0.15)
             self.tmux("send-keys", "-t", SESSION, "Enter")
+            left = time.monotonic() + 3.0
+            while time.monotonic() < left:
+                if probe not in self._bottom():
+                    return  # submitted: the composer no longer holds it
+                time.sleep(0.05)
+
+    def _bottom(self, lines: int = 4) -> str:
+        """The last few non-blank lines of the pane: where the composer is."""
+        rows = [r for r in self.capture().splitlines() if r.strip()]
+        return "\n".join(rows[-lines:])
 
     def key(self, *keys: str) -> None:
         """Press tmux key names (`Enter`, `Escape`, `y`, `C-c`, …)."""

@@ -120,10 +120,27 @@ class TmuxClaude:
             time.sleep(0.1)
         return False
 
-    def type(self, text: str) -> None:
+    def type(self, text: str, timeout: float = 15.0) -> None:
+        """Type `text`, then Enter once the prompt shows it, and Enter again while it is
+        still there (under load an Enter that beats the typed text is lost)."""
         self._tmux("send-keys", "-t", "main", "-l", text)
-        time.sleep(0.2)
-        self._tmux("send-keys", "-t", "main", "Enter")
+        probe = text.strip()[-10:]
+        deadline = time.monotonic() + timeout
+        while probe not in self._bottom() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for _ in range(3):
+            time.sleep(0.2)
+            self._tmux("send-keys", "-t", "main", "Enter")
+            left = time.monotonic() + 3.0
+            while time.monotonic() < left:
+                if probe not in self._bottom():
+                    return
+                time.sleep(0.05)
+
+    def _bottom(self, lines: int = 6) -> str:
+        """The last non-blank lines of the pane: Claude's prompt box and its footer."""
+        rows = [r for r in self.screen().splitlines() if r.strip()]
+        return "\n".join(rows[-lines:])
 
     def stop(self) -> None:
         """Kill claude by pid first: killing the tmux server alone leaves it running."""
