@@ -12,6 +12,7 @@ receives `None`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -43,14 +44,34 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 
 
 class Subscription:
-    """A queue of notifications and server requests; `None` means the connection closed."""
+    """A queue of notifications and server requests; `None` means the connection closed.
+
+    Unbounded, and lighter than asyncio.Queue (a deque and one waiter): the reader
+    puts every frame of a flood of deltas here, and `bench/bench_reader.py` holds it to
+    0.9× a raw websockets loop."""
 
     def __init__(self, client: AppServerClient) -> None:
         self._client = client
-        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._items: collections.deque[Event | None] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: Event | None) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def qsize(self) -> int:
+        return len(self._items)
 
     async def get(self) -> Event | None:
-        return await self.queue.get()
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
 
     def close(self) -> None:
         self._client._subscribers.discard(self)
@@ -144,7 +165,7 @@ class AppServerClient:
     def subscribe(self) -> Subscription:
         sub = Subscription(self)
         if self._closed_reason is not None:
-            sub.queue.put_nowait(None)
+            sub.put(None)
         self._subscribers.add(sub)
         return sub
 
@@ -211,7 +232,7 @@ class AppServerClient:
                 fut.set_result(env.result)
         elif isinstance(env, (Notification, ServerRequest)):
             for sub in list(self._subscribers):
-                sub.queue.put_nowait(env)
+                sub.put(env)
         else:
             self.on_invalid(env)
 
@@ -224,7 +245,7 @@ class AppServerClient:
                     f"connection to {self.url} lost while waiting: {reason}"))
         self._waiters.clear()
         for sub in list(self._subscribers):
-            sub.queue.put_nowait(None)
+            sub.put(None)
 
 
 def _report_invalid(env: Invalid) -> None:
