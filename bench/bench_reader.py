@@ -43,7 +43,7 @@ async def flood(frames: int) -> tuple[str, asyncio.AbstractServer]:
 
     server = await serve(handler, "127.0.0.1", 0, compression=None, max_size=None)
     port = next(iter(server.sockets)).getsockname()[1]
-    return f"ws://127.0.0.1:{port}", server  # type: ignore[return-value]
+    return f"ws://127.0.0.1:{port}", server
 
 
 async def raw(url: str) -> int:

@@ -117,8 +117,10 @@ def test_an_idle_session_gets_the_mail_at_once_and_never_again(
     rec = start_idle(interactive)
     assert rec["messaging_socket"] and rec["claude_pid"] and rec["transcript_path"]
     # the drift guard: what live delivery relies on, as the pinned Claude Code writes it
-    reg = json.loads((Path(rec["config_dir"]) / "sessions" / f"{rec['claude_pid']}.json")
-                     .read_text())
+    registry = Path(rec["config_dir"]) / "sessions" / f"{rec['claude_pid']}.json"
+    # (measured: the status field is added about 0.5 s after the file first appears)
+    reg = wait_until(lambda: (lambda r: r if "status" in r else None)(
+        json.loads(registry.read_text())), 10, "the registry's status")
     assert reg["peerProtocol"] == 1 and reg["sessionId"] == rec["session_id"]
     assert reg["messagingSocketPath"] == rec["messaging_socket"]
     assert reg["status"] in ("idle", "busy")
