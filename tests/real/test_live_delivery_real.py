@@ -119,8 +119,14 @@ def test_an_idle_session_gets_the_mail_at_once_and_never_again(
     # the drift guard: what live delivery relies on, as the pinned Claude Code writes it
     registry = Path(rec["config_dir"]) / "sessions" / f"{rec['claude_pid']}.json"
     # (measured: the status field is added about 0.5 s after the file first appears)
-    reg = wait_until(lambda: (lambda r: r if "status" in r else None)(
-        json.loads(registry.read_text())), 10, "the registry's status")
+    def with_status() -> dict[str, Any] | None:
+        try:
+            data: dict[str, Any] = json.loads(registry.read_text())
+        except (OSError, ValueError):  # being rewritten
+            return None
+        return data if "status" in data else None
+
+    reg = wait_until(with_status, 10, "the registry's status")
     assert reg["peerProtocol"] == 1 and reg["sessionId"] == rec["session_id"]
     assert reg["messagingSocketPath"] == rec["messaging_socket"]
     assert reg["status"] in ("idle", "busy")
