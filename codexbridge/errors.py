@@ -20,7 +20,9 @@
     ├── TargetError                 which thread to talk to                  3  NO_LIVE_THREAD
     │   ├── NoThreadError           no user thread, or none matched          3  NO_LIVE_THREAD
     │   ├── NoRunningTurnError      nothing to steer or interrupt            3  NO_RUNNING_TURN
-    │   └── AmbiguousThreadError    several candidates (`.candidates`)       4  AMBIGUOUS_THREAD
+    │   ├── AmbiguousThreadError    several candidates (`.candidates`)       4  AMBIGUOUS_THREAD
+    │   ├── NoSessionError          no Claude session to hand to / from      3  NO_CLAUDE_SESSION
+    │   └── AmbiguousSessionError   several Claude sessions (`.candidates`)  4  AMBIGUOUS_SESSION
     ├── TurnError                   the turn ran but did not complete
     │   ├── TurnFailedError         turn.status == failed                    1  TURN_FAILED
     │   ├── TurnInterruptedError    turn.status == interrupted               7  TURN_INTERRUPTED
@@ -33,6 +35,7 @@
     │   ├── HopLimitError           the conversation's hop budget is spent   9  HOP_LIMIT
     │   └── SelfSendError           a send into the thread that runs it      9  SELF_SEND
     ├── DeliveryNotFoundError       no delivery record with that id          2  DELIVERY_NOT_FOUND
+    ├── HandoffStateError           handoff ledger unreadable or newer       2  HANDOFF_STATE
     ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
     └── InternalError               a bug in codexbridge                    70  INTERNAL_ERROR
         └── SchemaViolation         a message we built breaks schemas/      70  INTERNAL_ERROR
@@ -235,6 +238,25 @@ class AmbiguousThreadError(TargetError):
         self.candidates = candidates
 
 
+class NoSessionError(TargetError):
+    mcp_code = "NO_CLAUDE_SESSION"
+    mcp_meaning = ("no Claude Code session to hand to or from: none has run the codexbridge "
+                   "hook in this project (details.sessions lists the known ones)")
+    retryable = False
+
+
+class AmbiguousSessionError(TargetError):
+    exit_code = 4
+    mcp_code = "AMBIGUOUS_SESSION"
+    mcp_meaning = ("several Claude Code sessions fit; pass the session or mailbox "
+                   "(details.candidates lists them)")
+    retryable = False
+
+    def __init__(self, message: str, candidates: list[dict[str, Any]]) -> None:
+        super().__init__(message, details={"candidates": candidates})
+        self.candidates = candidates
+
+
 class TurnError(BridgeError):
     def __init__(self, message: str, *, thread_id: str, turn_id: str | None,
                  partial_reply: str = "", error: Any = None) -> None:
@@ -310,6 +332,16 @@ class DeliveryNotFoundError(BridgeError):
     exit_code = 2
     mcp_code = "DELIVERY_NOT_FOUND"
     mcp_meaning = "no delivery record has that id (never made here, or expired after its TTL)"
+
+
+class HandoffStateError(BridgeError):
+    """The project's handoff ledger cannot be used: unreadable, or written by a newer
+    codexbridge. Nothing is overwritten (it holds the watermarks)."""
+
+    exit_code = 2
+    mcp_code = "HANDOFF_STATE"
+    mcp_meaning = ("the project's handoff ledger is unreadable or from a newer codexbridge; "
+                   "nothing was sent or changed (details.path)")
 
 
 class UnhealthyError(BridgeError):

@@ -23,6 +23,9 @@ COMMANDS: Lazy = {
                      "Register the mailbox Stop hook in a project's .claude/settings.json."),
     "mcp": ("codexbridge.cli.mcp_cmd", "mcp",
             "Run the MCP stdio server for one side (--role claude|codex)."),
+    "handoff": ("codexbridge.cli.handoff_cmd", "handoff",
+                "Hand the work to the other agent (--to codex|claude): only what it has "
+                "not seen."),
     "demo": ("codexbridge.cli.demo_cmd", "demo",
              "Run the whole Claude → Codex path offline on an embedded mock model."),
     "doctor": ("codexbridge.cli.doctor_cmd", "doctor",

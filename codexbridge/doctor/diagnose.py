@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import gather, rows, rows_claude
+from . import gather, rows, rows_claude, rows_handoff
 from .report import Check, check_failed
 
 T = TypeVar("T")
@@ -24,6 +24,12 @@ def _guard(name: str, fn: Callable[[], T], fallback: T, out: list[Check]) -> T:
     except Exception as exc:  # a doctor must report its own failures, not crash on them
         out.append(check_failed(name, exc))
         return fallback
+
+
+def _handoff_facts(project: Path, url: str | None, timeout: float) -> dict[str, Any]:
+    from ..handoff.canary import facts  # the parser canaries (docs/handoff.md)
+
+    return facts(str(project), url, timeout)
 
 
 def diagnose(project: Path, url: str | None = None,
@@ -57,4 +63,6 @@ def diagnose(project: Path, url: str | None = None,
     add("max-chain", lambda: rows_claude.chain_rows(dict(os.environ),
                                                     gather.settings_env(proj or empty)))
     add("tmux", lambda: rows_claude.tmux_rows(gather.tmux()))
+    add("handoff", lambda: rows_handoff.handoff_rows(_handoff_facts(project, url, timeout)))
     return checks
+

@@ -162,6 +162,10 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
     except OSError as exc:
         log(f"mailbox {name!r}: could not record the listener: {exc!r}")
     if payload.get("hook_event_name") == "SessionStart":
+        # A handoff delta waiting for this (resumed) session: one stat when none is.
+        from ..handoff.resume import on_session_start
+
+        on_session_start(payload, log)
         return 0  # registered; mail waits for the first stop (a Stop hook's job)
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     if session and os.path.exists(handling_path(session)):

@@ -23,7 +23,7 @@ from mcp_types import CallToolResult, TextContent
 
 from .. import __version__
 from ..errors import UnknownToolError, UsageError
-from . import tools_shared
+from . import tools_handoff, tools_shared
 from .results import error_envelope
 from .runtime import Runtime
 from .settings import Settings
@@ -35,7 +35,9 @@ _COMMON = (
     "Results: structuredContent is {ok, data, warnings}; a failure is a tool error with "
     "{code, message, retryable, details}. Retry only when retryable is true. Large outputs "
     "come back as an artifact: page through it with bridge_output_read (artifactId, then "
-    "each nextCursor until it is null). bridge_status shows what this server talks to.")
+    "each nextCursor until it is null). bridge_status shows what this server talks to. "
+    "bridge_handoff hands the work to the other agent when the human switches: write its "
+    "note yourself (decisions, what was rejected and why, the next step).")
 
 INSTRUCTIONS = {
     "claude": (
@@ -127,6 +129,7 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
                                   middleware=[structure_sdk_errors], log_level="WARNING")
     server.middleware.append(_unknown_arguments(server))
     role_tools, register_role = _role_tools(settings.role)
-    tools_shared.register(server, rt, role_tools)
+    tools_shared.register(server, rt, (*role_tools, *tools_handoff.TOOLS))
     register_role(server, rt)
+    tools_handoff.register(server, rt)
     return server

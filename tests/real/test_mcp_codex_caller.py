@@ -125,7 +125,7 @@ async def test_codex_model_calls_claude_message_send_and_the_mail_lands(
         assert ns["type"] == "namespace"
         assert {t["name"] for t in ns["tools"]} == {
             "bridge_status", "bridge_output_read", "claude_mailboxes_list",
-            "claude_mailbox_peek", "claude_message_send"}
+            "claude_mailbox_peek", "claude_message_send", "bridge_handoff"}
         assert "role codex" in ns["description"]
         turn, asked, item = await run_mcp_turn(
             tui, user.thread_id,

@@ -19,9 +19,10 @@ from mcp import Client, StdioServerParameters
 from codexbridge.inbox.location import inbox_dir, mail_path
 
 CODEX_TOOLS = {"bridge_status", "bridge_output_read", "claude_mailboxes_list",
-               "claude_mailbox_peek", "claude_message_send"}
+               "claude_mailbox_peek", "claude_message_send", "bridge_handoff"}
 CLAUDE_TOOLS = {"bridge_status", "bridge_output_read", "codex_threads_list",
-                "codex_thread_read", "codex_message_send", "codex_delivery_status"}
+                "codex_thread_read", "codex_message_send", "codex_delivery_status",
+                "bridge_handoff"}
 
 
 def params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:

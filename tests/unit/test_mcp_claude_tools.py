@@ -303,7 +303,8 @@ async def test_lists_exactly_the_claude_tools_with_annotations(tmp_path: Path,
     async with client_for(runtime(tmp_path, codex)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == {"bridge_status", "bridge_output_read", "codex_threads_list",
-                          "codex_thread_read", "codex_message_send", "codex_delivery_status"}
+                          "codex_thread_read", "codex_message_send", "codex_delivery_status",
+                          "bridge_handoff"}
     for name in ("bridge_status", "bridge_output_read", "codex_threads_list",
                  "codex_thread_read", "codex_delivery_status"):
         ann = tools[name].annotations

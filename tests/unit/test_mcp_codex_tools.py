@@ -24,7 +24,7 @@ from codexbridge.mcp.server import build_server
 from codexbridge.mcp.settings import load
 
 ROLE_TOOLS = {"bridge_status", "bridge_output_read", "claude_mailboxes_list",
-              "claude_mailbox_peek", "claude_message_send"}
+              "claude_mailbox_peek", "claude_message_send", "bridge_handoff"}
 
 
 @pytest.fixture

@@ -1,0 +1,191 @@
+"""`codexbridge handoff --to codex|claude` and `handoff status`: the front end of
+`codexbridge/handoff/` (docs/handoff.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from ..error_tables import exit_help
+from ..errors import (
+    AmbiguousSessionError,
+    ConnectError,
+    HandoffStateError,
+    MailboxError,
+    QueueTimeoutError,
+    SelfSendError,
+    UsageError,
+)
+from ..protocol.approvals import approval_settings
+from .common import approval_timeout_option, approvals_option, json_option, run_async, url_option
+from .output import command, emit_json
+
+HANDOFF_EXIT_HELP = exit_help(
+    UsageError, HandoffStateError, AmbiguousSessionError, ConnectError, QueueTimeoutError,
+    MailboxError, SelfSendError,
+    success="handed over (or pending until the Claude session is resumed; or nothing new)",
+    extra={3: "no thread / no Claude Code session to hand to or from",
+           4: "ambiguous target: several threads or Claude sessions fit",
+           6: "the thread stayed busy (--busy-timeout); nothing was handed over"})
+STATUS_EXIT_HELP = exit_help(HandoffStateError, success="shown")
+
+
+def read_note(note: str | None) -> str | None:
+    if note != "-":
+        return note
+    raw = sys.stdin.buffer.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the note on stdin is not UTF-8 ({exc.reason} at byte "
+                         f"{exc.start})") from exc
+
+
+@click.group("handoff", invoke_without_command=True, epilog=HANDOFF_EXIT_HELP)
+@click.option("--to", "to", type=click.Choice(["codex", "claude"]),
+              help="Who takes over: the live Codex thread, or a Claude Code session.")
+@click.option("--thread", "selector", metavar="ID|NAME",
+              help="The Codex thread (to codex: the target; to claude: the source). "
+                   "Default: $CODEX_THREAD_ID inside Codex, else the only user thread.")
+@click.option("--from-session", metavar="ID",
+              help="To codex: the departing Claude session. Default: the session running "
+                   "this command, else the only one hooked in --project.")
+@click.option("--as", "mailbox", metavar="MAILBOX",
+              help="To claude: the mailbox of the session to hand to. Default: the only "
+                   "session hooked in --project.")
+@click.option("--note", metavar="TEXT|-",
+              help="What files cannot show, by the departing agent: `Decisions:` (and "
+                   "`Rejected:`) and `Next:` parts; plain text is the next step. `-` reads "
+                   "stdin.")
+@click.option("--via", type=click.Choice(["auto", "mail", "resume"]), default="auto",
+              show_default=True,
+              help="To claude: mail (the session runs), resume (its SessionStart hook on "
+                   "`claude --resume`), or auto: mail if it runs, else resume.")
+@click.option("--project", default=".", metavar="DIR", show_default=True,
+              help="The project: its ledger, its git, its hooked Claude sessions.")
+@click.option("--wait/--no-wait", default=False, show_default=True,
+              help="To codex: follow Codex's visible turn to its end and print the reply.")
+@click.option("--busy-timeout", type=click.FloatRange(min=0), default=300.0, metavar="S",
+              show_default=True, help="To codex: how long to wait for a running turn.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=900.0, metavar="S",
+              show_default=True, help="With --wait: how long to follow the turn.")
+@approvals_option
+@approval_timeout_option
+@click.option("--dry-run", is_flag=True,
+              help="Build and show the delta; deliver nothing, move no watermark.")
+@url_option
+@json_option
+@click.pass_context
+def handoff(ctx: click.Context, /, **options: Any) -> None:
+    """Hand the work to the other agent: only what it has not seen crosses.
+
+    \b
+    The delta has four sections — Conversation (what was said since the target
+    last knew, from the source's own records; tool calls and their output never
+    cross), Decisions, Work (git since the last handoff's checkpoint), Next — and
+    is capped ($CODEX_BRIDGE_HANDOFF_MAX characters, the middle cut); beside it an
+    un-truncated companion file (0600) holds every message, and the delta names it.
+    Watermarks move only once the delta is delivered. `handoff status` shows them.
+    """
+    if ctx.invoked_subcommand is None:
+        run(**options)
+
+
+@command
+def run(to: str | None, selector: str | None, from_session: str | None,
+        mailbox: str | None, note: str | None, via: str, project: str, wait: bool,
+        busy_timeout: float, timeout: float, approvals: str | None,
+        approval_timeout: float | None, dry_run: bool, url: str | None,
+        as_json: bool) -> None:
+    from ..handoff.note import parse_note
+    from .common import ensure_dir
+
+    if to is None:
+        raise UsageError("pass --to codex or --to claude (or run `handoff status`)")
+    if to == "codex" and mailbox:
+        raise UsageError("--as names the Claude mailbox to hand to: use it with --to claude")
+    if to == "claude" and from_session:
+        raise UsageError("--from-session names the departing Claude session: use it with "
+                         "--to codex")
+    project = ensure_dir(project, "--project")
+    parsed = parse_note(read_note(note))
+    policy, deadline = approval_settings(os.environ, policy=approvals,
+                                         timeout=approval_timeout)
+
+    async def go() -> Any:
+        from ..talk.client import AppServerClient
+        from ..talk.endpoint import resolve_endpoint
+
+        ep = resolve_endpoint(url)
+        async with AppServerClient(ep.url, token=ep.token,
+                                   client_name="codexbridge-handoff") as client:
+            if to == "codex":
+                from ..handoff.to_codex import handoff_to_codex
+
+                return await handoff_to_codex(
+                    client, project=project, note=parsed, thread=selector,
+                    from_session=from_session, wait=wait, busy_timeout=busy_timeout,
+                    timeout=timeout, approvals=policy, approval_timeout=deadline,
+                    dry_run=dry_run)
+            from ..handoff.to_claude import handoff_to_claude
+
+            return await handoff_to_claude(client, project=project, note=parsed,
+                                           mailbox=mailbox, thread=selector, via=via,
+                                           dry_run=dry_run)
+
+    outcome = run_async(go)
+    if as_json:
+        emit_json(outcome.as_dict())
+        return
+    _say(outcome)
+
+
+def _say(outcome: Any) -> None:
+    data = outcome.as_dict()
+    for line in data.get("settled") or []:
+        click.echo(f"codexbridge: earlier handoff {line}", err=True)
+    for warning in data.get("warnings") or []:
+        click.echo(f"codexbridge: {warning}", err=True)
+    if outcome.dry_run and outcome.prepared is not None:
+        click.echo(outcome.prepared.built.delta, nl=False)
+        click.echo(f"(dry run: nothing delivered; delta {data['chars']} characters, "
+                   f"companion {data['full']})", err=True)
+        return
+    if outcome.nothing_new:
+        click.echo(f"nothing new to hand to {outcome.target}: it has heard everything "
+                   "(pass --note to send one anyway)")
+        return
+    where = (f"thread {data.get('threadId')}" if outcome.to == "codex"
+             else f"Claude session {data['session']['session_id']} "
+                  f"(mailbox {data.get('mailbox')})")
+    state = "delivered" if outcome.delivered else "pending until it is resumed"
+    click.echo(f"handoff {outcome.handoff_id} → {where} via {outcome.via}: {state}; "
+               f"{data['messages']} message(s), delta {data['chars']} characters"
+               + (f" ({data['cutMessages']} cut from the middle)" if data["cutMessages"]
+                  else "") + f"; every message in full: {data['full']}")
+    turn = data.get("turn")
+    if turn:
+        click.echo(f"visible turn {turn.get('turnId') or '(queued)'}: {turn.get('status')}")
+        if turn.get("reply"):
+            click.echo(turn["reply"])
+
+
+@handoff.command("status", epilog=STATUS_EXIT_HELP)
+@click.option("--project", default=".", metavar="DIR", show_default=True,
+              help="The project whose ledger to show.")
+@json_option
+@command
+def status_cmd(project: str, as_json: bool) -> None:
+    """The project's handoff ledger: agents, what each target knows (knownBy), the git
+    checkpoints, pending handoffs (and where a resume delta waits), recent handoffs."""
+    from ..handoff.status import render, status
+    from .common import ensure_dir
+
+    data = status(ensure_dir(project, "--project"))
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(render(data))

@@ -1,0 +1,100 @@
+"""The parser canaries `doctor` runs: each source's own parse path over the linked
+sessions, so a vendor format change turns a row red instead of producing empty deltas
+silently (docs/handoff.md, "Canaries").
+
+    Claude   every session hooked in the project (listener records) and every Claude
+             session the ledger links: its transcript through `claude_source.parse`
+    Codex    every thread the ledger links, through `codex_source.parse` over its
+             newest items (one connection to the configured app-server)
+
+Only reads. Returns plain facts (`doctor/rows_handoff.py` judges them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from ..errors import BridgeError
+from ..inbox.location import inbox_dir
+from . import claude_source, codex_source, ledger
+from .messages import CLAUDE, CODEX, SourceRead, Verdict
+from .paths import project_dir, project_key, state_path
+from .sessions import in_project
+
+CANARY_PAGES = 2  # of 100 items: enough to see what the thread's rows look like
+
+
+def _facts(read: SourceRead, roles: tuple[str, str], started: float) -> dict[str, Any]:
+    s = read.stats
+    verdict, why = s.verdict(roles)
+    if read.problem:
+        verdict, why = Verdict.MISSING, read.problem
+    return {"verdict": verdict.value, "why": why, "where": read.where, "said": s.said,
+            "records": s.records, "unknown": dict(s.unknown), "unreadable": s.unreadable,
+            "bad_rows": s.bad_rows, "ms": round((time.monotonic() - started) * 1000, 1)}
+
+
+def claude_facts(project: str, state: ledger.State, inbox: str) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for s in in_project(project, inbox):
+        seen[s.session_id] = {"session_id": s.session_id, "mailbox": s.mailbox,
+                              "transcript": s.transcript}
+    for agent in state["agents"].values():
+        if isinstance(agent, dict) and agent.get("kind") == CLAUDE and agent.get("id"):
+            seen.setdefault(str(agent["id"]), {"session_id": str(agent["id"]),
+                                               "mailbox": agent.get("mailbox"),
+                                               "transcript": agent.get("where")})
+    out = []
+    for entry in seen.values():
+        path = entry["transcript"]
+        if not isinstance(path, str):
+            out.append({**entry, "verdict": "missing", "why": "no transcript path recorded"})
+            continue
+        started = time.monotonic()
+        read = claude_source.read_transcript(path, entry["session_id"], None)
+        out.append({**entry, **_facts(read, claude_source.ROLES, started)})
+    return out
+
+
+async def _codex(url: str | None, threads: list[str], timeout: float) -> list[dict[str, Any]]:
+    from ..talk.client import AppServerClient
+    from ..talk.endpoint import resolve_endpoint
+
+    ep = resolve_endpoint(url)
+    out = []
+    async with AppServerClient(ep.url, token=ep.token, client_name="codexbridge-doctor",
+                               request_timeout=timeout) as client:
+        for tid in threads:
+            started = time.monotonic()
+            read = await codex_source.read_thread(client, tid, None, max_pages=CANARY_PAGES)
+            out.append({"thread_id": tid, **_facts(read, codex_source.ROLES, started)})
+    return out
+
+
+def facts(project: str, url: str | None = None, timeout: float = 3.0,
+          inbox: str | None = None) -> dict[str, Any]:
+    project = project_dir(project)
+    key = project_key(project)
+    out: dict[str, Any] = {"project": project, "state_file": state_path(key),
+                           "claude": [], "codex": [], "codex_error": None, "pending": []}
+    try:
+        state = ledger.load(key, project)
+    except BridgeError as exc:
+        out["state_error"] = exc.message
+        state = ledger.empty(project)
+    out["claude"] = claude_facts(project, state, inbox or inbox_dir())
+    threads = [str(a["id"]) for a in state["agents"].values()
+               if isinstance(a, dict) and a.get("kind") == CODEX and a.get("id")]
+    if threads:
+        try:
+            out["codex"] = asyncio.run(asyncio.wait_for(_codex(url, threads, timeout),
+                                                        timeout * (1 + len(threads))))
+        except (BridgeError, OSError, asyncio.TimeoutError) as exc:
+            out["codex_error"] = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            out["codex_threads"] = threads
+    out["pending"] = [{"target": t, **{k: p.get(k) for k in ("id", "via", "stage",
+                                                             "created", "session_id")}}
+                      for t, p in state["pending"].items() if isinstance(p, dict)]
+    return out

@@ -1,0 +1,147 @@
+"""A Codex thread as a handoff source: its items, read the supported way.
+
+`thread/items/list` through the app-server — never the rollout file (docs/protocol-notes.md,
+"History"). Only `userMessage` and `agentMessage` items cross; commands, MCP calls,
+reasoning and the rest are tool activity (a `fileChange` gives its paths, names only).
+Items `thread/inject_items` added are not in the list at all, so a delta that went
+into the thread never comes back out of it; our own handoff notice turns are left out
+too (their `clientId` is the handoff id) — Codex's answer to one is kept. A message a
+peer agent sent through the bridge (it opens with the envelope line) is labelled so,
+not as the human's.
+
+The watermark is `<turn id>:<item id>` of the last item packed. Pages are read newest
+first until the mark shows up, so a long thread costs what is new, not its length.
+An item not yet completed (a turn still running) stops the reading there: the mark
+never passes what is still being written. `parse` is pure; `read_thread` pages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RpcError
+from ..protocol.generated import methods as m
+from ..protocol.generated.enums import ThreadItemType
+from ..talk.client import Rpc
+from .messages import CODEX, PEER, Said, SourceRead, Stats, is_handoff_id, source_key
+
+ROLES = (ThreadItemType.USER_MESSAGE.value, ThreadItemType.AGENT_MESSAGE.value)
+ENVELOPE_MARK = "[codexbridge] from "  # a message a peer agent sent through the bridge
+PAGE = 100
+MAX_PAGES = 100
+NO_ITEMS_YET = "not supported yet"  # a thread without a rollout (recover.py measured it)
+
+
+@dataclass
+class CodexParse:
+    messages: list[Said] = field(default_factory=list)
+    mark: str | None = None
+    found: bool = False
+    files: list[str] = field(default_factory=list)
+    stats: Stats = field(default_factory=Stats)
+
+
+def entry_mark(entry: dict[str, Any]) -> str | None:
+    item = entry.get("item")
+    if not isinstance(item, dict) or not item.get("id"):
+        return None
+    return f"{entry.get('turnId')}:{item['id']}"
+
+
+def _user_text(item: dict[str, Any]) -> str | None:
+    content = item.get("content")
+    if not isinstance(content, list):
+        return None
+    return "".join(str(c.get("text", "")) for c in content
+                   if isinstance(c, dict) and c.get("type") == "text")
+
+
+def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
+    """Messages after the item `since` (all when it is not found); entries oldest first."""
+    out = CodexParse()
+    stats = out.stats
+    last: str | None = None
+    newest_turn = entries[-1].get("turnId") if entries and isinstance(entries[-1], dict) else None
+    for entry in entries:
+        stats.records += 1
+        item = entry.get("item") if isinstance(entry, dict) else None
+        if not isinstance(item, dict):
+            stats.bad_rows += 1
+            continue
+        if (entry.get("turnId") == newest_turn and entry.get("completedAtMs") is None
+                and item.get("completedAtMs") is None):
+            break  # the running turn's item is still being written: the mark stays before it
+        kind = str(item.get("type") or "?")
+        stats.kinds[kind] += 1
+        parsed = ThreadItemType.parse(kind)
+        if parsed is None:
+            stats.unknown[kind] += 1
+        mark = entry_mark(entry)
+        if parsed is ThreadItemType.USER_MESSAGE or parsed is ThreadItemType.AGENT_MESSAGE:
+            text = (_user_text(item) if parsed is ThreadItemType.USER_MESSAGE
+                    else item.get("text") if isinstance(item.get("text"), str) else None)
+            if text is None or mark is None:
+                stats.unreadable += 1
+            else:
+                stats.said += 1
+                ours = is_handoff_id(item.get("clientId"))  # our own visible turn
+                role = CODEX if parsed is ThreadItemType.AGENT_MESSAGE else (
+                    PEER if text.startswith(ENVELOPE_MARK) else "user")
+                if text.strip() and not ours:
+                    out.messages.append(Said(role, text.strip(), mark))
+        elif parsed is ThreadItemType.FILE_CHANGE:
+            for change in item.get("changes") or []:
+                path = change.get("path") if isinstance(change, dict) else None
+                if isinstance(path, str) and path not in out.files:
+                    out.files.append(path)
+        if mark is not None:
+            last = mark
+        if since is not None and mark == since:
+            out.found = True
+            out.messages.clear()
+            out.files.clear()
+    # The mark moves past tool items too: the next delta starts after all of this.
+    out.mark = last if last is not None else since
+    return out
+
+
+async def recent_entries(rpc: Rpc, thread_id: str, since: str | None,
+                         max_pages: int = MAX_PAGES) -> list[dict[str, Any]]:
+    """Items oldest first: newest pages until the one holding `since` (or all)."""
+    pages: list[list[dict[str, Any]]] = []
+    cursor: Any = None
+    try:
+        for _ in range(max_pages):
+            page = await rpc.request(m.THREAD_ITEMS_LIST, {
+                "threadId": thread_id, "limit": PAGE, "sortDirection": "desc",
+                **({"cursor": cursor} if cursor else {})})
+            data = [e for e in (page.get("data") or []) if isinstance(e, dict)]
+            pages.append(data)
+            if since is not None and any(entry_mark(e) == since for e in data):
+                break
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+    except RpcError as exc:
+        if NO_ITEMS_YET in exc.message:
+            return []  # no rollout yet: nothing said
+        raise
+    return [e for page in reversed(pages) for e in reversed(page)]
+
+
+async def read_thread(rpc: Rpc, thread_id: str, since: str | None,
+                      label: str | None = None, max_pages: int = MAX_PAGES) -> SourceRead:
+    read = SourceRead(key=source_key(CODEX, thread_id), kind=CODEX,
+                      label=label or f"Codex thread {thread_id}", since=since, mark=since,
+                      where=thread_id)
+    try:
+        entries = await recent_entries(rpc, thread_id, since, max_pages)
+    except RpcError as exc:
+        read.problem = f"cannot read thread {thread_id}: {exc.message}"
+        return read
+    parsed = parse(entries, since)
+    read.messages, read.mark, read.files, read.stats = (parsed.messages, parsed.mark,
+                                                         parsed.files, parsed.stats)
+    read.found = since is None or parsed.found
+    return read

@@ -1,0 +1,111 @@
+"""The two roads a delta takes, each chosen before anything is sent.
+
+Into the Codex thread: `thread/inject_items` appends the delta to the thread's
+model-visible history — measured: no notification, not in `thread/items/list`, not on
+the TUI's screen, kept across a restart, and in the next model request right before the
+new user message (docs/protocol-notes.md, "Injected items") — then a short *visible*
+turn through codex's queue, so the human sees in the TUI that context arrived and
+Codex acts on it at once. The visible turn carries the handoff id as its
+`clientUserMessageId`: the thread itself later proves the handoff went in (the inject
+comes first). The thread is waited idle first: an inject during a turn adds a model
+call to that turn.
+
+Into a Claude session: one mail in its mailbox (`inbox.service.push`), which the Stop
+hook or the watcher hands over exactly once; or, for a session that is not running, a
+pending file its SessionStart hook consumes on resume (`resume.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..errors import QueueTimeoutError
+from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
+from ..protocol.enums import ApprovalPolicy, TurnOutcome
+from ..protocol.generated import methods as m
+from ..talk.client import Rpc
+from ..talk.threads import join, wait_idle
+from ..talk.turn import SayProgress, say
+
+NOTICE_MAX = 600  # characters of the Next section quoted in the visible turn
+START_WAIT = 30.0  # s for codex to start the visible turn before we stop watching
+
+
+class IntoThread(NamedTuple):
+    turn_id: str | None
+    status: str  # "started" (not followed), a TurnOutcome value, or "queued"
+    reply: str
+
+
+def injected_item(text: str) -> dict[str, Any]:
+    """The Responses API item the delta goes in as (a user message: the human's other
+    agent speaking, not an instruction of the system)."""
+    return {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}]}
+
+
+def notice(source: str, handoff_id: str, messages: int, full_path: str, next_text: str
+           ) -> str:
+    """The visible turn: the bridge's envelope header line (`[codexbridge] from …`, as on
+    every bridge message), then a few lines of words."""
+    nxt = next_text.strip()
+    if len(nxt) > NOTICE_MAX:
+        nxt = nxt[:NOTICE_MAX - 1] + "…"
+    return (f"[codexbridge] from {source} — handoff: the human moved this work to you\n\n"
+            f"Handoff {handoff_id}: {source}'s context since your last handoff "
+            f"({messages} message(s), decisions, work, next step) is in your history just "
+            f"above this message; every message in full is in {full_path}. Carry on from "
+            "there." + (f"\nNext: {nxt}" if nxt else ""))
+
+
+async def into_thread(rpc: Rpc, thread_id: str, delta_text: str, notice_text: str,
+                      client_id: str, *, busy_timeout: float, wait: bool,
+                      timeout: float, approvals: ApprovalPolicy = ApprovalPolicy.TUI,
+                      approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
+                      on_stage: Callable[[str], None] | None = None) -> IntoThread:
+    """Inject the delta, then queue the visible turn; follow it to its end with `wait`,
+    else return once codex started it (or after START_WAIT, still queued)."""
+    stage = on_stage or (lambda _: None)
+    await join(rpc, thread_id)
+    if not await wait_idle(rpc, thread_id, busy_timeout):
+        raise QueueTimeoutError(
+            f"thread {thread_id} stayed busy for {busy_timeout:g} s; nothing was handed "
+            "over (run the handoff again, or pass --busy-timeout)",
+            details={"threadId": thread_id})
+    stage("injecting")
+    await rpc.request(m.THREAD_INJECT_ITEMS, {"threadId": thread_id,
+                                              "items": [injected_item(delta_text)]})
+    stage("injected")
+    started = asyncio.Event()
+
+    def changed(what: str, _: SayProgress) -> None:
+        if what == "started":
+            started.set()
+
+    progress = SayProgress(client_id=client_id, on_change=changed)
+    task = asyncio.create_task(say(rpc, thread_id, notice_text, approvals=approvals,
+                                   approval_timeout=approval_timeout, timeout=timeout,
+                                   join_first=False, progress=progress))
+    if wait:
+        result = await task
+        return IntoThread(result.turn_id, result.status.value, result.reply)
+    waiter = asyncio.ensure_future(started.wait())
+    try:
+        await asyncio.wait([task, waiter], timeout=START_WAIT,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task.done():
+        result = task.result()
+        return IntoThread(result.turn_id, result.status.value, result.reply)
+    task.cancel()  # the turn runs on in the TUI; nobody here needs its answer
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return IntoThread(progress.turn_id, "started" if progress.turn_id else "queued", "")
+
+
+def completed(status: str) -> bool:
+    return status in ("started", "queued", TurnOutcome.COMPLETED.value)
