@@ -1,7 +1,7 @@
 """Building the MCP server for one role on the official SDK's `MCPServer`.
 
-    build_server(settings) → MCPServer with bridge_status, bridge_output_read and the
-                             role's three tools
+    build_server(settings) → MCPServer with bridge_status, bridge_output_read,
+                             bridge_handoff and the role's own tools
 
 Errors the SDK produces itself (arguments that fail the input schema, an unknown tool
 name) come back as bare text; a small middleware gives them the same structured shape

@@ -56,7 +56,8 @@ def test_no_module_over_350_lines() -> None:
 
 @pytest.mark.parametrize("package", ["codexbridge", "codexbridge.talk", "codexbridge.host",
                                      "codexbridge.inbox", "codexbridge.mock",
-                                     "codexbridge.protocol"])
+                                     "codexbridge.protocol", "codexbridge.conversation",
+                                     "codexbridge.handoff"])
 def test_package_files_import_nothing(package: str) -> None:
     """The Stop hook and `talk say` start through these: an import here is paid on
     every Claude stop."""
