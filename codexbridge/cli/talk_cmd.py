@@ -172,9 +172,11 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
                 interrupt_on_timeout=on_timeout == "interrupt",
                 on_delta=on_delta, on_approval=on_approval)
 
-    result = run_async(go)
-    if streamed and not quiet:
-        sys.stderr.write("\n")
+    try:
+        result = run_async(go)
+    finally:
+        if streamed and not quiet:
+            sys.stderr.write("\n")  # the error or the summary starts on its own line
     if result.truncated:
         click.echo(f"codexbridge: the reply is {result.reply_bytes} bytes; only the first "
                    f"{len(result.reply.encode('utf-8'))} are printed", err=True)

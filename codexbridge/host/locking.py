@@ -62,17 +62,30 @@ def lock_with_timeout(fd: int, timeout: float, poll: float = 0.02) -> bool:
         time.sleep(poll)
 
 
-class FileLock:
-    """`with FileLock(path):` — exclusive lock on a small, never-renamed lock file."""
+class LockTimeout(TimeoutError):
+    """Another live process held the lock for longer than we may wait."""
 
-    def __init__(self, path: str) -> None:
+
+class FileLock:
+    """`with FileLock(path):` — exclusive lock on a small, never-renamed lock file.
+
+    `timeout` (seconds) bounds the wait: the Stop hook must never hang a Claude stop on
+    a process that holds a mailbox lock and does not let go (a dead holder's flock is
+    gone with it)."""
+
+    def __init__(self, path: str, timeout: float | None = None) -> None:
         self.path = path
+        self.timeout = timeout
         self._fd = -1
 
     def __enter__(self) -> FileLock:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            lock(self._fd)
+            if self.timeout is None:
+                lock(self._fd)
+            elif not lock_with_timeout(self._fd, self.timeout):
+                raise LockTimeout(f"{self.path} is held by another process (waited "
+                                  f"{self.timeout:g} s)")
         except BaseException:
             os.close(self._fd)
             raise

@@ -41,6 +41,7 @@ is how many consecutive blocks one turn may get before mail waits for the next s
 
 LOG_NAME = "inbox-hook.log"
 LOG_MAX_BYTES = 1 << 20
+LOCK_WAIT = 3.0  # s: a Claude stop never waits longer on a mailbox lock held elsewhere
 MAX_STDIN = 4 << 20
 
 
@@ -147,6 +148,10 @@ def run_hook_cli(argv: list[str]) -> int:
     try:
         payload = parse_payload(read_stdin())
         return run_hook(name, payload)
+    except TimeoutError as exc:  # host.locking.LockTimeout: someone holds the mailbox
+        log(f"mailbox {name!r}: {exc}; the mail stays for the next stop")
+        _tell_person(f"mailbox busy ({exc}); the mail stays for the next stop")
+        return 0
     except BaseException as exc:
         log(f"mailbox {name!r}: hook failed: {exc!r}", with_traceback=True)
         _tell_person(f"failed: {exc!r} (see the log in the state dir)")
@@ -223,7 +228,7 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
         log(f"mailbox {name!r}: {note}")
     decision = decide(inp, ChainState(*stored) if stored else None, pending, max_chain)
     if decision.action == DELIVER:
-        with take(inbox, name) as batch:
+        with take(inbox, name, lock_timeout=LOCK_WAIT) as batch:
             if batch.empty:
                 batch.commit()  # only already-delivered duplicates were left
             else:

@@ -134,7 +134,11 @@ class Batch:
         ids = [m.mail_id for m in self.mails if m.mail_id] if delivered else []
         with FileLock(lock_path(self.inbox, self.name)):
             if ids:
-                _remember_delivered(self.inbox, self.name, ids)
+                # (a full disk) The batch was handed over; removing its files below is
+                # what keeps it from being delivered again — the ids are only a second
+                # guard, for batches recovered from a crash.
+                with suppress(OSError):
+                    _remember_delivered(self.inbox, self.name, ids)
             if self.rejected:
                 now = iso_utc()
                 _append(rejected_path(self.inbox, self.name),
@@ -224,10 +228,10 @@ def _claim_orphan(path: str) -> _Taken | None:
     return _Taken(fd, path, recovered=True)
 
 
-def _take_current(inbox: str, name: str) -> _Taken | None:
+def _take_current(inbox: str, name: str, timeout: float | None = None) -> _Taken | None:
     """Rename NAME.jsonl to a private taken name, holding its flock throughout."""
     src = mail_path(inbox, name)
-    with FileLock(lock_path(inbox, name)):
+    with FileLock(lock_path(inbox, name), timeout):
         try:
             fd = os.open(src, os.O_RDONLY)
         except FileNotFoundError:
@@ -246,7 +250,7 @@ def _take_current(inbox: str, name: str) -> _Taken | None:
     return _Taken(fd, dest)
 
 
-def _take_batch(inbox: str, name: str) -> Batch:
+def _take_batch(inbox: str, name: str, lock_timeout: float | None = None) -> Batch:
     ensure_private_dir(inbox)
     batch = Batch(inbox, name)
     try:
@@ -255,7 +259,7 @@ def _take_batch(inbox: str, name: str) -> Batch:
             if orphan is not None:
                 batch._files.append(orphan)
                 batch.recovered_files += 1
-        current = _take_current(inbox, name)
+        current = _take_current(inbox, name, lock_timeout)
         if current is not None:
             batch._files.append(current)
         if not batch._files:
@@ -281,13 +285,14 @@ def _take_batch(inbox: str, name: str) -> Batch:
 
 
 @contextmanager
-def take(inbox: str, name: str) -> Iterator[Batch]:
+def take(inbox: str, name: str, lock_timeout: float | None = None) -> Iterator[Batch]:
     """`with take(inbox, name) as batch: deliver(batch); batch.commit()`.
 
     Leaving the block without `commit()` releases the batch: its files stay and the next
-    take delivers them.
+    take delivers them. `lock_timeout`: LockTimeout rather than waiting longer for the
+    mailbox lock.
     """
-    batch = _take_batch(inbox, name)
+    batch = _take_batch(inbox, name, lock_timeout)
     try:
         yield batch
     finally:

@@ -172,7 +172,10 @@ class TurnFollower:
             self._lose()
 
     def _lose(self) -> None:
-        self.lost = "the connection to the app-server closed during the turn"
+        self.lost = ("the connection to the app-server was lost during the turn (did the "
+                     "app-server stop?); the turn may have ended with it — once it is back, "
+                     "`codexbridge talk read` shows what the thread kept. Do not resend "
+                     "blindly")
         self.done.set()
 
     def _say(self, line: str) -> None:
