@@ -24,6 +24,9 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory,
                 "CODEX_BRIDGE_APPROVALS", "CODEX_BRIDGE_APPROVAL_TIMEOUT",
                 "CODEX_BRIDGE_MAILBOX", "CODEX_BRIDGE_MCP_ROLE"):
         monkeypatch.delenv(var, raising=False)
+    # Nor the user's own codex daemon (~/.codex's socket): tests that want one start
+    # their own in a temp CODEX_HOME and turn this back on.
+    monkeypatch.setenv("CODEX_BRIDGE_DAEMON", "off")
     return home
 
 

@@ -28,6 +28,8 @@ COMMANDS: Lazy = {
                 "not seen."),
     "demo": ("codexbridge.cli.demo_cmd", "demo",
              "Run the whole Claude → Codex path offline on an embedded mock model."),
+    "setup": ("codexbridge.cli.setup_cmd", "setup",
+              "Register codexbridge with Claude Code (plugin) and Codex (MCP server)."),
     "doctor": ("codexbridge.cli.doctor_cmd", "doctor",
                "Check the set-up: binaries, app-server, threads, approval diverters, hooks, "
                "mailboxes."),

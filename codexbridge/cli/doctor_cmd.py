@@ -31,6 +31,9 @@ def doctor(project: str, url: str | None, as_json: bool) -> None:
       codex, codex-version, listen-schemes   the codex binary and `--listen ws:// unix://`
       bridge-json, app-server               the running serve; initialize on its URL
       threads                               user threads the TUI has loaded
+      codex-daemon, endpoint-pick,          codex's own daemon; which server talk uses
+        tui-attach, claude-plugin           when both run; the line that opens the TUI;
+                                            the Claude Code plugin enabled here
       codex-hooks, approvals-reviewer,      settings in CODEX_HOME (yours, and the
         approval-policy                     app-server's) that answer approvals first
       claude, claude-version,               Claude Code; the project's Stop hook and
@@ -39,7 +42,7 @@ def doctor(project: str, url: str | None, as_json: bool) -> None:
       tmux                                  only `demo --tui` needs it
 
     Read-only: nothing is written or changed. The only connection is to the configured
-    app-server (--url, $CODEX_BRIDGE_URL, else bridge.json).
+    app-server (--url, $CODEX_BRIDGE_URL, else bridge.json, else codex's own daemon).
     """
     from ..doctor.diagnose import diagnose
     from ..doctor.report import as_json as report_json

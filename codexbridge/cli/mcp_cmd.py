@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -57,19 +58,29 @@ def _quiet_gc() -> Iterator[None]:
 @click.option("--role", type=str, default=None, metavar="claude|codex",
               help="claude: runs inside Claude Code, talks to Codex. codex: runs inside "
                    "Codex, leaves mail for Claude. [default: $CODEX_BRIDGE_MCP_ROLE]")
+@click.option("--http", "http_listen", default=None, metavar="HOST:PORT",
+              help="Serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+                   "(Codex on another machine; docs/fitting-in.md). Needs a bearer token "
+                   "($CODEX_BRIDGE_MCP_TOKEN or --token-file) off loopback.")
+@click.option("--token-file", default=None, metavar="FILE",
+              help="With --http: read the bearer token from FILE.")
 @command
-def mcp(role: str | None) -> None:
+def mcp(role: str | None, http_listen: str | None = None,
+        token_file: str | None = None) -> None:
     """Run the MCP stdio server for one side (see docs/mcp.md for the tools).
 
     \b
     Register it with your agent, for example:
-      claude mcp add --scope project codexbridge -- codexbridge mcp --role claude
-      codex mcp add codexbridge -- codexbridge mcp --role codex
+      codexbridge setup claude        # the Claude Code plugin runs --role claude
+      codexbridge setup codex         # config.toml runs --role codex
     """
     from ..mcp import settings as mcp_settings
 
     chosen = mcp_settings.resolve_role(role, os.environ)
     config = mcp_settings.load(chosen)
+    if http_listen is not None or token_file is not None:
+        _serve_http(config, http_listen, token_file)
+        return
     if sys.stdin.isatty():
         click.echo(f"codexbridge mcp --role {chosen}: speaking MCP on stdin/stdout "
                    "(started by Claude Code or Codex, not by hand); Ctrl-C to stop.",
@@ -84,3 +95,19 @@ def mcp(role: str | None) -> None:
                              "codexbridge") from exc
         server = build_server(config)
     server.run("stdio")
+
+
+def _serve_http(config: Any, listen_text: str | None, token_file: str | None) -> None:
+    """The same server over streamable HTTP (`mcp/http.py`): checked, then served."""
+    from ..mcp import http
+
+    if listen_text is None:
+        raise UsageError("--token-file needs --http HOST:PORT")
+    listen = http.parse_listen(listen_text)
+    token = http.load_token(token_file)
+    http.check_exposure(listen, token)
+    with _quiet_gc():
+        from ..mcp.server import build_server
+
+        server = build_server(config)
+    http.serve_http(server, listen, token)

@@ -41,8 +41,13 @@ def _default_port() -> int:
 @click.option("--codex-arg", "codex_args", multiple=True, metavar="ARG",
               help="Extra argument for `codex app-server` (repeatable), e.g. "
                    "--codex-arg=-c --codex-arg=model=o3.")
+@click.option("--tls-cert", default=None, metavar="PEM",
+              help="Serve wss:// with this certificate (chain) file: codex listens on "
+                   "loopback, a TLS relay on HOST:PORT (codex has no TLS listener).")
+@click.option("--tls-key", default=None, metavar="PEM", help="The certificate's key.")
 @command
-def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, ...]) -> int:
+def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, ...],
+          tls_cert: str | None = None, tls_key: str | None = None) -> int:
     """Run the shared codex app-server that the TUI and the bridge both attach to.
 
     Starts `codex app-server --listen ws://HOST:PORT` in DIR with only a baseline of
@@ -50,9 +55,17 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
     settings, plus names listed in $CODEX_BRIDGE_CHILD_ENV), writes bridge.json to the
     state dir ($CODEX_BRIDGE_HOME, default ~/.codex-bridge) so `talk` finds it, and
     prints the `codex --remote …` line to paste. Ctrl-C stops it.
+
+    \b
+    You may not need it: codex's own daemon (`codex app-server daemon start`, or just
+    `codex`) is found by `talk`, `mcp` and `doctor` by themselves. serve is for a
+    dedicated ws:// (or, with --tls-cert/--tls-key, wss://) server.
     """
     workdir = cwd or os.environ.get("CODEX_BRIDGE_CWD") or os.getcwd()
     chosen = _default_port() if port is None else port
+    if bool(tls_cert) != bool(tls_key):
+        raise UsageError("--tls-cert and --tls-key go together")
+    tls = (tls_cert, tls_key) if tls_cert and tls_key else None
     return run_serve(workdir, chosen, host, codex_args,
                      echo=lambda m: click.echo(m),
-                     warn=lambda m: click.echo(m, err=True))
+                     warn=lambda m: click.echo(m, err=True), tls=tls)

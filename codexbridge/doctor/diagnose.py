@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import gather, rows, rows_claude, rows_handoff
+from . import gather, rows, rows_claude, rows_daemon, rows_handoff
 from .report import Check, check_failed
 
 T = TypeVar("T")
@@ -50,6 +50,7 @@ def diagnose(project: Path, url: str | None = None,
     if ep is not None:
         add("app-server", lambda: [rows.endpoint_row(serve or empty, ep)])
         add("threads", lambda: rows.thread_rows(ep))
+    add("codex-daemon", lambda: _daemon_rows(serve or empty, ep or empty, project))
     add("codex-hooks", lambda: rows.diverter_rows(gather.codex_homes(ep or empty)))
     add("claude", lambda: rows_claude.claude_rows(gather.claude(timeout)))
     proj = _guard("claude-hook", lambda: gather.project(project), None, checks)
@@ -66,3 +67,10 @@ def diagnose(project: Path, url: str | None = None,
     add("handoff", lambda: rows_handoff.handoff_rows(_handoff_facts(project, url, timeout)))
     return checks
 
+
+def _daemon_rows(serve: dict[str, Any], ep: dict[str, Any], project: Path) -> list[Check]:
+    from ..host.daemon import facts
+    from ..setup.status import plugin_facts
+
+    return [*rows_daemon.daemon_rows(facts(), serve, ep, str(project)),
+            rows_daemon.plugin_row(plugin_facts(str(project)))]

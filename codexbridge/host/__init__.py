@@ -6,6 +6,8 @@
     binaries.py     finding the pinned codex and claude, their versions
     appserver.py    starting and stopping a `codex app-server` child
     serve.py        `codexbridge serve`: the supervised shared app-server
+    tls_relay.py    wss:// in front of codex's loopback ws:// (`serve --tls-cert`)
+    daemon.py       codex's own managed daemon: its socket, is it up, the TUI line
     envbaseline.py  the environment an app-server child may see
     procs.py        is a process still there
     schemas.py      reading the schema files in `schemas/`

@@ -19,6 +19,9 @@ from ..errors import BinaryNotFoundError
 CODEX_VERSION = "0.169.0"
 CLAUDE_VERSION = "2.1.332"
 INSTALL_HINT = "scripts/install-binaries"
+# For an install without a checkout (pipx, a wheel): the pinned versions from npm.
+NPM_INSTALL = {"codex": f"npm install -g @openai/codex@{CODEX_VERSION}",
+               "claude": f"npm install -g @anthropic-ai/claude-code@{CLAUDE_VERSION}"}
 _VERSION = re.compile(r"\b(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.-]+)?)\b")
 
 
@@ -84,8 +87,10 @@ def _find(env_var: str, command: str, pinned: Path | None, what: str) -> str:
     if pinned is not None:
         return str(pinned)
     raise BinaryNotFoundError(
-        f"{what} not found: set {env_var}, put `{command}` on PATH, or run "
-        f"`{INSTALL_HINT}` in the codexbridge checkout to install the pinned version")
+        f"{what} not found: install it with `{NPM_INSTALL[command]}` (the version "
+        f"codexbridge is tested with), or set {env_var} to its path; in a codexbridge "
+        f"checkout `{INSTALL_HINT}` puts the pinned copy in .tools/",
+        details={"binary": command, "install": NPM_INSTALL[command], "env": env_var})
 
 
 def find_codex() -> str:

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import ServeError, UsageError
 from .appserver import AppServerProcess, codex_version, free_port
@@ -28,6 +28,9 @@ from .binaries import find_codex
 from .envbaseline import auth_hint, child_env
 from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
 from .procs import pid_alive
+
+if TYPE_CHECKING:
+    from .tls_relay import TlsRelay
 
 DEFAULT_PORT = 8787
 
@@ -75,10 +78,37 @@ def _relay_stderr(stream: IO[bytes], tail: deque[str], warn: Callable[[str], Non
             warn(f"codexbridge: {hint}")
 
 
+def attach_lines(url: str, workdir: str, token: bool, tls: bool) -> list[str]:
+    """What to paste to open the TUI on this serve (and what plain `codex` does)."""
+    remote = f"codex --remote {url} -C {_quote(workdir)}"
+    if token:
+        remote = ("CODEX_BRIDGE_TOKEN=<token> " + remote
+                  + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+    if tls:
+        remote = "SSL_CERT_FILE=<CA file, for a self-signed certificate> " + remote
+    return [remote]
+
+
+def daemon_notes(env: dict[str, str] | None = None) -> list[str]:
+    """Why the plain `codex` TUI would not show this serve's threads."""
+    from . import daemon
+
+    notes = ["plain `codex` (without --remote) attaches to codex's own daemon, not to "
+             "this serve: use the line above"]
+    running = daemon.running_url(env)
+    if running:
+        notes.append(f"codex's own daemon also runs ({running}); while this serve runs, "
+                     "`codexbridge talk` uses this serve — `--url "
+                     f"{running}` picks the daemon")
+    return notes
+
+
 def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[str, ...] = (),
               echo: Callable[[str], None] = print,
-              warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
-    """Run until the app-server exits; return its exit status."""
+              warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+              tls: tuple[str, str] | None = None) -> int:
+    """Run until the app-server exits; return its exit status. `tls` = (cert, key):
+    codex listens on loopback and a TLS relay serves wss://HOST:PORT (tls_relay.py)."""
     workdir = Path(cwd).expanduser()
     if not workdir.is_dir():
         raise UsageError(f"--cwd {cwd!r} is not a directory")
@@ -93,6 +123,13 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
     elif not port_free(host, port):
         raise UsageError(f"port {port} on {host} is in use (another serve?); pass --port N "
                          "or --port 0 for a free one")
+    front: TlsRelay | None = None  # the TLS relay in front of codex, with --tls-cert
+    public_host, public_port = host, port
+    if tls is not None:
+        from .tls_relay import TlsRelay, server_context
+
+        context = server_context(*tls)
+        host, port = "127.0.0.1", free_port("127.0.0.1")  # codex itself: loopback only
     codex = find_codex()
     version = codex_version(codex)
     home = state_dir()
@@ -105,6 +142,8 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
 
     proc = AppServerProcess(codex, workdir, host, port, child_env(os.environ), extra,
                             stderr=subprocess.PIPE)
+    if tls is not None:
+        front = TlsRelay(public_host, public_port, f"ws://127.0.0.1:{port}", context, token)
     tail: deque[str] = deque(maxlen=40)
     forwarded: list[int] = []
 
@@ -133,16 +172,21 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
             "cwd": str(workdir), "codex_version": version,
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+        public = url
+        if front is not None:
+            front.start()
+            shown = f"[{public_host}]" if ":" in public_host else public_host
+            public = record["public_url"] = f"wss://{shown}:{public_port}"
         if token_file is not None:
             record["token_file"] = str(token_file)
         write_private_json(record_path, record)
-        remote = f"codex --remote {url} -C {_quote(str(workdir))}"
-        if token:
-            remote = ("CODEX_BRIDGE_TOKEN=<token> " + remote
-                      + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
-        echo(f"codexbridge: app-server (codex {version}) listening on {url}, cwd {workdir}")
+        where = f"{public} (TLS; codex itself on {url})" if front is not None else url
+        echo(f"codexbridge: app-server (codex {version}) listening on {where}, cwd {workdir}")
         echo("codexbridge: open the TUI with:")
-        echo(f"    {remote}")
+        for line in attach_lines(public, str(workdir), bool(token), front is not None):
+            echo(f"    {line}")
+        for note in daemon_notes(dict(os.environ)):
+            echo(f"codexbridge: {note}")
         echo("codexbridge: send one message in the TUI, then `codexbridge talk say \"…\"`. "
              "Ctrl-C stops.")
         while True:
@@ -156,6 +200,8 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
             warn(f"codexbridge: codex app-server exited with status {code}" + _tail_text(tail))
         return 128 - code if code < 0 else code
     finally:
+        if front is not None:
+            front.stop()
         proc.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -16,4 +16,6 @@ command pays for the SDK.
                     codex_delivery_status
     tools_codex.py  claude_mailboxes_list, claude_mailbox_peek, claude_message_send
     server.py       build_server(settings) for a role
+    http.py         `--http HOST:PORT`: the same server over streamable HTTP, behind a
+                    bearer token (Codex on another machine)
 """

@@ -2,7 +2,8 @@
 
     transport.py  the seam under the client: a WebSocket, or an in-memory pair
     client.py     AppServerClient: requests, responses, events over one transport
-    endpoint.py   which app-server to talk to (--url, CODEX_BRIDGE_URL, bridge.json)
+    endpoint.py   which app-server to talk to (--url, CODEX_BRIDGE_URL, bridge.json,
+                  codex's own daemon)
     threads.py    list, find, join a thread; wait until it is idle
     turn.py       say(): one turn, followed to the end, approvals answered by policy
     history.py    a thread's turns and items, and how they read as a transcript

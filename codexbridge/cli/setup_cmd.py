@@ -1,0 +1,150 @@
+"""`codexbridge setup claude|codex [--project DIR | --user] [--dry-run] [--remove]`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..error_tables import exit_help
+from ..errors import UsageError
+from .output import command, emit_json
+
+F = TypeVar("F", bound=Callable[..., Any])
+SETUP_EXIT_HELP = exit_help(UsageError, success="done (or, with --dry-run, shown)",
+                            extra={2: "bad option, or a settings file that is malformed or "
+                                      "holds a value setup would change (left untouched)"})
+
+
+def _scope_options(fn: F) -> F:
+    for option in reversed([
+        click.option("--project", metavar="DIR", default=None,
+                     help="Register for one project (its .claude/settings.json or "
+                          ".codex/config.toml)."),
+        click.option("--user", is_flag=True,
+                     help="Register for every project (your own settings). The default."),
+        click.option("--dry-run", is_flag=True, help="Show the changes; write nothing."),
+        click.option("--remove", is_flag=True,
+                     help="Take out exactly what setup added (a file untouched since gets "
+                          "its original bytes back)."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print one JSON object on stdout for scripts."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _show(report: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.as_json())
+        return
+    for change in report.changes:
+        if not change.changed:
+            click.echo(f"{change.path}: already set up; nothing to change")
+            continue
+        if report.dry_run:
+            click.echo(change.diff(), nl=False)
+            continue
+        for line in change.lines:
+            click.echo(f"{change.path}: {line}")
+        if change.backup:
+            click.echo(f"  backup: {change.backup}")
+    if report.dry_run:
+        click.echo("(dry run: nothing was written)")
+    if not report.changes:
+        click.echo("nothing to do")
+    for note in report.notes:
+        click.echo(f"note: {note}")
+
+
+@click.group("setup", context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=SETUP_EXIT_HELP)
+def setup() -> None:
+    """Register codexbridge with Claude Code and with Codex, in their own settings files.
+
+    \b
+    Every run merges into what is there (other hooks, servers and settings are kept),
+    backs a changed file up as <file>.bak-codexbridge-<time>, is safe to repeat, and
+    refuses a malformed file (nothing written). `--remove` takes out exactly what it
+    added, by the record in $CODEX_BRIDGE_HOME/setup.json.
+    """
+
+
+@setup.command("claude", epilog=SETUP_EXIT_HELP)
+@_scope_options
+@command
+def claude_cmd(project: str | None, user: bool, dry_run: bool, remove: bool,
+               as_json: bool) -> None:
+    """Enable codexbridge's Claude Code plugin (hooks, MCP tools, skill, commands).
+
+    \b
+    Writes (docs/fitting-in.md, "The Claude side"):
+      your settings.json ($CLAUDE_CONFIG_DIR, else ~/.claude): the plugin's marketplace
+        (this package's claude_plugin/ directory) and CODEX_BRIDGE_BIN
+      the scope's settings.json: enabledPlugins["codexbridge@codexbridge"] and the
+        plugin's read-only tools in permissions.allow
+    """
+    from ..setup.steps import setup_claude
+    from ..setup.where import scope_for
+
+    _show(setup_claude(scope_for("claude", project, user), dry_run=dry_run, remove=remove),
+          as_json)
+
+
+@setup.command("codex", epilog=SETUP_EXIT_HELP)
+@_scope_options
+@click.option("--url", default=None, metavar="URL",
+              help="Register the role-codex server by URL (streamable HTTP: Codex on "
+                   "another machine than Claude) instead of as a command.")
+@click.option("--token-env", default="CODEX_BRIDGE_MCP_TOKEN", show_default=True,
+              metavar="VAR", help="With --url: the variable codex reads the bearer token "
+                                  "from ('' for none).")
+@click.option("--approval", default="writes", show_default=True,
+              type=click.Choice(["writes", "auto", "prompt", "approve"]),
+              help="default_tools_approval_mode: writes = the human approves each "
+                   "message Codex leaves for Claude; auto = nobody is asked.")
+@click.option("--mailbox", default=None, metavar="NAME",
+              help="The mailbox Codex writes to when it names none (default with "
+                   "--project: that project's, as the Claude plugin names it).")
+@click.option("--name", default="codexbridge", show_default=True,
+              help="The server's name in [mcp_servers.NAME].")
+@command
+def codex_cmd(project: str | None, user: bool, dry_run: bool, remove: bool, as_json: bool,
+              url: str | None, token_env: str, approval: str, mailbox: str | None,
+              name: str) -> None:
+    """Register the role-codex MCP server in codex's config.toml.
+
+    \b
+    Writes one marked block to $CODEX_HOME/config.toml (--user) or DIR/.codex/config.toml
+    (--project): [mcp_servers.NAME] with the command (or --url), tool_timeout_sec = 360
+    and default_tools_approval_mode — what `codex mcp add` writes plus the two keys it
+    cannot set (docs/fitting-in.md, "The Codex side"). Comments and formatting of the
+    rest of the file are kept byte for byte.
+    """
+    from ..inbox.names import validate_name
+    from ..setup.steps import setup_codex
+    from ..setup.where import scope_for
+
+    if mailbox:
+        validate_name(mailbox)
+    report = setup_codex(scope_for("codex", project, user), dry_run=dry_run, remove=remove,
+                         name=name, url=url, token_env=token_env or None, approval=approval,
+                         mailbox=mailbox)
+    _show(report, as_json)
+
+
+@setup.command("mailbox", hidden=True)
+@click.option("--session", default="", metavar="ID")
+@click.option("--project", default=None, metavar="DIR")
+@command
+def mailbox_cmd(session: str, project: str | None) -> None:
+    """(internal) Print this Claude session's mailbox name, claiming it (the plugin's
+    hooks run this once per session)."""
+    from ..inbox.location import inbox_dir
+    from ..setup.mailbox import claim
+
+    pid_text = os.environ.get("CLAUDE_PID", "")
+    pid = int(pid_text) if pid_text.isdigit() else None
+    click.echo(claim(inbox_dir(), project or os.getcwd(), session, pid))

@@ -1,0 +1,136 @@
+"""`codexbridge mcp --role codex --http HOST:PORT`: the same MCP server over the SDK's
+streamable HTTP transport, behind a bearer token.
+
+For Codex on another machine than Claude: codex reaches this server through a `url`
+entry in its config.toml (`bearer_token_env_var` names the variable holding the token,
+measured on 0.169.0 — docs/fitting-in.md, "Two machines"), and the tools write into
+*this* machine's mailboxes, where the Claude sessions' hooks read them.
+
+The gate is a plain ASGI wrapper: every HTTP request must carry `Authorization: Bearer
+<token>` (compared in constant time) or gets 401 with `WWW-Authenticate` — which codex
+reports as "not logged in", and it then offers the model none of the tools. A
+non-loopback address without a token is refused at start-up. The SDK's own auth path
+expects OAuth settings; a fixed shared token is what `bearer_token_env_var` sends.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, NamedTuple
+
+from ..errors import UsageError
+
+TOKEN_ENV = "CODEX_BRIDGE_MCP_TOKEN"
+PATH = "/mcp"
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class Listen(NamedTuple):
+    host: str
+    port: int
+
+    @property
+    def url_host(self) -> str:
+        return f"[{self.host}]" if ":" in self.host else self.host
+
+
+def parse_listen(raw: str) -> Listen:
+    """`HOST:PORT`, `[v6]:PORT`, or `:PORT` (loopback); port 0 picks a free one."""
+    host, sep, port_text = raw.rpartition(":")
+    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+        raise UsageError(f"--http {raw!r}: expected HOST:PORT (e.g. 127.0.0.1:8790)")
+    host = host.strip("[]") or "127.0.0.1"
+    return Listen(host, int(port_text))
+
+
+def load_token(token_file: str | None, environ: MutableMapping[str, str] | None = None
+               ) -> str | None:
+    env = os.environ if environ is None else environ
+    if token_file:
+        try:
+            with open(token_file, encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError as exc:
+            raise UsageError(f"--token-file {token_file}: {exc.strerror}") from exc
+        if not token:
+            raise UsageError(f"--token-file {token_file} is empty")
+        return token
+    return env.get(TOKEN_ENV) or None
+
+
+def check_exposure(listen: Listen, token: str | None) -> None:
+    from ..host.serve import is_loopback
+
+    if token is None and not is_loopback(listen.host):
+        raise UsageError(f"refusing to serve MCP on non-loopback address {listen.host!r} "
+                         f"without a token: set {TOKEN_ENV} (or pass --token-file)")
+    if token is not None and len(token) < 16:
+        raise UsageError(f"the MCP token is {len(token)} characters; use at least 16 "
+                         "(`openssl rand -hex 24`)")
+
+
+def bearer_gate(app: App, token: str | None) -> App:
+    """`app` behind `Authorization: Bearer <token>` (no token: `app` itself)."""
+    if token is None:
+        return app
+    wanted = f"Bearer {token}".encode()
+
+    async def gate(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":  # lifespan: the SDK's session manager runs there
+            await app(scope, receive, send)
+            return
+        given = b""
+        for key, value in scope.get("headers") or []:
+            if key.lower() == b"authorization":
+                given = value
+        if hmac.compare_digest(given, wanted):
+            await app(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"www-authenticate", b'Bearer realm="codexbridge"')]})
+        await send({"type": "http.response.body",
+                    "body": b'{"error":"a valid bearer token is required"}'})
+
+    return gate
+
+
+def bind(listen: Listen) -> socket.socket:
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((listen.host, listen.port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {listen.host}:{listen.port}: "
+                         f"{exc.strerror or exc}") from exc
+    sock.listen(128)
+    return sock
+
+
+def serve_http(server: Any, listen: Listen, token: str | None) -> None:
+    """Run `server` (an MCPServer) on `listen` until SIGINT/SIGTERM."""
+    import anyio
+    import uvicorn
+
+    sock = bind(listen)  # bound before anything is printed: the URL below is live
+    port = sock.getsockname()[1]
+    url = f"http://{listen.url_host}:{port}{PATH}"
+    app = server.streamable_http_app(streamable_http_path=PATH, host=listen.host)
+    config = uvicorn.Config(bearer_gate(app, token), log_level="warning", lifespan="on")
+    print(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}"
+          + ("" if token else " with no token (loopback only)"), file=sys.stderr)
+    if token:
+        print("codexbridge mcp: on the Codex machine: `codexbridge setup codex --url "
+              f"{url}` and export {TOKEN_ENV} for codex", file=sys.stderr)
+    sys.stderr.flush()
+    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))

@@ -1,0 +1,133 @@
+"""The file work of `codexbridge setup`: read, back up, write atomically, restore.
+
+Every file is read and every change computed before the first write, so a malformed
+second file never leaves the first half-done. A file that is replaced is first copied
+to `<file>.bak-codexbridge-<time>`; the new text goes through a temp file and a rename,
+keeping the old file's mode.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+
+
+@dataclass
+class FileChange:
+    path: str
+    before: str | None  # None: the file did not exist
+    after: str | None  # None: delete the file
+    lines: list[str] = field(default_factory=list)  # what changes, for people
+    backup: str | None = None
+    written: bool = False
+    keep_backup: bool = True  # False: the old text is exactly what setup wrote itself
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        old = (self.before or "").splitlines(keepends=True)
+        new = (self.after or "").splitlines(keepends=True)
+        return "".join(difflib.unified_diff(old, new, fromfile=f"{self.path} (before)",
+                                            tofile=f"{self.path} (after)"))
+
+    def as_json(self) -> dict[str, object]:
+        return {"file": self.path, "changed": self.changed, "changes": self.lines,
+                "backup": self.backup, "written": self.written, "diff": self.diff(),
+                "deleted": self.after is None and self.before is not None}
+
+
+def read_text(path: str) -> str | None:
+    """The file's text, or None when it does not exist; UsageError when unreadable."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory, not a settings file") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text ({exc.reason}); fix it first "
+                         "(nothing was changed)") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def missing_dirs(path: str) -> list[str]:
+    """The directories above `path` that do not exist yet, outermost first."""
+    out: list[str] = []
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.isdir(parent):
+        out.append(parent)
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    return list(reversed(out))
+
+
+def backup(path: str, text: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = f"{path}.bak-codexbridge-{stamp}"
+    n = 1
+    while os.path.exists(target):
+        n += 1
+        target = f"{path}.bak-codexbridge-{stamp}-{n}"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    return target
+
+
+def write(path: str, text: str) -> None:
+    """Atomically replace (or create) `path`, keeping an existing file's mode."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.codexbridge-{os.getpid()}.tmp"
+    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def apply(change: FileChange) -> None:
+    """Carry out one change: back up the old text, then write or delete."""
+    if not change.changed:
+        return
+    if change.before is not None and change.keep_backup:
+        change.backup = backup(change.path, change.before)
+    if change.after is None:
+        os.unlink(change.path)
+    else:
+        write(change.path, change.after)
+    change.written = True
+
+
+def remove_empty_dirs(dirs: list[str]) -> None:
+    """Take out the directories setup made for a file, innermost first, if empty."""
+    for d in reversed(dirs):
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
+
+
+def read_backup(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,133 @@
+"""The mailbox a Claude Code session listens on when the plugin runs its hooks.
+
+Per project, unless that would share: `<dir>-<6 hex>` (the directory's name and a hash of
+its full path, so two projects called `web` never meet), and when another Claude
+session that is still alive already holds that name, `<dir>-<6 hex>-<8 of the session
+id>`. A name chosen for a session stays its name (resumes included): the claim is kept in
+`<inbox>/.claims/<session id>` — the name on the first line (all the plugin's shell
+launcher reads, with no fork), then the Claude pid and the project. `$CODEX_BRIDGE_MAILBOX`
+overrides all of it: a name you chose is shared on purpose.
+
+`project_mailbox` and `decide` are pure; `claim` does the file work under one lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+CLAIMS_DIR = ".claims"
+BASE_MAX = 40
+CLAIM_TTL = 30 * 24 * 3600.0  # a dead session's claim is kept this long (for --resume)
+_ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def _clean(text: str) -> str:
+    cleaned = "".join(ch if ch in _ALLOWED else "-" for ch in text).strip(".-")
+    return cleaned[:BASE_MAX].rstrip(".-") or "project"
+
+
+def project_mailbox(real_path: str) -> str:
+    """`<basename>-<6 hex of sha256(path)>` for an absolute, resolved project path."""
+    digest = hashlib.sha256(real_path.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    return f"{_clean(os.path.basename(real_path.rstrip('/')) or 'root')}-{digest}"
+
+
+def session_mailbox(base: str, session_id: str) -> str:
+    short = "".join(ch for ch in session_id if ch.isalnum())[:8] or "session"
+    return f"{base}-{short}"
+
+
+class Claim(NamedTuple):
+    session: str
+    name: str
+    pid: int | None
+
+
+def decide(base: str, session: str, claims: Iterable[Claim],
+           alive: Mapping[int, bool]) -> str:
+    """The name for `session`: its earlier one while no other live session holds it
+    (stable across stops and resumes), else `base` unless a live other session holds
+    it, else the per-session name."""
+    mine: Claim | None = None
+    taken: set[str] = set()
+    for c in claims:
+        if c.session == session:
+            mine = c
+        elif c.pid is not None and alive.get(c.pid, False):
+            taken.add(c.name)
+    if mine is not None and mine.name not in taken:
+        return mine.name
+    return base if base not in taken else session_mailbox(base, session)
+
+
+def parse_claim(session: str, text: str) -> Claim | None:
+    lines = text.splitlines()
+    if not lines or not lines[0].strip():
+        return None
+    pid = None
+    if len(lines) > 1 and lines[1].strip().isdigit():
+        pid = int(lines[1].strip())
+    return Claim(session, lines[0].strip(), pid)
+
+
+def render_claim(name: str, pid: int | None, project: str) -> str:
+    return f"{name}\n{pid if pid is not None else ''}\n{project}\n"
+
+
+# --- file work ---------------------------------------------------------------------------
+
+def claims_dir(inbox: str) -> str:
+    return os.path.join(inbox, CLAIMS_DIR)
+
+
+def _read_claims(directory: str, now: float) -> list[Claim]:
+    out: list[Claim] = []
+    try:
+        entries = os.listdir(directory)
+    except FileNotFoundError:
+        return out
+    for entry in entries:
+        if entry.startswith(".") or entry.endswith(".tmp"):
+            continue
+        path = os.path.join(directory, entry)
+        try:
+            if now - os.stat(path).st_mtime > CLAIM_TTL:
+                os.unlink(path)
+                continue
+            with open(path, encoding="utf-8") as fh:
+                parsed = parse_claim(entry, fh.read(4096))
+        except OSError:
+            continue
+        if parsed:
+            out.append(parsed)
+    return out
+
+
+def valid_session(session: str) -> bool:
+    return bool(session) and len(session) <= 128 and all(
+        ch.isalnum() or ch == "-" for ch in session)
+
+
+def claim(inbox: str, project: str, session: str, claude_pid: int | None) -> str:
+    """This session's mailbox name, claimed under a lock so two sessions starting at
+    once cannot both take the project's name."""
+    from ..host.locking import FileLock
+    from ..host.private import ensure_private_dir, write_private
+    from ..host.procs import pid_alive
+
+    base = project_mailbox(os.path.realpath(project))
+    if not valid_session(session):
+        return base  # not run by Claude Code (no session id): the project's name
+    directory = claims_dir(inbox)
+    ensure_private_dir(directory)
+    with FileLock(os.path.join(directory, ".lock")):
+        claims = _read_claims(directory, time.time())
+        alive = {c.pid: pid_alive(c.pid) for c in claims if c.pid is not None}
+        name = decide(base, session, claims, alive)
+        write_private(os.path.join(directory, session),
+                      render_claim(name, claude_pid, project).encode("utf-8"))
+    return name

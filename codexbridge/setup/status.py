@@ -1,0 +1,46 @@
+"""Is codexbridge's Claude Code plugin enabled for a project? Read-only (for `doctor`).
+
+Claude Code loads it when a marketplace named `codexbridge` is declared in the user's
+settings and `enabledPlugins["codexbridge@codexbridge"]` is true in the user's, the
+project's or the project's local settings (docs/fitting-in.md, "How Claude Code loads
+it"); `--plugin-dir` runs cannot be seen from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .claude import MARKETPLACE, PLUGIN_ID
+from .where import claude_user_settings
+
+
+def _load(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def plugin_facts(project: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    user_file = claude_user_settings(env)
+    files = {"user": user_file,
+             "project": os.path.join(project, ".claude", "settings.json"),
+             "local": os.path.join(project, ".claude", "settings.local.json")}
+    loaded = {scope: _load(path) for scope, path in files.items()}
+    user = loaded["user"] or {}
+    market = (user.get("extraKnownMarketplaces") or {}).get(MARKETPLACE)
+    path = None
+    if isinstance(market, dict) and isinstance(market.get("source"), dict):
+        path = market["source"].get("path")
+    enabled_in = [scope for scope, data in loaded.items() if data and isinstance(
+        data.get("enabledPlugins"), dict) and data["enabledPlugins"].get(PLUGIN_ID) is True]
+    return {"marketplace_path": path,
+            "marketplace_ok": bool(path) and os.path.isfile(
+                os.path.join(str(path), ".claude-plugin", "plugin.json")),
+            "enabled_in": enabled_in, "bin": (user.get("env") or {}).get("CODEX_BRIDGE_BIN"),
+            "files": files}

@@ -1,0 +1,98 @@
+"""`codexbridge serve --tls-cert/--tls-key`: wss:// in front of codex 0.169.0 (which has no
+TLS listener). The real TUI attaches with `--remote wss://… --remote-auth-token-env`,
+trusting a throwaway CA through `SSL_CERT_FILE`; `talk say --url wss://…` works the same
+way; a wrong token is refused with 401 before anything reaches codex.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codexbridge.host.appserver import free_port
+from codexbridge.host.tmux_tui import CodexTUI
+from codexbridge.mock.server import MockResponsesServer
+from tests.support.binaries import require_tmux
+from tests.support.cli import arun_cli, run_cli
+
+pytestmark = [pytest.mark.real_codex, pytest.mark.tmux]
+
+TOKEN = "cb-wss-token-0123456789abcdef"
+
+
+def make_certs(d: Path) -> tuple[Path, Path, Path]:
+    """A CA and a server certificate for 127.0.0.1 signed by it (openssl CLI)."""
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make the test certificates"
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], cwd=d, check=True, capture_output=True, timeout=60)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+        "ca.pem", "-days", "2", "-subj", "/CN=codexbridge test CA")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+        "-subj", "/CN=127.0.0.1")
+    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                               "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    run("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf")
+    return d / "ca.pem", d / "srv.pem", d / "srv.key"
+
+
+@pytest.fixture
+def wss_serve(tmp_path: Path, codex_bin: str, codex_env: dict[str, str], workdir: Path,
+              _isolated_state: Path, mock_model: MockResponsesServer
+              ) -> Iterator[tuple[str, dict[str, str]]]:
+    ca, cert, key = make_certs(tmp_path)
+    port = free_port("127.0.0.1")
+    env = {**codex_env, "CODEX_BRIDGE_HOME": str(_isolated_state),
+           "CODEX_BRIDGE_CODEX_BIN": codex_bin, "CODEX_BRIDGE_TOKEN": TOKEN,
+           "CODEX_BRIDGE_CHILD_ENV": "MOCK_API_KEY, NO_PROXY", "SSL_CERT_FILE": str(ca)}
+    proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "serve", "--cwd",
+                             str(workdir), "--port", str(port), "--tls-cert", str(cert),
+                             "--tls-key", str(key)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    record_file = _isolated_state / "bridge.json"
+    deadline = time.monotonic() + 30
+    try:
+        while not record_file.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+            time.sleep(0.05)
+        record = json.loads(record_file.read_text())
+        assert record["public_url"] == f"wss://127.0.0.1:{port}"
+        assert record["url"].startswith("ws://127.0.0.1:") and record["url"] != f"ws://127.0.0.1:{port}"
+        yield record["public_url"], env
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert f"SSL_CERT_FILE=<CA file, for a self-signed certificate> CODEX_BRIDGE_TOKEN=" \
+               f"<token> codex --remote wss://127.0.0.1:{port}" in out
+
+
+async def test_the_tui_and_talk_over_wss(wss_serve: tuple[str, dict[str, str]],
+                                         codex_bin: str, workdir: Path) -> None:
+    url, env = wss_serve
+    tui_env = {k: v for k, v in env.items() if not k.startswith("CODEX_BRIDGE_")}
+    tui_env["CODEX_BRIDGE_TOKEN"] = TOKEN
+    with CodexTUI(codex_bin, url, workdir, tui_env, tmux=require_tmux(),
+                  extra_args=["--remote-auth-token-env", "CODEX_BRIDGE_TOKEN"]) as tui:
+        tui.wait_ready()
+        tui.send("hello over wss")
+        tui.wait_for_text("MOCK REPLY: hello over wss", timeout=30)
+        said = await arun_cli("talk", "say", "--url", url, "-q", "claude over wss", env=env)
+        assert said.code == 0, said.err
+        assert said.out.strip() == "MOCK REPLY: claude over wss"
+        tui.wait_for_text("• MOCK REPLY: claude over wss", timeout=30)
+    wrong = run_cli("talk", "list", "--url", url, env={**env, "CODEX_BRIDGE_TOKEN": "nope"})
+    assert wrong.code == 5 and "401" in wrong.err
+    untrusted = run_cli("talk", "list", "--url", url, env={**env, "SSL_CERT_FILE": ""})
+    assert untrusted.code == 5 and "CERTIFICATE_VERIFY_FAILED" in untrusted.err

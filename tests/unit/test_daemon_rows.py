@@ -1,0 +1,93 @@
+"""Doctor rows for codex's own daemon and the TUI attach line; the "codex not found"
+message for an install without a checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codexbridge.doctor import rows_daemon
+from codexbridge.doctor.report import INFO, OK
+from codexbridge.errors import BinaryNotFoundError
+from codexbridge.host import binaries
+
+SOCK = "unix:///h/app-server-control/app-server-control.sock"
+UP = {"home": "/h", "socket": "/h/app-server-control/app-server-control.sock", "url": SOCK,
+      "enabled": True, "listening": True}
+DOWN = {**UP, "listening": False}
+
+
+def test_daemon_row() -> None:
+    assert rows_daemon.daemon_row(UP).status == OK
+    down = rows_daemon.daemon_row(DOWN)
+    assert down.status == INFO and "codex app-server daemon start" in str(down.fix)
+    off = rows_daemon.daemon_row({**UP, "enabled": False})
+    assert off.status == INFO and "CODEX_BRIDGE_DAEMON=off" in off.finding
+
+
+def test_pick_row_only_when_both_run() -> None:
+    ep = {"url": "ws://127.0.0.1:8787", "source": "/s/bridge.json"}
+    [row] = rows_daemon.pick_row(UP, {"serve_alive": True}, ep)
+    assert row.name == "endpoint-pick" and f"--url {SOCK}" in str(row.fix)
+    assert rows_daemon.pick_row(DOWN, {"serve_alive": True}, ep) == []
+    assert rows_daemon.pick_row(UP, {"serve_alive": False}, ep) == []
+    assert rows_daemon.pick_row(UP, {}, {"url": SOCK}) == []
+
+
+def test_attach_row_names_the_exact_line() -> None:
+    row = rows_daemon.attach_row({"url": SOCK, "source": "codex daemon (/h)"}, "/p", {})
+    assert row.details["line"] == f"codex --remote {SOCK} -C /p"
+    assert "plain `codex`" in row.finding
+    record = {"url": "ws://127.0.0.1:9", "public_url": "wss://h:443"}
+    row = rows_daemon.attach_row({"url": "ws://127.0.0.1:9", "token": True, "source": "b"},
+                                 "/p", {"record": record})
+    assert row.details["line"] == ("CODEX_BRIDGE_TOKEN=<token> codex --remote wss://h:443 "
+                                   "-C /p --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+    none = rows_daemon.attach_row({}, "/p", {})
+    assert none.status == INFO and "daemon start" in str(none.fix)
+
+
+def test_codex_not_found_names_the_npm_command(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_BRIDGE_TOOLS_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CODEX_BRIDGE_CODEX_BIN", raising=False)
+    with pytest.raises(BinaryNotFoundError) as info:
+        binaries.find_codex()
+    assert "npm install -g @openai/codex@0.169.0" in info.value.message
+    assert info.value.details["install"] == "npm install -g @openai/codex@0.169.0"
+    monkeypatch.delenv("CODEX_BRIDGE_CLAUDE_BIN", raising=False)
+    with pytest.raises(BinaryNotFoundError, match=r"@anthropic-ai/claude-code@2\.1\.332"):
+        binaries.find_claude()
+
+
+def test_serve_prints_the_attach_line_and_the_daemon_notes() -> None:
+    from codexbridge.host.serve import attach_lines, daemon_notes
+
+    assert attach_lines("ws://127.0.0.1:8787", "/p", False, False) == [
+        "codex --remote ws://127.0.0.1:8787 -C /p"]
+    [tls] = attach_lines("wss://h:1", "/p", True, True)
+    assert tls.startswith("SSL_CERT_FILE=") and "--remote-auth-token-env" in tls
+    notes = daemon_notes({"CODEX_BRIDGE_DAEMON": "off"})
+    assert len(notes) == 1 and "plain `codex`" in notes[0]
+
+
+def test_plugin_row_reads_what_setup_claude_wrote(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from codexbridge.doctor.report import WARN
+    from codexbridge.setup.status import plugin_facts
+    from codexbridge.setup.steps import setup_claude
+    from codexbridge.setup.where import scope_for
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+    row = rows_daemon.plugin_row(plugin_facts(str(project)))
+    assert row.status == INFO and "setup claude" in str(row.fix)
+    setup_claude(scope_for("claude", str(project), False))
+    facts = plugin_facts(str(project))
+    assert facts["enabled_in"] == ["project"] and facts["marketplace_ok"] is True
+    assert rows_daemon.plugin_row(facts).status == OK
+    broken = {**facts, "marketplace_ok": False}
+    assert rows_daemon.plugin_row(broken).status == WARN

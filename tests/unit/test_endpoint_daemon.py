@@ -1,0 +1,145 @@
+"""Which app-server `talk`, `mcp` and `doctor` use: --url > CODEX_BRIDGE_URL > a running
+serve's bridge.json > codex's own daemon (its socket in CODEX_HOME); never a silent
+guess when two run."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codexbridge.errors import ConnectError
+from codexbridge.host import daemon
+from codexbridge.host.paths import bridge_file, write_private_json
+from codexbridge.talk import endpoint
+from codexbridge.talk.endpoint import choose, resolve_endpoint
+
+BRIDGE = "/s/bridge.json"
+DAEMON = "unix:///h/app-server-control/app-server-control.sock"
+SERVE = {"url": "ws://127.0.0.1:8787", "pid": 42}
+
+
+def pick(url: str | None = None, env: str | None = None, record: dict | None = None,
+         alive: bool | None = None, running: str | None = None) -> endpoint.Choice | None:
+    return choose(url, env, record, alive, running, bridge_path=BRIDGE, daemon_home="/h")
+
+
+def test_the_order_of_the_sources() -> None:
+    assert pick("ws://a", "ws://b", SERVE, True, DAEMON)[:2] == ("ws://a", "--url")
+    assert pick(None, "ws://b", SERVE, True, DAEMON)[:2] == ("ws://b", "CODEX_BRIDGE_URL")
+    assert pick(record=SERVE, alive=True)[:3] == (SERVE["url"], BRIDGE, True)
+    got = pick(running=DAEMON)
+    assert got is not None and got.url == DAEMON and got.source == "codex daemon (/h)"
+    assert got.note is None and got.from_record is False
+    assert pick() is None
+
+
+def test_serve_and_daemon_both_running_uses_serve_and_says_how_to_choose() -> None:
+    got = pick(record=SERVE, alive=True, running=DAEMON)
+    assert got is not None and got.url == SERVE["url"]
+    assert got.note is not None
+    assert f"--url {DAEMON}" in got.note and "CODEX_BRIDGE_URL" in got.note
+
+
+def test_a_stale_bridge_json_gives_way_to_the_daemon() -> None:
+    got = pick(record=SERVE, alive=False, running=DAEMON)
+    assert got is not None and got.url == DAEMON and "stale" in str(got.note)
+    # nothing else runs: the stale record as before (the connect error says so)
+    got = pick(record=SERVE, alive=False)
+    assert got is not None and got.url == SERVE["url"] and got.note is None
+    # a record without a pid still counts (older serve)
+    got = pick(record={"url": "ws://x"}, alive=None, running=DAEMON)
+    assert got is not None and got.url == "ws://x"
+
+
+@pytest.fixture
+def fake_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A CODEX_HOME whose daemon socket is a listening unix socket (short path: /tmp)."""
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="cbd-", dir="/tmp"))
+    path = daemon.socket_path(home)
+    path.parent.mkdir(parents=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.delenv("CODEX_BRIDGE_DAEMON", raising=False)
+    try:
+        yield home
+    finally:
+        server.close()
+        import shutil
+
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_resolve_finds_the_daemon_socket(fake_daemon: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    ep = resolve_endpoint()
+    assert ep.url == f"unix://{daemon.socket_path(fake_daemon)}"
+    assert ep.source == f"codex daemon ({fake_daemon})" and ep.token is None
+    assert capsys.readouterr().err == ""  # only one candidate: nothing to say
+
+
+def test_resolve_with_a_live_serve_too_notes_it_once(
+        fake_daemon: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(endpoint, "_noted", set())
+    write_private_json(bridge_file(), {"url": "ws://127.0.0.1:1", "pid": os.getpid()})
+    assert resolve_endpoint().url == "ws://127.0.0.1:1"
+    assert resolve_endpoint().url == "ws://127.0.0.1:1"
+    err = capsys.readouterr().err
+    assert err.count("codexbridge: using `codexbridge serve`") == 1
+    assert f"--url unix://{daemon.socket_path(fake_daemon)}" in err
+
+
+def test_the_switch_and_a_dead_socket(fake_daemon: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_BRIDGE_DAEMON", "off")
+    with pytest.raises(ConnectError) as info:
+        resolve_endpoint()
+    assert "codex app-server daemon start" in info.value.message
+    assert "codexbridge serve" in info.value.message
+    monkeypatch.delenv("CODEX_BRIDGE_DAEMON")
+    assert daemon.running_url() is not None
+
+
+def test_listening_is_false_for_nothing_a_file_and_a_dangling_link(tmp_path: Path) -> None:
+    assert daemon.listening(tmp_path / "none.sock") is False
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    assert daemon.listening(plain) is False
+    link = tmp_path / "link.sock"
+    link.symlink_to(tmp_path / "gone")
+    assert daemon.listening(link) is False
+
+
+def test_a_socket_nobody_accepts_on_is_not_running() -> None:
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="cbd-", dir="/tmp")
+    path = os.path.join(d, "s.sock")
+    # a process binds it and exits: the file stays, nobody listens
+    subprocess.run([sys.executable, "-c", "import socket,sys; s=socket.socket(socket.AF_UNIX);"
+                    " s.bind(sys.argv[1])", path], check=True)
+    try:
+        assert os.path.exists(path) and daemon.listening(path) is False
+    finally:
+        os.unlink(path)
+        os.rmdir(d)
+
+
+def test_codex_home_and_attach_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    assert daemon.codex_home() == Path.home() / ".codex"
+    assert daemon.codex_home({"CODEX_HOME": "/x"}) == Path("/x")
+    assert daemon.attach_line("unix:///a b/s.sock", "/p q") == \
+        "codex --remote 'unix:///a b/s.sock' -C '/p q'"
+    assert daemon.enabled({"CODEX_BRIDGE_DAEMON": "OFF"}) is False
+    assert daemon.enabled({}) is True
