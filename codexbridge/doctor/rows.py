@@ -148,7 +148,8 @@ def endpoint_row(s: Facts, ep: Facts) -> Check:
         elif source == "CODEX_BRIDGE_URL":
             fix = "start the app-server at that URL, or unset CODEX_BRIDGE_URL"
         else:
-            fix = "check the URL; is `codexbridge serve` running?"
+            fix = ("check the URL; is the app-server (`codexbridge serve`, or codex's "
+                   "daemon) running?")
         return Check("app-server", FAIL,
                      f"cannot reach {url} (from {source}): {ep.get('connect_error')}", fix,
                      details)

@@ -138,8 +138,9 @@ def _store(known: Directory, name: str, who: str, text: str,
     warning = None
     if name not in known.listeners:
         warning = (f'no Claude Code session has listened on mailbox "{name}" yet; the mail '
-                   f'is kept until a session hooked as "{name}" stops (`codexbridge '
-                   f'install-hook --as {name} --project DIR`).')
+                   f'is kept until a session on "{name}" starts or stops (`codexbridge '
+                   f'setup claude` installs the plugin, or `codexbridge install-hook --as '
+                   f'{name} --project DIR` just the hooks).')
         return PushReceipt(mail, mail_path(known.path, name), None, warning)
     delivery, why = _live(known.path, name, interrupt)
     return PushReceipt(mail, mail_path(known.path, name), known.listeners.get(name), warning,

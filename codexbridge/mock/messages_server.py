@@ -4,6 +4,7 @@ in messages_rules.py). Drives the real Claude Code binary in tests, the demo and
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -66,6 +67,14 @@ Responder = Callable[[dict[str, Any], int], Reply | None]
 OnRequest = Callable[[RecordedRequest], None]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Claude hanging up mid-stream (an interrupt, the process ending) is normal."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class MockMessages:
     """The mock server. `start()`/`stop()` or use it as a context manager."""
 
@@ -88,7 +97,7 @@ class MockMessages:
         class Handler(_Handler):
             owner = mock
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         name="mock-messages", daemon=True)

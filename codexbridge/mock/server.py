@@ -78,6 +78,13 @@ class _Server(ThreadingHTTPServer):
         self.open_sockets: set[socket.socket] = set()
         self.sockets_lock = threading.Lock()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-stream (codex interrupting a turn) is normal here,
+        not a traceback on stderr."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive + chunked SSE, as a real server would

@@ -265,7 +265,7 @@ async def test_connect_to_a_closed_port() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t0 = time.monotonic()
-    with pytest.raises(ConnectError, match="is `codexbridge serve` running"):
+    with pytest.raises(ConnectError, match="is it running"):
         async with AppServerClient(f"ws://127.0.0.1:{port}"):
             pass
     assert time.monotonic() - t0 < 2.0
