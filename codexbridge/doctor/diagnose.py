@@ -57,7 +57,8 @@ def diagnose(project: Path, url: str | None = None,
     boxes = _guard("mailboxes", gather.mailboxes, None, checks)
     listeners = (boxes or empty).get("listeners") or {}
     if proj is not None:
-        add("claude-hook", lambda: rows_claude.project_rows(proj, listeners))
+        add("claude-hook", lambda: rows_claude.project_rows(proj, listeners,
+                                                            _plugin_enabled(project)))
     if boxes is not None:
         hooked = gather.hooked_mailboxes(proj or empty)
         add("mailboxes", lambda: rows_claude.mailbox_rows(boxes, hooked))
@@ -74,3 +75,9 @@ def _daemon_rows(serve: dict[str, Any], ep: dict[str, Any], project: Path) -> li
 
     return [*rows_daemon.daemon_rows(facts(), serve, ep, str(project)),
             rows_daemon.plugin_row(plugin_facts(str(project)))]
+
+
+def _plugin_enabled(project: Path) -> bool:
+    from ..setup.status import plugin_facts
+
+    return bool(plugin_facts(str(project)).get("enabled_in"))

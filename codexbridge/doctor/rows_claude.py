@@ -36,9 +36,11 @@ def _files_phrase(files: Sequence[Facts]) -> str:
     return ", ".join(str(f.get("path")) for f in files)
 
 
-def project_rows(p: Facts, listeners: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+def project_rows(p: Facts, listeners: Mapping[str, Mapping[str, Any]],
+                 plugin_enabled: bool = False) -> list[Check]:
     """p: `dir`, `files` [{path, scope, exists, error, hooks: [{event, kind, mailbox,
-    async_rewake, interpreter, interpreter_ok}], env}]; `listeners` as in mailbox facts."""
+    async_rewake, interpreter, interpreter_ok}], env}]; `listeners` as in mailbox facts;
+    `plugin_enabled`: codexbridge's Claude Code plugin brings the hooks instead."""
     rows: list[Check] = []
     files = list(p.get("files") or [])
     for f in files:
@@ -54,6 +56,11 @@ def project_rows(p: Facts, listeners: Mapping[str, Mapping[str, Any]]) -> list[C
     watchers = [h for h in hooks if h.get("kind") == "watch"]
     looked = _files_phrase(files)
     details: dict[str, Any] = {"project": p.get("dir"), "hooks": hooks}
+    if not stops and plugin_enabled:
+        rows.append(Check("claude-hook", OK, f"the codexbridge plugin brings the Stop hook and "
+                          f"the watcher to sessions in {p.get('dir')} (see claude-plugin)", None,
+                          details))
+        return rows
     if not stops:
         status = WARN if watchers else INFO
         also = (f"; asyncRewake watchers for {sorted({w['mailbox'] for w in watchers})} "

@@ -410,3 +410,8 @@ def test_mailbox_reach_live_next_stop_and_protocol_drift() -> None:
     assert by["mailbox:api"].status == OK and "crossSessionInbound" in by["mailbox:api"].finding
     assert by["mailbox:ops"].status == WARN and "peerProtocol 2" in by["mailbox:ops"].finding
     assert by["mailbox:ops"].fix and "Stop hook" in by["mailbox:ops"].fix
+
+
+def test_the_plugin_counts_as_the_hook() -> None:
+    [row] = rows_claude.project_rows({"dir": "/p", "files": []}, {}, plugin_enabled=True)
+    assert row.name == "claude-hook" and row.status == OK and "plugin" in row.finding
