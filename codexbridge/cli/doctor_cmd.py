@@ -18,16 +18,24 @@ DOCTOR_EXIT_HELP = exit_help(UnhealthyError, UsageError,
 @click.command(epilog=DOCTOR_EXIT_HELP)
 @click.option("--project", default=".", metavar="DIR", show_default=True,
               help="The project whose .claude/settings.json is checked for the Stop hook.")
+@click.option("--deep", is_flag=True,
+              help="Also run one real turn on a private app-server with the mock model "
+                   "(LIVE or BROKEN; a few seconds).")
 @url_option
 @json_option
 @diagnosing
-def doctor(project: str, url: str | None, as_json: bool) -> None:
+def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
     """Check the set-up: binaries, app-server, threads, approval diverters, hooks, mailboxes.
 
     \b
     Each row is OK (checked, fine), WARN (works, but likely not as you expect, or the
     check could not run), FAIL (the bridge cannot work) or INFO (worth knowing), with a
-    one-line finding and, where there is one, a fix. Rows:
+    one-line finding and, where there is one, a fix. `--json` prints them for scripts.
+    Rows:
+      state                                 the state home: private, not pointing at
+                                            / ~ ~/.codex ~/.claude
+      protocol                              the installed codex's schema against
+                                            schemas/ for every method codexbridge uses
       codex, codex-version, listen-schemes   the codex binary and `--listen ws:// unix://`
       bridge-json, app-server               the running serve; initialize on its URL
       threads                               user threads the TUI has loaded
@@ -35,11 +43,13 @@ def doctor(project: str, url: str | None, as_json: bool) -> None:
         tui-attach, claude-plugin           when both run; the line that opens the TUI;
                                             the Claude Code plugin enabled here
       codex-hooks, approvals-reviewer,      settings in CODEX_HOME (yours, and the
-        approval-policy                     app-server's) that answer approvals first
+        approval-policy                     app-server's, the project's .codex/) that
+                                            answer approvals first
       claude, claude-version,               Claude Code; the project's Stop hook and
         claude-settings, claude-hook        settings files Claude would ignore
       mailbox:NAME, max-chain               pending / rejected mail, listeners, chain limit
       tmux                                  only `demo --tui` needs it
+      deep (--deep)                         one real turn end to end: LIVE or BROKEN
 
     Read-only: nothing is written or changed. The only connection is to the configured
     app-server (--url, $CODEX_BRIDGE_URL, else bridge.json, else codex's own daemon).
@@ -48,7 +58,7 @@ def doctor(project: str, url: str | None, as_json: bool) -> None:
     from ..doctor.report import as_json as report_json
     from ..doctor.report import healthy, render_text
 
-    checks = diagnose(Path(ensure_dir(project, "--project")), url)
+    checks = diagnose(Path(ensure_dir(project, "--project")), url, deep=deep)
     if as_json:
         emit_json(report_json(checks))
     else:

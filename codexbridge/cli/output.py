@@ -41,6 +41,7 @@ def check_state_dirs() -> None:
     """Refuse a state home or inbox dir that would lock the user out or mix our files
     into another agent's state (`host/private.unsafe_state_dir`) — before anything is
     written there. `doctor` reports the same as a FAIL row instead."""
+    import contextlib
     import os
 
     from ..errors import UsageError
@@ -52,6 +53,11 @@ def check_state_dirs() -> None:
                                    "CODEX_BRIDGE_INBOX_DIR")
     if problem:
         raise UsageError(f"refusing to use it: {problem}", details={"problem": problem})
+    home = state_home()
+    # repaired on start: the state home is the user's alone (doctor shows the rest)
+    with contextlib.suppress(OSError):
+        if os.stat(home).st_mode & 0o077:
+            os.chmod(home, 0o700)
 
 
 def command(fn: F, *, check_state: bool = True) -> F:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import gather, rows, rows_claude, rows_daemon, rows_handoff
+from . import gather, rows, rows_claude, rows_daemon, rows_handoff, rows_health
 from .report import Check, check_failed
 
 T = TypeVar("T")
@@ -33,16 +33,19 @@ def _handoff_facts(project: Path, url: str | None, timeout: float) -> dict[str, 
 
 
 def diagnose(project: Path, url: str | None = None,
-             timeout: float = gather.TIMEOUT) -> list[Check]:
+             timeout: float = gather.TIMEOUT, *, deep: bool = False) -> list[Check]:
     checks: list[Check] = []
 
     def add(name: str, make: Callable[[], list[Check]]) -> None:
         checks.extend(_guard(name, make, [], checks))
 
     empty: dict[str, Any] = {}
+    add("state", lambda: rows_health.state_rows(rows_health.gather_state()))
     codex = _guard("codex", lambda: gather.codex(timeout), None, checks)
     if codex is not None:
         add("codex", lambda: rows.codex_rows(codex))
+        add("protocol", lambda: rows_health.protocol_rows(rows_health.gather_protocol(
+            codex.get("path"), _schemas())))
     serve = _guard("bridge-json", gather.serve, None, checks)
     if serve is not None:
         add("bridge-json", lambda: [rows.bridge_row(serve)])
@@ -51,7 +54,8 @@ def diagnose(project: Path, url: str | None = None,
         add("app-server", lambda: [rows.endpoint_row(serve or empty, ep)])
         add("threads", lambda: rows.thread_rows(ep))
     add("codex-daemon", lambda: _daemon_rows(serve or empty, ep or empty, project))
-    add("codex-hooks", lambda: rows.diverter_rows(gather.codex_homes(ep or empty)))
+    add("codex-hooks", lambda: rows.diverter_rows(
+        gather.codex_homes(ep or empty) + _project_codex(project)))
     add("claude", lambda: rows_claude.claude_rows(gather.claude(timeout)))
     proj = _guard("claude-hook", lambda: gather.project(project), None, checks)
     boxes = _guard("mailboxes", gather.mailboxes, None, checks)
@@ -66,7 +70,24 @@ def diagnose(project: Path, url: str | None = None,
                                                     gather.settings_env(proj or empty)))
     add("tmux", lambda: rows_claude.tmux_rows(gather.tmux()))
     add("handoff", lambda: rows_handoff.handoff_rows(_handoff_facts(project, url, timeout)))
+    if deep and codex is not None:
+        add("deep", lambda: rows_health.deep_rows(rows_health.gather_deep(codex.get("path"))))
     return checks
+
+
+def _schemas() -> Path:
+    from ..host.schemas import schema_dir
+
+    return schema_dir()
+
+
+def _project_codex(project: Path) -> list[dict[str, Any]]:
+    """The project's own `.codex/` (config.toml, hooks.json) is read like CODEX_HOME."""
+    layer = project / ".codex"
+    if not layer.is_dir():
+        return []
+    return [gather.codex_home_layer(layer, ["the project's .codex (read by codex in it)"],
+                                    "@project")]
 
 
 def _daemon_rows(serve: dict[str, Any], ep: dict[str, Any], project: Path) -> list[Check]:
