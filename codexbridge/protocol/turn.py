@@ -193,10 +193,9 @@ class TurnTracker:
                 for part in self.reply_parts.pop(item_id, []):
                     self._kept_bytes -= len(part.encode("utf-8"))
                 text = str(item.get("text", ""))
-                data = text.encode("utf-8")
-                self.reply_bytes = len(data)
-                if len(data) > self.capture_limit:
-                    text = data[:self.capture_limit].decode("utf-8", errors="ignore")
+                self.reply_bytes = utf8_len(text)
+                if self.reply_bytes > self.capture_limit:
+                    text = utf8_head(text, self.capture_limit)
                     self.truncated = True
                 msg = AgentMessage(item_id, text)
                 self.messages.append(msg)
@@ -214,3 +213,20 @@ class TurnTracker:
             self.completed = done
             return [done]
         return []
+
+
+_CHUNK = 1 << 20
+
+
+def utf8_len(text: str) -> int:
+    """`len(text.encode())` without a second copy of a 100 MB message (chunk by chunk)."""
+    if text.isascii():
+        return len(text)
+    return sum(len(text[i:i + _CHUNK].encode("utf-8")) for i in range(0, len(text), _CHUNK))
+
+
+def utf8_head(text: str, limit: int) -> str:
+    """The longest prefix of `text` whose UTF-8 form fits in `limit` bytes."""
+    head = text[:limit]  # never more characters than bytes allowed
+    return head.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+

@@ -150,9 +150,12 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
                       turn_id=result.turn_id or record.turn_id, reply_mail_id=mail_id,
                       reply_preview=preview(result.reply), recovered=recovered)
     label = "RECOVERED reply" if recovered else "Reply"
+    cut = (f"\n\n[codexbridge: Codex's reply was {result.reply_bytes} bytes; the first "
+           f"{len(result.reply.encode('utf-8'))} were kept — `codexbridge talk read` shows "
+           "the thread]" if result.truncated else "")
     mail_id = _notify(record, f"{label} from Codex (thread {record.thread_id}) to your request "
                               f"{record.id}, conversation {record.conversation}:\n\n"
-                              f"{_bounded(store, record.id, result.reply)}", recovered)
+                              f"{_bounded(store, record.id, result.reply)}{cut}", recovered)
     return _final(store, delivery_id, DeliveryState.DELIVERED,
                   turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
                   reply_bytes=result.reply_bytes or len(result.reply.encode("utf-8")),
