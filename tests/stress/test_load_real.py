@@ -93,7 +93,7 @@ async def test_twelve_sessions_twelve_sends_every_reply_once_in_its_mailbox(
     assert all(hook(f"m{i:02d}", 99) == "" for i in range(SESSIONS))
     latencies = sorted(arrived[i] - started[i] for i in range(SESSIONS))
     p50 = statistics.median(latencies)
-    p95 = latencies[max(0, int(round(0.95 * len(latencies))) - 1)]
+    p95 = latencies[max(0, round(0.95 * len(latencies)) - 1)]
     print(f"\n12 sends → reply delivered by the Stop hook: p50 {p50:.2f} s, p95 {p95:.2f} s")
 
 
