@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .chain import session_key
 from .lines import Mail, Rejected
@@ -33,8 +32,7 @@ HOLD = "hold"  # mail is waiting but the chain is long enough: let Claude stop, 
 ALLOW = "allow"  # nothing to deliver: let Claude stop
 
 
-@dataclass(frozen=True)
-class HookInput:
+class HookInput(NamedTuple):
     """The parts of Claude's hook JSON we use; any field may be missing or garbage."""
 
     session_id: str | None = None
@@ -63,16 +61,14 @@ class HookInput:
                    last_assistant_message=text("last_assistant_message"))
 
 
-@dataclass(frozen=True)
-class ChainState:
+class ChainState(NamedTuple):
     """Our record of the session's current chain of blocks."""
 
     blocks: int
     prompt_id: str | None = None
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     action: str  # DELIVER, HOLD or ALLOW
     chain_before: int  # consecutive blocks already made in this chain
     max_chain: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .clock import iso_utc
 
@@ -27,8 +27,11 @@ KNOWN_FIELDS = ("id", "at", "from", "to", "text")
 PREVIEW_CHARS = 200
 
 
-@dataclass(frozen=True)
-class Mail:
+# NamedTuples, not dataclasses: importing `dataclasses` costs ~20 ms in every process
+# that pushes or delivers mail (the Stop hook, 50 writers at once: bench/bench_inbox.py).
+
+
+class Mail(NamedTuple):
     """A readable mail line. `mail_id` is None only for lines written without an id."""
 
     text: str
@@ -36,7 +39,7 @@ class Mail:
     to: str | None = None
     mail_id: str | None = None
     at: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = {}  # noqa: RUF012 - never mutated; new_mail passes its own
 
     def to_json(self) -> dict[str, Any]:
         """The wire object: known fields in their usual order, then any extras."""
@@ -47,8 +50,7 @@ class Mail:
         return data
 
 
-@dataclass(frozen=True)
-class Rejected:
+class Rejected(NamedTuple):
     """A line that could not be read as mail, and why."""
 
     reason: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..host.locking import FileLock, lock
 from .lines import Mail, Rejected, parse_file, split_lines
@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass
-class Peek:
+class Peek(NamedTuple):
     """What a mailbox holds right now, without consuming anything."""
 
     name: str
@@ -116,8 +115,7 @@ def read_rejected(inbox: str, name: str) -> list[dict[str, Any]]:
     return records
 
 
-@dataclass
-class MailboxSummary:
+class MailboxSummary(NamedTuple):
     name: str
     pending: int
     rejected: int

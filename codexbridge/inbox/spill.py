@@ -9,7 +9,6 @@ written. Standard library only: this runs inside the Stop hook when it delivers.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 
@@ -47,7 +46,7 @@ def spilled(inbox: str, name: str, mails: list[Mail]) -> list[Mail]:
         path = os.path.join(directory, f"{safe or int(time.time() * 1000)}.txt")
         write_private(path, mail.text.encode("utf-8"))
         wrote = True
-        out.append(dataclasses.replace(mail, text=preview_text(mail.text, path)))
+        out.append(mail._replace(text=preview_text(mail.text, path)))
     if wrote:
         _sweep(spill_dir(inbox, name))
     return out

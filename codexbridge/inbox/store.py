@@ -27,7 +27,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 
 from ..host.locking import FileLock, lock
 from ..host.private import write_private
@@ -99,26 +98,27 @@ def push(inbox: str, mail: Mail) -> None:
         _append(mail_path(inbox, mail.to), line)
 
 
-@dataclass
 class _Taken:
-    fd: int
-    path: str
-    size: int = 0
-    recovered: bool = False
+    __slots__ = ("fd", "path", "recovered", "size")
+
+    def __init__(self, fd: int, path: str, size: int = 0, recovered: bool = False) -> None:
+        self.fd, self.path, self.size, self.recovered = fd, path, size, recovered
 
 
-@dataclass
 class Batch:
-    """Mail taken out of a mailbox, held until `commit()` (or released for recovery)."""
+    """Mail taken out of a mailbox, held until `commit()` (or released for recovery).
 
-    inbox: str
-    name: str
-    mails: list[Mail] = field(default_factory=list)
-    rejected: list[Rejected] = field(default_factory=list)
-    duplicates: int = 0
-    recovered_files: int = 0
-    _files: list[_Taken] = field(default_factory=list)
-    committed: bool = False
+    A plain class, not a dataclass: see lines.py on what `dataclasses` costs here."""
+
+    def __init__(self, inbox: str, name: str) -> None:
+        self.inbox = inbox
+        self.name = name
+        self.mails: list[Mail] = []
+        self.rejected: list[Rejected] = []
+        self.duplicates = 0
+        self.recovered_files = 0
+        self._files: list[_Taken] = []
+        self.committed = False
 
     @property
     def empty(self) -> bool:
