@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from ..host.jsonfile import read_object
 from ..host.private import write_private
 from . import live_rules as rules
 from . import store
@@ -76,15 +77,6 @@ def live_files(inbox: str, name: str) -> list[str]:
         return []
 
 
-def _read_json(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _settings(listener: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The settings files whose crossSessionInbound counts: the user's, the project's."""
     config = listener.get("config_dir") or os.path.join(os.path.expanduser("~"), ".claude")
@@ -93,13 +85,13 @@ def _settings(listener: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(cwd, str):
         paths += [os.path.join(cwd, ".claude", n) for n in ("settings.json",
                                                              "settings.local.json")]
-    return [(p, d) for p in paths if (d := _read_json(p)) is not None]
+    return [(p, d) for p in paths if (d := read_object(p)) is not None]
 
 
 def _registry(listener: dict[str, Any]) -> dict[str, Any] | None:
     config = listener.get("config_dir") or os.path.join(os.path.expanduser("~"), ".claude")
     pid = str(listener.get("claude_pid") or "")
-    return _read_json(os.path.join(config, "sessions", f"{pid}.json")) if pid.isdigit() else None
+    return read_object(os.path.join(config, "sessions", f"{pid}.json")) if pid.isdigit() else None
 
 
 def verdict(inbox: str, name: str) -> rules.Verdict:
@@ -224,7 +216,7 @@ def reconcile(inbox: str, name: str) -> None:
     current = verdict(inbox, name).target
     now = time.time()
     for path in paths:
-        record = _read_json(path)
+        record = read_object(path)
         if record is None or not isinstance(record.get("msg_id"), str):
             continue  # being written right now (atomic rename), or not ours
         state = rules.transcript_state(

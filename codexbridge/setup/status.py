@@ -8,22 +8,13 @@ it"); `--plugin-dir` runs cannot be seen from here.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..host.jsonfile import read_object
 from .claude import MARKETPLACE, PLUGIN_ID
 from .where import claude_user_settings
-
-
-def _load(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def plugin_facts(project: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -31,7 +22,7 @@ def plugin_facts(project: str, env: Mapping[str, str] | None = None) -> dict[str
     files = {"user": user_file,
              "project": os.path.join(project, ".claude", "settings.json"),
              "local": os.path.join(project, ".claude", "settings.local.json")}
-    loaded = {scope: _load(path) for scope, path in files.items()}
+    loaded = {scope: read_object(path) for scope, path in files.items()}
     user = loaded["user"] or {}
     market = (user.get("extraKnownMarketplaces") or {}).get(MARKETPLACE)
     path = None

@@ -98,6 +98,21 @@ def settled() -> bool | None:
     return True
 
 
+def holding(mock: MockMessages, marker: str) -> tuple[threading.Event, threading.Event]:
+    """The mock model "thinks" about any request carrying `marker` until `release` is
+    set: (thinking, release)."""
+    thinking = threading.Event()
+    release = threading.Event()
+
+    def hold(req: RecordedRequest) -> None:
+        if marker in req.tail_text():
+            thinking.set()
+            release.wait(30)
+
+    mock.on_request = hold
+    return thinking, release
+
+
 @pytest.fixture
 def interactive(claude: ClaudeHarness, claude_project: Path,
                 tmux_claude: TmuxClaude) -> TmuxClaude:
@@ -159,15 +174,7 @@ def test_an_idle_session_gets_the_mail_at_once_and_never_again(
 def test_mid_turn_mail_lands_right_after_the_turn_and_inside_a_tool_call(
         claude: ClaudeHarness, claude_project: Path, tmux_claude: TmuxClaude,
         mock_messages: MockMessages) -> None:
-    thinking = threading.Event()
-    release = threading.Event()
-
-    def hold(req: RecordedRequest) -> None:
-        if "SLOW THOUGHT" in req.tail_text():
-            thinking.set()
-            release.wait(30)
-
-    mock_messages.on_request = hold
+    thinking, release = holding(mock_messages, "SLOW THOUGHT")
     install(str(claude_project), BOX)
     claude.seed_interactive(claude_project)
     start_idle(tmux_claude)
@@ -211,15 +218,7 @@ def _tool_started(session: TmuxClaude) -> bool:
 def test_print_mode_gets_mail_that_arrives_mid_turn_before_it_exits(
         claude: ClaudeHarness, claude_project: Path, mock_messages: MockMessages) -> None:
     install(str(claude_project), BOX)
-    thinking = threading.Event()
-    release = threading.Event()
-
-    def hold(req: RecordedRequest) -> None:
-        if "PRINT MODE WORK" in req.tail_text():
-            thinking.set()
-            release.wait(30)
-
-    mock_messages.on_request = hold
+    thinking, release = holding(mock_messages, "PRINT MODE WORK")
     result: dict[str, Any] = {}
     runner = threading.Thread(target=lambda: result.update(
         proc=claude.run_p(claude_project, "PRINT MODE WORK")))
@@ -243,15 +242,7 @@ def test_the_users_policy_wins_and_the_stop_hook_delivers_once(
     install(str(claude_project), BOX)
     settings = claude.config_dir / "settings.json"
     settings.write_text(json.dumps({"crossSessionInbound": policy}))
-    thinking = threading.Event()
-    release = threading.Event()
-
-    def hold(req: RecordedRequest) -> None:
-        if "POLICY WORK" in req.tail_text():
-            thinking.set()
-            release.wait(30)
-
-    mock_messages.on_request = hold
+    thinking, release = holding(mock_messages, "POLICY WORK")
     result: dict[str, Any] = {}
     runner = threading.Thread(target=lambda: result.update(
         proc=claude.run_p(claude_project, "POLICY WORK")))
@@ -417,15 +408,7 @@ async def test_codexs_reply_goes_live_into_the_idle_session_that_asked(
 def test_interrupt_cuts_the_running_turn_instead_of_waiting(
         claude: ClaudeHarness, claude_project: Path, tmux_claude: TmuxClaude,
         mock_messages: MockMessages) -> None:
-    thinking = threading.Event()
-    release = threading.Event()
-
-    def hold(req: RecordedRequest) -> None:
-        if "LONG THOUGHT" in req.tail_text():
-            thinking.set()
-            release.wait(30)
-
-    mock_messages.on_request = hold
+    thinking, release = holding(mock_messages, "LONG THOUGHT")
     install(str(claude_project), BOX)
     claude.seed_interactive(claude_project)
     start_idle(tmux_claude)
