@@ -123,6 +123,8 @@ def parse_line(raw: bytes, lineno: int = 0, source: str = "") -> Mail | Rejected
         obj = json.loads(text)
     except ValueError as exc:
         return Rejected(f"not JSON ({exc})", raw, lineno, source)
+    except RecursionError:  # json.loads raises it, not ValueError, on deep nesting
+        return Rejected("not JSON (nested too deeply)", raw, lineno, source)
     if not isinstance(obj, dict):
         return Rejected(f"not a JSON object (got {type(obj).__name__})", raw, lineno, source)
     if "text" not in obj:
@@ -139,8 +141,23 @@ def parse_line(raw: bytes, lineno: int = 0, source: str = "") -> Mail | Rejected
     mail_id = str(raw_id) if raw_id is not None and str(raw_id) != "" else None
     sender = _optional_str(obj.get("from")) or UNKNOWN_SENDER
     extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS}
-    return Mail(text=body, sender=sender, to=_optional_str(obj.get("to")), mail_id=mail_id,
+    mail = Mail(text=body, sender=sender, to=_optional_str(obj.get("to")), mail_id=mail_id,
                 at=_optional_str(obj.get("at")), extra=extra)
+    if b"\\u" in raw and _lone_surrogate(mail):
+        # A `\ud800` escape with no partner (a JS writer cutting an emoji in half) is
+        # valid JSON but not text: such a mail could never be written back or handed
+        # to Claude, and would stop every later mail in the mailbox.
+        return Rejected("a string holds a lone UTF-16 surrogate (\\ud800-\\udfff)", raw,
+                        lineno, source)
+    return mail
+
+
+def _lone_surrogate(mail: Mail) -> bool:
+    try:
+        json.dumps(mail.to_json(), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def split_lines(data: bytes) -> list[bytes]:

@@ -76,6 +76,12 @@ def _invalid(obj: Any, raw: str, reason: str) -> Invalid:
     return Invalid((raw or repr(obj))[:500], reason)
 
 
+def _not_json(text: str, exc: Exception) -> Invalid:
+    # json.loads raises RecursionError, not ValueError, on deeply nested input.
+    why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    return Invalid(text[:500], f"invalid JSON: {why}")
+
+
 def parse_frame(frame: str | bytes) -> list[Envelope]:
     """All envelopes in one WebSocket frame (usually exactly one)."""
     text = frame.decode("utf-8", errors="replace") if isinstance(frame, bytes) else frame
@@ -84,10 +90,15 @@ def parse_frame(frame: str | bytes) -> list[Envelope]:
         # goes through here; bench/bench_reader.py).
         try:
             return [classify(json.loads(text), text)]
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             if not text.strip():
                 return []
-            return [Invalid(text[:500], f"invalid JSON: {exc}")]
+            return [_not_json(text, exc)]
+    try:
+        # One message spread over lines (pretty-printed) is still one message.
+        return [classify(json.loads(text), text)]
+    except (ValueError, RecursionError):
+        pass
     out: list[Envelope] = []
     for line in text.split("\n"):
         line = line.strip()
@@ -95,8 +106,8 @@ def parse_frame(frame: str | bytes) -> list[Envelope]:
             continue
         try:
             obj = json.loads(line)
-        except ValueError as exc:
-            out.append(Invalid(line[:500], f"invalid JSON: {exc}"))
+        except (ValueError, RecursionError) as exc:
+            out.append(_not_json(line, exc))
             continue
         out.append(classify(obj, line))
     return out

@@ -71,18 +71,22 @@ class ThreadInfo(NamedTuple):
         raw = thread.get("status")
         kind = raw.get("type") if isinstance(raw, dict) else raw
         flags = raw.get("activeFlags") if isinstance(raw, dict) else None
+        updated = thread.get("updatedAt")
+        tid = thread.get("id")
         return ThreadInfo(
-            id=str(thread.get("id", "")),
+            id="" if tid is None else str(tid),
             name=thread.get("name") if isinstance(thread.get("name"), str) else None,
             cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None,
             status_type=kind if isinstance(kind, str) and kind else None,
-            flags=tuple(str(f) for f in flags) if isinstance(flags, list) else (),
+            # Like the model: a flag that is not a string is dropped, not stringified.
+            flags=(tuple(f for f in flags if isinstance(f, str)) if isinstance(flags, list)
+                   else ()),
             ephemeral=bool(thread.get("ephemeral", False)),
             thread_source=(thread.get("threadSource")
                            if isinstance(thread.get("threadSource"), str) else None),
             preview=str(thread.get("preview") or ""),
-            updated_at=thread.get("updatedAt") if isinstance(thread.get("updatedAt"), int)
-            else None,
+            updated_at=(updated if isinstance(updated, int) and not isinstance(updated, bool)
+                        else None),
         )
 
     @staticmethod

@@ -134,7 +134,7 @@ class TurnTracker:
         if len(kept) != len(self._pending):
             self._pending = kept
             self._pending_bytes = sum(
-                len(str(e.params.get("delta", "")).encode("utf-8")) for e in kept
+                utf8_len(str(e.params.get("delta", ""))) for e in kept
                 if isinstance(e, Notification) and e.method == m.ITEM_AGENT_MESSAGE_DELTA)
 
     def bind(self, turn_id: str) -> list[TurnEvent]:
@@ -157,7 +157,7 @@ class TurnTracker:
 
     def _buffer(self, env: Notification | ServerRequest) -> None:
         if isinstance(env, Notification) and env.method == m.ITEM_AGENT_MESSAGE_DELTA:
-            size = len(str(env.params.get("delta", "")).encode("utf-8"))
+            size = utf8_len(str(env.params.get("delta", "")))
             if self._pending_bytes + size > self.buffer_limit:
                 self.dropped_bytes += size
                 return
@@ -178,7 +178,7 @@ class TurnTracker:
         if method == m.ITEM_AGENT_MESSAGE_DELTA:
             item_id = str(params.get("itemId", ""))
             text = str(params.get("delta", ""))
-            size = len(text.encode("utf-8"))
+            size = utf8_len(text)
             if self._kept_bytes + size <= self.capture_limit:
                 self._kept_bytes += size
                 self.reply_parts.setdefault(item_id, []).append(text)
@@ -191,7 +191,7 @@ class TurnTracker:
                 item_id = str(item.get("id", ""))
                 # The completed text supersedes the item's streamed parts.
                 for part in self.reply_parts.pop(item_id, []):
-                    self._kept_bytes -= len(part.encode("utf-8"))
+                    self._kept_bytes -= utf8_len(part)
                 text = str(item.get("text", ""))
                 self.reply_bytes = utf8_len(text)
                 if self.reply_bytes > self.capture_limit:
@@ -206,7 +206,8 @@ class TurnTracker:
             return [Warning(str(err.get("message", "error")) if isinstance(err, dict) else
                             str(err))]
         if method == m.TURN_COMPLETED:
-            turn = params.get("turn") or {}
+            turn = params.get("turn")
+            turn = turn if isinstance(turn, dict) else {}  # a garbled turn still ends it
             done = Completed(str(turn.get("status", "completed")),
                              turn.get("error") if isinstance(turn.get("error"), dict) else None,
                              turn)
@@ -219,14 +220,18 @@ _CHUNK = 1 << 20
 
 
 def utf8_len(text: str) -> int:
-    """`len(text.encode())` without a second copy of a 100 MB message (chunk by chunk)."""
+    """`len(text.encode())` without a second copy of a 100 MB message (chunk by chunk).
+
+    A lone surrogate (a `\\ud800` escape in a frame's JSON) counts as its three bytes
+    rather than failing the encode."""
     if text.isascii():
         return len(text)
-    return sum(len(text[i:i + _CHUNK].encode("utf-8")) for i in range(0, len(text), _CHUNK))
+    return sum(len(text[i:i + _CHUNK].encode("utf-8", "surrogatepass"))
+               for i in range(0, len(text), _CHUNK))
 
 
 def utf8_head(text: str, limit: int) -> str:
     """The longest prefix of `text` whose UTF-8 form fits in `limit` bytes."""
     head = text[:limit]  # never more characters than bytes allowed
-    return head.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+    return head.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", errors="ignore")
 

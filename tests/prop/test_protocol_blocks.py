@@ -1,0 +1,189 @@
+"""The tolerant readers of what codex returns, and the turn tracker fed the schema.
+
+* `ThreadInfo.from_thread` (talk say's lean path) gives the same record as the
+  pydantic models (`from_model(Thread.model_validate(...))`) for any thread object —
+  schema-drawn, one step off, or junk in every known field.
+* The generated result models never raise on a list of anything (only a missing
+  `thread` object is a ValidationError, which talk/threads.py catches).
+* `TurnTracker` never raises on any notification or server request, and loses nothing:
+  every structural event of its turn comes out, and every delta byte is either handed
+  on or counted in `dropped_bytes`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from codexbridge.protocol.envelopes import Notification, ServerRequest, classify
+from codexbridge.protocol.generated import methods as m
+from codexbridge.protocol.generated.models import (
+    Thread,
+    ThreadItemsListResponse,
+    ThreadReadResponse,
+    ThreadTurnsListResponse,
+)
+from codexbridge.protocol.threads import ThreadInfo
+from codexbridge.protocol.turn import (
+    AgentMessage,
+    Approval,
+    Completed,
+    Delta,
+    Resolved,
+    TurnTracker,
+    Warning,
+)
+
+from . import schemagen as sg
+from .strategies import json_values, lone_surrogate_json
+
+THREAD_FIELDS = ("id", "name", "cwd", "status", "ephemeral", "threadSource", "preview",
+                 "updatedAt")
+schema_threads = sg.definition("v2/ThreadReadResponse.json", "Thread")
+junk_threads = st.fixed_dictionaries({}, optional={
+    **{k: json_values for k in THREAD_FIELDS},
+    "status": json_values | st.fixed_dictionaries(
+        {}, optional={"type": json_values, "activeFlags": json_values})})
+
+
+# --- ThreadInfo: the lean path agrees with the models --------------------------------
+
+@given(schema_threads | sg.near_valid(schema_threads) | junk_threads)
+@example({"id": None})  # was "None" on the lean path, "" in the model
+@example({"updatedAt": True})  # a bool is no timestamp
+@example({"status": {"type": "active", "activeFlags": [1, "waitingOnApproval"]}})
+def test_from_thread_matches_the_model(thread: Any) -> None:
+    if not isinstance(thread, dict):
+        return  # callers check for a dict first (talk/threads.py)
+    lean = ThreadInfo.from_thread(thread)
+    assert lean == ThreadInfo.from_model(Thread.model_validate(thread))
+    assert isinstance(lean.id, str) and isinstance(lean.status, str)
+
+
+@given(json_values)
+def test_thread_read_response_is_a_model_or_a_validation_error(value: Any) -> None:
+    with contextlib.suppress(ValidationError):
+        ThreadReadResponse.model_validate(value)
+
+
+@given(st.lists(json_values | schema_threads, max_size=6))
+def test_list_results_never_raise(data: list[Any]) -> None:
+    assert len(ThreadTurnsListResponse.model_validate({"data": data}).data) <= len(data)
+    assert len(ThreadItemsListResponse.model_validate({"data": data}).data) <= len(data)
+
+
+# --- the turn tracker fed the schema --------------------------------------------------
+
+THREAD, OTHER = "thr-1", "thr-2"
+TURN, OTHER_TURN = "turn-1", "turn-2"
+TRACKED = [m.ITEM_AGENT_MESSAGE_DELTA, m.ITEM_COMPLETED, m.ITEM_STARTED, m.TURN_COMPLETED,
+           m.TURN_STARTED, m.ERROR, m.SERVER_REQUEST_RESOLVED]
+
+
+@st.composite
+def aimed(draw: st.DrawFn, messages: st.SearchStrategy[Any]) -> Any:
+    """A message whose thread / turn ids are ours or another's, so the tracker acts."""
+    msg = copy.deepcopy(draw(messages))
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if isinstance(params, dict):
+        for key, pool in (("threadId", [THREAD, OTHER]), ("conversationId", [THREAD]),
+                          ("turnId", [TURN, OTHER_TURN])):
+            if key in params:
+                params[key] = draw(st.sampled_from(pool))
+        if isinstance(params.get("turn"), dict) and "id" in params["turn"]:
+            params["turn"]["id"] = draw(st.sampled_from([TURN, OTHER_TURN]))
+    return msg
+
+
+valid_stream = (sg.notifications().any_message(TRACKED)
+                | sg.notifications().any_message() | sg.server_requests().any_message())
+stream = st.lists(aimed(valid_stream | sg.near_valid(valid_stream)), max_size=12)
+
+
+def _envelopes(messages: list[Any]) -> list[Notification | ServerRequest]:
+    out = []
+    for msg in messages:
+        env = classify(json.loads(json.dumps(msg)))
+        if isinstance(env, (Notification, ServerRequest)):
+            out.append(env)
+    return out
+
+
+def _ours(env: Notification | ServerRequest) -> bool:
+    p = env.params
+    return p.get("threadId", p.get("conversationId")) == THREAD
+
+
+def _turn_of(p: dict[str, Any]) -> Any:
+    if isinstance(p.get("turnId"), str):
+        return p["turnId"]
+    turn = p.get("turn")
+    return turn.get("id") if isinstance(turn, dict) and isinstance(turn.get("id"), str) \
+        else None
+
+
+@given(stream, st.integers(0, 12), st.sampled_from([8, 64, 64 * 1024]))
+@example([{"method": m.TURN_COMPLETED, "params": {"threadId": THREAD, "turnId": TURN,
+                                                  "turn": "garbled"}}], 0, 64)  # crashed
+@example([{"method": m.ITEM_AGENT_MESSAGE_DELTA,
+           "params": {"threadId": THREAD, "turnId": TURN, "itemId": "i",
+                      "delta": "\ud800"}}], 1, 64)  # a lone surrogate crashed the count
+def test_tracker_never_raises_and_loses_nothing(messages: list[Any], bind_at: int,
+                                                buffer_limit: int) -> None:
+    envs = _envelopes(messages)
+    tracker = TurnTracker(THREAD, buffer_limit=buffer_limit)
+    events = []
+    for i, env in enumerate(envs):
+        if i == bind_at:
+            events += tracker.bind(TURN)
+        events += tracker.feed(env)
+    if tracker.turn_id is None:
+        events += tracker.bind(TURN)
+    assert all(isinstance(e, (Delta, AgentMessage, Approval, Resolved, Warning, Completed))
+               for e in events)
+    ours = [e for e in envs if _ours(e)]
+    # Structural events of our turn are never dropped.
+    completions = [e for e in ours if isinstance(e, Notification)
+                   and e.method == m.TURN_COMPLETED and _turn_of(e.params) == TURN]
+    assert sum(isinstance(e, Completed) for e in events) == len(completions)
+    approvals = [e for e in ours if isinstance(e, ServerRequest)
+                 and _turn_of(e.params) in (None, TURN)]
+    assert sum(isinstance(e, Approval) for e in events) == len(approvals)
+    # Delta bytes: handed on, or counted as dropped from the early buffer.
+    sent = sum(len(str(e.params.get("delta", "")).encode("utf-8", "surrogatepass"))
+               for e in ours if isinstance(e, Notification)
+               and e.method == m.ITEM_AGENT_MESSAGE_DELTA and _turn_of(e.params) == TURN)
+    got = sum(len(e.text.encode("utf-8", "surrogatepass")) for e in events
+              if isinstance(e, Delta))
+    # (dropped_bytes also counts other turns' deltas buffered before the bind)
+    assert got <= sent <= got + tracker.dropped_bytes
+    assert isinstance(tracker.reply, str)
+
+
+@given(lone_surrogate_json)
+def test_tracker_reply_with_lone_surrogates(text: str) -> None:
+    delta = json.loads(text)
+    tracker = TurnTracker(THREAD, capture_limit=4)
+    tracker.bind(TURN)
+    for method, params in ((m.ITEM_AGENT_MESSAGE_DELTA, {"itemId": "i", "delta": delta}),
+                           (m.ITEM_COMPLETED, {"item": {"type": "agentMessage", "id": "i",
+                                                        "text": delta}})):
+        tracker.feed(Notification(method, {"threadId": THREAD, "turnId": TURN, **params}))
+    assert isinstance(tracker.reply, str)
+
+
+@pytest.mark.parametrize("buffer_limit", [0, 5])
+def test_buffer_overflow_is_counted(buffer_limit: int) -> None:
+    tracker = TurnTracker(THREAD, buffer_limit=buffer_limit)
+    tracker.feed(Notification(m.ITEM_AGENT_MESSAGE_DELTA, {
+        "threadId": THREAD, "turnId": TURN, "itemId": "i", "delta": "héllo!"}))
+    events = tracker.bind(TURN)
+    assert tracker.dropped_bytes + sum(len(e.text.encode()) for e in events
+                                       if isinstance(e, Delta)) == len("héllo!".encode())
