@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 
 from ..errors import BridgeError, ConnectError
 from ..host.binaries import find_claude, find_codex, parse_version, pinned_claude, pinned_codex
+from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
 from . import parse
 
@@ -197,7 +197,7 @@ def codex_home_layer(home: Path, used_by: list[str], suffix: str = "") -> dict[s
                              "error": error, "permission_request_hooks": 0}
     if text is not None and text.strip():
         try:
-            hooks.update(parse.hooks_json_facts(json.loads(text)))
+            hooks.update(parse.hooks_json_facts(loads_json(text)))
         except ValueError as exc:
             hooks["error"] = f"not valid JSON ({exc})"
     text, error = _read_text(config_path)
@@ -252,7 +252,7 @@ def project(project_dir: Path) -> dict[str, Any]:
                                  "hooks": [], "env": {}}
         if text is not None and text.strip():
             try:
-                entry.update(parse.claude_settings_facts(json.loads(text)))
+                entry.update(parse.claude_settings_facts(loads_json(text)))
             except ValueError as exc:
                 entry["error"] = f"not valid JSON: {exc}"
         for hook in entry["hooks"]:

@@ -53,7 +53,10 @@ def load_toml(text: str) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
 
-        return tomllib.loads(text)
+        try:
+            return tomllib.loads(text)
+        except RecursionError:  # tomllib recurses on nested arrays and inline tables
+            raise ValueError("nested too deeply to read") from None
     return scan_toml(text)  # pragma: no cover - exercised directly by the unit tests
 
 

@@ -10,7 +10,6 @@ Facts come from `gather_*` (I/O); the row functions are pure.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
@@ -19,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..host.jsonfile import loads_json
 from .report import FAIL, OK, WARN, Check
 
 Facts = dict[str, Any]
@@ -90,7 +90,7 @@ def gather_protocol(codex: str | None, schemas: Path, timeout: float = 20.0) -> 
         def load(root: Path) -> Any:
             def read(name: str) -> dict[str, Any] | None:
                 try:
-                    data = json.loads((root / name).read_text(encoding="utf-8"))
+                    data = loads_json((root / name).read_text(encoding="utf-8"))
                 except (OSError, ValueError):
                     return None
                 return data if isinstance(data, dict) else None

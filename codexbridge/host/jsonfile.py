@@ -6,12 +6,22 @@ import json
 from typing import Any
 
 
+def loads_json(text: str | bytes) -> Any:
+    """`json.loads`, but JSON nested past the interpreter's recursion limit raises the
+    ValueError every caller already handles: json raises RecursionError on it, which a
+    file someone edited (or damaged) must not turn into a traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+
+
 def read_object(path: str) -> dict[str, Any] | None:
     """The JSON object in `path`; None when it is missing, unreadable, not JSON, or not
     an object — the callers treat all of those as "not there (yet)"."""
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = loads_json(fh.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

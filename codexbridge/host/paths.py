@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .jsonfile import loads_json
 from .private import ensure_private_dir, state_home, write_private
 
 BRIDGE_FILE = "bridge.json"
@@ -40,7 +41,7 @@ def read_bridge_file() -> dict[str, Any] | None:
     """The running serve's record, or None when there is none (or it is unreadable)."""
     try:
         with open(bridge_file(), encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = loads_json(fh.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -94,9 +94,20 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting raises RecursionError
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    if b"\\u" in raw:
+        # A lone surrogate escape (`\ud800`) is valid JSON but not text: a session id
+        # or cwd holding one would fail every write of it (listener record, chain) and
+        # stop the delivery. The fields we read are top-level strings.
+        data = {_text(k): _text(v) if isinstance(v, str) else v for k, v in data.items()}
+    return data
+
+
+def _text(value: str) -> str:
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def log(message: str, with_traceback: bool = False) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
+from ..host.jsonfile import loads_json
 from .watch import DEFAULT_TIMEOUT
 
 # Claude kills a hook after its `timeout` (seconds); the watcher must be allowed to
@@ -163,7 +164,7 @@ def install(project: str, name: str, *, rewake: bool = False, dry_run: bool = Fa
             raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
         if old_text.strip():
             try:
-                loaded = json.loads(old_text)
+                loaded = loads_json(old_text)
             except ValueError as exc:
                 raise UsageError(f"{path} is not valid JSON ({exc}); fix it first "
                                  "(nothing was changed)") from exc

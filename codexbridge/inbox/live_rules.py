@@ -22,6 +22,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from ..host.jsonfile import loads_json
+
 LIVE_ENV = "CODEX_BRIDGE_LIVE"  # "0" turns live delivery off
 PEER_PROTOCOL = 1  # the registry's peerProtocol we speak (msgV 1 frames)
 BYPASS = "bypassPermissions"
@@ -131,7 +133,7 @@ def transcript_state(lines: Iterable[bytes], msg_id: str) -> str | None:
         if needle not in raw:
             continue
         try:
-            record = json.loads(raw)
+            record = loads_json(raw)
         except ValueError:
             continue
         if not isinstance(record, dict):

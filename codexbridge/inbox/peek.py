@@ -7,10 +7,10 @@ NAME.jsonl happen under the writers' lock, so a push is never seen half-written.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import NamedTuple
 
+from ..host.jsonfile import loads_json
 from ..host.locking import FileLock, lock
 from .lines import Mail, Rejected, parse_file, split_lines
 from .location import (
@@ -106,7 +106,7 @@ def read_rejected(inbox: str, name: str) -> list[dict[str, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = loads_json(line)
                 except ValueError:
                     obj = {"line": line.decode("utf-8", "replace"), "reason": "unreadable"}
                 records.append(obj if isinstance(obj, dict) else {"line": obj})

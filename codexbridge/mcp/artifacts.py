@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ArtifactNotFoundError, InvalidCursorError
+from ..host.jsonfile import loads_json
 from ..host.paths import ensure_private_dir, write_private
 
 ID_PREFIX = "art_"
@@ -254,7 +255,7 @@ class ArtifactStore:
     def _load(self, art_id: str) -> Artifact | None:
         try:
             with open(self._meta_path(art_id), encoding="utf-8") as fh:
-                rec = json.load(fh)
+                rec = loads_json(fh.read())
             return Artifact(id=str(rec["id"]), role=str(rec["role"]), kind=str(rec["kind"]),
                             created_at=float(rec["createdAt"]),
                             expires_at=float(rec["expiresAt"]), size=int(rec["size"]),

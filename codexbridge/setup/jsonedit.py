@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import UsageError
+from ..host.jsonfile import loads_json
 
 Path_ = tuple[str, ...]
 
@@ -53,7 +54,7 @@ def parse(text: str, where: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except ValueError as exc:
         raise UsageError(f"{where} is not valid JSON ({exc}); fix it first (nothing was "
                          "changed)", details={"file": where}) from exc

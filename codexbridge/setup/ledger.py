@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
+from ..host.jsonfile import loads_json
 
 VERSION = 1
 
@@ -42,9 +43,16 @@ class FileRecord:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> FileRecord:
-        return FileRecord(str(data["kind"]), bool(data["existed"]),
-                          data.get("original_backup"), str(data["written"]),
-                          list(data.get("created_dirs") or []), dict(data.get("scopes") or {}))
+        backup, dirs = data.get("original_backup"), list(data.get("created_dirs") or [])
+        scopes = dict(data.get("scopes") or {})
+        # Checked, not trusted: an int backup path would open() a file descriptor, and a
+        # scope that is not an object would fail half-way through a removal.
+        if not (backup is None or isinstance(backup, str)) \
+                or not all(isinstance(d, str) for d in dirs) \
+                or not all(isinstance(v, dict) for v in scopes.values()):
+            raise ValueError("a file record holds a value of the wrong type")
+        return FileRecord(str(data["kind"]), bool(data["existed"]), backup,
+                          str(data["written"]), dirs, scopes)
 
 
 @dataclass
@@ -81,8 +89,11 @@ def load(path: str) -> Ledger:
         return Ledger()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 ({exc.reason}); move it aside (nothing was "
+                         "changed)") from exc
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); move it aside (nothing was "
                          "changed)") from exc

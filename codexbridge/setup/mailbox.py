@@ -37,7 +37,8 @@ def project_mailbox(real_path: str) -> str:
 
 
 def session_mailbox(base: str, session_id: str) -> str:
-    short = "".join(ch for ch in session_id if ch.isalnum())[:8] or "session"
+    # ASCII only: str.isalnum() also passes letters such as 'ª' that no mailbox name may hold.
+    short = "".join(ch for ch in session_id if ch.isascii() and ch.isalnum())[:8] or "session"
     return f"{base}-{short}"
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
+from ..host.jsonfile import loads_json
 from . import claude, codex, files, ledger, run, tomledit
 from .run import Report
 from .where import (
@@ -27,12 +28,11 @@ def _legacy_hooks(text: str | None) -> list[str]:
     every stop would run two codexbridge hooks on two mailboxes."""
     if not text:
         return []
-    import json
 
     from ..inbox.install_hook import ours
 
     try:
-        hooks = json.loads(text).get("hooks") or {}
+        hooks = loads_json(text).get("hooks") or {}
     except (ValueError, AttributeError):
         return []
     found = []

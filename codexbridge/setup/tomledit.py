@@ -86,12 +86,17 @@ def merge(text: str, name: str, block: str, load: Loader, where: str) -> tuple[s
     """(new text, whether we added the separating blank line). UsageError when the
     server is already configured outside our block, or the result is not valid TOML."""
     current = check(text, load, where)
+    servers = current.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise UsageError(f"{where} sets mcp_servers to a {type(servers).__name__}, not a "
+                         "table; fix it by hand first (nothing was changed)",
+                         details={"file": where})
     span = find_block(text, name)
     if span is not None:
         new = text[:span.start] + block + text[span.end:]
         separator = False  # kept as it was
     else:
-        if name in (current.get("mcp_servers") or {}):
+        if name in (servers or {}):
             raise UsageError(
                 f"{where} already has [mcp_servers.{name}] (not written by `codexbridge "
                 f"setup`): remove it first (`codex mcp remove {name}`), or pass --name "
@@ -101,7 +106,8 @@ def merge(text: str, name: str, block: str, load: Loader, where: str) -> tuple[s
         separator = bool(base.strip())
         new = base + ("\n" if separator else "") + block
     after = _load(new, load, where, merged=True)
-    if name not in (after.get("mcp_servers") or {}):
+    placed = after.get("mcp_servers")
+    if not isinstance(placed, dict) or not isinstance(placed.get(name), dict):
         raise UsageError(f"adding [mcp_servers.{name}] to {where} would not register it "
                          "(another table there takes the name); fix the file by hand "
                          "(nothing was changed)")
