@@ -206,7 +206,11 @@ def _print_record(r: Delivery) -> None:
     if r.reply_to or r.mailbox:
         click.echo(f"  mailbox {r.reply_to or r.mailbox}")
     for step in r.history:
-        stamp = time.strftime("%H:%M:%S", time.localtime(step.get("at", 0)))
+        at = step.get("at")
+        try:  # a hand-edited step's time must not hide the rest of the record
+            stamp = time.strftime("%H:%M:%S", time.localtime(at)) if at is not None else "?"
+        except (TypeError, ValueError, OverflowError, OSError):
+            stamp = "?"
         click.echo(f"  {stamp}  {step.get('state')}"
                    + (f": {step['reason']}" if step.get("reason") else ""))
     if r.reason:

@@ -49,9 +49,29 @@ def max_hops(env: dict[str, str] | None = None) -> int:
 
 
 def valid_id(conv: str) -> str:
-    if not conv.startswith("conv_") or not conv[5:].isalnum() or len(conv) > 64:
+    # ASCII only: str.isalnum() takes any script's letters and digits, and 59 four-byte
+    # ones made file names past NAME_MAX (an OSError out of spend, not this UsageError).
+    tail = conv[5:]
+    if (not conv.startswith("conv_") or not tail.isascii() or not tail.isalnum()
+            or len(conv) > 64):
         raise UsageError(f"{conv!r} is not a conversation id (conv_ and letters/digits)")
     return conv
+
+
+def _usable(data: dict[str, Any]) -> bool:
+    """Whether spend() can use (and write back) this record: hops a list of objects,
+    max_hops a whole number, every string writable — else one was a crash in spend
+    (AttributeError in the trail, ValueError in int(), UnicodeEncodeError on save)."""
+    hops, limit = data.get("hops", []), data.get("max_hops")
+    if not isinstance(hops, list) or not all(isinstance(h, dict) for h in hops):
+        return False
+    if limit is not None and not isinstance(limit, int):
+        return False
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 class Conversations:
@@ -65,7 +85,7 @@ class Conversations:
         try:
             with open(self.path(conv), encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # json raises the last on deep nesting
             return None
         return data if isinstance(data, dict) else None
 
@@ -76,10 +96,18 @@ class Conversations:
         if not path.exists():
             return None
         data = self.get(conv)
-        if data is not None and isinstance(data.get("hops", []), list):
+        if data is not None and _usable(data):
             return data
-        aside = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+        stamp = int(time.time())
+        aside = path.with_name(f"{path.name}.damaged-{stamp}")
+        n = 1
+        while aside.exists():  # a second damaged file in the same second replaced the first
+            n += 1
+            aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
         os.replace(path, aside)
+        # _sweep goes by mtime, which the rename keeps: a file last written over a TTL ago
+        # was deleted by the very next send, right after we said it was kept.
+        os.utime(aside)
         raise HopLimitError(
             f"conversation {conv}'s hop record was unreadable (kept as {aside}); nothing "
             "was sent — start a new conversation (leave out --conversation)",

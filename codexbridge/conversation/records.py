@@ -16,6 +16,7 @@ so a courier and a `talk status` recovery never overwrite each other's change.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -92,10 +93,23 @@ class Delivery:
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> Delivery:
-        known = {f.name for f in fields(Delivery)}
+        """The record in `data`; KeyError / TypeError / ValueError when it is not one
+        (DeliveryStore.get then treats the file as unreadable)."""
+        if not isinstance(data, dict):  # a damaged file: was AttributeError on .items()
+            raise TypeError(f"a delivery record is an object, not {type(data).__name__}")
+        known = {f.name: f for f in fields(Delivery)}
         values = {k: v for k, v in data.items() if k in known}
         values["direction"] = Direction(values["direction"])
         values["state"] = DeliveryState.parse(values.get("state")) or DeliveryState.QUEUED
+        # A field of the wrong type broke its users later, far from the file: a str
+        # created_at crashed the sort in recent(), a non-list history move(), a NaN time
+        # `talk status`.
+        for name, value in values.items():
+            if not _fits(value, str(known[name].type)):
+                raise TypeError(f"{name} is not a {known[name].type}")
+        pid = values.get("courier_pid")
+        if pid is not None and not 0 < pid < 2**31:  # os.kill: OverflowError; 0, -1: groups
+            raise ValueError(f"courier_pid {pid} is not a process id")
         return Delivery(**values)
 
     def move(self, state: DeliveryState, **changes: Any) -> None:
@@ -111,6 +125,24 @@ class Delivery:
         self.updated_at = now
 
 
+def _fits(value: Any, annotation: str) -> bool:
+    """Whether a JSON value fits a Delivery field's (string) annotation."""
+    if value is None:
+        return annotation.endswith(" | None")
+    base = annotation.removesuffix(" | None")
+    if base == "float":
+        try:
+            return isinstance(value, (int, float)) and math.isfinite(value)
+        except OverflowError:  # an int too large for a float
+            return False
+    if base == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if base == "list[dict[str, Any]]":
+        return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    kinds: dict[str, type] = {"str": str, "int": int, "bool": bool}
+    return isinstance(value, kinds.get(base, object))  # (direction, state: parsed above)
+
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -123,7 +155,8 @@ class DeliveryStore:
         self.clock = clock
 
     def path(self, delivery_id: str) -> Path:
-        if not delivery_id or "/" in delivery_id or delivery_id.startswith("."):
+        if (not delivery_id or "/" in delivery_id or delivery_id.startswith(".")
+                or "\x00" in delivery_id):  # (NUL: open() raised ValueError on the lock)
             raise ValueError(f"not a delivery id: {delivery_id!r}")
         return self.root / f"{delivery_id}.json"
 
@@ -133,23 +166,36 @@ class DeliveryStore:
 
     def save(self, record: Delivery) -> None:
         ensure_private_dir(self.root)
-        write_private(self.path(record.id),
-                      json.dumps(record.as_dict(), ensure_ascii=False, indent=2).encode())
+        text = json.dumps(record.as_dict(), ensure_ascii=False, indent=2)
+        try:
+            data = text.encode()
+        except UnicodeEncodeError:  # a reply holding a lone surrogate (a frame's `\\ud800`
+            # escape) was a traceback in the courier: it is kept as that escape
+            data = json.dumps(record.as_dict(), indent=2).encode("ascii")
+        write_private(self.path(record.id), data)
         self.sweep()
 
     def get(self, delivery_id: str) -> Delivery | None:
         try:
             with open(self.path(delivery_id), encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # json raises the last on deep nesting
             return None
         try:
-            return Delivery.from_dict(data)
+            record = Delivery.from_dict(data)
         except (KeyError, TypeError, ValueError):
             return None
+        # A record under another id's name (a copied file) would be listed twice and
+        # saved under its own name by update(): it is not this id's record.
+        return record if record.id == delivery_id else None
 
     def update(self, delivery_id: str, change: Callable[[Delivery], None]) -> Delivery | None:
-        """Read, `change(record)`, write — under the record's lock. None if it is gone."""
+        """Read, `change(record)`, write — under the record's lock. None if it is gone
+        (or `delivery_id` is not an id: like get(), without making a lock file for it)."""
+        try:
+            self.path(delivery_id)
+        except ValueError:  # "/../x" made its lock file outside root; "a/b" FileNotFoundError
+            return None
         with self._lock(delivery_id):
             record = self.get(delivery_id)
             if record is None:

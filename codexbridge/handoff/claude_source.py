@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..host.text import writable
 from .messages import CLAUDE, Said, SourceRead, Stats, source_key
 
 ROLES = ("user", "assistant")
@@ -58,6 +59,10 @@ class ClaudeParse:
     stats: Stats = field(default_factory=Stats)
 
 
+def _str(value: Any) -> str | None:
+    return writable(value) if isinstance(value, str) else None
+
+
 def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -78,7 +83,7 @@ def _user_text(rec: dict[str, Any], msg: dict[str, Any]) -> str | None:
     parts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
     if any(b.get("type") == "image" for b in blocks):
         parts.append("[an image]")
-    text = "\n".join(p for p in parts if p).strip()
+    text = writable("\n".join(p for p in parts if p).strip())
     if not text or text.startswith(WRAPPERS):
         return None
     return text
@@ -87,21 +92,22 @@ def _user_text(rec: dict[str, Any], msg: dict[str, Any]) -> str | None:
 def _assistant_text(msg: dict[str, Any], files: list[str]) -> str | None:
     blocks = _blocks(msg.get("content"))
     for b in blocks:
-        if b.get("type") == "tool_use" and b.get("name") in EDIT_TOOLS:
+        name = b.get("name")  # any JSON value: a list in `in EDIT_TOOLS` was a TypeError
+        if b.get("type") == "tool_use" and isinstance(name, str) and name in EDIT_TOOLS:
             args = b.get("input")
-            path = args.get(EDIT_TOOLS[str(b["name"])]) if isinstance(args, dict) else None
-            if isinstance(path, str) and path and path not in files:
+            path = _str(args.get(EDIT_TOOLS[name])) if isinstance(args, dict) else None
+            if path and path not in files:
                 files.append(path)
     if msg.get("model") == SYNTHETIC_MODEL:
         return None  # Claude Code's own stand-in text (an API error, "no response")
     text = "\n".join(str(b.get("text", "")) for b in blocks
                      if b.get("type") == "text" and b.get("text")).strip()
-    return text or None
+    return writable(text) or None
 
 
 def _parent(rec: dict[str, Any]) -> str | None:
     parent = rec.get("parentUuid") or rec.get("logicalParentUuid")
-    return parent if isinstance(parent, str) else None
+    return _str(parent)
 
 
 def _active_branch(parents: dict[str, str | None], leaf: str | None) -> set[str] | None:
@@ -131,18 +137,18 @@ def parse(lines: Iterable[bytes], since: str | None) -> ClaudeParse:
         stats.records += 1
         try:
             rec = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # json.loads raises the latter on deep nesting
             stats.bad_rows += 1
             continue
         if not isinstance(rec, dict):
             stats.bad_rows += 1
             continue
         raw_kind = rec.get("type")
-        kind = raw_kind if isinstance(raw_kind, str) else "?"
+        kind = _str(raw_kind) or "?"
         stats.kinds[kind] += 1
         if kind not in KNOWN_TYPES:
             stats.unknown[kind] += 1
-        uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) else None
+        uuid = _str(rec.get("uuid"))  # the mark: cleaned the same way on every read
         if uuid is not None:
             parents[uuid] = _parent(rec)
         if kind in ROLES and rec.get("isSidechain") is not True:
@@ -155,7 +161,7 @@ def parse(lines: Iterable[bytes], since: str | None) -> ClaudeParse:
                 if text is not None and uuid is not None:
                     stats.said += 1
                     leaf = uuid
-                    at = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+                    at = _str(rec.get("timestamp"))
                     out.messages.append(Said("user" if kind == "user" else CLAUDE, text,
                                              uuid, at))
         if since is not None and uuid == since:

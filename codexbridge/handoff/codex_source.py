@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RpcError
+from ..host.text import writable
 from ..protocol.generated import methods as m
 from ..protocol.generated.enums import ThreadItemType
 from ..talk.client import Rpc
@@ -46,15 +47,15 @@ def entry_mark(entry: dict[str, Any]) -> str | None:
     item = entry.get("item")
     if not isinstance(item, dict) or not item.get("id"):
         return None
-    return f"{entry.get('turnId')}:{item['id']}"
+    return writable(f"{entry.get('turnId')}:{item['id']}")
 
 
 def _user_text(item: dict[str, Any]) -> str | None:
     content = item.get("content")
     if not isinstance(content, list):
         return None
-    return "".join(str(c.get("text", "")) for c in content
-                   if isinstance(c, dict) and c.get("type") == "text")
+    return writable("".join(str(c.get("text", "")) for c in content
+                         if isinstance(c, dict) and c.get("type") == "text"))
 
 
 def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
@@ -72,7 +73,7 @@ def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
         if (entry.get("turnId") == newest_turn and entry.get("completedAtMs") is None
                 and item.get("completedAtMs") is None):
             break  # the running turn's item is still being written: the mark stays before it
-        kind = str(item.get("type") or "?")
+        kind = writable(str(item.get("type") or "?"))
         stats.kinds[kind] += 1
         parsed = ThreadItemType.parse(kind)
         if parsed is None:
@@ -80,7 +81,7 @@ def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
         mark = entry_mark(entry)
         if parsed is ThreadItemType.USER_MESSAGE or parsed is ThreadItemType.AGENT_MESSAGE:
             text = (_user_text(item) if parsed is ThreadItemType.USER_MESSAGE
-                    else item.get("text") if isinstance(item.get("text"), str) else None)
+                    else writable(item["text"]) if isinstance(item.get("text"), str) else None)
             if text is None or mark is None:
                 stats.unreadable += 1
             else:
@@ -91,10 +92,11 @@ def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
                 if text.strip() and not ours:
                     out.messages.append(Said(role, text.strip(), mark))
         elif parsed is ThreadItemType.FILE_CHANGE:
-            for change in item.get("changes") or []:
+            changes = item.get("changes")  # any JSON value: an int was a TypeError here
+            for change in changes if isinstance(changes, list) else []:
                 path = change.get("path") if isinstance(change, dict) else None
-                if isinstance(path, str) and path not in out.files:
-                    out.files.append(path)
+                if isinstance(path, str) and writable(path) not in out.files:
+                    out.files.append(writable(path))
         if mark is not None:
             last = mark
         if since is not None and mark == since:
@@ -116,7 +118,14 @@ async def recent_entries(rpc: Rpc, thread_id: str, since: str | None,
             page = await rpc.request(m.THREAD_ITEMS_LIST, {
                 "threadId": thread_id, "limit": PAGE, "sortDirection": "desc",
                 **({"cursor": cursor} if cursor else {})})
-            data = [e for e in (page.get("data") or []) if isinstance(e, dict)]
+            # The answer is the server's JSON: anything not a page is a clear error
+            # (read_thread reports it), not an AttributeError / TypeError.
+            items = page.get("data") if isinstance(page, dict) else page
+            if not isinstance(page, dict) or not isinstance(items, (list, type(None))):
+                raise RpcError(-32603, f"{m.THREAD_ITEMS_LIST} for thread {thread_id} "
+                                       f"answered a {type(items).__name__}, not a page "
+                                       "of items")
+            data = [e for e in items or [] if isinstance(e, dict)]
             pages.append(data)
             if since is not None and any(entry_mark(e) == since for e in data):
                 break

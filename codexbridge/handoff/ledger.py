@@ -46,8 +46,10 @@ def parse(raw: bytes, path: str, project: str) -> State:
     """The state in `raw`; HandoffStateError for anything this build must not use."""
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise HandoffStateError(f"{path} is not readable JSON ({exc}); it holds the handoff "
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # json raises
+        # RecursionError on deep nesting (it was a traceback)
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise HandoffStateError(f"{path} is not readable JSON ({why}); it holds the handoff "
                                 "watermarks, so it is left as it is: move it aside to start "
                                 "over", details={"path": path}) from None
     if not isinstance(data, dict):
@@ -82,7 +84,12 @@ def load(key: str, project: str) -> State:
 
 def save(key: str, state: State) -> None:
     data = json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    write_private(state_path(key), data.encode("utf-8"))
+    try:
+        raw = data.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (read from a `\\ud800` escape) was a
+        # traceback on every save: it is written back as the escape it was read as
+        raw = (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("ascii")
+    write_private(state_path(key), raw)
 
 
 @contextmanager
@@ -134,7 +141,9 @@ def commit(state: State, target: str, pending: dict[str, Any], by: str = "handof
         if _is(state, target, hid):
             state["pending"].pop(target, None)
         return False
-    marks = state["knownBy"].setdefault(target, {})
+    marks = state["knownBy"].get(target)
+    if not isinstance(marks, dict):  # a damaged entry (known_by reads it as none): was a
+        marks = state["knownBy"][target] = {}  # TypeError on item assignment
     for source, mark in (pending.get("marks") or {}).items():
         if isinstance(mark, str):
             marks[source] = mark

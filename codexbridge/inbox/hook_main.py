@@ -18,6 +18,7 @@ import sys
 import time
 
 from ..conversation.handling import path as handling_path
+from ..host.text import writable
 from .location import chain_path, ensure_private_dir, inbox_dir, log_dir
 from .names import default_mailbox, name_problem
 from .probe import has_live, has_pending
@@ -102,12 +103,8 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
         # A lone surrogate escape (`\ud800`) is valid JSON but not text: a session id
         # or cwd holding one would fail every write of it (listener record, chain) and
         # stop the delivery. The fields we read are top-level strings.
-        data = {_text(k): _text(v) if isinstance(v, str) else v for k, v in data.items()}
+        data = {writable(k): writable(v) if isinstance(v, str) else v for k, v in data.items()}
     return data
-
-
-def _text(value: str) -> str:
-    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def log(message: str, with_traceback: bool = False) -> None:

@@ -191,6 +191,16 @@ async def await_receipt(store: DeliveryStore, record: Delivery,
 def get(store: DeliveryStore, delivery_id: str) -> Delivery:
     record = store.get(delivery_id)
     if record is None:
+        try:
+            path = store.path(delivery_id)
+        except ValueError:
+            path = None
+        if path is not None and path.exists():
+            # Not "never made": the file is there but damaged (left as it is, for a person).
+            raise DeliveryNotFoundError(
+                f"delivery {delivery_id!r}: its record {path} is damaged (not a delivery "
+                "record this codexbridge can read); it is left as it is",
+                details={"delivery": delivery_id, "path": str(path)})
         raise DeliveryNotFoundError(f"no delivery {delivery_id!r} in {store.root} (never made "
                                     "here, or expired)", details={"delivery": delivery_id})
     return record

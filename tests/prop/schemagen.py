@@ -88,13 +88,15 @@ class Compiler:
         return node
 
     def strategy(self, node: Any, depth: int = 0) -> st.SearchStrategy[Any]:
-        if depth > _GIVE_UP:
-            return st.nothing()
         if node is True or node == {}:
             return json_values
         if node is False:
             return st.nothing()
         if "$ref" in node:
+            if depth > _GIVE_UP:
+                # Only a reference can recurse: giving up here (not on a scalar such as
+                # a union's `type` tag) keeps every shallower object drawable.
+                return st.nothing()
             name = node["$ref"].rsplit("/", 1)[-1]
             key = (name, min(depth, _DEEP + 1))
             if key not in self._refs:
@@ -142,8 +144,12 @@ class Compiler:
             return st.floats(min_value=low_f, allow_nan=False, allow_infinity=False)
         if kind == "array":
             top = 3 if depth < _DEEP else 0
-            return st.lists(self.strategy(node.get("items", True), depth + 1),
-                            min_size=node.get("minItems", 0), max_size=top)
+            if top == 0 and not node.get("minItems"):
+                return st.just([])
+            items = self.strategy(node.get("items", True), depth + 1)
+            if items.is_empty:  # hypothesis refuses lists of what cannot be drawn
+                return st.just([]) if not node.get("minItems") else st.nothing()
+            return st.lists(items, min_size=node.get("minItems", 0), max_size=top)
         if kind == "object":
             return self._object(node, depth)
         raise ValueError(f"schema type {kind!r} is not handled")

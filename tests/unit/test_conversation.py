@@ -24,7 +24,8 @@ from codexbridge.conversation.records import (
     preview,
 )
 from codexbridge.conversation.routing import reply_mailbox, sending_from_thread
-from codexbridge.errors import HopLimitError, UsageError
+from codexbridge.errors import DeliveryNotFoundError, HopLimitError, UsageError
+from codexbridge.talk import deliveries
 from codexbridge.talk.deliveries import courier_gone
 
 # -- envelope ------------------------------------------------------------------------------
@@ -154,6 +155,22 @@ def test_unreadable_record_is_not_a_crash(tmp_path: Path) -> None:
     (store.root / "req_2_bad.json").write_text("{half")
     assert [r.id for r in store.recent()] == ["req_1_good"]
     assert store.get("req_2_bad") is None
+    # `talk status` says the record is damaged, not that it was never made.
+    with pytest.raises(DeliveryNotFoundError, match=r"req_2_bad\.json is damaged"):
+        deliveries.get(store, "req_2_bad")
+    with pytest.raises(DeliveryNotFoundError, match="never made here"):
+        deliveries.get(store, "req_3_none")
+    assert (store.root / "req_2_bad.json").read_text() == "{half"
+
+
+def test_status_prints_a_record_whose_history_time_is_garbage(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from codexbridge.cli.talk_live_cmd import _print_record
+
+    r = record(history=[{"state": "queued", "at": "noon"}, {"state": "failed", "at": 1e300}])
+    _print_record(r)
+    out = capsys.readouterr().out
+    assert "?  queued" in out and "?  failed" in out
 
 
 def test_preview_is_bounded() -> None:
