@@ -6,7 +6,8 @@ A local WebSocket server answers `initialize` and then sends N `item/agentMessag
 notifications as fast as it can (the shape of a flood of deltas from codex). Both
 readers consume every frame: the raw loop `json.loads` each message; codexbridge's
 `AppServerClient` parses it into an envelope and hands it to a subscriber. Alternating
-rounds in one run; target ≥ 0.9× the raw loop's frames per second.
+rounds in one run, each round's pair a ratio, the median of those; target ≥ 0.9× the
+raw loop's frames per second.
 """
 
 from __future__ import annotations
@@ -91,15 +92,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--frames", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=9)
     args = ap.parse_args()
     raw_rates, our_rates = asyncio.run(measure(args.frames, args.rounds))
     r, o = statistics.median(raw_rates), statistics.median(our_rates)
+    # The ratio of each round's pair (run back to back), then their median: a 2-core box
+    # drifts by ±15% between rounds, which a ratio of two medians takes in whole.
+    pairs = sorted(ours / raw for ours, raw in zip(our_rates, raw_rates, strict=True))
+    ratio = statistics.median(pairs)
     print(f"notification reader, {args.frames} delta frames x {args.rounds} rounds each")
-    print(f"    raw websockets loop + json.loads   {r:10.0f} frames/s")
-    print(f"    codexbridge AppServerClient        {o:10.0f} frames/s")
-    print(f"    ratio ours / raw                   {o / r:.2f}x   target >= 0.9x  "
-          f"{'PASS' if o / r >= 0.9 else 'FAIL'}")
+    print(f"    raw websockets loop + json.loads   {r:10.0f} frames/s (median)")
+    print(f"    codexbridge AppServerClient        {o:10.0f} frames/s (median)")
+    print(f"    ratio ours / raw                   {ratio:.2f}x   (rounds {pairs[0]:.2f}-"
+          f"{pairs[-1]:.2f})   target >= 0.9x  {'PASS' if ratio >= 0.9 else 'FAIL'}")
     return 0
 
 

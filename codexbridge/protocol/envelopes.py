@@ -46,6 +46,11 @@ Envelope = Response | ServerRequest | Notification | Invalid
 
 
 def classify(obj: Any, raw: str = "") -> Envelope:
+    if type(obj) is dict and "id" not in obj:
+        # A notification, most frames by far (a flood of deltas): the fewest checks.
+        method, params = obj.get("method"), obj.get("params")
+        if type(method) is str and type(params) is dict:
+            return Notification(method, params)
     if not isinstance(obj, dict):
         return _invalid(obj, raw, "not a JSON object")
     has_id = "id" in obj and isinstance(obj["id"], (int, str)) and not isinstance(obj["id"], bool)

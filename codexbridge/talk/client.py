@@ -74,7 +74,8 @@ class Subscription:
         return self._items.popleft()
 
     def close(self) -> None:
-        self._client._subscribers.discard(self)
+        client = self._client
+        client._subscribers = tuple(s for s in client._subscribers if s is not self)
 
     def __enter__(self) -> Subscription:
         return self
@@ -123,7 +124,9 @@ class AppServerClient:
         self._ws: tp.Transport | None = None
         self._ids = itertools.count(1)
         self._waiters: dict[RequestId, asyncio.Future[Any]] = {}
-        self._subscribers: set[Subscription] = set()
+        # A tuple, replaced on (un)subscribe: the reader walks it once per frame, and a
+        # flood of deltas should not copy a set for each one.
+        self._subscribers: tuple[Subscription, ...] = ()
         self._reader: asyncio.Task[None] | None = None
         self._closed_reason: str | None = None
 
@@ -166,7 +169,7 @@ class AppServerClient:
         sub = Subscription(self)
         if self._closed_reason is not None:
             sub.put(None)
-        self._subscribers.add(sub)
+        self._subscribers = (*self._subscribers, sub)
         return sub
 
     async def request(self, method: str, params: dict[str, Any] | None = None, *,
@@ -210,10 +213,10 @@ class AppServerClient:
         assert self._ws is not None
         reason = "server closed the connection"
         try:
+            recv, dispatch = self._ws.recv, self._dispatch  # (looked up once: per frame)
             while True:
-                frame = await self._ws.recv()
-                for env in parse_frame(frame):
-                    self._dispatch(env)
+                for env in parse_frame(await recv()):
+                    dispatch(env)
         except tp.TransportClosed as exc:
             reason = str(exc) or reason
         except Exception as exc:  # never let the reader die silently
@@ -231,7 +234,7 @@ class AppServerClient:
             else:
                 fut.set_result(env.result)
         elif isinstance(env, (Notification, ServerRequest)):
-            for sub in list(self._subscribers):
+            for sub in self._subscribers:
                 sub.put(env)
         else:
             self.on_invalid(env)
@@ -244,7 +247,7 @@ class AppServerClient:
                 fut.set_exception(ConnectionLostError(
                     f"connection to {self.url} lost while waiting: {reason}"))
         self._waiters.clear()
-        for sub in list(self._subscribers):
+        for sub in self._subscribers:
             sub.put(None)
 
 
