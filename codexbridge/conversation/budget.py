@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HopLimitError, UsageError
+from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
@@ -84,8 +85,8 @@ class Conversations:
     def get(self, conv: str) -> dict[str, Any] | None:
         try:
             with open(self.path(conv), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError, RecursionError):  # json raises the last on deep nesting
+                data = loads_json(fh.read())
+        except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
 

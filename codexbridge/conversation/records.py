@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
@@ -178,8 +179,8 @@ class DeliveryStore:
     def get(self, delivery_id: str) -> Delivery | None:
         try:
             with open(self.path(delivery_id), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError, RecursionError):  # json raises the last on deep nesting
+                data = loads_json(fh.read())
+        except (OSError, ValueError):
             return None
         try:
             record = Delivery.from_dict(data)

@@ -24,11 +24,11 @@ uuid → parent entry per record: tool output is parsed and dropped line by line
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..host.jsonfile import loads_json
 from ..host.text import writable
 from .messages import CLAUDE, Said, SourceRead, Stats, source_key
 
@@ -136,8 +136,8 @@ def parse(lines: Iterable[bytes], since: str | None) -> ClaudeParse:
             continue
         stats.records += 1
         try:
-            rec = json.loads(raw)
-        except (ValueError, RecursionError):  # json.loads raises the latter on deep nesting
+            rec = loads_json(raw)
+        except ValueError:
             stats.bad_rows += 1
             continue
         if not isinstance(rec, dict):

@@ -26,6 +26,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from ..errors import HandoffStateError
+from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, write_private
 from ..inbox.clock import iso_utc
@@ -45,11 +46,9 @@ def empty(project: str) -> State:
 def parse(raw: bytes, path: str, project: str) -> State:
     """The state in `raw`; HandoffStateError for anything this build must not use."""
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # json raises
-        # RecursionError on deep nesting (it was a traceback)
-        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise HandoffStateError(f"{path} is not readable JSON ({why}); it holds the handoff "
+        data = loads_json(raw.decode("utf-8"))
+    except ValueError as exc:  # (UnicodeDecodeError is one)
+        raise HandoffStateError(f"{path} is not readable JSON ({exc}); it holds the handoff "
                                 "watermarks, so it is left as it is: move it aside to start "
                                 "over", details={"path": path}) from None
     if not isinstance(data, dict):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # (no `typing` at run time: the Stop hook imports this module)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def loads_json(text: str | bytes) -> Any:

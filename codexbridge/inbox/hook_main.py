@@ -12,12 +12,12 @@ one `{"decision":"block","reason":…}` object; our own problems go to
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
 from ..conversation.handling import path as handling_path
+from ..host.jsonfile import loads_json
 from ..host.text import writable
 from .location import chain_path, ensure_private_dir, inbox_dir, log_dir
 from .names import default_mailbox, name_problem
@@ -94,8 +94,8 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError):  # deep nesting raises RecursionError
+        data = loads_json(raw.decode("utf-8", errors="replace"))
+    except ValueError:
         return {}
     if not isinstance(data, dict):
         return {}

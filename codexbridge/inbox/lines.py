@@ -14,6 +14,7 @@ import json
 import os
 from typing import NamedTuple
 
+from ..host.jsonfile import loads_json
 from .clock import iso_utc
 
 TYPE_CHECKING = False
@@ -120,11 +121,9 @@ def parse_line(raw: bytes, lineno: int = 0, source: str = "") -> Mail | Rejected
         return Rejected(f"not valid UTF-8 ({exc.reason} at byte {exc.start})", raw, lineno,
                         source)
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
     except ValueError as exc:
         return Rejected(f"not JSON ({exc})", raw, lineno, source)
-    except RecursionError:  # json.loads raises it, not ValueError, on deep nesting
-        return Rejected("not JSON (nested too deeply)", raw, lineno, source)
     if not isinstance(obj, dict):
         return Rejected(f"not a JSON object (got {type(obj).__name__})", raw, lineno, source)
     if "text" not in obj:
