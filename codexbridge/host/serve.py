@@ -57,6 +57,10 @@ def port_free(host: str, port: int) -> bool:
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
+        # As codex's own listener does (tokio sets it): a connection serve closed a moment
+        # ago sits in TIME_WAIT on this port for ~60 s, and without it that reads as
+        # "in use". A live listener still makes the bind fail.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host.strip("[]"), port))
         except OSError:
