@@ -22,7 +22,7 @@ from ..errors import (
 from ..protocol.approvals import approval_settings
 from ..protocol.enums import TurnOutcome
 from ..talk.client import AppServerClient
-from ..talk.endpoint import resolve_endpoint
+from ..talk.endpoint import Endpoint, resolve_endpoint
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
 from .common import (
     approval_timeout_option,
@@ -48,6 +48,20 @@ READ_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, Conn
 def _client(url: str | None) -> AppServerClient:
     ep = resolve_endpoint(url)
     return AppServerClient(ep.url, token=ep.token)
+
+
+def open_tui_hint(ep: Endpoint) -> str:
+    """How to open a TUI on `ep`: plain `codex` attaches to codex's own daemon by itself;
+    any other server needs its --remote line."""
+    from ..host.daemon import attach_line
+
+    if ep.source.startswith("codex daemon"):
+        return ("open the Codex TUI with `codex -C DIR` (it attaches to codex's own "
+                "daemon)")
+    line = attach_line(ep.url) + " -C DIR"
+    if ep.token:
+        line = f"CODEX_BRIDGE_TOKEN=<token> {line} --remote-auth-token-env CODEX_BRIDGE_TOKEN"
+    return f"open the Codex TUI with `{line}`"
 
 
 LIVE = "codexbridge.cli.talk_live_cmd"
@@ -81,8 +95,10 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
     """Threads loaded in the app-server: id, name, cwd, status."""
     from ..talk.threads import list_threads
 
+    ep = resolve_endpoint(url)
+
     async def go() -> list[Any]:
-        async with _client(url) as client:
+        async with AppServerClient(ep.url, token=ep.token) as client:
             return await list_threads(client, include_all=include_all)
 
     threads = run_async(go)
@@ -90,8 +106,8 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
         emit_json({"ok": True, "threads": [t.as_dict() for t in threads]})
         return
     if not threads:
-        click.echo("no user threads loaded: open the Codex TUI with `codex --remote <url>` "
-                   "and send it one message", err=True)
+        click.echo(f"no user threads loaded: {open_tui_hint(ep)} and send it one message",
+                   err=True)
         return
     for t in threads:
         extra = "" if t.is_user_thread else f"  [{t.thread_source or 'ephemeral'}]"
@@ -117,7 +133,8 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
               help="If a turn is already running, add the message to it instead of waiting "
                    "for it to finish.")
 @wait_thread_option
-@click.option("-q", "--quiet", is_flag=True, help="Do not stream the reply to stderr.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Do not stream the reply as it is written; print it once, at the end.")
 @url_option
 @json_option
 @command
@@ -127,9 +144,10 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
             as_json: bool) -> None:
     """Send TEXT (or `-` for stdin) into the thread and print Codex's reply.
 
-    The reply streams to stderr as it is written and is printed whole on stdout at the
-    end (`--json`: {thread_id, turn_id, status, reply, approvals}). Each approval
-    codex asks for is one line on stderr.
+    In a terminal the reply streams to stdout as Codex writes it, once. When stdout is
+    a pipe or a file, it streams to stderr and stdout gets the whole reply once, at the
+    end (`--json`: {thread_id, turn_id, status, reply, approvals}). Each approval codex
+    asks for is one line on stderr.
     """
     from ..talk.threads import find_joinable
     from ..talk.turn import say
@@ -143,18 +161,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         target_cwd = ensure_dir(target_cwd, "--cwd")
     if turn_cwd:
         turn_cwd = ensure_dir(turn_cwd, "--turn-cwd")
-    streamed = False
-
-    def on_delta(chunk: str) -> None:
-        nonlocal streamed
-        streamed = True
-        if not quiet:
-            sys.stderr.write(chunk)
-            sys.stderr.flush()
-
-    def on_approval(line: str) -> None:
-        sys.stderr.write(("\n" if streamed and not quiet else "") + f"codexbridge: {line}\n")
-        sys.stderr.flush()
+    out = _ReplyOutput(quiet=quiet, to_stdout=not as_json and sys.stdout.isatty())
 
     async def go() -> SayResult:
         async with _client(url) as client:
@@ -170,24 +177,93 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
                 client, target.id, words, approvals=policy,
                 approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
                 interrupt_on_timeout=on_timeout == "interrupt",
-                on_delta=on_delta, on_approval=on_approval)
+                on_delta=out.delta, on_approval=out.approval)
 
     try:
         result = run_async(go)
     finally:
-        if streamed and not quiet:
-            sys.stderr.write("\n")  # the error or the summary starts on its own line
-    if result.truncated:
-        click.echo(f"codexbridge: the reply is {result.reply_bytes} bytes; only the first "
-                   f"{len(result.reply.encode('utf-8'))} are printed", err=True)
+        out.end_line()  # the error or the summary starts on its own line
     if as_json:
+        out.truncation_note(result)
         emit_json({"ok": result.status is TurnOutcome.COMPLETED, **result.as_dict()})
     else:
-        click.echo(result.reply)
+        out.finish(result)
     error = turn_error(result)
     if error is not None:
         error.reported = as_json  # the JSON result above already says what happened
         raise error
+
+
+class _ReplyOutput:
+    """Where `talk say` writes the reply, so that whoever reads stdout gets it once.
+
+    stdout a terminal: the deltas stream to stdout and the reply is not printed again
+    (only when the stream missed it: a final message that came with no deltas). stdout a
+    pipe or a file: the deltas stream to stderr for the person watching, and stdout gets
+    the whole reply once at the end — what scripts and Claude Code's Bash tool read.
+    """
+
+    TAIL = 1 << 16  # characters of the stream kept to tell whether the reply was shown
+
+    def __init__(self, *, quiet: bool, to_stdout: bool) -> None:
+        self.to_stdout = to_stdout
+        self.stream = None if quiet else (sys.stdout if to_stdout else sys.stderr)
+        self.streamed = False
+        self.mid_line = False
+        self._tail: list[str] = []
+        self._tail_len = 0
+
+    def delta(self, chunk: str) -> None:
+        if self.stream is None or not chunk:
+            return
+        self.stream.write(chunk)
+        self.stream.flush()
+        self.streamed = True
+        self.mid_line = not chunk.endswith("\n")
+        if self.to_stdout:
+            self._keep(chunk)
+
+    def _keep(self, chunk: str) -> None:
+        # a bounded tail, trimmed now and then: a 100 MB reply must not be kept twice
+        self._tail.append(chunk)
+        self._tail_len += len(chunk)
+        if self._tail_len > 2 * self.TAIL:
+            kept = "".join(self._tail)[-self.TAIL:]
+            self._tail, self._tail_len = [kept], len(kept)
+
+    def approval(self, line: str) -> None:
+        self.end_line()
+        sys.stderr.write(f"codexbridge: {line}\n")
+        sys.stderr.flush()
+
+    def end_line(self) -> None:
+        """What comes next (an approval, an error, the summary) starts on its own line."""
+        if self.stream is not None and self.mid_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.mid_line = False
+
+    def truncation_note(self, result: SayResult) -> None:
+        if result.truncated:
+            click.echo(f"codexbridge: the reply is {result.reply_bytes} bytes; only the first "
+                       f"{len(result.reply.encode('utf-8'))} are printed", err=True)
+
+    def finish(self, result: SayResult) -> None:
+        if self.to_stdout and self.stream is not None and self._shown(result):
+            return
+        self.truncation_note(result)
+        if self.to_stdout and not result.reply:
+            return  # a terminal needs no empty line; a pipe still gets its one line
+        click.echo(result.reply)
+
+    def _shown(self, result: SayResult) -> bool:
+        """The stream already put the whole reply on the terminal."""
+        if not self.streamed:
+            return not result.reply
+        if result.truncated:
+            return True  # every delta was streamed; only the kept copy was cut
+        want = result.reply.rstrip()[-self.TAIL:]
+        return "".join(self._tail).rstrip().endswith(want)
 
 
 def turn_error(result: SayResult) -> BridgeError | None:
