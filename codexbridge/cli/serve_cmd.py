@@ -13,8 +13,9 @@ from .output import command
 
 SERVE_EXIT_HELP = exit_help(
     UsageError, BinaryNotFoundError, ServeError,
-    success="the app-server exited cleanly; otherwise its own status (128+N when killed "
-            "by signal N)",
+    success="stopped (Ctrl-C, SIGTERM, SIGHUP) and the app-server exited cleanly; otherwise "
+            "the app-server's own status (128+N when killed by signal N) — also when it died "
+            "more often than serve restarts it",
     extra={2: "bad --cwd / --port / address, or a serve is already running"})
 
 
@@ -55,6 +56,13 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
     settings, plus names listed in $CODEX_BRIDGE_CHILD_ENV), writes bridge.json to the
     state dir ($CODEX_BRIDGE_HOME, default ~/.codex-bridge) so `talk` finds it, and
     prints the `codex --remote …` line to paste. Ctrl-C stops it.
+
+    \b
+    If the app-server dies without being asked to (a crash, a SIGKILL), serve starts a
+    new one on the same address and updates bridge.json, with one line on stderr each
+    time — at most 3 times within 60 s; the next death ends serve with a non-zero status
+    saying so. Threads survive a restart (codex keeps them on disk): a client, or a
+    courier waiting for its server, resumes them on the same URL.
 
     \b
     You may not need it: codex's own daemon (`codex app-server daemon start`, or just

@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ..errors import ServeError, UsageError
 from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
+from .daemon import codex_home as daemon_home
 from .envbaseline import auth_hint, child_env
 from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
 from .procs import pid_alive
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from .tls_relay import TlsRelay
 
 DEFAULT_PORT = 8787
+# A dead app-server child is started again, at most this many times within this window.
+RESTART_LIMIT = 3
+RESTART_WINDOW = 60.0
 
 
 def is_loopback(host: str) -> bool:
@@ -107,11 +111,111 @@ def daemon_notes(env: dict[str, str] | None = None) -> list[str]:
     return notes
 
 
+class _Child:
+    """The app-server child serve supervises: started, watched and, when it dies without
+    being asked to, started again on the same address (at most RESTART_LIMIT times within
+    RESTART_WINDOW seconds) so clients — a courier waiting for its server — find it again.
+    The thread a client had is not lost: codex keeps rollouts on disk, `thread/resume`
+    loads it into the new process."""
+
+    def __init__(self, make: Callable[[], AppServerProcess],
+                 warn: Callable[[str], None]) -> None:
+        self.make, self.warn = make, warn
+        self.proc: AppServerProcess | None = None
+        self.relay: threading.Thread | None = None
+        self.tail: deque[str] = deque(maxlen=40)
+        self.forwarded: list[int] = []  # signals serve passed on: a stop asked for
+        self.restarts: deque[float] = deque()  # when each restart happened (monotonic)
+
+    def forward(self, signum: int, _frame: Any) -> None:
+        self.forwarded.append(signum)
+        if self.proc is not None:
+            self.proc.signal(signum)
+
+    def start(self) -> None:
+        """Start a child and wait until it listens; ServeError with its stderr if not."""
+        self.proc = proc = self.make()
+        proc.start()
+        assert proc.proc is not None and proc.proc.stderr is not None
+        self.relay = threading.Thread(target=_relay_stderr,
+                                      args=(proc.proc.stderr, self.tail, self.warn),
+                                      daemon=True)
+        self.relay.start()
+        try:
+            proc.wait_ready()
+        except ServeError as exc:
+            if self.forwarded:
+                return  # stopped while it started: run() sees the exit and returns
+            self.relay.join(2)
+            raise ServeError(exc.message + _tail_text(self.tail), details=exc.details) from None
+        if self.forwarded:  # a stop that came before the child could receive it
+            proc.signal(self.forwarded[-1])
+
+    def _wait(self) -> int:
+        assert self.proc is not None and self.proc.proc is not None
+        while True:
+            try:
+                return self.proc.proc.wait()
+            except KeyboardInterrupt:  # pragma: no cover - the handler forwards instead
+                self.proc.signal(signal.SIGINT)
+
+    def run(self, restarted: Callable[[int], None]) -> int:
+        """Until a stop is asked for (its status) or the child dies too often (non-zero).
+        `restarted(pid)` is called with each new child's pid once it listens."""
+        while True:
+            code = self._wait()
+            if self.relay is not None:
+                self.relay.join(2)
+            if self.forwarded:
+                return _status(code)
+            assert self.proc is not None and self.proc.pid is not None
+            old = self.proc.pid
+            self.proc.stop()  # the rest of its process group (commands the model ran)
+            now = time.monotonic()
+            while self.restarts and now - self.restarts[0] > RESTART_WINDOW:
+                self.restarts.popleft()
+            if len(self.restarts) >= RESTART_LIMIT:
+                self.warn(f"codexbridge: the codex app-server (pid {old}) {_how(code)}; it "
+                          f"died {len(self.restarts) + 1} times within {RESTART_WINDOW:g} s, "
+                          f"more than serve restarts it ({RESTART_LIMIT}): serve stops"
+                          + _tail_text(self.tail))
+                return _status(code) or 1
+            self.restarts.append(now)
+            self.start()
+            if self.forwarded:
+                continue
+            assert self.proc.pid is not None
+            restarted(self.proc.pid)
+            self.warn(f"codexbridge: the codex app-server (pid {old}) {_how(code)}; "
+                      f"restarted it on {self.proc.url} as pid {self.proc.pid} (restart "
+                      f"{len(self.restarts)} of at most {RESTART_LIMIT} within "
+                      f"{RESTART_WINDOW:g} s)")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+
+
+def _status(code: int) -> int:
+    return 128 - code if code < 0 else code
+
+
+def _how(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with status {code}"
+
+
 def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[str, ...] = (),
               echo: Callable[[str], None] = print,
               warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
               tls: tuple[str, str] | None = None) -> int:
-    """Run until the app-server exits; return its exit status. `tls` = (cert, key):
+    """Run until stopped (SIGINT/SIGTERM/SIGHUP: the app-server's status) or until the
+    app-server dies more often than serve restarts it (non-zero). `tls` = (cert, key):
     codex listens on loopback and a TLS relay serves wss://HOST:PORT (tls_relay.py)."""
     workdir = Path(cwd).expanduser()
     if not workdir.is_dir():
@@ -134,46 +238,25 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
 
         context = server_context(*tls)
         host, port = "127.0.0.1", free_port("127.0.0.1")  # codex itself: loopback only
+        front = TlsRelay(public_host, public_port, f"ws://127.0.0.1:{port}", context, token)
     codex = find_codex()
     version = codex_version(codex)
-    home = state_dir()
-    extra = list(codex_args)
-    token_file: Path | None = None
-    if token:
-        token_file = home / "ws-token"
-        write_private(token_file, token.encode("utf-8"))
-        extra += ["--ws-auth", "capability-token", "--ws-token-file", str(token_file)]
-
-    proc = AppServerProcess(codex, workdir, host, port, child_env(os.environ), extra,
-                            stderr=subprocess.PIPE)
-    if tls is not None:
-        front = TlsRelay(public_host, public_port, f"ws://127.0.0.1:{port}", context, token)
-    tail: deque[str] = deque(maxlen=40)
-    forwarded: list[int] = []
-
-    def forward(signum: int, _frame: Any) -> None:
-        forwarded.append(signum)
-        proc.signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM,
-                                                      signal.SIGHUP)}
+    extra, token_file = _auth_args(list(codex_args), token)
+    env = child_env(os.environ)
+    child = _Child(lambda: AppServerProcess(codex, workdir, host, port, env, extra,
+                                            stderr=subprocess.PIPE), warn)
+    previous = {s: signal.signal(s, child.forward) for s in (signal.SIGINT, signal.SIGTERM,
+                                                            signal.SIGHUP)}
     record_path = bridge_file()
     try:
-        proc.start()
-        assert proc.proc is not None and proc.proc.stderr is not None
-        relay = threading.Thread(target=_relay_stderr, args=(proc.proc.stderr, tail, warn),
-                                 daemon=True)
-        relay.start()
-        try:
-            proc.wait_ready()
-        except ServeError as exc:
-            relay.join(2)
-            raise ServeError(exc.message + _tail_text(tail), details=exc.details) from None
+        child.start()
+        assert child.proc is not None
         url_host = f"[{host}]" if ":" in host else host
         url = f"ws://{url_host}:{port}"
         record: dict[str, Any] = {
-            "url": url, "pid": os.getpid(), "app_server_pid": proc.proc.pid,
+            "url": url, "pid": os.getpid(), "app_server_pid": child.proc.pid,
             "cwd": str(workdir), "codex_version": version,
+            "codex_home": str(daemon_home(env)),
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         public = url
@@ -184,35 +267,49 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
         if token_file is not None:
             record["token_file"] = str(token_file)
         write_private_json(record_path, record)
-        where = f"{public} (TLS; codex itself on {url})" if front is not None else url
-        echo(f"codexbridge: app-server (codex {version}) listening on {where}, cwd {workdir}")
-        echo("codexbridge: open the TUI with:")
-        for line in attach_lines(public, str(workdir), bool(token), front is not None):
-            echo(f"    {line}")
-        for note in daemon_notes(dict(os.environ)):
-            echo(f"codexbridge: {note}")
-        echo("codexbridge: send one message in the TUI, then `codexbridge talk say \"…\"`. "
-             "Ctrl-C stops.")
-        while True:
-            try:
-                code = proc.proc.wait()
-                break
-            except KeyboardInterrupt:  # pragma: no cover - handler forwards instead
-                proc.signal(signal.SIGINT)
-        relay.join(2)
-        if code != 0 and not forwarded:
-            warn(f"codexbridge: codex app-server exited with status {code}" + _tail_text(tail))
-        return 128 - code if code < 0 else code
+        _greet(echo, version, public, url, workdir, bool(token), front is not None)
+
+        def restarted(pid: int) -> None:
+            record["app_server_pid"] = pid
+            record["app_server_restarts"] = record.get("app_server_restarts", 0) + 1
+            write_private_json(record_path, record)
+
+        return child.run(restarted)
     finally:
         if front is not None:
             front.stop()
-        proc.stop()
+        child.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
         current = read_bridge_file()
         if current and current.get("pid") == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 record_path.unlink()
+
+
+def _auth_args(extra: list[str], token: str | None) -> tuple[list[str], Path | None]:
+    """codex's own capability-token check, from a 0600 file in the state dir."""
+    if not token:
+        return extra, None
+    token_file = state_dir() / "ws-token"
+    write_private(token_file, token.encode("utf-8"))
+    return [*extra, "--ws-auth", "capability-token", "--ws-token-file", str(token_file)], \
+        token_file
+
+
+def _greet(echo: Callable[[str], None], version: str, public: str, url: str, workdir: Path,
+           token: bool, tls: bool) -> None:
+    where = f"{public} (TLS; codex itself on {url})" if tls else url
+    echo(f"codexbridge: app-server (codex {version}) listening on {where}, cwd {workdir}")
+    echo("codexbridge: open the TUI with:")
+    for line in attach_lines(public, str(workdir), token, tls):
+        echo(f"    {line}")
+    for note in daemon_notes(dict(os.environ)):
+        echo(f"codexbridge: {note}")
+    echo(f"codexbridge: if the app-server dies, serve restarts it on the same address (at "
+         f"most {RESTART_LIMIT} times within {RESTART_WINDOW:g} s, then it stops).")
+    echo("codexbridge: send one message in the TUI, then `codexbridge talk say \"…\"`. "
+         "Ctrl-C stops.")
 
 
 def _tail_text(tail: deque[str]) -> str:

@@ -175,3 +175,101 @@ def test_auth_failure_points_to_child_env(
         proc.wait(20)
     err = proc.stderr.read() if proc.stderr else ""
     assert "CODEX_BRIDGE_CHILD_ENV=MOCK_API_KEY" in err
+
+
+def _wait_new_child(home: Path, proc: subprocess.Popen[str], old: int,
+                    timeout: float = 30) -> dict | None:
+    """bridge.json once it names an app-server other than `old`; None if serve exited."""
+    path = home / "bridge.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return None
+        try:
+            record = json.loads(path.read_text())
+        except FileNotFoundError:  # serve is exiting: the next poll() says so
+            continue
+        if record["app_server_pid"] != old:
+            return record
+        time.sleep(0.02)
+    raise AssertionError(f"no new app-server after {old} was killed")
+
+
+def test_a_killed_app_server_is_restarted_on_the_same_url(
+        serve_env: dict[str, str], workdir: Path, _isolated_state: Path,
+        mock_model: MockResponsesServer) -> None:
+    """SIGKILL the child: serve starts a new one on the same URL (bridge.json updated, one
+    line on stderr) and a thread started before is resumable; the fourth death within
+    60 s ends serve, non-zero, saying why."""
+    import asyncio
+
+    proc = _start_serve(workdir, serve_env)
+    try:
+        record = _wait_record(_isolated_state, proc)
+
+        async def first_turn() -> str:
+            async with RawClient(record["url"]) as peer:
+                return (await start_user_thread(peer, workdir, "before the kill")).thread_id
+
+        thread_id = asyncio.run(first_turn())
+        os.kill(record["app_server_pid"], signal.SIGKILL)
+        again = _wait_new_child(_isolated_state, proc, record["app_server_pid"])
+        assert again is not None, proc.stderr.read() if proc.stderr else ""
+        assert again["url"] == record["url"] and again["app_server_restarts"] == 1
+        assert again["pid"] == proc.pid
+
+        async def resumed() -> dict:
+            async with RawClient(record["url"]) as peer:
+                return await peer.request("thread/resume",
+                                          {"threadId": thread_id, "excludeTurns": True})
+
+        assert asyncio.run(resumed())["thread"]["id"] == thread_id
+        env = {k: v for k, v in serve_env.items() if k != "CODEX_BRIDGE_URL"}
+        said = run_cli("talk", "say", "--thread", thread_id, "-q", "after the restart",
+                       env=env)
+        assert said.code == 0, said.err
+        assert said.out.strip() == "MOCK REPLY: after the restart"
+
+        pid = again["app_server_pid"]
+        for _ in range(3):  # restarts 2 and 3, then the fourth death within 60 s
+            os.kill(pid, signal.SIGKILL)
+            nxt = _wait_new_child(_isolated_state, proc, pid)
+            if nxt is None:
+                break
+            pid = nxt["app_server_pid"]
+        code = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(20)
+    err = proc.stderr.read() if proc.stderr else ""
+    lines = [line for line in err.splitlines() if line.startswith("codexbridge: the codex")]
+    assert lines[0] == (f"codexbridge: the codex app-server (pid {record['app_server_pid']}) "
+                        f"was killed by SIGKILL; restarted it on {record['url']} as pid "
+                        f"{again['app_server_pid']} (restart 1 of at most 3 within 60 s)")
+    assert len(lines) == 4 and "died 4 times within 60 s" in lines[3]
+    assert "serve stops" in lines[3]
+    assert code == 137
+    assert not (_isolated_state / "bridge.json").exists()
+
+
+def test_serve_restarts_on_the_same_port_after_serving_a_connection(
+        serve_env: dict[str, str], workdir: Path, _isolated_state: Path) -> None:
+    """codex closes a WebSocket first, so its port sits in TIME_WAIT for ~60 s after a
+    client came: a serve restarted at once on that port must not call it "in use"."""
+    from codexbridge.host.appserver import free_port
+
+    port = str(free_port())
+    argv = [sys.executable, "-m", "codexbridge", "serve", "--cwd", str(workdir), "--port",
+            port]
+    for attempt in range(2):
+        proc = subprocess.Popen(argv, env=serve_env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            record = _wait_record(_isolated_state, proc)
+            assert record["url"] == f"ws://127.0.0.1:{port}", attempt
+            listed = run_cli("talk", "list", "--json", env=serve_env)  # a served connection
+            assert listed.code == 0, listed.err
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(20) == 0

@@ -36,3 +36,15 @@ def test_a_listening_port_is_not_free() -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         assert port_free("127.0.0.1", listener.getsockname()[1]) is False
+
+
+def test_serve_help_says_what_happens_when_the_app_server_dies() -> None:
+    from click.testing import CliRunner
+
+    from codexbridge.cli.serve_cmd import serve
+    from codexbridge.host.serve import RESTART_LIMIT, RESTART_WINDOW
+
+    out = " ".join(CliRunner().invoke(serve, ["--help"]).output.split())
+    assert (f"serve starts a new one on the same address and updates bridge.json, with one "
+            f"line on stderr each time — at most {RESTART_LIMIT} times within "
+            f"{RESTART_WINDOW:g} s") in out
