@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from .. import __version__
-from ..errors import ConnectionLostError, RequestTimeoutError, RpcError
+from ..errors import ConnectError, ConnectionLostError, RequestTimeoutError, RpcError
 from ..protocol.envelopes import (
     Envelope,
     Invalid,
@@ -141,7 +141,13 @@ class AppServerClient:
     async def connect(self) -> None:
         """Open the transport and complete initialize/initialized."""
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
-        self._ws = await self.connector(self.url, headers)
+        try:
+            self._ws = await self.connector(self.url, headers)
+        except ConnectError as exc:
+            refused = auth_refused(self.url, self.token, exc)
+            if refused is None:
+                raise
+            raise refused from None  # the message says it all (doctor shows a cause instead)
         self._reader = asyncio.create_task(self._read_loop(), name="codexbridge-reader")
         try:
             self.server_info = await self.request(m.INITIALIZE, {
@@ -249,6 +255,30 @@ class AppServerClient:
         self._waiters.clear()
         for sub in self._subscribers:
             sub.put(None)
+
+
+TOKEN_ENV = "CODEX_BRIDGE_TOKEN"
+
+
+def auth_refused(url: str, token: str | None, exc: ConnectError) -> ConnectError | None:
+    """The handshake answered 401/403 (codex's `--ws-auth capability-token`, or serve's
+    TLS relay): the server runs and refuses us — an authentication failure, not "is it
+    running?". None for any other connect failure."""
+    response = getattr(exc.__cause__, "response", None)
+    status = getattr(response, "status_code", None)
+    if status not in (401, 403):
+        return None
+    if token is None:
+        why = (f"the app-server at {url} wants a capability token (HTTP {status}) and none "
+               f"was sent: set {TOKEN_ENV} to the token its server was started with")
+    else:
+        why = (f"the app-server at {url} refused the capability token (HTTP {status}): set "
+               f"{TOKEN_ENV} to the token its server was started with (the one sent came "
+               f"from {TOKEN_ENV}, or from the local serve's token file in bridge.json)")
+    return ConnectError(f"authentication failed: {why}",
+                        details={"url": url, "httpStatus": status, "variable": TOKEN_ENV,
+                                 "token": "rejected" if token else "missing"},
+                        retryable=False)
 
 
 def _report_invalid(env: Invalid) -> None:

@@ -141,6 +141,14 @@ def test_capability_token_is_required_when_configured(
         no_token["CODEX_BRIDGE_HOME"] = str(_isolated_state / "elsewhere")
         refused = run_cli("talk", "list", env=no_token)
         assert refused.code == 5, refused.err
+        # the server runs and refuses us: an authentication failure, not "is it running?"
+        assert refused.err.startswith("codexbridge: authentication failed: the app-server "
+                                      f"at {record['url']} wants a capability token (HTTP "
+                                      "401) and none was sent: set CODEX_BRIDGE_TOKEN"), \
+            refused.err
+        wrong = run_cli("talk", "list", env={**no_token, "CODEX_BRIDGE_TOKEN": "wrong"})
+        assert wrong.code == 5 and "refused the capability token (HTTP 401)" in wrong.err
+        assert "is it running" not in refused.err + wrong.err
         # with the token (read from bridge.json's token file) the same call works
         ok = run_cli("talk", "list", "--json", env=serve_env)
         assert ok.code == 0, ok.err

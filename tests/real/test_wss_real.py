@@ -93,6 +93,12 @@ async def test_the_tui_and_talk_over_wss(wss_serve: tuple[str, dict[str, str]],
         assert said.out.strip() == "MOCK REPLY: claude over wss"
         tui.wait_for_text("• MOCK REPLY: claude over wss", timeout=30)
     wrong = run_cli("talk", "list", "--url", url, env={**env, "CODEX_BRIDGE_TOKEN": "nope"})
-    assert wrong.code == 5 and "401" in wrong.err
+    assert wrong.code == 5, wrong.err
+    assert wrong.err.startswith(f"codexbridge: authentication failed: the app-server at {url} "
+                                "refused the capability token (HTTP 401): set "
+                                "CODEX_BRIDGE_TOKEN"), wrong.err
+    missing = run_cli("talk", "list", "--url", url, env={**env, "CODEX_BRIDGE_TOKEN": ""})
+    assert missing.code == 5 and "none was sent: set CODEX_BRIDGE_TOKEN" in missing.err
+    assert "is it running" not in wrong.err + missing.err
     untrusted = run_cli("talk", "list", "--url", url, env={**env, "SSL_CERT_FILE": ""})
     assert untrusted.code == 5 and "CERTIFICATE_VERIFY_FAILED" in untrusted.err
