@@ -129,10 +129,11 @@ class ServeError(BridgeError):
 
 class ConnectError(BridgeError):
     exit_code = 5
-    exit_meaning = "cannot connect (start `codexbridge serve`)"
+    exit_meaning = ("cannot connect: no app-server (plain `codex` starts codex's own daemon; "
+                    "or `codexbridge serve`)")
     mcp_code = "CODEX_CONNECT_FAILED"
-    mcp_meaning = ("no app-server to talk to: start `codexbridge serve` (or set "
-                   "CODEX_BRIDGE_URL)")
+    mcp_meaning = ("no app-server to talk to: open the Codex TUI (plain `codex` starts "
+                   "codex's own daemon), or start `codexbridge serve`, or set CODEX_BRIDGE_URL")
 
 
 class ConnectionLostError(ConnectError):

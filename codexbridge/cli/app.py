@@ -14,7 +14,7 @@ EXIT_CODES_HELP = exit_help(success="success / turn completed")
 
 COMMANDS: Lazy = {
     "serve": ("codexbridge.cli.serve_cmd", "serve",
-              "Run the shared codex app-server the TUI and the bridge attach to."),
+              "Run a dedicated ws:// app-server (codex's own daemon needs none)."),
     "talk": ("codexbridge.cli.talk_cmd", "talk",
              "Talk into a live Codex thread: list, say, send, status, read, steer…"),
     "inbox": ("codexbridge.cli.inbox_cmd", "inbox",
@@ -44,7 +44,10 @@ def cli(**_: Any) -> None:
 
     \b
     Typical use:
-      codexbridge serve --cwd ~/project        # terminal 1
-      codex --remote ws://127.0.0.1:8787 -C ~/project   # terminal 2: say one thing first
-      codexbridge talk say "run the tests"     # from Claude Code or any shell
+      codexbridge setup claude              # once: the Claude Code plugin
+      codexbridge setup codex               # once: the MCP tools Codex calls
+      codex -C ~/project                    # your TUI, on codex's own daemon: say one thing
+      codexbridge talk say "run the tests"  # from Claude Code or any shell
+      codexbridge doctor                    # what is missing, and how to fix it
+    `codexbridge serve` is the alternative to the daemon: a dedicated ws:// server.
     """

@@ -18,7 +18,8 @@ T = TypeVar("T")
 url_option = click.option(
     "--url", metavar="URL",
     help="App-server URL (ws://HOST:PORT or unix://PATH). Default: $CODEX_BRIDGE_URL, "
-         "else the running `codexbridge serve` (bridge.json).")
+         "else a running `codexbridge serve`, else codex's own daemon (what plain `codex` "
+         "starts).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON object on stdout for scripts.")
 # Who answers codex's approvals during the turn (protocol/approvals.py holds the rules).

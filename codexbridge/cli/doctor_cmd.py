@@ -34,10 +34,13 @@ def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
     Rows:
       state                                 the state home: private, not pointing at
                                             / ~ ~/.codex ~/.claude
-      protocol                              the installed codex's schema against
-                                            schemas/ for every method codexbridge uses
+      protocol                              the installed codex's schema against the
+                                            one codexbridge was built on, for every
+                                            method it uses
       codex, codex-version, listen-schemes   the codex binary and `--listen ws:// unix://`
-      bridge-json, app-server               the running serve; initialize on its URL
+      bridge-json, app-server               a running `codexbridge serve` (optional);
+                                            initialize on the app-server in force
+                                            (codex's own daemon, or serve)
       threads                               user threads the TUI has loaded
       codex-daemon, endpoint-pick,          codex's own daemon; which server talk uses
         tui-attach, claude-plugin           when both run; the line that opens the TUI;

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..host.binaries import CODEX_VERSION, INSTALL_HINT
+from ..host.binaries import CODEX_VERSION, in_checkout, install_hint, tools_dir
 from .parse import DIVERTING_REVIEWERS
 from .report import FAIL, INFO, OK, WARN, Check
 
@@ -31,15 +31,24 @@ def codex_rows(f: Facts) -> list[Check]:
     `version_error`; `listen` ({listen_option, ws, unix}) or `help_error`."""
     if not f.get("path"):
         return [Check("codex", FAIL, str(f.get("error") or "codex not found"),
-                      f"run `{INSTALL_HINT}` in the codexbridge checkout, put codex "
-                      f"{CODEX_VERSION} on PATH, or set CODEX_BRIDGE_CODEX_BIN")]
+                      f"install codex {CODEX_VERSION}: {install_hint('codex')}; or set "
+                      "CODEX_BRIDGE_CODEX_BIN to its path")]
     rows = [Check("codex", OK, f"{f['path']} (found via {f.get('source') or 'lookup'})",
                   details={"path": f["path"], "source": f.get("source")})]
     rows.append(version_row("codex-version", "codex", f, CODEX_VERSION,
-                             f"use the pinned copy: `{INSTALL_HINT}`, then unset "
-                             "CODEX_BRIDGE_CODEX_BIN or point it at .tools/"))
+                             pinned_fix("codex", "CODEX_BRIDGE_CODEX_BIN")))
     rows.append(_listen_row(f))
     return rows
+
+
+def pinned_fix(command: str, env_var: str) -> str:
+    """How to get the tested `command` ("codex" / "claude") used: a checkout has its own
+    copy in .tools/ (found after PATH, so named by the variable); an install has npm."""
+    if in_checkout():
+        pinned = tools_dir() / command / "node_modules" / ".bin" / command
+        return (f"{install_hint(command)}; for the checkout's copy set {env_var}={pinned} "
+                "(a codex or claude on PATH comes first)")
+    return f"{install_hint(command)} (and unset {env_var} if it names another one)"
 
 
 def version_row(name: str, what: str, f: Facts, pinned: str, fix: str) -> Check:
@@ -67,12 +76,12 @@ def _listen_row(f: Facts) -> Check:
         return Check("listen-schemes", FAIL,
                      "`codex app-server --help` shows no --listen option: this codex cannot "
                      "serve the TUI and the bridge together",
-                     f"install codex {CODEX_VERSION} (`{INSTALL_HINT}`)", dict(listen))
+                     f"install codex {CODEX_VERSION}: {install_hint('codex')}", dict(listen))
     if not listen.get("ws"):
         return Check("listen-schemes", FAIL,
                      "`codex app-server --listen` does not list ws://: `codexbridge serve` "
                      "cannot start (some codex builds removed WebSocket listening)",
-                     f"install codex {CODEX_VERSION} (`{INSTALL_HINT}`)", dict(listen))
+                     f"install codex {CODEX_VERSION}: {install_hint('codex')}", dict(listen))
     if not listen.get("unix"):
         return Check("listen-schemes", WARN,
                      "`codex app-server --listen` lists ws:// but not unix://: "
@@ -95,8 +104,8 @@ def bridge_row(s: Facts) -> Check:
     details = {"bridge_file": path, "state_dir": s.get("state_dir")}
     if not s.get("exists"):
         return Check("bridge-json", INFO,
-                     f"no {path}: no `codexbridge serve` runs for this CODEX_BRIDGE_HOME",
-                     None, details)
+                     f"no {path}: no `codexbridge serve` runs for this CODEX_BRIDGE_HOME "
+                     "(codex's own daemon needs none)", None, details)
     record = s.get("record")
     if not isinstance(record, dict):
         return Check("bridge-json", WARN, f"{path} is not readable JSON",
@@ -125,12 +134,19 @@ def bridge_row(s: Facts) -> Check:
                  details=details)
 
 
+# What starts an app-server for a user who has none: codex's own daemon first.
+START_FIX = ("open your TUI with `codex -C DIR`: it starts codex's own daemon (and attaches), "
+             "which talk and mcp find by themselves; or run `codexbridge serve --cwd DIR` "
+             "for a dedicated ws:// server")
+
+
 def endpoint_row(s: Facts, ep: Facts) -> Check:
     url = ep.get("url")
     if not url:
         return Check("app-server", WARN,
-                     "no app-server configured (no --url, no CODEX_BRIDGE_URL, no bridge.json)",
-                     "start `codexbridge serve --cwd DIR`", {})
+                     "no app-server running: neither codex's own daemon nor a "
+                     "`codexbridge serve` (and no --url or CODEX_BRIDGE_URL)",
+                     START_FIX, {"error": ep.get("resolve_error")})
     source = ep.get("source") or "?"
     details = {"url": url, "source": source, "token": bool(ep.get("token"))}
     from_record = source not in ("--url", "CODEX_BRIDGE_URL")
@@ -139,7 +155,7 @@ def endpoint_row(s: Facts, ep: Facts) -> Check:
         if from_record and s.get("serve_alive") is False:
             return Check("app-server", WARN,
                          f"no serve is running (bridge.json is stale; nothing answers at {url})",
-                         "start `codexbridge serve --cwd DIR`", details)
+                         START_FIX, details)
         if "401" in str(ep.get("connect_error")):
             fix = ("the server wants a capability token: set CODEX_BRIDGE_TOKEN to the one "
                    "it was started with")
@@ -148,8 +164,8 @@ def endpoint_row(s: Facts, ep: Facts) -> Check:
         elif source == "CODEX_BRIDGE_URL":
             fix = "start the app-server at that URL, or unset CODEX_BRIDGE_URL"
         else:
-            fix = ("check the URL; is the app-server (`codexbridge serve`, or codex's "
-                   "daemon) running?")
+            fix = ("check the URL; is the app-server (codex's own daemon, or "
+                   "`codexbridge serve`) running?")
         return Check("app-server", FAIL,
                      f"cannot reach {url} (from {source}): {ep.get('connect_error')}", fix,
                      details)
@@ -161,9 +177,13 @@ def endpoint_row(s: Facts, ep: Facts) -> Check:
         return Check("app-server", OK, f"{said}; its codex version is not in the userAgent",
                      details=details)
     if version != CODEX_VERSION:
+        restart = ("then restart codex's daemon (`codex app-server daemon stop`; the next "
+                   "`codex` starts it again)" if str(source).startswith("codex daemon")
+                   else "then restart `codexbridge serve`")
         return Check("app-server", WARN,
                      f"{said}: codex {version}; codexbridge is tested with {CODEX_VERSION}",
-                     f"restart serve with codex {CODEX_VERSION} (`{INSTALL_HINT}`)", details)
+                     f"install codex {CODEX_VERSION}: {install_hint('codex')}; {restart}",
+                     details)
     return Check("app-server", OK, f"{said}: codex {version}", details=details)
 
 

@@ -8,12 +8,12 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..host.binaries import CLAUDE_VERSION, INSTALL_HINT
+from ..host.binaries import CLAUDE_VERSION, install_hint
 from ..inbox.hook import effective_max_chain
 from ..inbox.listeners import closest_name
 from .parse import CHAIN_VARS
 from .report import INFO, OK, WARN, Check
-from .rows import Facts, plural, version_row
+from .rows import Facts, pinned_fix, plural, version_row
 
 # --- 5. Claude side ----------------------------------------------------------------------
 
@@ -23,13 +23,14 @@ def claude_rows(f: Facts) -> list[Check]:
         return [Check("claude", INFO,
                       f"Claude Code not found ({f.get('error') or 'not on PATH'}): the CLI "
                       "side works without it; Claude sessions need it for the Stop hook",
-                      f"install Claude Code {CLAUDE_VERSION} (`{INSTALL_HINT}`) or set "
-                      "CODEX_BRIDGE_CLAUDE_BIN")]
+                      f"install Claude Code {CLAUDE_VERSION}: {install_hint('claude')}; or "
+                      "set CODEX_BRIDGE_CLAUDE_BIN to its path")]
     return [Check("claude", OK, f"{f['path']} (found via {f.get('source') or 'lookup'})",
                   details={"path": f["path"], "source": f.get("source")}),
             version_row("claude-version", "claude", f, CLAUDE_VERSION,
                          f"the Stop-hook framing, block cap and asyncRewake were measured "
-                         f"on {CLAUDE_VERSION}; `{INSTALL_HINT}` installs it")]
+                         f"on {CLAUDE_VERSION}: "
+                         + pinned_fix("claude", "CODEX_BRIDGE_CLAUDE_BIN"))]
 
 
 def _files_phrase(files: Sequence[Facts]) -> str:
@@ -68,8 +69,9 @@ def project_rows(p: Facts, listeners: Mapping[str, Mapping[str, Any]],
         rows.append(Check("claude-hook", status,
                           f"no codexbridge Stop hook in {looked}: mail from Codex does not "
                           f"reach Claude sessions in {p.get('dir')}{also}",
-                          f"codexbridge install-hook --project {shlex.quote(str(p.get('dir')))}"
-                          " --as NAME", details))
+                          "`codexbridge setup claude` (the plugin: hooks, watcher and MCP "
+                          "tools in every project); hooks only: `codexbridge install-hook "
+                          f"--project {shlex.quote(str(p.get('dir')))} --as NAME`", details))
         return rows
     problems = [h for h in hooks if h.get("interpreter") and h.get("interpreter_ok") is False]
     for h in problems:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..host.jsonfile import loads_json
-from .report import FAIL, OK, WARN, Check
+from .report import FAIL, INFO, OK, WARN, Check
 
 Facts = dict[str, Any]
 
@@ -76,6 +76,10 @@ def gather_protocol(codex: str | None, schemas: Path, timeout: float = 20.0) -> 
     if not codex:
         return {"error": "no codex binary to ask"}
     ours_dir = schemas / "experimental"
+    if not ours_dir.is_dir():
+        # schemas/ ships with the checkout only (host/schemas.py): nothing to compare with
+        return {"skipped": f"this codexbridge has no schema to compare with ({ours_dir} "
+                           "ships with its git checkout, not with an installed package)"}
     with tempfile.TemporaryDirectory(prefix="codexbridge-drift-") as tmp:
         try:
             done = subprocess.run([codex, "app-server", "generate-json-schema",
@@ -105,6 +109,8 @@ def gather_protocol(codex: str | None, schemas: Path, timeout: float = 20.0) -> 
 
 
 def protocol_rows(p: Facts) -> list[Check]:
+    if p.get("skipped"):
+        return [Check("protocol", INFO, f"not checked: {p['skipped']}", None, p)]
     if p.get("error"):
         return [Check("protocol", WARN, f"could not check for protocol drift: {p['error']}",
                       None, p)]
@@ -118,9 +124,16 @@ def protocol_rows(p: Facts) -> list[Check]:
                   f"the installed codex's protocol differs from {p.get('schemas')} "
                   f"({p.get('built_on')}) in {len(drifts)} place(s): {listed}"
                   + (" …" if len(drifts) > 6 else ""),
-                  "use codex 0.169.0 (npm install -g @openai/codex@0.169.0), or a "
-                  "codexbridge built for this codex; in a checkout, scripts/update-schemas "
-                  "regenerates schemas/ and the protocol types for review", p)]
+                  _drift_fix(), p)]
+
+
+def _drift_fix() -> str:
+    from ..host.binaries import in_checkout, install_hint
+
+    fix = f"use codex 0.169.0 ({install_hint('codex')}), or a codexbridge built for this codex"
+    if in_checkout():
+        fix += "; scripts/update-schemas regenerates schemas/ and the protocol types for review"
+    return fix
 
 
 # --- deep ---------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Finding the pinned codex and claude binaries.
 
-Order: the `CODEX_BRIDGE_*_BIN` variable, the command on PATH, the project's pinned
-npm folder (`.tools/`, filled by `scripts/install-binaries`). In the pinned folder we
-prefer the native binary over the npm wrapper so signals and process-group kills reach
-the real process (docs/protocol-notes.md, "Processes").
+Order: the `CODEX_BRIDGE_*_BIN` variable, the command on PATH, the checkout's pinned
+npm folder (`.tools/`, filled by `scripts/install-binaries`; an installed wheel has
+none). In the pinned folder we prefer the native binary over the npm wrapper so signals
+and process-group kills reach the real process (docs/protocol-notes.md, "Processes").
 """
 
 from __future__ import annotations
@@ -74,6 +74,21 @@ def pinned_claude() -> Path | None:
     return wrapper if os.access(wrapper, os.X_OK) else None
 
 
+def in_checkout() -> bool:
+    """codexbridge runs from its git checkout (scripts/ beside the package), not from an
+    installed wheel — where scripts/, .tools/ and docs/ do not exist."""
+    return (repo_root() / "scripts" / "install-binaries").is_file()
+
+
+def install_hint(command: str) -> str:
+    """How to install the tested `command` ("codex" or "claude"), in backticks: the
+    pinned npm package; in a checkout, its own script (into .tools/) first."""
+    npm = f"`{NPM_INSTALL[command]}`"
+    if in_checkout():
+        return f"`{repo_root() / INSTALL_HINT}` (into the checkout's .tools/) or {npm}"
+    return npm
+
+
 def _find(env_var: str, command: str, pinned: Path | None, what: str) -> str:
     explicit = os.environ.get(env_var)
     if explicit:
@@ -87,9 +102,8 @@ def _find(env_var: str, command: str, pinned: Path | None, what: str) -> str:
     if pinned is not None:
         return str(pinned)
     raise BinaryNotFoundError(
-        f"{what} not found: install it with `{NPM_INSTALL[command]}` (the version "
-        f"codexbridge is tested with), or set {env_var} to its path; in a codexbridge "
-        f"checkout `{INSTALL_HINT}` puts the pinned copy in .tools/",
+        f"{what} not found: install the version codexbridge is tested with "
+        f"({install_hint(command)}), or set {env_var} to its path",
         details={"binary": command, "install": NPM_INSTALL[command], "env": env_var})
 
 

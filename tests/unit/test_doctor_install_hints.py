@@ -1,0 +1,134 @@
+"""What a user reads when something is missing: doctor's `fix:` lines, `--help`, the
+not-found errors — right for an installed codexbridge (pipx / a wheel: no scripts/,
+.tools/ or docs/ beside it) and for a checkout; and leading with codex's own daemon,
+`serve` as the alternative."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from codexbridge.cli.app import cli
+from codexbridge.cli.talk_cmd import open_tui_hint
+from codexbridge.doctor import rows, rows_claude, rows_health
+from codexbridge.doctor.report import INFO, WARN, Check
+from codexbridge.errors import BinaryNotFoundError
+from codexbridge.host import binaries
+from codexbridge.host.binaries import CLAUDE_VERSION, CODEX_VERSION
+from codexbridge.talk.endpoint import Endpoint
+
+NPM_CODEX = f"npm install -g @openai/codex@{CODEX_VERSION}"
+NPM_CLAUDE = f"npm install -g @anthropic-ai/claude-code@{CLAUDE_VERSION}"
+CHECKOUT_ONLY = re.compile(r"scripts/|\.tools\b|install-binaries|update-schemas")
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """codexbridge as pipx or a wheel installs it: site-packages, nothing beside it."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(binaries, "repo_root", lambda: site)
+    monkeypatch.delenv("CODEX_BRIDGE_TOOLS_DIR", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    for var in ("CODEX_BRIDGE_CODEX_BIN", "CODEX_BRIDGE_CLAUDE_BIN"):
+        monkeypatch.delenv(var, raising=False)
+    return site
+
+
+def texts(checks: list[Check]) -> str:
+    return "\n".join(f"{c.finding}\n{c.fix or ''}" for c in checks)
+
+
+def binary_rows() -> list[Check]:
+    """Every row that tells the user to install or replace codex / Claude Code."""
+    missing = {"path": None, "error": None}
+    old = {"path": "/x/codex", "source": "PATH", "version": "0.1.0",
+           "listen": {"listen_option": True, "ws": True, "unix": True}}
+    no_ws = {**old, "version": CODEX_VERSION, "listen": {"listen_option": True}}
+    no_listen = {**old, "version": CODEX_VERSION, "listen": {}}
+    server_old = {"url": "unix:///h/.codex/app-server-control/app-server-control.sock",
+                  "source": "codex daemon (/h/.codex)", "reachable": True,
+                  "server_version": "0.1.0"}
+    return [*rows.codex_rows(missing), *rows.codex_rows(old), *rows.codex_rows(no_ws),
+            *rows.codex_rows(no_listen), rows.endpoint_row({}, server_old),
+            *rows_claude.claude_rows(missing), *rows_claude.claude_rows(dict(old)),
+            *rows_health.protocol_rows({"drifts": [{"kind": "notification", "method": "x",
+                                                    "what": "y"}]})]
+
+
+def test_installed_users_get_npm_commands_not_checkout_paths(installed: Path) -> None:
+    with pytest.raises(BinaryNotFoundError) as codex:
+        binaries.find_codex()
+    with pytest.raises(BinaryNotFoundError) as claude:
+        binaries.find_claude()
+    said = texts(binary_rows()) + "\n" + codex.value.message + "\n" + claude.value.message
+    assert not CHECKOUT_ONLY.search(said), CHECKOUT_ONLY.findall(said)
+    assert NPM_CODEX in codex.value.message and NPM_CLAUDE in claude.value.message
+    for check in binary_rows():
+        if check.fix:
+            assert "npm install -g" in check.fix, check
+
+
+def test_a_checkout_still_names_its_own_script() -> None:
+    assert binaries.in_checkout()  # the tests run from the checkout
+    fixes = texts(binary_rows())
+    assert "scripts/install-binaries" in fixes
+    assert NPM_CODEX in fixes  # the npm command works there too
+
+
+def test_installed_doctor_does_not_check_drift_against_schemas_it_lacks(
+        installed: Path) -> None:
+    facts = rows_health.gather_protocol("/bin/true", installed / "schemas")
+    [row] = rows_health.protocol_rows(facts)
+    assert row.status == INFO and "not checked" in row.finding and row.fix is None
+
+
+def test_a_fresh_doctor_points_at_codex_own_daemon_first() -> None:
+    row = rows.endpoint_row({}, {"url": None, "resolve_error": "no app-server to talk to"})
+    assert row.status == WARN
+    assert str(row.fix).startswith("open your TUI with `codex -C DIR`")
+    assert str(row.fix).index("codex -C") < str(row.fix).index("codexbridge serve")
+    [hook] = rows_claude.project_rows({"dir": "/p", "files": []}, {})
+    assert str(hook.fix).startswith("`codexbridge setup claude`")
+
+
+def _all_help(group: click.Group, path: tuple[str, ...] = ()) -> dict[str, str]:
+    runner = CliRunner()
+    out = {" ".join(path): runner.invoke(cli, [*path, "--help"]).output}
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if cmd is None or name == "courier":
+            continue
+        if isinstance(cmd, click.Group):
+            out.update(_all_help(cmd, (*path, name)))
+        else:
+            out[" ".join((*path, name))] = runner.invoke(cli, [*path, name, "--help"]).output
+    return out
+
+
+def test_help_texts_work_without_a_checkout_and_lead_with_the_daemon() -> None:
+    helps = _all_help(cli)
+    assert len(helps) > 20 and all(h.startswith("Usage:") for h in helps.values()), helps
+    for name, text in helps.items():
+        assert not CHECKOUT_ONLY.search(text), (name, CHECKOUT_ONLY.findall(text))
+        assert "start `codexbridge serve`)" not in text, name  # the old exit-5 line
+    top = helps[""]
+    assert top.index("codex -C ~/project") < top.index("codexbridge serve")
+    assert "plain `codex` starts codex's own daemon" in helps["talk say"]
+    assert "codex's own daemon" in helps["talk say"].split("--url URL")[1]
+
+
+def test_talk_list_tells_daemon_users_to_open_plain_codex() -> None:
+    daemon = Endpoint("unix:///h/.codex/app-server-control/app-server-control.sock", None,
+                      "codex daemon (/h/.codex)")
+    assert "`codex -C DIR`" in open_tui_hint(daemon) and "--remote" not in open_tui_hint(daemon)
+    served = Endpoint("ws://127.0.0.1:8787", None, "/s/bridge.json")
+    assert "`codex --remote ws://127.0.0.1:8787 -C DIR`" in open_tui_hint(served)
+    token = Endpoint("wss://h:443", "t0k", "CODEX_BRIDGE_URL")
+    assert "--remote-auth-token-env CODEX_BRIDGE_TOKEN" in open_tui_hint(token)
+    assert "t0k" not in open_tui_hint(token)
