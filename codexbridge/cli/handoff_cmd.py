@@ -26,7 +26,8 @@ from .output import command, emit_json
 HANDOFF_EXIT_HELP = exit_help(
     UsageError, HandoffStateError, AmbiguousSessionError, ConnectError, QueueTimeoutError,
     MailboxError, SelfSendError,
-    success="handed over (or pending until the Claude session is resumed; or nothing new)",
+    success="handed over — delivered, or waiting where the output says (queued, parked, "
+            "waiting for the Claude session to resume); or nothing new",
     extra={3: "no thread / no Claude Code session to hand to or from",
            4: "ambiguous target: several threads or Claude sessions fit",
            6: "the thread stayed busy (--busy-timeout); nothing was handed over"})
@@ -58,12 +59,14 @@ def read_note(note: str | None) -> str | None:
                    "session hooked in --project.")
 @click.option("--note", metavar="TEXT|-",
               help="What files cannot show, by the departing agent: `Decisions:` (and "
-                   "`Rejected:`) and `Next:` parts; plain text is the next step. `-` reads "
-                   "stdin.")
+                   "`Rejected:`) and `Next:` parts, on their own lines or inline "
+                   "(\"Decisions: use X. Next: write the tests\"); plain text is the next "
+                   "step. `-` reads stdin.")
 @click.option("--via", type=click.Choice(["auto", "mail", "resume"]), default="auto",
               show_default=True,
-              help="To claude: mail (the session runs), resume (its SessionStart hook on "
-                   "`claude --resume`), or auto: mail if it runs, else resume.")
+              help="To claude: mail (the session runs), resume (its SessionStart hook — "
+                   "the codexbridge plugin's, or install-hook's — on `claude --resume`), or "
+                   "auto: mail if it runs, else resume.")
 @click.option("--project", default=".", metavar="DIR", show_default=True,
               help="The project: its ledger, its git, its hooked Claude sessions.")
 @click.option("--wait/--no-wait", default=False, show_default=True,
@@ -161,8 +164,8 @@ def _say(outcome: Any) -> None:
     where = (f"thread {data.get('threadId')}" if outcome.to == "codex"
              else f"Claude session {data['session']['session_id']} "
                   f"(mailbox {data.get('mailbox')})")
-    state = "delivered" if outcome.delivered else "pending until it is resumed"
-    click.echo(f"handoff {outcome.handoff_id} → {where} via {outcome.via}: {state}; "
+    click.echo(f"handoff {outcome.handoff_id} → {where} via {outcome.via}: "
+               f"{outcome.state_text()}; "
                f"{data['messages']} message(s), delta {data['chars']} characters"
                + (f" ({data['cutMessages']} cut from the middle)" if data["cutMessages"]
                   else "") + f"; every message in full: {data['full']}")

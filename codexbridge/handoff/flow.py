@@ -26,6 +26,22 @@ SENDING = "sending"  # the road is being used (maybe half-way: see each directio
 INJECTED = "injected"  # codex has the delta in its history
 WAITING = "waiting"  # the SessionStart pending file is written; nothing consumed yet
 
+# Where the delta is once a handoff returns (`Outcome.state`): delivered only when the
+# target has it; otherwise where it waits and, in `action`, what brings it in.
+DELIVERED = "delivered"  # in the Codex thread, or pushed live into the running session
+QUEUED = "queued"  # in the running session's mailbox: its watcher or next stop takes it
+PARKED = "parked"  # in the mailbox of a session that is not running
+WAITING_FOR_RESUME = "waiting-for-resume"  # its SessionStart hook hands it over on resume
+STATE_TEXT = {
+    DELIVERED: "delivered",
+    QUEUED: "queued in the running session's mailbox: its watcher or its next stop "
+            "brings it in",
+    PARKED: "parked in the mailbox: the session is not running, and it arrives at its "
+            "first stop once resumed",
+    WAITING_FOR_RESUME: "waiting for the session to resume: its SessionStart hook hands "
+                        "it over",
+}
+
 
 @dataclass
 class Outcome:
@@ -35,7 +51,7 @@ class Outcome:
     target: str  # the ledger key
     to: str  # "codex" / "claude"
     via: str  # inject | mail | resume | none
-    delivered: bool  # arrived (inject, mail) — False while a resume delta waits
+    delivered: bool  # the target has it (inject, live mail) — see `state` when not
     prepared: Prepared | None = None
     nothing_new: bool = False
     dry_run: bool = False
@@ -43,11 +59,22 @@ class Outcome:
     turn: dict[str, Any] | None = None
     settled: list[str] = field(default_factory=list)  # what became of an older pending
     warnings: list[str] = field(default_factory=list)
+    state: str | None = None  # DELIVERED, QUEUED, PARKED, WAITING_FOR_RESUME (None: nothing sent)
+    action: str | None = None  # what the human runs so that it arrives, if anything
+
+    def arrived(self) -> None:
+        self.delivered, self.state = True, DELIVERED
+
+    def state_text(self) -> str:
+        """The state for a person, with what to run."""
+        text = STATE_TEXT.get(self.state or "", self.state or "nothing sent")
+        return text + (f" — run `{self.action}`" if self.action else "")
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "ok": True, "handoffId": self.handoff_id, "to": self.to, "target": self.target,
-            "via": self.via, "delivered": self.delivered, "nothingNew": self.nothing_new,
+            "via": self.via, "delivered": self.delivered, "state": self.state,
+            "action": self.action, "nothingNew": self.nothing_new,
             "dryRun": self.dry_run, **self.where, "turn": self.turn,
             "settled": self.settled, "warnings": self.warnings}
         if self.prepared is not None:

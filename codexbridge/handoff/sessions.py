@@ -12,7 +12,6 @@ be taken by accident); none → refused, saying how to hook one.
 from __future__ import annotations
 
 import glob
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -24,7 +23,13 @@ from ..host.procs import pid_alive
 from ..inbox.listeners import read_listeners
 from .paths import project_dir
 
-HOOK_HINT = "codexbridge install-hook --project DIR --as NAME, then start claude there"
+# A session registers itself through our SessionStart / Stop hook: the plugin's (what
+# `codexbridge setup claude` enables, README's way) or one `install-hook` wrote.
+SETUP_HINT = "run `codexbridge setup claude --project {project}`, then start claude there"
+PLUGIN_HINT = ("start Claude Code in {project} (the codexbridge plugin registers the "
+               "session when it starts)")
+PLUGIN = "plugin"  # what runs our hook at SessionStart: codexbridge's Claude Code plugin
+PROJECT_HOOK = "project-hook"  # ... or the hook `install-hook` put in the project settings
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class ClaudeSession:
     cwd: str | None = None
     pid: int | None = None
     last_seen: str | None = None
+    config_dir: str | None = None  # the session's CLAUDE_CONFIG_DIR (None: the default)
 
     @property
     def running(self) -> bool:
@@ -50,11 +56,14 @@ def _from_listener(name: str, rec: Mapping[str, Any]) -> ClaudeSession | None:
     if not isinstance(sid, str) or not sid:
         return None
     pid = rec.get("claude_pid")
-    return ClaudeSession(sid, rec.get("transcript_path") if isinstance(
-        rec.get("transcript_path"), str) else None, name,
-        rec.get("cwd") if isinstance(rec.get("cwd"), str) else None,
-        int(pid) if isinstance(pid, (int, str)) and str(pid).isdigit() else None,
-        rec.get("last_seen") if isinstance(rec.get("last_seen"), str) else None)
+
+    def text(key: str) -> str | None:
+        value = rec.get(key)
+        return value if isinstance(value, str) else None
+
+    return ClaudeSession(sid, text("transcript_path"), name, text("cwd"),
+                         int(pid) if isinstance(pid, (int, str)) and str(pid).isdigit()
+                         else None, text("last_seen"), text("config_dir") or None)
 
 
 def known_sessions(inbox: str) -> list[ClaudeSession]:
@@ -81,12 +90,18 @@ def in_project(project: str, inbox: str) -> list[ClaudeSession]:
     return [s for s in known_sessions(inbox) if _inside(s.cwd, project)]
 
 
+def hook_hint(project: str) -> str:
+    """How a session in `project` gets registered, given what is set up there."""
+    return (PLUGIN_HINT if plugin_enabled(project) else SETUP_HINT).format(project=project)
+
+
 def _none_here(project: str, inbox: str, what: str) -> NoSessionError:
     others = [s.as_dict() for s in known_sessions(inbox)]
     elsewhere = ", ".join(f"{s['session_id']} (cwd {s['cwd']})" for s in others[:5])
     return NoSessionError(
         f"no Claude Code session to {what} in {project}: none has run the codexbridge hook "
-        f"there ({HOOK_HINT})" + (f"; sessions elsewhere: {elsewhere}" if others else ""),
+        f"there ({hook_hint(project)})"
+        + (f"; sessions elsewhere: {elsewhere}" if others else ""),
         details={"project": project, "sessions": others})
 
 
@@ -150,7 +165,7 @@ def target_session(project: str, inbox: str, mailbox: str | None = None) -> Clau
         if session is None:
             raise NoSessionError(
                 f'no Claude Code session has listened on mailbox "{mailbox}" yet '
-                f"({HOOK_HINT})", details={"mailbox": mailbox,
+                f"({hook_hint(project)})", details={"mailbox": mailbox,
                                            "sessions": [s.as_dict() for s in
                                                         known_sessions(inbox)]})
         return session
@@ -162,18 +177,34 @@ def target_session(project: str, inbox: str, mailbox: str | None = None) -> Clau
     raise _several(project, here, "--as MAILBOX")
 
 
+def plugin_enabled(project: str, config_dir: str | None = None) -> bool:
+    """Is codexbridge's Claude Code plugin (its SessionStart and Stop hooks, its watcher)
+    enabled for `project`, in the user's settings (`config_dir`'s, else this process's
+    Claude config dir) or the project's own?"""
+    from ..host.claude_plugin import plugin_facts
+
+    env = {"CLAUDE_CONFIG_DIR": config_dir} if config_dir else None
+    facts = plugin_facts(project, env)
+    return bool(facts["enabled_in"]) and bool(facts["marketplace_ok"])
+
+
+def session_start_hook(project: str, session: ClaudeSession) -> str | None:
+    """What runs our hook when `session` starts (so it is handed a pending delta):
+    PLUGIN, PROJECT_HOOK, or None."""
+    if plugin_enabled(project, session.config_dir):
+        return PLUGIN
+    return PROJECT_HOOK if session_start_hooked(project, session.mailbox) else None
+
+
 def session_start_hooked(project: str, mailbox: str | None) -> bool:
     """Does the project's settings run our hook at SessionStart (for `mailbox`)?"""
+    from ..host.jsonfile import read_object
     from ..inbox.install_hook import ours
 
     for name in ("settings.json", "settings.local.json"):
-        try:
-            with open(os.path.join(project, ".claude", name), encoding="utf-8") as fh:
-                settings = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        groups = (settings.get("hooks") or {}).get("SessionStart") if isinstance(
-            settings, dict) and isinstance(settings.get("hooks"), dict) else None
+        settings = read_object(os.path.join(project, ".claude", name))
+        hooks = settings.get("hooks") if settings else None
+        groups = hooks.get("SessionStart") if isinstance(hooks, dict) else None
         for group in groups if isinstance(groups, list) else []:
             for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
                 cmd = hook.get("command") if isinstance(hook, dict) else None

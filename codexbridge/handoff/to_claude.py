@@ -5,16 +5,23 @@ The road is chosen before anything is sent, and recorded (`via`):
     mail     the session runs: one mail in its mailbox, handed over exactly once by its
              Stop hook or watcher (or live, when the mailbox can). The mailbox keeps it
              until then, so the push is the delivery and the marks move with it.
-    resume   the session is not running (its recorded CLAUDE_PID is gone) and the project
-             runs our hook at SessionStart: a pending file that hook consumes by rename
-             when the session is resumed. The marks move only when it is consumed; a
-             later handoff to the same session takes an unconsumed one back (supersedes
-             it) and carries its material again.
+    resume   the session is not running (its recorded CLAUDE_PID is gone) and something
+             runs our hook when it starts — codexbridge's Claude Code plugin (what
+             `codexbridge setup claude` enables) or a SessionStart hook `install-hook`
+             wrote: a pending file that hook consumes by rename when the session is
+             resumed. The marks move only when it is consumed; a later handoff to the
+             same session takes an unconsumed one back (supersedes it) and carries its
+             material again.
+
+What comes back says where the delta is (`Outcome.state`): delivered only when the
+session has it (a live push); else queued in a running session's mailbox, parked in a
+stopped one's, or waiting for the resume — with the command that brings it in.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,25 +35,34 @@ from . import codex_source, flow, gather, ledger, resume
 from .messages import CLAUDE, CODEX, SourceRead, short, source_key
 from .note import Note
 from .paths import project_dir, project_key
-from .sessions import ClaudeSession, session_start_hooked, target_session
+from .sessions import ClaudeSession, session_start_hook, target_session
 
 VIAS = ("auto", "mail", "resume")
 SENDER = "codex"
 
 
 def choose_via(via: str, session: ClaudeSession, project: str) -> tuple[str, str | None]:
-    """The road, and a warning when `auto` could not take the one it wanted."""
+    """The road, and a warning when it cannot bring the delta in by itself."""
     if via not in VIAS:
         raise UsageError(f"--via {via!r}: one of {', '.join(VIAS)}")
-    if via != "auto":
-        return via, None
-    if session.running:
+    if via == "mail" or (via == "auto" and session.running):
         return "mail", None
-    if session_start_hooked(project, session.mailbox):
+    if session_start_hook(project, session) is not None:
         return "resume", None
-    return "mail", (f"session {session.session_id} is not running and {project} has no "
-                    "codexbridge SessionStart hook: the handoff waits as mail for its next "
-                    "stop (`codexbridge install-hook` adds the SessionStart hook)")
+    nothing = (f"nothing runs codexbridge's hook when session {session.session_id} starts "
+               f"(the codexbridge plugin is not enabled for {project}, and its settings "
+               "have no codexbridge SessionStart hook; `codexbridge setup claude --project "
+               f"{project}` enables the plugin)")
+    if via == "resume":
+        return "resume", nothing + ": the delta waits until a hook consumes it"
+    return "mail", nothing + ": the handoff waits as mail for the session's first stop"
+
+
+def resume_command(session: ClaudeSession, project: str) -> str:
+    """What the human runs to bring a stopped session (and what waits for it) back:
+    `claude --resume` finds a session by the directory it ran in."""
+    where = session.cwd or project
+    return f"cd {shlex.quote(where)} && claude --resume {session.session_id}"
 
 
 def settle_old(old: dict[str, Any], session_id: str, inbox: str) -> str:
@@ -147,9 +163,15 @@ def _mail(key: str, project: str, target: str, session: ClaudeSession,
         raise
     with ledger.locked(key, project) as state:
         record["mail_id"] = receipt.mail.mail_id
-        ledger.commit(state, target, record, "handoff (mail)")
-    outcome.delivered = True
+        ledger.commit(state, target, record, "handoff (mail)")  # the mailbox keeps it
     outcome.where["mailId"] = receipt.mail.mail_id
+    if receipt.delivery == "live":
+        outcome.arrived()
+    elif session.running:
+        outcome.state = flow.QUEUED
+    else:
+        outcome.state = flow.PARKED
+        outcome.action = resume_command(session, project)
     if receipt.warning:
         outcome.warnings.append(receipt.warning)
     return outcome
@@ -166,7 +188,6 @@ def _pend(key: str, project: str, target: str, session: ClaudeSession,
         **record, "key": key, "project": project, "target": target,
         "text": prepared.built.delta})
     outcome.where["pendingFile"] = path
-    outcome.warnings.append(f"session {session.session_id} is not running: the handoff "
-                            f"lands when it is resumed (`claude --resume "
-                            f"{session.session_id}`)")
+    outcome.state = flow.WAITING_FOR_RESUME
+    outcome.action = resume_command(session, project)
     return outcome

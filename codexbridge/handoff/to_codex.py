@@ -138,7 +138,7 @@ async def _deliver(rpc: Rpc, key: str, project: str, thread_id: str, target: str
             current = state["pending"].get(target) or {}
             if current.get("id") == hid and current.get("stage") == flow.INJECTED:
                 ledger.commit(state, target, current, "handoff (visible turn failed)")
-                outcome.delivered = True
+                outcome.arrived()
                 outcome.warnings.append(f"the context is in the thread, but the visible "
                                         f"turn failed: {exc.message}")
                 return outcome
@@ -153,7 +153,7 @@ async def _deliver(rpc: Rpc, key: str, project: str, thread_id: str, target: str
             else prepared.pending("inject", thread_id=thread_id)
         record["turn_id"] = into.turn_id
         ledger.commit(state, target, record, "handoff")
-    outcome.delivered = True
+    outcome.arrived()
     outcome.turn = {"turnId": into.turn_id, "status": into.status, "reply": into.reply}
     if not deliver.completed(into.status):
         outcome.warnings.append(f"the context is in the thread; the visible turn ended "

@@ -25,7 +25,8 @@ TOOLS = ("bridge_handoff",)
 NoteParam = Annotated[str | None, Field(description=(
     "Your note for the agent taking over, in your own words: `Decisions:` (what was "
     "decided — and `Rejected:` what was rejected, and why) and `Next:` (the current "
-    "objective and what is still open). Plain text is read as the next step."))]
+    "objective and what is still open), on their own lines or inline. Plain text is read "
+    "as the next step."))]
 DecisionsParam = Annotated[str | None, Field(description=(
     "Decisions, and what was rejected and why (added to the note's Decisions)."))]
 NextParam = Annotated[str | None, Field(description=(
@@ -42,15 +43,15 @@ def _summary(data: dict[str, Any]) -> str:
         return f"dry run: delta of {data.get('chars')} characters (nothing delivered)"
     if data.get("nothingNew"):
         return f"nothing new to hand to {data.get('target')}: it has heard everything"
-    state = "delivered" if data.get("delivered") else "pending until the session resumes"
     return (f"handoff {data.get('handoffId')} to {data.get('target')} via {data.get('via')}: "
-            f"{state}; {data.get('messages')} message(s), {data.get('chars')} characters; "
-            f"every message in full: {data.get('full')}")
+            f"{data.get('stateText')}; {data.get('messages')} message(s), "
+            f"{data.get('chars')} characters; every message in full: {data.get('full')}")
 
 
 def _outcome(result: Any, include_delta: bool) -> Outcome:
     data = result.as_dict()
     data.pop("ok", None)
+    data["stateText"] = result.state_text()
     if include_delta and result.prepared is not None:
         data["delta"] = result.prepared.built.delta
         data["deltaFile"] = result.prepared.delta_path
@@ -115,16 +116,17 @@ def _register_codex(server: MCPServer, rt: Runtime) -> None:
         via: Annotated[str, Field(json_schema_extra={"enum": ["auto", "mail", "resume"]},
                                   description=(
             "mail: the session's Stop hook / watcher brings it in; resume: its "
-            "SessionStart hook when it is resumed; auto (default): mail if it runs, else "
-            "resume."))] = "auto",
+            "SessionStart hook (the codexbridge plugin's) when it is resumed; auto "
+            "(default): mail if it runs, else resume."))] = "auto",
         project: ProjectParam = None,
         dryRun: DryRunParam = False,
         ctx: Context | None = None,
     ) -> CallToolResult:
         """Hand the work to a Claude Code session: what was said in this thread since
         that session last heard (never tool output), your note (decisions, next step)
-        and what git shows arrive there as one message — at its next stop, or when it
-        is resumed if it is not running."""
+        and what git shows arrive there as one message — live or at its next stop if
+        it runs, else when it is resumed. The result's `state` says which (delivered,
+        queued, parked, waiting-for-resume) and `action` what the human should run."""
         async def body() -> Outcome:
             from ..handoff.note import parse_note
             from ..handoff.to_claude import handoff_to_claude

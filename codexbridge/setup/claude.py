@@ -18,11 +18,9 @@ docs/fitting-in.md, "The Claude side"):
 
 from __future__ import annotations
 
+from ..host.claude_plugin import MARKETPLACE, PLUGIN, PLUGIN_ID
 from .jsonedit import Entry
 
-PLUGIN = "codexbridge"
-MARKETPLACE = "codexbridge"
-PLUGIN_ID = f"{PLUGIN}@{MARKETPLACE}"
 SERVER = "codex"  # the plugin's MCP server: tools are mcp__plugin_codexbridge_codex__<tool>
 TOOL_PREFIX = f"mcp__plugin_{PLUGIN}_{SERVER}__"
 READ_ONLY_TOOLS = ("codex_threads_list", "codex_thread_read", "codex_delivery_status",

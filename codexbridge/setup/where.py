@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import UsageError
+from ..host.claude_plugin import claude_user_settings as claude_user_settings
 
 LEDGER = "setup.json"
 
@@ -37,15 +38,6 @@ def scope_for(agent: str, project: str | None, user: bool) -> Scope:
     if not os.path.isdir(full):
         raise UsageError(f"--project {project!r} is not a directory")
     return Scope(agent, os.path.realpath(full))
-
-
-def claude_config_dir(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-
-
-def claude_user_settings(env: Mapping[str, str] | None = None) -> str:
-    return os.path.join(claude_config_dir(env), "settings.json")
 
 
 def claude_settings(scope: Scope, env: Mapping[str, str] | None = None) -> str:
