@@ -5,10 +5,16 @@ a line; the Stop hook records its path (`transcript_path`) in the mailbox's list
 record, so nothing here guesses where it is. Measured on Claude Code 2.1.332
 (docs/protocol-notes.md, "Transcripts"; docs/handoff.md, "What crosses"):
 
-* `user` records are the human's prompts — unless they carry `toolUseResult` / a
-  `tool_result` block (tool output), `isMeta` (hook feedback: our own mail and handoffs
-  as they reached the model) or an `origin.msg_id` (mail delivered live into the
-  session): those never cross, so nothing Codex sent comes back to it.
+* `user` records are the human's prompts only when the human wrote them: typed at the
+  prompt (also while a turn ran) they carry `origin.kind: "human"`; the `-p` prompt
+  has no `origin` and `turnOrigin: "sdk"`. Everything else never crosses, so nothing
+  Codex sent comes back to it and nothing is labelled as the human that the human did
+  not say: tool output (`toolUseResult`, a `tool_result` block), hook feedback
+  (`isMeta`: a Stop-hook block carrying mail, with `rowSource: "hook"`), mail pushed
+  live (`isMeta`, `origin.kind: "peer"` with our `msg_id`, text opening "Another
+  Claude session sent a message:"), a watcher's wake (NOT `isMeta`: `origin.kind:
+  "task-notification"`, `promptSource: "system"`, text opening `<task-notification>`),
+  and any other origin that is not the human's.
 * `assistant` records hold the model's `message`; only its `text` blocks cross, and
   the `file_path` of its Edit / Write / MultiEdit / NotebookEdit calls (names only).
 * Records link by `uuid` → `parentUuid` (`logicalParentUuid` across a compaction). A
@@ -48,6 +54,15 @@ EDIT_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path
 WRAPPERS = ("<command-name>", "<command-message>", "<command-args>", "<local-command-",
             "<bash-input>", "<bash-stdout>", "<bash-stderr>", "<system-reminder>")
 SYNTHETIC_MODEL = "<synthetic>"
+# Who wrote a user record, as 2.1.332 says it (docs/handoff.md, "What crosses"): origin
+# kinds that are the human; turnOrigin / promptSource values that are not (used when a
+# record has no origin); and the openings Claude Code gives what it injects itself, for
+# records that carry none of these fields.
+HUMAN_ORIGIN = "human"
+NOT_HUMAN_TURNS = frozenset({"task_notification", "peer", "system"})
+NOT_HUMAN_SOURCES = frozenset({"system"})
+INJECTED = ("<task-notification>", "Another Claude session sent a message",
+            "Stop hook feedback:", "[SYSTEM NOTIFICATION")
 
 
 @dataclass
@@ -71,12 +86,24 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _user_text(rec: dict[str, Any], msg: dict[str, Any]) -> str | None:
+def from_the_human(rec: dict[str, Any]) -> bool:
+    """Did the human write this user record (not a hook, the watcher, a peer)?"""
     if rec.get("isMeta") is True or "toolUseResult" in rec:
-        return None
+        return False
     origin = rec.get("origin")
-    if isinstance(origin, dict) and origin.get("msg_id"):
-        return None  # a peer's message delivered live (inbox/live_rules.py): not the human
+    if isinstance(origin, dict):
+        # an origin names its writer: "human" when typed (queued or not); a watcher's
+        # wake is "task-notification", mail pushed live "peer" — and an origin we have
+        # not seen is not taken for the human's words either
+        return origin.get("kind") == HUMAN_ORIGIN and not origin.get("msg_id")
+    turn, source = rec.get("turnOrigin"), rec.get("promptSource")  # any JSON value
+    return not ((isinstance(turn, str) and turn in NOT_HUMAN_TURNS)
+                or (isinstance(source, str) and source in NOT_HUMAN_SOURCES))
+
+
+def _user_text(rec: dict[str, Any], msg: dict[str, Any]) -> str | None:
+    if not from_the_human(rec):
+        return None
     blocks = _blocks(msg.get("content"))
     if any(b.get("type") == "tool_result" for b in blocks):
         return None
@@ -84,7 +111,7 @@ def _user_text(rec: dict[str, Any], msg: dict[str, Any]) -> str | None:
     if any(b.get("type") == "image" for b in blocks):
         parts.append("[an image]")
     text = writable("\n".join(p for p in parts if p).strip())
-    if not text or text.startswith(WRAPPERS):
+    if not text or text.startswith(WRAPPERS) or text.startswith(INJECTED):
         return None
     return text
 

@@ -7,7 +7,8 @@ Items `thread/inject_items` added are not in the list at all, so a delta that we
 into the thread never comes back out of it; our own handoff notice turns are left out
 too (their `clientId` is the handoff id) — Codex's answer to one is kept. A message a
 peer agent sent through the bridge (it opens with the envelope line) is labelled so,
-not as the human's.
+not as the human's. What the target already has (`received.py`: its own requests and
+answers, and the replies the courier mailed it) is left out.
 
 The watermark is `<turn id>:<item id>` of the last item packed. Pages are read newest
 first until the mark shows up, so a long thread costs what is new, not its length.
@@ -26,6 +27,7 @@ from ..protocol.generated import methods as m
 from ..protocol.generated.enums import ThreadItemType
 from ..talk.client import Rpc
 from .messages import CODEX, PEER, Said, SourceRead, Stats, is_handoff_id, source_key
+from .received import Received
 
 ROLES = (ThreadItemType.USER_MESSAGE.value, ThreadItemType.AGENT_MESSAGE.value)
 ENVELOPE_MARK = "[codexbridge] from "  # a message a peer agent sent through the bridge
@@ -58,11 +60,15 @@ def _user_text(item: dict[str, Any]) -> str | None:
                          if isinstance(c, dict) and c.get("type") == "text"))
 
 
-def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
-    """Messages after the item `since` (all when it is not found); entries oldest first."""
+def parse(entries: list[dict[str, Any]], since: str | None,
+          received: Received | None = None) -> CodexParse:
+    """Messages after the item `since` (all when it is not found); entries oldest first.
+    `received`: what the target already has from this thread (left out)."""
     out = CodexParse()
     stats = out.stats
     last: str | None = None
+    received = received or Received()
+    mailed: dict[str, Said] = {}  # turn → its last agentMessage, which was mailed
     newest_turn = entries[-1].get("turnId") if entries and isinstance(entries[-1], dict) else None
     for entry in entries:
         stats.records += 1
@@ -86,11 +92,16 @@ def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
                 stats.unreadable += 1
             else:
                 stats.said += 1
-                ours = is_handoff_id(item.get("clientId"))  # our own visible turn
+                client_id, turn = item.get("clientId"), entry.get("turnId")  # any JSON
+                # our own visible turn, or a message the target wrote itself
+                ours = is_handoff_id(client_id) or (isinstance(client_id, str)
+                                                    and client_id in received.client_ids)
                 role = CODEX if parsed is ThreadItemType.AGENT_MESSAGE else (
                     PEER if text.startswith(ENVELOPE_MARK) else "user")
                 if text.strip() and not ours:
                     out.messages.append(Said(role, text.strip(), mark))
+                    if role == CODEX and isinstance(turn, str) and turn in received.reply_turns:
+                        mailed[turn] = out.messages[-1]
         elif parsed is ThreadItemType.FILE_CHANGE:
             changes = item.get("changes")  # any JSON value: an int was a TypeError here
             for change in changes if isinstance(changes, list) else []:
@@ -103,6 +114,9 @@ def parse(entries: list[dict[str, Any]], since: str | None) -> CodexParse:
             out.found = True
             out.messages.clear()
             out.files.clear()
+    if mailed:  # the final agentMessage of a turn is the reply the courier mailed
+        gone = {id(said) for said in mailed.values()}
+        out.messages = [m for m in out.messages if id(m) not in gone]
     # The mark moves past tool items too: the next delta starts after all of this.
     out.mark = last if last is not None else since
     return out
@@ -140,7 +154,8 @@ async def recent_entries(rpc: Rpc, thread_id: str, since: str | None,
 
 
 async def read_thread(rpc: Rpc, thread_id: str, since: str | None,
-                      label: str | None = None, max_pages: int = MAX_PAGES) -> SourceRead:
+                      label: str | None = None, max_pages: int = MAX_PAGES,
+                      received: Received | None = None) -> SourceRead:
     read = SourceRead(key=source_key(CODEX, thread_id), kind=CODEX,
                       label=label or f"Codex thread {thread_id}", since=since, mark=since,
                       where=thread_id)
@@ -149,7 +164,7 @@ async def read_thread(rpc: Rpc, thread_id: str, since: str | None,
     except RpcError as exc:
         read.problem = f"cannot read thread {thread_id}: {exc.message}"
         return read
-    parsed = parse(entries, since)
+    parsed = parse(entries, since, received)
     read.messages, read.mark, read.files, read.stats = (parsed.messages, parsed.mark,
                                                          parsed.files, parsed.stats)
     read.found = since is None or parsed.found

@@ -23,6 +23,7 @@ from . import claude_source, codex_source, delta, ledger, work
 from .messages import CLAUDE, CODEX, SourceRead
 from .note import Note
 from .paths import files_dir
+from .received import Received
 
 CAP_ENV = "CODEX_BRIDGE_HANDOFF_MAX"
 KEEP_ENV = "CODEX_BRIDGE_HANDOFF_KEEP"
@@ -90,9 +91,10 @@ class Prepared:
                              "problem": r.problem} for r in self.reads]}
 
 
-def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None
-                   ) -> dict[str, Reader]:
-    """Readers for the other agents the ledger links to this project."""
+def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None,
+                   received: dict[str, Received] | None = None) -> dict[str, Reader]:
+    """Readers for the other agents the ledger links to this project (`received`:
+    thread id → what the target already has from that thread)."""
     out: dict[str, Reader] = {}
     for key, agent in state["agents"].items():
         if key in skip or not isinstance(agent, dict):
@@ -102,7 +104,7 @@ def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None
         if agent.get("kind") == CLAUDE and isinstance(where, str) and ident:
             out[key] = _claude_reader(where, ident, label)
         elif agent.get("kind") == CODEX and ident and rpc is not None:
-            out[key] = _codex_reader(rpc, ident, label)
+            out[key] = _codex_reader(rpc, ident, label, (received or {}).get(ident))
     return out
 
 
@@ -112,9 +114,10 @@ def _claude_reader(path: str, ident: str, label: str | None) -> Reader:
     return read
 
 
-def _codex_reader(rpc: Rpc, ident: str, label: str | None) -> Reader:
+def _codex_reader(rpc: Rpc, ident: str, label: str | None,
+                  received: Received | None = None) -> Reader:
     async def read(since: str | None) -> SourceRead:
-        return await codex_source.read_thread(rpc, ident, since, label)
+        return await codex_source.read_thread(rpc, ident, since, label, received=received)
     return read
 
 

@@ -35,6 +35,7 @@ from . import codex_source, flow, gather, ledger, resume
 from .messages import CLAUDE, CODEX, SourceRead, short, source_key
 from .note import Note
 from .paths import project_dir, project_key
+from .received import Received, received_by
 from .sessions import ClaudeSession, session_start_hook, target_session
 
 VIAS = ("auto", "mail", "resume")
@@ -63,6 +64,19 @@ def resume_command(session: ClaudeSession, project: str) -> str:
     `claude --resume` finds a session by the directory it ran in."""
     where = session.cwd or project
     return f"cd {shlex.quote(where)} && claude --resume {session.session_id}"
+
+
+def already_received(session: ClaudeSession, inbox: str) -> dict[str, Received]:
+    """thread id → what the session has from it already (received.py): its own
+    requests and answers, and the replies mailed to it — read or still in its mailbox."""
+    waiting: list[str] = []
+    if session.mailbox:
+        try:
+            _, peeked = service.peek(session.mailbox, inbox=inbox)
+        except BridgeError:
+            peeked = None
+        waiting = [m.mail_id for m in peeked.mails if m.mail_id] if peeked else []
+    return received_by(session.transcript, session.mailbox, waiting)
 
 
 def settle_old(old: dict[str, Any], session_id: str, inbox: str) -> str:
@@ -120,11 +134,15 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
                  else flow.claim(state, target, hid, links))
         snapshot = {**state, "agents": {**state["agents"], **links}}
     try:
+        had = already_received(session, inbox)
+
         async def departing(since: str | None) -> SourceRead:
-            return await codex_source.read_thread(rpc, info.id, since, label)
+            return await codex_source.read_thread(rpc, info.id, since, label,
+                                                  received=had.get(info.id))
 
         reads = await gather.read_all(marks, (src, departing),
-                                      gather.linked_readers(snapshot, {src, target}, rpc))
+                                      gather.linked_readers(snapshot, {src, target}, rpc,
+                                                            had))
         cap = gather.cap_for(resume.RESUME_CAP if road == "resume" else None)
         prepared = gather.prepare(key, project, snapshot, target, "Claude Code", CODEX,
                                   reads, note, cap, hid)
