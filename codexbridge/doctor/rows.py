@@ -209,9 +209,10 @@ def thread_rows(ep: Facts) -> list[Check]:
     extra = f" (+{plural(helpers, 'ephemeral/helper thread')})" if helpers else ""
     details = {"user_threads": users, "ephemeral": helpers}
     if not users:
-        remote = f"codex --remote {ep.get('url')}"
+        from ..host.daemon import open_tui  # plain `codex` for the daemon, else --remote
+
         return [Check("threads", WARN, f"no user thread loaded{extra}",
-                      f"open the TUI with `{remote} -C DIR` and send it one message",
+                      f"{open_tui(str(ep.get('url') or '') or None)} and send it one message",
                       details)]
     if len(users) == 1:
         return [Check("threads", OK, f"1 user thread: {_thread_label(users[0])}{extra}",

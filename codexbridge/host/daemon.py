@@ -75,6 +75,26 @@ def attach_line(url: str, project: str | None = None) -> str:
     return f"{line} -C {shlex.quote(project)}" if project else line
 
 
+def is_daemon_url(url: str | None) -> bool:
+    """`url` is some CODEX_HOME's daemon socket (`unix://…/app-server-control/…sock`)."""
+    return bool(url) and str(url).startswith("unix://") and str(url).endswith(
+        f"/{SOCKET_DIR}/{SOCKET_NAME}")
+
+
+def open_tui(url: str | None, project: str | None = None) -> str:
+    """How to open the Codex TUI on the app-server at `url`, as a sentence: plain `codex`
+    for codex's own daemon (it attaches by itself), `codex --remote URL` for any other
+    server (a `codexbridge serve`); both when the server is not known."""
+    where = shlex.quote(project) if project else "DIR"
+    if url is None:
+        return (f"open the Codex TUI with `codex -C {where}` (it attaches to codex's own "
+                f"daemon; on a `codexbridge serve`: `codex --remote <url> -C {where}`)")
+    if is_daemon_url(url):
+        return (f"open the Codex TUI with `codex -C {where}` (plain `codex` attaches to "
+                "codex's own daemon by itself)")
+    return f"open the Codex TUI with `{attach_line(url, project or 'DIR')}`"
+
+
 def start_hint() -> str:
     return ("start codex's own app-server with `codex app-server daemon start` (or just "
             "run `codex`, which starts it and attaches)")

@@ -105,9 +105,11 @@ def daemon_notes(env: dict[str, str] | None = None) -> list[str]:
              "this serve: use the line above"]
     running = daemon.running_url(env)
     if running:
-        notes.append(f"codex's own daemon also runs ({running}); while this serve runs, "
-                     "`codexbridge talk` uses this serve — `--url "
-                     f"{running}` picks the daemon")
+        # Same CODEX_HOME as this serve's codex: codex lets one app-server write a thread.
+        notes.append(f"codex's own daemon also runs ({running}) on this CODEX_HOME: a thread "
+                     "the TUI has on one of the two cannot be driven through the other. "
+                     "`codexbridge talk` uses the one holding the TUI's thread (`--url` "
+                     "picks); stop the one you do not use (`codexbridge doctor` says how)")
     return notes
 
 

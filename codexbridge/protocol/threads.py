@@ -127,12 +127,17 @@ def visible(threads: list[ThreadInfo], include_all: bool) -> list[ThreadInfo]:
     return list(threads) if include_all else [t for t in threads if t.is_user_thread]
 
 
+OPEN_TUI = ("open the Codex TUI with `codex -C DIR` (it attaches to codex's own daemon; on a "
+            "`codexbridge serve`: `codex --remote <url> -C DIR`)")
+
+
 def resolve(threads: list[ThreadInfo], selector: str | None,
-            cwd: str | None = None) -> ThreadInfo:
+            cwd: str | None = None, *, open_tui: str = OPEN_TUI) -> ThreadInfo:
     """The one thread `selector` (an id or an exact name) means, among user threads.
 
     With no selector: the only user thread (narrowed by `cwd` when given). Raises
-    NoThreadError or AmbiguousThreadError carrying the candidates.
+    NoThreadError or AmbiguousThreadError carrying the candidates. `open_tui` says how
+    to open the TUI on this server (host/daemon.py `open_tui`).
     """
     users = [t for t in threads if t.is_user_thread]
     if selector:
@@ -156,8 +161,8 @@ def resolve(threads: list[ThreadInfo], selector: str | None,
     if not pool:
         where = f" with cwd {cwd}" if cwd else ""
         raise NoThreadError(
-            f"no user thread{where} is loaded in the app-server: open the Codex TUI with "
-            "`codex --remote <url>` and send it one message first"
+            f"no user thread{where} is loaded in the app-server: {open_tui} and send it "
+            "one message first"
             + (_candidates_hint(users) if cwd else ""),
             details={"candidates": [t.as_dict() for t in users]})
     raise AmbiguousThreadError(

@@ -261,12 +261,12 @@ TOKEN_ENV = "CODEX_BRIDGE_TOKEN"
 
 
 def auth_refused(url: str, token: str | None, exc: ConnectError) -> ConnectError | None:
-    """The handshake answered 401/403 (codex's `--ws-auth capability-token`, or serve's
-    TLS relay): the server runs and refuses us — an authentication failure, not "is it
-    running?". None for any other connect failure."""
+    """The handshake answered 401 (codex's `--ws-auth capability-token`, serve's TLS
+    relay): the server runs and refuses us — an authentication failure, not "is it
+    running?". None for any other connect failure (a 403 may be an Origin check)."""
     response = getattr(exc.__cause__, "response", None)
     status = getattr(response, "status_code", None)
-    if status not in (401, 403):
+    if status != 401:
         return None
     if token is None:
         why = (f"the app-server at {url} wants a capability token (HTTP {status}) and none "

@@ -1,23 +1,35 @@
 """Which app-server to talk to: `--url`, else `CODEX_BRIDGE_URL`, else the running
 serve's bridge.json, else the user's own codex daemon (its unix socket in CODEX_HOME).
 
-Never a guess between two: when a serve and a daemon both run, serve wins (someone
-started it on purpose, and its TUI was told to attach to it) and a one-line note on
-stderr says so and how to pick the daemon instead. `CODEX_BRIDGE_DAEMON=off` turns the
-daemon lookup off. The bearer token comes from `CODEX_BRIDGE_TOKEN` or the token file
-serve recorded; the daemon's socket needs none (its directory is the user's, 0700).
+Never a guess between two. When a serve and a daemon both run (and no --url or
+CODEX_BRIDGE_URL names one), both are asked which threads they hold — codex lets one
+app-server write a thread (`thread/resume` elsewhere fails "already has an active
+writer"), so the right one is the one holding the TUI's thread: the one that has the
+thread asked for, else the only one with user threads, else serve (someone started it on
+purpose). A one-line note on stderr says which and the `--url` that picks the other.
+`CODEX_BRIDGE_DAEMON=off` turns the daemon lookup off. The bearer token comes from
+`CODEX_BRIDGE_TOKEN` or the token file serve recorded; the daemon's socket needs none
+(its directory is the user's, 0700).
 
-`choose()` is the decision, on plain values; `resolve_endpoint()` gathers them.
+`choose()` and `by_threads()` are the decisions, on plain values; `resolve_endpoint()`
+gathers them; `others()` names the servers a thread may be held by instead
+(talk/threads.py asks them when this one does not hold it).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConnectError
 from ..host.paths import bridge_file, read_bridge_file
+
+if TYPE_CHECKING:
+    from ..protocol.threads import ThreadInfo
+
+SURVEY_TIMEOUT = 3.0  # per server and step, when two app-servers are asked which is which
 
 
 class Endpoint(NamedTuple):
@@ -33,8 +45,72 @@ class Choice(NamedTuple):
     note: str | None  # why this one, when another server also runs
 
 
+class Server(NamedTuple):
+    """An app-server that runs here: the serve of bridge.json, or CODEX_HOME's daemon."""
+
+    url: str
+    token: str | None
+    source: str
+    kind: str  # "serve" | "daemon"
+
+
+class Holding(NamedTuple):
+    """What one app-server said it holds (`reachable` False: it did not answer)."""
+
+    server: Server
+    reachable: bool
+    codex_home: str | None
+    threads: tuple[ThreadInfo, ...]  # every loaded thread, helpers too
+
+    @property
+    def users(self) -> list[ThreadInfo]:
+        return [t for t in self.threads if t.is_user_thread]
+
+    def has(self, selector: str) -> bool:
+        """Holds the thread `selector` (an id, or a user thread's exact name)."""
+        return any(t.id == selector for t in self.threads) or any(
+            t.name == selector for t in self.users)
+
+    def describe(self) -> str:
+        what = "`codexbridge serve`" if self.server.kind == "serve" else "codex's own daemon"
+        if not self.reachable:
+            return f"{what} at {self.server.url} does not answer"
+        users = self.users
+        held = (f"{len(users)} user thread{'s' if len(users) != 1 else ''} ("
+                + ", ".join(t.id for t in users[:3]) + (", …" if len(users) > 3 else "")
+                + ")") if users else "no user thread"
+        return f"{what} at {self.server.url} holds {held}"
+
+
 def daemon_source(home: str) -> str:
     return f"codex daemon ({home})"
+
+
+def by_threads(serve: Holding, daemon: Holding, selector: str | None = None
+               ) -> tuple[Holding, str]:
+    """Which of two running app-servers to use, and the note that says why: the one that
+    answers; the one holding `selector`; the only one with user threads; else serve."""
+    if serve.reachable != daemon.reachable:
+        pick = serve if serve.reachable else daemon
+        why = f"{(daemon if pick is serve else serve).server.url} does not answer"
+    elif selector and serve.has(selector) != daemon.has(selector):
+        pick = serve if serve.has(selector) else daemon
+        why = f"it holds thread {selector}"
+    elif bool(serve.users) != bool(daemon.users):
+        pick = serve if serve.users else daemon
+        why = "it holds the user threads, the TUI's"
+    else:
+        pick, why = serve, "serve was started on purpose"
+    other = daemon if pick is serve else serve
+    same = (serve.codex_home and serve.codex_home == daemon.codex_home)
+    home = f" on one CODEX_HOME ({serve.codex_home})" if same else ""
+    used = "`codexbridge serve`" if pick is serve else "codex's own daemon"
+    note = (f"two app-servers run{home}: {serve.describe()}; {daemon.describe()}. Using "
+            f"{used} ({why}); pass --url {other.server.url} (or set CODEX_BRIDGE_URL) for "
+            "the other")
+    if same:
+        note += ", or stop the one you do not use (`codexbridge doctor` says how)"
+    return pick, note
 
 
 def choose(url: str | None, env_url: str | None, record: dict[str, Any] | None,
@@ -98,7 +174,9 @@ def _say_once(note: str) -> None:
         print(f"codexbridge: {note}", file=sys.stderr)
 
 
-def resolve_endpoint(url: str | None = None) -> Endpoint:
+def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> Endpoint:
+    """The app-server to talk to. `thread` (an id or name), when the caller knows it,
+    decides between a serve and a daemon that both run (see `by_threads`)."""
     from ..host import daemon
 
     token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
@@ -118,6 +196,12 @@ def resolve_endpoint(url: str | None = None) -> Endpoint:
             details={"bridge_file": str(bridge_file()),
                      "daemon_socket": str(daemon.socket_path(home)),
                      "daemon_lookup": daemon.enabled()})
+    if picked.from_record and running and record:  # both run: ask them which is which
+        serve = Server(picked.url, token or _token_file(record), picked.source, "serve")
+        held_by = survey([serve, Server(running, None, daemon_source(str(home)), "daemon")])
+        pick, note = by_threads(held_by[0], held_by[1], thread)
+        picked = Choice(pick.server.url, pick.server.source, pick.server.kind == "serve",
+                        note)
     if picked.note:
         _say_once(picked.note)
     if token is None and record and (picked.from_record or record.get("url") == picked.url):
@@ -125,3 +209,46 @@ def resolve_endpoint(url: str | None = None) -> Endpoint:
     if picked.source.startswith("codex daemon"):
         token = None  # a unix socket of the user's own: no bearer to present
     return Endpoint(picked.url, token, picked.source)
+
+
+def others(url: str) -> list[Server]:
+    """The app-servers running here besides the one at `url` (the serve of bridge.json,
+    CODEX_HOME's daemon): where a thread this one does not hold may be held instead."""
+    from ..host import daemon
+
+    found: list[Server] = []
+    record = read_bridge_file()
+    served = record.get("url") if record else None
+    if (record and isinstance(served, str) and _serve_alive(record) is not False
+            and url not in (served, record.get("public_url"))):
+        token = os.environ.get("CODEX_BRIDGE_TOKEN") or _token_file(record)
+        found.append(Server(served, token, str(bridge_file()), "serve"))
+    running = daemon.running_url()
+    if running and running != url:
+        found.append(Server(running, None, daemon_source(str(daemon.codex_home())), "daemon"))
+    return found
+
+
+def survey(servers: Sequence[Server]) -> list[Holding]:
+    """Ask each server what it holds (talk/threads.py `survey`), from synchronous code —
+    also inside a running event loop (the MCP server's), so in a thread of its own. A
+    server that does not answer in SURVEY_TIMEOUT is `reachable=False`."""
+    import asyncio
+    import threading
+
+    from .threads import survey as ask
+
+    out: list[Holding] = []
+
+    def run() -> None:
+        try:
+            out.extend(asyncio.run(ask(servers, SURVEY_TIMEOUT)))
+        except Exception:  # no answer is an answer: nobody reachable
+            out.clear()
+
+    worker = threading.Thread(target=run, name="codexbridge-survey", daemon=True)
+    worker.start()
+    worker.join(4 * SURVEY_TIMEOUT)
+    if len(out) != len(servers):
+        return [Holding(s, False, None, ()) for s in servers]
+    return out

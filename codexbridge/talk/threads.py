@@ -1,20 +1,36 @@
 """Finding and joining threads, and waiting until one is idle.
 
 Every decision (which thread, what counts as busy) is the pure core's
-(`protocol/threads.py`); this module sequences the requests.
+(`protocol/threads.py`); this module sequences the requests. When the app-server in
+use does not hold the thread asked for and another one here does (a serve beside
+codex's daemon on one CODEX_HOME: codex lets one app-server write a thread), the error
+names that one and the `--url` that reaches it (exit 3) instead of codex's "already has
+an active writer".
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ConnectionLostError, NoRolloutError, NoThreadError, RpcError
+from ..errors import (
+    BridgeError,
+    ConnectionLostError,
+    NoRolloutError,
+    NoThreadError,
+    RpcError,
+)
+from ..host.daemon import open_tui
 from ..protocol.envelopes import Notification
 from ..protocol.generated import methods as m
+from ..protocol.generated.enums import ThreadStatusType
 from ..protocol.threads import ThreadInfo, is_busy, looks_like_thread_id, resolve, visible
-from .client import Rpc
+from .client import AppServerClient, Rpc
+
+if TYPE_CHECKING:
+    from .endpoint import Holding, Server
 
 NO_ROLLOUT_HINT = ("the thread has no rollout yet: send one message in the Codex TUI first "
                    "(a thread can be joined once its first turn has started)")
@@ -64,10 +80,18 @@ async def list_threads(rpc: Rpc, *, include_all: bool = False) -> list[ThreadInf
     return visible(_newest_first(threads), include_all)
 
 
+async def loaded(rpc: Rpc) -> list[ThreadInfo]:
+    """Every loaded thread, newest first. Dict-based on purpose: this is `talk say`'s
+    path, where pydantic's import would cost more than the whole request.
+    ThreadInfo.from_thread matches the models' parse."""
+    return _newest_first([ThreadInfo.from_thread(r["thread"]) for r in await _read_loaded(rpc)
+                          if isinstance(r, dict) and isinstance(r.get("thread"), dict)])
+
+
 async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) -> ThreadInfo:
     """The thread `selector` (id or exact name) means; see protocol.threads.resolve."""
     if selector and looks_like_thread_id(selector) and not cwd:
-        # An explicit id needs no listing: one thread/read confirms it is loaded, which
+        # An explicit id needs no listing: one thread/read confirms it exists, which
         # saves a request per loaded thread on every `say --thread ID`.
         try:
             read = await rpc.request(m.THREAD_READ, {"threadId": selector})
@@ -75,12 +99,76 @@ async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) ->
             pass  # not loaded (or not an id after all): fall back to the full resolution
         else:
             if isinstance(read, dict) and isinstance(read.get("thread"), dict):
-                return ThreadInfo.from_thread(read["thread"])
-    # Dict-based on purpose: this is `talk say`'s path, where pydantic's import would cost
-    # more than the whole request. ThreadInfo.from_thread matches the models' parse.
-    threads = [ThreadInfo.from_thread(r["thread"]) for r in await _read_loaded(rpc)
-               if isinstance(r, dict) and isinstance(r.get("thread"), dict)]
-    return resolve(_newest_first(threads), selector, cwd)
+                info = ThreadInfo.from_thread(read["thread"])
+                if info.state is ThreadStatusType.NOT_LOADED:  # read from disk: held
+                    await refuse_if_held_elsewhere(rpc, selector)  # by another server?
+                return info
+    url = getattr(rpc, "url", None)
+    try:
+        return resolve(await loaded(rpc), selector, cwd,
+                       open_tui=open_tui(url if isinstance(url, str) else None))
+    except NoThreadError:
+        await refuse_if_held_elsewhere(rpc, selector, cwd)
+        raise
+
+
+async def _ask(server: Server, timeout: float) -> Holding:
+    from .endpoint import Holding
+
+    client = AppServerClient(server.url, token=server.token, request_timeout=timeout)
+    try:
+        await asyncio.wait_for(client.connect(), timeout)
+    except (BridgeError, OSError, ValueError, asyncio.TimeoutError):
+        await client.close()
+        return Holding(server, False, None, ())
+    try:
+        home = client.server_info.get("codexHome")
+        try:
+            threads = tuple(await asyncio.wait_for(loaded(client), timeout))
+        except (BridgeError, asyncio.TimeoutError):
+            threads = ()
+        return Holding(server, True, home if isinstance(home, str) else None, threads)
+    finally:
+        await client.close()
+
+
+async def survey(servers: Sequence[Server], timeout: float) -> list[Holding]:
+    """What each app-server holds (its loaded threads, its CODEX_HOME), asked at once."""
+    return list(await asyncio.gather(*(_ask(s, timeout) for s in servers)))
+
+
+def _fits(held: Holding, selector: str | None, cwd: str | None) -> bool:
+    if selector:
+        return held.has(selector)
+    users = held.users
+    return bool([t for t in users if t.cwd == cwd] if cwd else users)
+
+
+async def refuse_if_held_elsewhere(rpc: Rpc, selector: str | None,
+                                   cwd: str | None = None, why: str = "") -> None:
+    """NoThreadError naming the other app-server here (serve or codex's daemon) that
+    holds what was asked for, with the --url that reaches it; nothing when none does.
+    Costs nothing when no other server runs (a file read and a socket check)."""
+    from .endpoint import SURVEY_TIMEOUT, others
+
+    url = getattr(rpc, "url", None)
+    servers = others(url) if isinstance(url, str) else []
+    if not servers:
+        return
+    held = [h for h in await survey(servers, SURVEY_TIMEOUT)
+            if h.reachable and _fits(h, selector, cwd)]
+    if len(held) != 1:
+        return
+    holder = held[0].server
+    what = (f"thread {selector}" if selector
+            else f"the user thread{f' with cwd {cwd}' if cwd else ''}")
+    raise NoThreadError(
+        f"{what} is not held by the app-server at {url} but by {holder.source} at "
+        f"{holder.url}{why}: codex lets one app-server write a thread; pass --url "
+        f"{holder.url} (or set CODEX_BRIDGE_URL) to talk to it",
+        details={"heldBy": holder.url, "heldBySource": holder.source,
+                 "candidates": [t.as_dict() for t in held[0].users]},
+        retryable=False)
 
 
 async def find_joinable(rpc: Rpc, selector: str | None, cwd: str | None = None, *,
@@ -99,8 +187,8 @@ async def find_joinable(rpc: Rpc, selector: str | None, cwd: str | None = None, 
                 target = await find_target(rpc, selector, cwd)
                 await join(rpc, target.id)
                 return target
-            except (NoThreadError, NoRolloutError):
-                if loop.time() >= end:
+            except (NoThreadError, NoRolloutError) as exc:
+                if loop.time() >= end or exc.details.get("heldBy"):
                     raise
             # Something about threads changes when one starts or begins a turn.
             with contextlib.suppress(asyncio.TimeoutError):
@@ -121,6 +209,17 @@ async def join(rpc: Rpc, thread_id: str) -> dict[str, Any]:
     except NoRolloutError as exc:
         raise NoRolloutError(exc.rpc_code, f"{NO_ROLLOUT_HINT} [{exc.message}]",
                              exc.data) from None
+    except RpcError as exc:
+        if "active writer" not in exc.message:
+            raise
+        # Another app-server on this CODEX_HOME has the thread (codex: one writer).
+        await refuse_if_held_elsewhere(rpc, thread_id, why=f" ({exc.message})")
+        raise NoThreadError(
+            f"thread {thread_id} is held by another app-server on this CODEX_HOME "
+            f"({exc.message}): codex lets one app-server write a thread; pass the --url of "
+            "the one the TUI uses (codex's own daemon: unix://$CODEX_HOME/"
+            "app-server-control/app-server-control.sock)",
+            details={"rpc_message": exc.message}, retryable=False) from None
     return result
 
 

@@ -178,7 +178,7 @@ async def test_the_tui_on_the_daemon_shows_a_talk_say(daemon: Daemon) -> None:
     tmux = require_tmux()
     project = daemon.projects[1]
     line = host_daemon.attach_line(daemon.url, str(project))
-    assert line == f"codex --remote {daemon.url} -C {project}"  # what doctor prints
+    assert line == f"codex --remote {daemon.url} -C {project}"  # doctor's explicit form
     with CodexTUI(daemon.codex, daemon.url, project, daemon.env, tmux=tmux) as tui:
         tui.wait_ready()
         tui.send("hello from the human")
@@ -206,35 +206,78 @@ def _serve(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
                             start_new_session=True)
 
 
-def test_serve_and_the_daemon_both_running_use_serve_and_say_so(
+def _wait_bridge(proc: subprocess.Popen[str], state: Path) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    record_file = state / "bridge.json"
+    while not record_file.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+        time.sleep(0.05)
+    return json.loads(record_file.read_text())  # type: ignore[no-any-return]
+
+
+async def test_a_leftover_serve_beside_the_daemon_the_tui_uses(
         daemon: Daemon, _isolated_state: Path) -> None:
+    """Two app-servers on one CODEX_HOME: a leftover serve and the daemon holding the
+    TUI's thread. talk finds the thread where it is held (codex lets one app-server write
+    a thread: through serve, `thread/resume` fails "already has an active writer"), says
+    which server it used, and doctor WARNs with the fix."""
     env = {**daemon.cli_env(), "CODEX_BRIDGE_CODEX_BIN": daemon.codex,
            "CODEX_BRIDGE_CHILD_ENV": "MOCK_API_KEY, NO_PROXY"}
-    proc = _serve(env, daemon.projects[3])
+    project = daemon.projects[3]
+    proc = _serve(env, project)
     try:
-        deadline = time.monotonic() + 30
-        record_file = _isolated_state / "bridge.json"
-        while not record_file.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
-            time.sleep(0.05)
-        record = json.loads(record_file.read_text())
-        listed = run_cli("talk", "list", "--json", env=env)
+        record = _wait_bridge(proc, _isolated_state)
+        assert record["codex_home"] == str(daemon.home)
+        async with UnixRawClient(daemon.url) as tui:  # the TUI's thread, on the daemon
+            held = await start_user_thread(tui, project, "the human's first message")
+        tid = held.thread_id
+
+        listed = await arun_cli("talk", "list", "--json", env=env)
         assert listed.code == 0, listed.err
-        assert json.loads(listed.out)["threads"] == []  # serve's own app-server: empty
-        assert f"using `codexbridge serve` at {record['url']}" in listed.err
-        assert f"--url {daemon.url}" in listed.err
-        direct = run_cli("talk", "list", "--json", "--url", daemon.url, env=env)
-        assert direct.code == 0 and json.loads(direct.out)["threads"] and direct.err == ""
-        doctor = json.loads(run_cli("doctor", "--json", env=env).out)
+        assert tid in {t["id"] for t in json.loads(listed.out)["threads"]}
+        assert f"two app-servers run on one CODEX_HOME ({daemon.home})" in listed.err
+        assert f"`codexbridge serve` at {record['url']} holds no user thread" in listed.err
+        assert "Using codex's own daemon (it holds the user threads" in listed.err
+        assert f"--url {record['url']}" in listed.err
+        said = await arun_cli("talk", "say", "--thread", tid, "-q", "to the right one",
+                              env=env)
+        assert said.code == 0, said.err
+        assert said.out.strip() == "MOCK REPLY: to the right one"
+
+        doctor = json.loads((await arun_cli("doctor", "--json", "--project", str(project),
+                                            env=env)).out)
         rows = {c["name"]: c for c in doctor["checks"]}
-        assert rows["endpoint-pick"]["status"] == "INFO"
-        assert daemon.url in rows["endpoint-pick"]["fix"]
+        pick = rows["endpoint-pick"]
+        assert pick["status"] == "WARN", pick
+        assert pick["finding"].startswith(
+            f"two app-servers run on one CODEX_HOME ({daemon.home})")
+        assert pick["fix"].startswith("stop the leftover serve") and \
+            f"`kill {proc.pid}`" in pick["fix"]
+
+        # serve holds a user thread too: talk uses serve (as before), and a thread the
+        # daemon holds is named with the --url that reaches it — exit 3, not codex's
+        # "active writer" as exit 1
+        async with RawClient(record["url"]) as peer:
+            await start_user_thread(peer, project, "a thread on serve")
+        for args in (("--thread", tid), ("--thread", tid, "--url", record["url"])):
+            wrong = await arun_cli("talk", "say", *args, "-q", "to the wrong one", env=env)
+            assert wrong.code == 3, wrong.err
+            assert (f"thread {tid} is not held by the app-server at {record['url']} but by "
+                    f"codex daemon ({daemon.home}) at {daemon.url}") in wrong.err
+            assert f"pass --url {daemon.url}" in wrong.err
+            assert "active writer" not in wrong.err
+        sent = await arun_cli("talk", "send", "--thread", tid, "--json", "to the wrong one",
+                              env={**env, "CODEX_BRIDGE_MAILBOX": "box"})
+        assert sent.code == 3 and f"--url {daemon.url}" in sent.err, sent.err
+        right = await arun_cli("talk", "say", "--thread", tid, "--url", daemon.url, "-q",
+                               "named", env=env)
+        assert right.code == 0 and right.out.strip() == "MOCK REPLY: named", right.err
     finally:
         proc.send_signal(signal.SIGINT)
         out, _err = proc.communicate(timeout=30)
-    assert f"codex --remote {record['url']} -C {daemon.projects[3]}" in out
+    assert f"codex --remote {record['url']} -C {project}" in out
     assert "plain `codex` (without --remote) attaches to codex's own daemon" in out
-    assert f"codex's own daemon also runs ({daemon.url})" in out
+    assert f"codex's own daemon also runs ({daemon.url}) on this CODEX_HOME" in out
 
 
 def test_doctor_names_the_daemon_and_the_attach_line(daemon: Daemon) -> None:
@@ -244,7 +287,10 @@ def test_doctor_names_the_daemon_and_the_attach_line(daemon: Daemon) -> None:
     assert rows["codex-daemon"]["status"] == "OK"
     assert rows["app-server"]["status"] == "OK"
     assert rows["app-server"]["details"]["source"] == f"codex daemon ({daemon.home})"
-    assert rows["tui-attach"]["details"]["line"] == f"codex --remote {daemon.url} -C {project}"
+    # plain `codex` first (it attaches to the daemon by itself), the explicit form after
+    assert rows["tui-attach"]["details"]["line"] == f"codex -C {project}"
+    assert rows["tui-attach"]["details"]["explicit"] == \
+        f"codex --remote {daemon.url} -C {project}"
     assert "endpoint-pick" not in rows
     text = run_cli("doctor", "--project", str(project), env=daemon.cli_env()).out
-    assert f"open the TUI with: codex --remote {daemon.url} -C {project}" in text
+    assert f"open the TUI with: codex -C {project} (plain `codex`" in text

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codexbridge.doctor import rows_daemon
-from codexbridge.doctor.report import INFO, OK
+from codexbridge.doctor.report import INFO, OK, WARN
 from codexbridge.errors import BinaryNotFoundError
 from codexbridge.host import binaries
 
@@ -30,15 +30,40 @@ def test_pick_row_only_when_both_run() -> None:
     ep = {"url": "ws://127.0.0.1:8787", "source": "/s/bridge.json"}
     [row] = rows_daemon.pick_row(UP, {"serve_alive": True}, ep)
     assert row.name == "endpoint-pick" and f"--url {SOCK}" in str(row.fix)
+    assert row.status == INFO  # an older serve's record names no CODEX_HOME
     assert rows_daemon.pick_row(DOWN, {"serve_alive": True}, ep) == []
     assert rows_daemon.pick_row(UP, {"serve_alive": False}, ep) == []
     assert rows_daemon.pick_row(UP, {}, {"url": SOCK}) == []
 
 
-def test_attach_row_names_the_exact_line() -> None:
+def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
+    record = {"url": "ws://127.0.0.1:8787", "pid": 4242, "codex_home": "/h"}
+    serve = {"serve_alive": True, "record": record}
+    tui = {"id": "t1", "user": True}
+    # the TUI on the daemon, a leftover serve: talk uses the daemon; stop serve
+    [row] = rows_daemon.pick_row(UP, serve, {"url": SOCK, "threads": [tui]})
+    assert row.status == WARN
+    assert row.finding.startswith("two app-servers run on one CODEX_HOME (/h): "
+                                  "`codexbridge serve` (ws://127.0.0.1:8787, pid 4242) and "
+                                  f"codex's own daemon ({SOCK})")
+    assert "talk and mcp use codex's own daemon (it holds 1 user thread)" in row.finding
+    assert row.fix is not None and row.fix.startswith("stop the leftover serve")
+    assert "`kill 4242`" in row.fix
+    # in use: serve — either may be the leftover: both ways out
+    [row] = rows_daemon.pick_row(UP, serve, {"url": record["url"], "threads": []})
+    assert row.status == WARN and "codex app-server daemon stop" in str(row.fix)
+    assert "`kill 4242`" in str(row.fix)
+    # another CODEX_HOME: no writer conflict, only which one is used
+    other = {"serve_alive": True, "record": {**record, "codex_home": "/elsewhere"}}
+    [row] = rows_daemon.pick_row(UP, other, {"url": SOCK, "threads": [tui]})
+    assert row.status == INFO and "--url ws://127.0.0.1:8787" in str(row.fix)
+
+
+def test_attach_row_leads_with_plain_codex_for_the_daemon() -> None:
     row = rows_daemon.attach_row({"url": SOCK, "source": "codex daemon (/h)"}, "/p", {})
-    assert row.details["line"] == f"codex --remote {SOCK} -C /p"
-    assert "plain `codex`" in row.finding
+    assert row.details["line"] == "codex -C /p"
+    assert row.details["explicit"] == f"codex --remote {SOCK} -C /p"
+    assert row.finding.startswith("open the TUI with: codex -C /p (plain `codex`")
     record = {"url": "ws://127.0.0.1:9", "public_url": "wss://h:443"}
     row = rows_daemon.attach_row({"url": "ws://127.0.0.1:9", "token": True, "source": "b"},
                                  "/p", {"record": record})
@@ -46,6 +71,16 @@ def test_attach_row_names_the_exact_line() -> None:
                                    "-C /p --remote-auth-token-env CODEX_BRIDGE_TOKEN")
     none = rows_daemon.attach_row({}, "/p", {})
     assert none.status == INFO and "daemon start" in str(none.fix)
+
+
+def test_no_user_thread_on_the_daemon_says_plain_codex() -> None:
+    from codexbridge.doctor.rows import thread_rows
+
+    [row] = thread_rows({"reachable": True, "url": SOCK, "threads": []})
+    assert row.status == WARN
+    assert str(row.fix).startswith("open the Codex TUI with `codex -C DIR` (plain `codex` "
+                                   "attaches to codex's own daemon by itself)")
+    assert "--remote" not in str(row.fix)
 
 
 def test_codex_not_found_names_the_npm_command(tmp_path: Path,
@@ -75,7 +110,6 @@ def test_serve_prints_the_attach_line_and_the_daemon_notes() -> None:
 
 def test_plugin_row_reads_what_setup_claude_wrote(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from codexbridge.doctor.report import WARN
     from codexbridge.setup.status import plugin_facts
     from codexbridge.setup.steps import setup_claude
     from codexbridge.setup.where import scope_for

@@ -16,8 +16,9 @@ import pytest
 from codexbridge.errors import ConnectError
 from codexbridge.host import daemon
 from codexbridge.host.paths import bridge_file, write_private_json
+from codexbridge.protocol.threads import ThreadInfo
 from codexbridge.talk import endpoint
-from codexbridge.talk.endpoint import choose, resolve_endpoint
+from codexbridge.talk.endpoint import Holding, Server, by_threads, choose, resolve_endpoint
 
 BRIDGE = "/s/bridge.json"
 DAEMON = "unix:///h/app-server-control/app-server-control.sock"
@@ -87,16 +88,65 @@ def test_resolve_finds_the_daemon_socket(fake_daemon: Path,
     assert capsys.readouterr().err == ""  # only one candidate: nothing to say
 
 
-def test_resolve_with_a_live_serve_too_notes_it_once(
+def test_resolve_with_a_live_serve_too_asks_both_and_notes_it_once(
         fake_daemon: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(endpoint, "_noted", set())
+    monkeypatch.setattr(endpoint, "SURVEY_TIMEOUT", 0.3)  # the fake socket never answers
     write_private_json(bridge_file(), {"url": "ws://127.0.0.1:1", "pid": os.getpid()})
-    assert resolve_endpoint().url == "ws://127.0.0.1:1"
+    assert resolve_endpoint().url == "ws://127.0.0.1:1"  # neither answers: serve
     assert resolve_endpoint().url == "ws://127.0.0.1:1"
     err = capsys.readouterr().err
-    assert err.count("codexbridge: using `codexbridge serve`") == 1
-    assert f"--url unix://{daemon.socket_path(fake_daemon)}" in err
+    assert err.count("codexbridge: two app-servers run") == 1
+    sock = f"unix://{daemon.socket_path(fake_daemon)}"
+    assert f"codex's own daemon at {sock} does not answer" in err
+    assert f"--url {sock} (or set CODEX_BRIDGE_URL)" in err
+
+
+def _info(tid: str, name: str | None = None, user: bool = True) -> ThreadInfo:
+    return ThreadInfo.from_thread({"id": tid, "name": name, "ephemeral": not user,
+                                   "threadSource": "user" if user else "thread_title",
+                                   "status": {"type": "idle"}})
+
+
+def _held(kind: str, url: str, threads: tuple[ThreadInfo, ...] = (), reachable: bool = True,
+          home: str = "/h") -> Holding:
+    return Holding(Server(url, None, kind, kind), reachable, home, threads)
+
+
+def test_two_servers_the_one_holding_the_tui_thread_is_used() -> None:
+    """A leftover serve beside the daemon the TUI uses: the daemon, said on stderr with
+    the --url that picks serve; the thread asked for decides when both hold some."""
+    tui = (_info("T1"),)
+    empty_serve, daemon_tui = _held("serve", "ws://s"), _held("daemon", DAEMON, tui)
+    pick, note = by_threads(empty_serve, daemon_tui)
+    assert pick is daemon_tui
+    assert note.startswith("two app-servers run on one CODEX_HOME (/h): `codexbridge serve` "
+                           "at ws://s holds no user thread; codex's own daemon at "
+                           f"{DAEMON} holds 1 user thread (T1). Using codex's own daemon "
+                           "(it holds the user threads, the TUI's); pass --url ws://s")
+    busy_serve = _held("serve", "ws://s", (_info("S1", "mine"),))
+    assert by_threads(busy_serve, daemon_tui, "T1")[0] is daemon_tui
+    assert by_threads(busy_serve, daemon_tui, "mine")[0] is busy_serve
+    assert by_threads(busy_serve, daemon_tui)[0] is busy_serve  # both hold some: serve
+    helpers = _held("serve", "ws://s", (_info("H", user=False),))
+    assert by_threads(helpers, daemon_tui)[0] is daemon_tui  # title threads do not count
+    assert by_threads(empty_serve, _held("daemon", DAEMON))[0] is empty_serve
+    gone = _held("serve", "ws://s", tui, reachable=False)
+    pick, note = by_threads(gone, _held("daemon", DAEMON))
+    assert pick.server.kind == "daemon" and "ws://s does not answer" in note
+    _, note = by_threads(empty_serve, _held("daemon", DAEMON, tui, home="/other"))
+    assert "one CODEX_HOME" not in note and "doctor" not in note
+
+
+def test_open_tui_leads_with_plain_codex_for_the_daemon() -> None:
+    assert daemon.is_daemon_url(DAEMON) and not daemon.is_daemon_url("unix:///tmp/x.sock")
+    assert daemon.open_tui(DAEMON, "/p") == ("open the Codex TUI with `codex -C /p` (plain "
+                                             "`codex` attaches to codex's own daemon by "
+                                             "itself)")
+    assert daemon.open_tui("ws://127.0.0.1:8787") == \
+        "open the Codex TUI with `codex --remote ws://127.0.0.1:8787 -C DIR`"
+    assert daemon.open_tui(None).startswith("open the Codex TUI with `codex -C DIR`")
 
 
 def test_the_switch_and_a_dead_socket(fake_daemon: Path,
