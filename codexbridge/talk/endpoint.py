@@ -127,12 +127,8 @@ def choose(url: str | None, env_url: str | None, record: dict[str, Any] | None,
         return Choice(env_url, "CODEX_BRIDGE_URL", False, None)
     record_url = record.get("url") if record else None
     if isinstance(record_url, str) and serve_alive is not False:
-        note = None
-        if daemon_url:
-            note = (f"using `codexbridge serve` at {record_url} ({bridge_path}); codex's own "
-                    f"daemon also runs at {daemon_url}: pass --url {daemon_url} (or set "
-                    "CODEX_BRIDGE_URL) to talk to it instead")
-        return Choice(record_url, bridge_path, True, note)
+        # With the daemon running too, resolve_endpoint asks both (`by_threads`).
+        return Choice(record_url, bridge_path, True, None)
     if daemon_url:
         note = None
         if isinstance(record_url, str):

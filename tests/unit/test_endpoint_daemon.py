@@ -40,11 +40,10 @@ def test_the_order_of_the_sources() -> None:
     assert pick() is None
 
 
-def test_serve_and_daemon_both_running_uses_serve_and_says_how_to_choose() -> None:
+def test_serve_and_daemon_both_running_is_serve_until_both_are_asked() -> None:
     got = pick(record=SERVE, alive=True, running=DAEMON)
-    assert got is not None and got.url == SERVE["url"]
-    assert got.note is not None
-    assert f"--url {DAEMON}" in got.note and "CODEX_BRIDGE_URL" in got.note
+    assert got is not None and got.url == SERVE["url"] and got.from_record
+    assert got.note is None  # resolve_endpoint asks both and notes it (by_threads)
 
 
 def test_a_stale_bridge_json_gives_way_to_the_daemon() -> None:
