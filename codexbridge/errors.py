@@ -308,8 +308,8 @@ class MailboxWriteError(MailboxError):
 
 class NoMailboxError(MailboxError):
     mcp_code = "NO_MAILBOX"
-    mcp_meaning = ("no Claude session listens on that mailbox name (details.mailboxes, "
-                   "details.didYouMean); pass new/--new to create it anyway")
+    mcp_meaning = ("no Claude session listens on that mailbox name (details.mailboxes lists "
+                   "the ones that do, details.didYouMean the closest)")
 
 
 class LoopGuardError(BridgeError):

@@ -51,17 +51,16 @@ def _client(url: str | None) -> AppServerClient:
 
 
 def open_tui_hint(ep: Endpoint) -> str:
-    """How to open a TUI on `ep`: plain `codex` attaches to codex's own daemon by itself;
-    any other server needs its --remote line."""
-    from ..host.daemon import attach_line
+    """How to open a TUI on `ep` (host/daemon.open_tui: plain `codex` for codex's own
+    daemon, the --remote line for another server), with the token flag a protected
+    server needs."""
+    from ..host.daemon import open_tui
 
-    if ep.source.startswith("codex daemon"):
-        return ("open the Codex TUI with `codex -C DIR` (it attaches to codex's own "
-                "daemon)")
-    line = attach_line(ep.url) + " -C DIR"
+    hint = open_tui(ep.url)
     if ep.token:
-        line = f"CODEX_BRIDGE_TOKEN=<token> {line} --remote-auth-token-env CODEX_BRIDGE_TOKEN"
-    return f"open the Codex TUI with `{line}`"
+        hint += (" with CODEX_BRIDGE_TOKEN exported and `--remote-auth-token-env "
+                 "CODEX_BRIDGE_TOKEN`")
+    return hint
 
 
 LIVE = "codexbridge.cli.talk_live_cmd"

@@ -275,8 +275,10 @@ def _hooks_row(layer: Facts, suffix: str, whose: str) -> Check:
     return Check(name, WARN,
                  f"{found}: once trusted (/hooks in codex), it answers approvals before the "
                  "TUI is asked, so `--approvals tui` means the hook decides",
-                 "for the bridge only: `" + _SERVE_ONLY.format("--disable", "hooks")
-                 + "` (your config is left as it is), or remove the hook", details)
+                 "remove the hook (or turn hooks off: [features] hooks = false); to keep it "
+                 "for your own sessions, run the bridge on `"
+                 + _SERVE_ONLY.format("--disable", "hooks") + "` instead of codex's daemon "
+                 "(your config is left as it is)", details)
 
 
 def _config_rows(layer: Facts, suffix: str, whose: str) -> list[Check]:
@@ -299,8 +301,10 @@ def _config_rows(layer: Facts, suffix: str, whose: str) -> list[Check]:
         rev = Check(f"approvals-reviewer{suffix}", WARN,
                     f'{path} ({whose}): {key} = "{reviewer}" — a reviewer agent answers '
                     "approvals, the TUI is never asked",
-                    "for the bridge only: `" + _SERVE_ONLY.format("-c", "approvals_reviewer=user")
-                    + '`, or set approvals_reviewer = "user"', details)
+                    'set approvals_reviewer = "user"; to keep the reviewer for your own '
+                    "sessions, run the bridge on `"
+                    + _SERVE_ONLY.format("-c", "approvals_reviewer=user")
+                    + "` instead of codex's daemon", details)
     else:
         shown = f'{key} = "{reviewer}"' if reviewer else "approvals_reviewer not set"
         rev = Check(f"approvals-reviewer{suffix}", OK, f"{path} ({whose}): {shown}",

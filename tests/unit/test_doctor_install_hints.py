@@ -127,6 +127,7 @@ def test_talk_list_tells_daemon_users_to_open_plain_codex() -> None:
     daemon = Endpoint("unix:///h/.codex/app-server-control/app-server-control.sock", None,
                       "codex daemon (/h/.codex)")
     assert "`codex -C DIR`" in open_tui_hint(daemon) and "--remote" not in open_tui_hint(daemon)
+    assert "plain `codex` attaches" in open_tui_hint(daemon)
     served = Endpoint("ws://127.0.0.1:8787", None, "/s/bridge.json")
     assert "`codex --remote ws://127.0.0.1:8787 -C DIR`" in open_tui_hint(served)
     token = Endpoint("wss://h:443", "t0k", "CODEX_BRIDGE_URL")
