@@ -16,6 +16,7 @@ Layout of the package, core first:
     resume.py         the pending-delta file a SessionStart hook consumes by rename
     sessions.py       which Claude session (listener records) and whether it runs
     deliver.py        into the Codex thread (inject_items + a visible turn) or a mailbox
+    received.py       what a Claude session already has from a thread (its mail, its words)
     gather.py         every source behind the target, read and built into one delta
     flow.py           settle / claim / commit around a delivery, and the Outcome
     to_codex.py, to_claude.py, status.py   what the CLI and both MCP roles call

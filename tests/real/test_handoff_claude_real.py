@@ -75,7 +75,9 @@ async def test_the_stop_hook_brings_one_block_with_the_codex_conversation(
     out = await handoff("--to", "claude", "--via", "mail", "--project", str(workdir),
                         "--note", "Decisions: sqlite stays\nNext: write the down-migration",
                         url=app_server.url)
-    assert out["via"] == "mail" and out["delivered"] and out["messages"] == 4
+    # the session has stopped: the mail is parked until it runs again, not delivered
+    assert out["via"] == "mail" and out["state"] == "parked" and not out["delivered"]
+    assert out["action"].endswith(f"claude --resume {sid}") and out["messages"] == 4
     (mail,) = reading.peek(inbox_dir(), "web").mails
     assert mail.extra["handoff"] == out["handoffId"]
     before = len(mock_messages.model_calls)
@@ -103,6 +105,7 @@ async def test_a_stopped_session_gets_it_on_resume_exactly_once(
     sid = await asyncio.to_thread(first_run, claude, workdir)
     out = await handoff("--to", "claude", "--project", str(workdir), url=app_server.url)
     assert out["via"] == "resume" and not out["delivered"]  # chosen: the session is gone
+    assert out["state"] == "waiting-for-resume"
     assert Path(out["pendingFile"]).exists()
     assert state(str(workdir))["knownBy"] == {}  # not arrived yet: no mark moved
     hid = out["handoffId"]
@@ -169,7 +172,7 @@ async def test_codex_calls_bridge_handoff_over_mcp(
     assert not result.is_error, result.content
     assert result.structured_content is not None
     data = result.structured_content["data"]
-    assert data["delivered"] and data["via"] == "mail"
+    assert data["state"] == "parked" and data["via"] == "mail" and not data["delivered"]
     (mail,) = reading.peek(inbox_dir(), "web").mails
     assert "rejected the ORM (too slow)" in mail.text and "benchmark the raw" in mail.text
     assert "CODEX-HUMAN-ONE" in mail.text and TOOL_OUTPUT not in mail.text

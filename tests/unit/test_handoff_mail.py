@@ -77,7 +77,8 @@ def test_the_delta_never_labels_mail_as_the_human() -> None:
     {"origin": {"kind": "some-future-kind"}},
     {"promptSource": "system"},
     {"turnOrigin": "task_notification"},
-    {"turnOrigin": ["not", "a", "string"], "promptSource": {"x": 1}, "text": "<task-notification>x"},
+    {"turnOrigin": ["not", "a", "string"], "promptSource": {"x": 1},
+     "text": "<task-notification>x"},
 ])
 def test_records_not_from_the_human(record: dict[str, object]) -> None:
     t = Transcript()
