@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from typing import Any
 
@@ -87,16 +86,20 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
     """Send TEXT (or `-` for stdin) into the thread and return at once with a receipt.
 
     \b
-    The turn runs in the thread (the human watches it in the TUI); a detached courier
-    follows it and, when Codex has answered, leaves the answer as mail in the reply-to
-    mailbox — the Stop hook or the watcher brings it into the Claude session that
-    asked. `talk status ID` shows where it is. Every request carries an envelope
+    The message goes into codex's queue for the thread (the human watches its turn in
+    the TUI); codexbridge's courier — one background process, started when needed —
+    follows the turn and, when Codex has answered, leaves the answer as mail in the
+    reply-to mailbox, which reaches the Claude session that asked by itself (live, or
+    its Stop hook / watcher). If the app-server goes away, the courier waits for it
+    (CODEX_BRIDGE_SERVER_WAIT, 60 s) and otherwise mails DELIVERY FAILED.
+    `talk status ID` shows where it is. Every request carries an envelope
     (from a peer agent, conversation, hop n/N, request token) and spends one hop of its
     conversation's budget ($CODEX_BRIDGE_MAX_HOPS, default 4); a send from inside a
     Codex turn into that same thread is refused.
     """
     from ..inbox.service import mailbox_name
-    from ..talk.deliveries import await_receipt, choose, prepare, refuse_self_send, start_courier
+    from ..talk.deliveries import refuse_self_send
+    from ..talk.deliveries import send as send_message
 
     message = read_text_arg(text)
     if selector:
@@ -107,16 +110,11 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
         reply_to = mailbox_name(reply_to)
     store = DeliveryStore()
 
-    async def go() -> Any:
-        endpoint = resolve_endpoint(url)
-        async with AppServerClient(endpoint.url, token=endpoint.token) as client:
-            thread, chosen_by = await choose(client, selector, target_cwd, wait=wait_thread)
-        receipt = prepare(message, thread, chosen_by, reply_to=reply_to,
-                          conversation=conversation, in_reply_to=in_reply_to, policy=policy,
-                          approval_timeout=deadline, turn_timeout=timeout,
-                          app_server=endpoint.url, store=store)
-        start_courier(receipt.delivery, store)
-        return receipt._replace(delivery=await await_receipt(store, receipt.delivery))
+    def go() -> Any:
+        return send_message(message, selector=selector, cwd=target_cwd, url=url,
+                            reply_to=reply_to, conversation=conversation,
+                            in_reply_to=in_reply_to, policy=policy, approval_timeout=deadline,
+                            turn_timeout=timeout, wait_thread=wait_thread, store=store)
 
     try:
         receipt = run_async(go)
@@ -158,9 +156,10 @@ def _answer_lost(store: DeliveryStore, request: str, answer: str, exc: BridgeErr
 @command
 def status(delivery_id: str | None, wait: float, limit: int, as_json: bool) -> int:
     """One delivery (its states and times, the reply's first 2,000 characters), or the
-    recent ones. A delivery whose courier died is recovered from the thread here:
-    its answer is routed and marked recovered, or the record says `orphaned`."""
-    from ..talk.courier import check
+    recent ones — read from this machine's records, with or without an app-server. A
+    delivery whose courier died gets a new one, which finds the message in the thread
+    (its answer routed, marked recovered) or says `orphaned`; never resent."""
+    from ..talk.deliveries import status as check
 
     store = DeliveryStore()
     if delivery_id is None:
@@ -170,11 +169,11 @@ def status(delivery_id: str | None, wait: float, limit: int, as_json: bool) -> i
         else:
             _print_table(records)
         return 0
-    record = run_async(lambda: check(store, delivery_id))
+    record = check(store, delivery_id)
     end = time.monotonic() + wait
     while not record.state.final and time.monotonic() < end:
         time.sleep(min(0.2, max(0.0, end - time.monotonic())))
-        record = run_async(lambda: check(store, delivery_id))
+        record = check(store, delivery_id)
     if as_json:
         emit_json({"ok": True, "delivery": record.as_dict()})
     else:
@@ -310,11 +309,12 @@ def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
 
 
 @click.command("courier", hidden=True)
-@click.argument("delivery_id")
+@click.argument("delivery_id", required=False)
 @command
-def courier(delivery_id: str) -> None:
-    """Carry one delivery to its end (started by `talk send`; not for people)."""
-    from ..talk.courier import carry
+def courier(delivery_id: str | None) -> None:
+    """The courier: carries every delivery of this state home, leaves when idle (started
+    on demand by `talk send` and the hooks; not for people)."""
+    from ..talk.courier import Courier
 
-    record = asyncio.run(carry(delivery_id))
-    print(f"courier {os.getpid()}: {record.id} {record.state}", file=sys.stderr)
+    del delivery_id  # (an older sender named one: it is adopted with the rest)
+    asyncio.run(Courier().serve())

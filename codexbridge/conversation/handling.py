@@ -1,13 +1,21 @@
-"""What a Claude session is handling right now: the peer mail it was last handed.
+"""What a Claude session is handling: the peer mail it was handed, until its answer is due.
 
     <state home>/conversations/handling/<session id>.json
-        {mailbox, conversation, requests: [{request, thread, conversation}], at}
+        {mailbox, conversation, requests: [{request, thread, conversation, mail,
+                                             transcript, offset}]}
 
-Written by whoever hands mail to the session (the Stop hook, the watcher, a live
-push); taken — read and removed in one rename — at the session's next stop, when its
-final message (`last_assistant_message`) is the answer to every request listed that
-expects one. Meanwhile a `talk send` run from that session's Bash tool reads it to stay
-in the same conversation (and hop budget) as the mail it is answering.
+Noted — under the file's lock — by whichever path put the mail in front of Claude: the
+Stop hook's block, the watcher's wake, a live frame once the session's transcript shows
+it. At each stop `due()` takes out the requests whose mail the transcript shows Claude
+took in *before* the answer that ended this turn: Claude's final message
+(`last_assistant_message`) answers them. A request whose mail has not reached Claude
+yet stays for a later stop: a watcher that fired mid-turn, or a live frame queued behind
+the running turn, is read in the *next* turn (measured on 2.1.332: such mail is a
+`queue-operation` record until Claude dequeues it after the stop, then a `user` record;
+a Stop-hook block is a `user` + `attachment` + `system` record; docs/reverse-channel.md).
+
+Meanwhile a `talk send` run from that session's Bash tool reads it (`read`) to stay in
+the conversation — and hop budget — of the mail it is answering.
 
 Standard library only, and one stat on the Stop hook's fast path.
 """
@@ -17,11 +25,18 @@ from __future__ import annotations
 import json
 import os
 
+from ..host.jsonfile import loads_json
+from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, state_home, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+# Records that carry what Claude was shown; `queue-operation` only says it waits, and
+# `api-request-*` / `assistant` echo it back.
+_SHOWN = ("user", "attachment", "system")
+LOCK_WAIT = 3.0  # s: a Claude stop never waits longer on it
 
 
 def _dir() -> str:
@@ -33,8 +48,35 @@ def path(session_id: str) -> str:
     return os.path.join(_dir(), f"{safe}.json")
 
 
-def note(session_id: str, mailbox: str, mails: list[dict[str, Any]]) -> None:
-    """The session was just handed `mails` (each mail's JSON object)."""
+def _lock(session_id: str) -> FileLock:
+    ensure_private_dir(_dir())
+    return FileLock(path(session_id) + ".lock", timeout=LOCK_WAIT)
+
+
+def read(session_id: str) -> dict[str, Any] | None:
+    try:
+        with open(path(session_id), encoding="utf-8") as fh:
+            data = loads_json(fh.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write(session_id: str, data: dict[str, Any] | None) -> None:
+    if data is None:
+        try:  # noqa: SIM105 - no contextlib on the hook's path
+            os.unlink(path(session_id))
+        except FileNotFoundError:
+            pass
+        return
+    write_private(path(session_id), json.dumps(data, ensure_ascii=False).encode("utf-8"))
+
+
+def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
+         transcript: str | None = None, offset: int = 0) -> list[str]:
+    """The session was just handed `mails` (each mail's JSON object), which show up in
+    `transcript` after byte `offset`. Returns the requests newly noted (a mail noted
+    twice — by the pusher and by the hook settling the same live frame — counts once)."""
     requests = []
     conversation = None
     for mail in mails:
@@ -44,44 +86,74 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]]) -> None:
         expect = mail.get("expect_reply")
         if isinstance(expect, dict) and isinstance(expect.get("thread"), str):
             requests.append({"request": mail.get("request") or mail.get("id"),
-                             "thread": expect["thread"], "conversation": conv})
+                             "thread": expect["thread"], "conversation": conv,
+                             "mail": mail.get("id"), "transcript": transcript,
+                             "offset": offset})
     if conversation is None and not requests:
-        return
-    current = read(session_id) or {}
-    merged = list(current.get("requests") or []) + requests
-    ensure_private_dir(_dir())
-    write_private(path(session_id), json.dumps({
-        "mailbox": mailbox, "conversation": conversation or current.get("conversation"),
-        "requests": merged}).encode("utf-8"))
+        return []
+    with _lock(session_id):
+        current = read(session_id) or {}
+        held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
+        known = {r.get("request") for r in held}
+        fresh = [r for r in requests if r["request"] not in known]
+        _write(session_id, {"mailbox": mailbox,
+                            "conversation": conversation or current.get("conversation"),
+                            "requests": held + fresh})
+    return [str(r["request"]) for r in fresh]
 
 
-def read(session_id: str) -> dict[str, Any] | None:
+def due(session_id: str) -> tuple[list[dict[str, Any]], str | None]:
+    """At a stop: take out the requests this turn's final message answers — those whose
+    mail the transcript shows before an answer — and the conversation they are in. The
+    rest stay. Without a transcript to look at, every request is due (the old rule: the
+    next stop after handing answers)."""
+    if not os.path.exists(path(session_id)):
+        return [], None
+    with _lock(session_id):
+        current = read(session_id)
+        if current is None:
+            _write(session_id, None)
+            return [], None
+        held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
+        now = [r for r in held if _answered(r)]
+        later = [r for r in held if r not in now]
+        _write(session_id, {**current, "requests": later} if later else None)
+    return now, current.get("conversation")
+
+
+def _answered(request: dict[str, Any]) -> bool:
+    transcript, mail = request.get("transcript"), request.get("mail")
+    if not isinstance(transcript, str) or not isinstance(mail, str) or not mail:
+        return True
+    offset = request.get("offset")
+    return answered_after(transcript, offset if isinstance(offset, int) else 0, mail)
+
+
+def answered_after(transcript: str, offset: int, marker: str) -> bool:
+    """True when a record of `transcript` (from byte `offset`) showed Claude `marker` — a
+    mail id, which every rendering of the mail carries — and an assistant record came
+    after it: the turn that took the mail in has answered. An unreadable transcript
+    counts as answered (the old rule), so a request is never held forever by a file."""
+    needle = marker.encode("utf-8")
+    shown = False
     try:
-        with open(path(session_id), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+        with open(transcript, "rb") as fh:
+            fh.seek(max(0, offset))
+            for line in fh:
+                if needle in line and _kind(line) in _SHOWN:
+                    shown = True
+                elif shown and b'"assistant"' in line and _kind(line) == "assistant":
+                    return True
+    except OSError:
+        return True
+    return False
 
 
-def take(session_id: str) -> dict[str, Any] | None:
-    """Read and remove the marker in one step (a rename: one taker only)."""
-    src = path(session_id)
-    if not os.path.exists(src):
-        return None
-    taken = f"{src}.{os.getpid()}.taking"
+def _kind(line: bytes) -> str | None:
+    """A transcript record's `type` (None for a line that is not a record)."""
     try:
-        os.rename(src, taken)
-    except FileNotFoundError:
+        record = loads_json(line.decode("utf-8", errors="replace"))
+    except ValueError:
         return None
-    try:
-        with open(taken, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        data = None
-    finally:
-        try:  # noqa: SIM105 - no contextlib on the hook's path
-            os.unlink(taken)
-        except FileNotFoundError:
-            pass
-    return data if isinstance(data, dict) else None
+    kind = record.get("type") if isinstance(record, dict) else None
+    return kind if isinstance(kind, str) else None

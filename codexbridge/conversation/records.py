@@ -15,6 +15,7 @@ so a courier and a `talk status` recovery never overwrite each other's change.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -83,6 +84,12 @@ class Delivery:
     reply_mail_id: str | None = None
     recovered: bool = False
     reason: str | None = None  # why it failed, was orphaned, or cannot be routed
+    # to-claude: the session handed the request, and when its answer was taken (once)
+    session_id: str | None = None
+    claude_pid: int | None = None
+    answered_at: float | None = None
+    # When the courier lost its app-server, while it waits for it to come back.
+    server_lost_at: float | None = None
     warnings: list[str] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
 
@@ -108,10 +115,22 @@ class Delivery:
         for name, value in values.items():
             if not _fits(value, str(known[name].type)):
                 raise TypeError(f"{name} is not a {known[name].type}")
-        pid = values.get("courier_pid")
-        if pid is not None and not 0 < pid < 2**31:  # os.kill: OverflowError; 0, -1: groups
-            raise ValueError(f"courier_pid {pid} is not a process id")
+        for key in ("courier_pid", "claude_pid"):
+            pid = values.get(key)
+            if pid is not None and not 0 < pid < 2**31:  # os.kill: OverflowError; 0, -1
+                raise ValueError(f"{key} {pid} is not a process id")
         return Delivery(**values)
+
+    @property
+    def needs_courier(self) -> bool:
+        """A message to Codex not yet at its end; a request to Claude a session was handed
+        and has not answered (its session is watched). Mail that waits for a Claude
+        session to start needs nobody."""
+        if self.state.final:
+            return False
+        if self.direction is Direction.TO_CODEX:
+            return True
+        return self.state is DeliveryState.AWAITING_REPLY and self.answered_at is None
 
     def move(self, state: DeliveryState, **changes: Any) -> None:
         """Change state (and fields), noting it in the history."""
@@ -140,6 +159,8 @@ def _fits(value: Any, annotation: str) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if base == "list[dict[str, Any]]":
         return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    if base == "int" and isinstance(value, bool):
+        return False
     kinds: dict[str, type] = {"str": str, "int": int, "bool": bool}
     return isinstance(value, kinds.get(base, object))  # (direction, state: parsed above)
 
@@ -174,7 +195,46 @@ class DeliveryStore:
             # escape) was a traceback in the courier: it is kept as that escape
             data = json.dumps(record.as_dict(), indent=2).encode("ascii")
         write_private(self.path(record.id), data)
+        self._mark(record)
         self.sweep()
+
+    @property
+    def pending_dir(self) -> Path:
+        """One empty file per unfinished delivery: what the courier still owes someone.
+        The watcher and the Stop hook look here (a listdir, no record parsing) to restart
+        a courier that died with work left."""
+        return self.root / ".pending"
+
+    def _mark(self, record: Delivery) -> None:
+        marker = self.pending_dir / record.id
+        if not record.needs_courier:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(marker)
+            return
+        if not marker.exists():
+            ensure_private_dir(self.pending_dir)
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
+
+    def pending(self) -> list[str]:
+        """Ids of the deliveries a courier still has to carry or watch (their markers)."""
+        try:
+            return sorted(n for n in os.listdir(self.pending_dir) if not n.startswith("."))
+        except FileNotFoundError:
+            return []
+
+    def unfinished(self) -> list[Delivery]:
+        """Every unfinished record, oldest first; a marker whose record is final or gone
+        is cleared on the way."""
+        out = []
+        for delivery_id in self.pending():
+            record = self.get(delivery_id)
+            if record is None or not record.needs_courier:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.pending_dir / delivery_id)
+                continue
+            out.append(record)
+        out.sort(key=lambda r: r.created_at)
+        return out
 
     def get(self, delivery_id: str) -> Delivery | None:
         try:

@@ -91,3 +91,18 @@ def write_private(path: str | os.PathLike[str], data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def open_private_log(path: str | os.PathLike[str]) -> int:
+    """An O_APPEND descriptor on log file `path`, created 0600 (and tightened if an older
+    codexbridge left it looser: logs hold message text and thread ids). The caller
+    closes it; a child process can be given it as its stdout/stderr."""
+    target = os.fspath(path)
+    ensure_private_dir(os.path.dirname(target) or ".")
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass
+    return fd

@@ -180,25 +180,28 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
 
         on_session_start(payload, log)
         return 0  # registered; mail waits for the first stop (a Stop hook's job)
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-    if session and os.path.exists(handling_path(session)):
-        # This stop ends the turn that handled peer mail: its final message answers the
-        # requests that expect one.
-        from .replies import answer_pending
-
-        last = payload.get("last_assistant_message")
-        answered = answer_pending(session, last if isinstance(last, str) else None)
-        if answered:
-            log(f"mailbox {name!r}: sent {answered} answer(s) back to Codex")
     if has_live(inbox, name):
         # Mail pushed live: remember what reached the session (so it is never delivered
-        # twice), put back what did not (so this stop delivers it).
+        # twice, and its requests are noted as handled), put back what did not (so this
+        # stop delivers it). Before the answers below: a frame the session took during
+        # this turn is answered by this turn's final message.
         from .live import reconcile
 
         try:
             reconcile(inbox, name)
         except Exception as exc:  # the mail stays in its record for the next try
             log(f"mailbox {name!r}: could not settle live deliveries: {exc!r}")
+    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    if session and os.path.exists(handling_path(session)):
+        # This stop may end the turn that took in peer mail: its final message answers
+        # the requests that expect one (handling.due decides which, from the transcript).
+        from .replies import answer_pending
+
+        last = payload.get("last_assistant_message")
+        answered = answer_pending(session, last if isinstance(last, str) else None)
+        if answered:
+            log(f"mailbox {name!r}: sent {answered} answer(s) back to Codex")
+    courier_owed()
     pending = has_pending(inbox, name)
     if not pending:
         # The fast path: nothing waiting, and no chain of ours to end for this session
@@ -211,6 +214,26 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
             return 0
     _decide_and_deliver(inbox, name, payload, pending)
     return 0
+
+
+def courier_owed() -> None:
+    """A delivery still owed to someone (an answer from Codex, a request being watched)
+    with no courier to carry it — it died, or the machine restarted: start one. One
+    listdir when nothing is owed."""
+    from ..host.private import state_home
+
+    if not os.path.isdir(os.path.join(state_home(), "deliveries", ".pending")):
+        return
+    try:
+        if not os.listdir(os.path.join(state_home(), "deliveries", ".pending")):
+            return
+        from ..conversation import courier_link
+
+        if not courier_link.running():
+            courier_link.ensure([])
+            log("restarted the courier: deliveries were still owed")
+    except OSError as exc:
+        log(f"could not look after the courier: {exc!r}")
 
 
 def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
@@ -250,7 +273,10 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
                 batch.commit()
                 from .replies import note_handed
 
-                note_handed(inp.session_id, name, batch.mails)
+                note_handed(inp.session_id, name, batch.mails,
+                            transcript=_str(payload.get("transcript_path")),
+                            offset=_size(payload.get("transcript_path")),
+                            claude_pid=_claude_pid())
                 chain.save(inbox, name, inp.session_key, decision.chain_before + 1,
                            inp.prompt_id)
                 if batch.duplicates or batch.recovered_files:
@@ -260,3 +286,20 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
     elif decision.action == HOLD:
         log(f"mailbox {name!r}: session {inp.session_key}: {decision.why}")
     chain.clear(inbox, name, inp.session_key)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _size(path: object) -> int:
+    """Where a transcript ends now: what is handed from here on shows up after it."""
+    try:
+        return os.stat(path).st_size if isinstance(path, str) else 0
+    except OSError:
+        return 0
+
+
+def _claude_pid() -> int | None:
+    raw = os.environ.get("CLAUDE_PID", "")
+    return int(raw) if raw.isdigit() else None

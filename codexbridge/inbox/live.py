@@ -190,6 +190,17 @@ def _settle(inbox: str, name: str, path: str, record: dict[str, Any], state: str
     mails = _mails(record)
     if state == rules.DELIVERED:
         store.confirm(inbox, name, [m.mail_id for m in mails if m.mail_id])
+        # The frame is in front of Claude: its requests are being handled now, and the
+        # turn that took it in answers them (whoever settles it first notes it; noting
+        # twice counts once).
+        from .replies import note_handed
+
+        session, transcript = record.get("session_id"), record.get("transcript")
+        pid = record.get("claude_pid")
+        note_handed(session if isinstance(session, str) else None, name, mails,
+                    transcript=transcript if isinstance(transcript, str) else None,
+                    offset=int(record.get("offset") or 0),
+                    claude_pid=pid if isinstance(pid, int) else None)
         _remove(path)
         return
     if why is not None and record.get("state") != PUT_BACK:
@@ -258,6 +269,7 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
             count = len(batch.mails)
             record = {"msg_id": msg_id, "mailbox": name, "state": SENT, "at": time.time(),
                       "socket": target.socket, "session_id": target.session_id,
+                      "claude_pid": target.pid,
                       "transcript": target.transcript, "offset": _size(target.transcript),
                       "mails": [m.to_json() for m in batch.mails]}
             write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))

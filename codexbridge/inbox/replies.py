@@ -1,20 +1,21 @@
 """Claude's answers going back to the Codex threads that asked.
 
 When a Claude session is handed mail that expects a reply (`inbox push --expect-reply`,
-MCP `claude_message_send` with `expectReply`), the hander notes it (`note_handed`). At
-the session's next stop its final message — the Stop input's `last_assistant_message`
-— is the answer: `answer_pending` sends it into each asking thread as a reply turn,
-through a detached `codexbridge talk send --in-reply-to` (a reply spends no hop and is
-not answered in turn), and closes the request's delivery record. The Stop hook must
-stay quick, so it only starts that process.
+MCP `claude_message_send` with `expectReply`), whichever path handed it — the Stop
+hook's block, the watcher's wake, a live frame — notes it (`note_handed`), and the
+courier starts watching the session (it tells the asking thread if the session ends
+without answering). At each stop, `answer_pending` sends the turn's final message — the
+Stop input's `last_assistant_message` — to every request this turn took in
+(`conversation/handling.py` decides which, from the transcript) as a reply delivery the
+courier carries into the asking thread: a reply spends no hop and is not answered in
+turn. Each request is answered once: the first stop to claim it on its record wins.
+The Stop hook must stay quick: it writes a record and hands it over.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import tempfile
+import time
 
 from ..conversation import handling
 from .lines import Mail
@@ -24,71 +25,83 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def note_handed(session_id: str | None, mailbox: str, mails: list[Mail]) -> None:
-    """`mails` were just handed to the session: remember what it is handling."""
+def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
+                transcript: str | None = None, offset: int = 0,
+                claude_pid: int | None = None) -> None:
+    """`mails` were just put in front of the session (they show up in `transcript` after
+    byte `offset`): remember what it is handling, and have its requests watched."""
     if not session_id:
         return
     fields = [{**m.extra, "id": m.mail_id} for m in mails]
-    handling.note(session_id, mailbox, fields)
-    asked = [str(f.get("request")) for f in fields if f.get("expect_reply")]
-    if asked:
-        from ..conversation.records import DeliveryState, DeliveryStore
+    fresh = handling.note(session_id, mailbox, fields, transcript, offset)
+    asked = [r for r in fresh if any(
+        (f.get("request") or f.get("id")) == r and f.get("expect_reply") for f in fields)]
+    if not asked:
+        return
+    from ..conversation import courier_link
+    from ..conversation.records import DeliveryState, DeliveryStore
 
-        store = DeliveryStore()
-        for request in asked:
-            store.update(request, lambda r: r.move(DeliveryState.AWAITING_REPLY))
+    store = DeliveryStore()
+
+    def handed(r: Any) -> None:
+        if not r.state.final:
+            r.move(DeliveryState.AWAITING_REPLY, session_id=session_id,
+                   claude_pid=claude_pid or r.claude_pid)
+
+    for request in asked:
+        store.update(request, handed)
+    courier_link.ensure(asked)  # watches the session until it answers
 
 
 def answer_pending(session_id: str | None, answer: str | None) -> int:
-    """At a stop: send `answer` to every request the session was handling; returns how
-    many replies were started."""
+    """At a stop: send `answer` to every request this turn took in; returns how many
+    replies were handed to the courier."""
     if not session_id:
         return 0
-    marker = handling.take(session_id)
-    if not marker:
-        return 0
-    requests: list[dict[str, Any]] = [r for r in marker.get("requests") or []
-                                      if isinstance(r, dict) and r.get("thread")]
+    requests, _ = handling.due(session_id)
+    requests = [r for r in requests if r.get("thread") and r.get("request")]
     if not requests:
         return 0
+    from ..conversation import courier_link
     from ..conversation.records import DeliveryState, DeliveryStore, preview
+    from ..talk.deliveries import new_reply
 
     store = DeliveryStore()
-    started = 0
+    mailbox = (handling.read(session_id) or {}).get("mailbox")
+    started = []
     for req in requests:
-        request = str(req.get("request"))
-        if not answer:
-            store.update(request, lambda r: r.move(
-                DeliveryState.FAILED, reason="the Claude session ended its turn without a "
-                                             "final message: no answer to send back"))
+        request = str(req["request"])
+        claimed: list[Any] = []
+
+        def claim(r: Any, text: str | None = answer, out: list[Any] = claimed) -> None:
+            if r.state.final or r.answered_at is not None:
+                return  # answered already (by an earlier stop, or another path)
+            r.answered_at = time.time()
+            if text:
+                r.reply_preview, r.reply_bytes = preview(text), len(text.encode("utf-8"))
+            else:
+                r.move(DeliveryState.FAILED, reason="the Claude Code session ended its turn "
+                                                    "without a final message: no answer to "
+                                                    "send back")
+            out.append(r)
+
+        store.update(request, claim)
+        if not claimed or not answer:
             continue
-        # Delivered only once the answer is a turn in the asking thread: the reply's
-        # courier closes this record (or marks it failed, the answer kept beside it).
-        def noted(r: Any, text: str = answer) -> None:
-            r.reply_preview, r.reply_bytes = preview(text), len(text.encode("utf-8"))
-
-        store.update(request, noted)
-        _send_back(str(req["thread"]), request, req.get("conversation"), answer)
-        started += 1
-    return started
+        reply = new_reply(store, str(req["thread"]), request, _str(req.get("conversation")),
+                          answer, app_server=_app_server(),
+                          reply_to=mailbox if isinstance(mailbox, str) else None)
+        started.append(reply.id)
+    if started:
+        courier_link.ensure(started)
+    return len(started)
 
 
-def _send_back(thread: str, request: str, conversation: Any, answer: str) -> None:
-    """`codexbridge talk send --in-reply-to`, detached, the answer on its stdin."""
-    from ..conversation.limits import clip, text_max
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
-    answer = clip(answer, text_max(os.environ), "in the Claude Code session's transcript")
-    with tempfile.TemporaryFile() as body:
-        body.write(answer.encode("utf-8"))
-        body.seek(0)
-        argv = [sys.executable, "-m", "codexbridge", "talk", "send", "--thread", thread,
-                "--in-reply-to", request, "-q"]
-        if isinstance(conversation, str):
-            argv += ["--conversation", conversation]
-        from .location import log_dir
 
-        os.makedirs(log_dir(), mode=0o700, exist_ok=True)
-        # Its complaints (an app-server gone, a thread closed) land in the hook's log.
-        with open(os.path.join(log_dir(), "inbox-hook.log"), "ab") as log:
-            subprocess.Popen([*argv, "-"], stdin=body, stdout=subprocess.DEVNULL,
-                             stderr=log, start_new_session=True, env=dict(os.environ))
+def _app_server() -> str | None:
+    """The app-server a reply goes through: the one named for this environment, else
+    the courier's own choice (codex's daemon or a running serve)."""
+    return os.environ.get("CODEX_BRIDGE_URL") or None

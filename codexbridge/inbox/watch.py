@@ -34,6 +34,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+OWED_EVERY = 2.0  # s: how often an idle session's watcher looks after the courier
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_INTERVAL = 0.1
 EXIT_WAKE = 2  # asyncRewake: exit 2 + stderr starts a new turn
@@ -77,6 +78,7 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
               interval: float) -> int:
     """Wait for mail; EXIT_WAKE after writing it to stderr, EXIT_QUIET otherwise."""
     from .hook import render_mail
+    from .spill import spilled
     from .store import take
 
     ensure_private_dir(inbox)
@@ -86,9 +88,13 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
     deadline = time.monotonic() + max(0.0, timeout)
     claude = _claude_pid()
     claim = Claim(watcher_path(inbox, name))
+    owed_check = 0.0
     try:
         holding = False
         while time.monotonic() < deadline:
+            if holding and time.monotonic() >= owed_check:
+                owed_check = time.monotonic() + OWED_EVERY
+                _courier_owed()
             if not claim.still_mine():
                 return EXIT_QUIET  # a newer watcher took over
             if claude is not None and not pid_alive(claude):
@@ -100,18 +106,36 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
                     if batch.empty:
                         batch.commit()
                     else:
-                        text = render_mail(name, batch.mails, batch.rejected,
-                                           rejected_path(inbox, name))
+                        text = render_mail(name, spilled(inbox, name, batch.mails),
+                                           batch.rejected, rejected_path(inbox, name))
                         sys.stderr.buffer.write(text.encode("utf-8") + b"\n")
                         sys.stderr.buffer.flush()
                         batch.commit()
                         from .replies import note_handed
 
                         session = payload.get("session_id")
+                        transcript = payload.get("transcript_path")
+                        transcript = transcript if isinstance(transcript, str) else None
                         note_handed(session if isinstance(session, str) else None, name,
-                                    batch.mails)
+                                    batch.mails, transcript=transcript,
+                                    offset=_size(transcript), claude_pid=claude)
                         return EXIT_WAKE
             time.sleep(interval)
         return EXIT_QUIET
     finally:
         claim.close()
+
+
+def _size(path: str | None) -> int:
+    try:
+        return os.stat(path).st_size if path else 0
+    except OSError:
+        return 0
+
+
+def _courier_owed() -> None:
+    """While Claude sits idle, the watcher is the process that notices a courier that
+    died with deliveries still owed to this session (or any): it starts a new one."""
+    from .hook_main import courier_owed
+
+    courier_owed()

@@ -78,24 +78,18 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
 async def send_async(rt: Runtime, text: str, selector: str | None, approvals: str | None,
                      reply_to: str | None, conversation: str | None,
                      timeout_ms: int | None) -> Outcome:
-    """wait=false: the receipt of `talk send` (a courier carries the turn)."""
-    from ..conversation.records import DeliveryStore
+    """wait=false: the receipt of `talk send` (the courier carries the turn)."""
     from ..inbox.service import mailbox_name
-    from ..talk.deliveries import await_receipt, choose, prepare, start_courier
+    from ..talk.deliveries import send as send_message
 
     policy = check_args(rt, text, approvals)
-    store = DeliveryStore()
-    async with rt.connect() as client:
-        thread, chosen_by = await choose(client, selector)
-    receipt = prepare(text, thread, chosen_by,
-                      reply_to=mailbox_name(reply_to) if reply_to else None,
-                      conversation=conversation, policy=policy,
-                      approval_timeout=rt.settings.approval_timeout,
-                      turn_timeout=(timeout_ms / 1000.0) if timeout_ms else 4 * 3600.0,
-                      store=store)
-    start_courier(receipt.delivery, store)
-    d = await await_receipt(store, receipt.delivery)
-    data = {**receipt._replace(delivery=d).as_dict(), "deliveryId": d.id,
+    receipt = await send_message(
+        text, selector=selector, connect=rt.connect,
+        reply_to=mailbox_name(reply_to) if reply_to else None, conversation=conversation,
+        policy=policy, approval_timeout=rt.settings.approval_timeout,
+        turn_timeout=(timeout_ms / 1000.0) if timeout_ms else 4 * 3600.0)
+    d = receipt.delivery
+    data = {**receipt.as_dict(), "deliveryId": d.id,
             "threadId": d.thread_id, "replyTo": d.reply_to}
     summary = (f"queued as {d.id} in thread {d.thread_id} ({d.state}); Codex's reply will "
                + (f"arrive as mail in mailbox {d.reply_to}" if d.reply_to else
@@ -107,18 +101,18 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
 
 async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
     from ..conversation.records import DeliveryStore
-    from ..talk.courier import check
+    from ..talk.deliveries import status as check
 
     store = DeliveryStore()
     if delivery_id is None:
         rows = [r.as_dict() for r in store.recent(20)]
         return Outcome({"deliveries": rows}, f"{len(rows)} recent deliveries" + "".join(
             f"\n- {r['id']} {r['state']} {r['direction']}" for r in rows))
-    record = await check(store, delivery_id)
+    record = await asyncio.to_thread(check, store, delivery_id)
     end = time.monotonic() + wait
     while not record.state.final and time.monotonic() < end:
         await asyncio.sleep(min(0.2, max(0.0, end - time.monotonic())))
-        record = await check(store, delivery_id)
+        record = await asyncio.to_thread(check, store, delivery_id)
     data = {"delivery": record.as_dict(), "state": record.state.value,
             "final": record.state.final, "replyPreview": record.reply_preview}
     summary = f"delivery {record.id}: {record.state}" + (

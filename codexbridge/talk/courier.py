@@ -1,102 +1,227 @@
-"""The courier: carries one Claude → Codex delivery to its end, then routes the reply.
+"""The courier: one resident process per state home that carries every delivery between
+the agents to its end, and tells the one who asked when it cannot.
 
-Started detached by `talk send` (`codexbridge talk courier ID`), or again by recovery
-to take over a delivery whose courier died. It hands the message to codex's queue
-(wrapped in the envelope the peer and the human see), follows the turn, answers its
-approvals by the record's policy, and — when Codex has answered — leaves the reply as
-mail in the reply-to mailbox (`in_reply_to`, `conversation`, `delivery_id` fields), so
-the Stop hook or the watcher brings it into the Claude session that asked.
+Started on demand (`conversation/courier_link.ensure`: by `talk send`, MCP sends, the
+Stop hook sending Claude's answer back, a Codex request that expects an answer), it
+stays while anything is in flight and leaves after `CODEX_BRIDGE_COURIER_IDLE` seconds
+(60) with nothing to do. One process for all: a send pays no Python start-up of its
+own, and whatever the courier waits for — an app-server that went away — it can wait for.
 
-A courier never resends: taking over, it looks for the message in the thread first
-(`recover.py`) and follows that turn, or waits for the submission still in codex's
-queue.
+To Codex (`to-codex`): the message is in codex's queue already (its sender put it
+there) or is queued now; the courier follows the turn, answers approvals by the
+record's policy, and leaves Codex's answer as mail in the reply-to mailbox. It never
+sends a message twice: whatever happened before, it first looks for it in the thread
+and in codex's queue (`turn.follow_queued`). When the app-server goes away it waits up
+to `CODEX_BRIDGE_SERVER_WAIT` seconds (60) for it to come back, rejoins and finds the
+turn again; if it does not come back, the asker gets a DELIVERY FAILED mail naming the
+request, what happened and what to run.
+
+To Claude (`to-claude`, a Codex request that expects an answer): once a Claude session
+was handed it, the courier watches that session; if it ends before answering, the
+asking Codex thread gets a turn saying so.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+import json
 import os
+import time
 from typing import Any
 
-from ..conversation import envelope
+from ..conversation import courier_link, envelope
 from ..conversation.limits import clip, mail_max
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
-from ..errors import BridgeError, ConnectionLostError, RequestTimeoutError
-from ..host.locking import try_lock
-from ..host.private import ensure_private_dir, write_private
+from ..errors import BridgeError, ConnectError, RequestTimeoutError
+from ..host.locking import FileLock, LockTimeout
+from ..host.paths import state_dir
+from ..host.private import write_private
+from ..host.procs import pid_alive
 from ..inbox import service as inbox
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
-from ..protocol.generated.enums import TurnStatus
-from .client import AppServerClient, Rpc
-from .deliveries import get, text_path
+from .client import AppServerClient
+from .deliveries import get, new_reply, text_path
 from .endpoint import resolve_endpoint
 from .follow import SayResult
-from .recover import locate, still_queued
-from .turn import SayProgress, follow, say
+from .turn import SayProgress, follow_queued
 
 CLIENT_NAME = "codexbridge-courier"
-# Failures after which codex may hold the message even though we never heard so.
-UNSURE = (ConnectionLostError, RequestTimeoutError)
+IDLE_ENV = "CODEX_BRIDGE_COURIER_IDLE"
+DEFAULT_IDLE = 60.0
+SERVER_WAIT_ENV = "CODEX_BRIDGE_SERVER_WAIT"
+DEFAULT_SERVER_WAIT = 60.0
+TICK = 1.0  # s: how often a handed request's session is looked at
+LOCK_WAIT = 15.0  # s: a new courier waits this long for a leaving one to let go
+# The app-server is gone (or never answered): worth waiting for.
+UNREACHABLE = (ConnectError, RequestTimeoutError)
+
+
+def _seconds(env: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(env) or default)
+    except ValueError:
+        return default
+    return value if value >= 0 else default
 
 
 class Orphaned(Exception):
     """The message is nowhere: not in the thread, not in codex's queue."""
 
 
+# --- the resident process --------------------------------------------------------------
+
+class Courier:
+    """Everything in flight for one state home, each delivery a task."""
+
+    def __init__(self, store: DeliveryStore | None = None) -> None:
+        self.store = store or DeliveryStore()
+        self.tasks: dict[str, asyncio.Task[Any]] = {}
+        self.quiet_since = time.monotonic()
+
+    async def serve(self) -> int:
+        """Carry what is unfinished and what senders hand over; leave when idle."""
+        lock = FileLock(str(state_dir() / "courier.lock"), timeout=LOCK_WAIT)
+        try:
+            lock.__enter__()
+        except LockTimeout:
+            return 0  # another courier runs (and keeps running): it has the work
+        path = courier_link.socket_path()
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)  # we hold the lock: whatever is there is stale
+            server = await asyncio.start_unix_server(self._client, path)
+            os.chmod(path, 0o600)
+            try:
+                self.adopt([r.id for r in self.store.unfinished()])
+                await self._until_idle()
+            finally:
+                server.close()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            # Handed over between our last look and the close: finish them too.
+            while self.tasks:
+                await asyncio.wait(list(self.tasks.values()))
+        finally:
+            lock.__exit__()
+        return 0
+
+    async def _until_idle(self) -> None:
+        idle = _seconds(IDLE_ENV, DEFAULT_IDLE)
+        while True:
+            await asyncio.sleep(TICK)
+            if self.tasks:
+                self.quiet_since = time.monotonic()
+            elif time.monotonic() - self.quiet_since >= idle:
+                # One more look: a record written by a sender that could not reach us.
+                self.adopt([r.id for r in self.store.unfinished()])
+                if not self.tasks:
+                    return
+
+    async def _client(self, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await asyncio.wait_for(reader.readline(), 5.0)
+            message = json.loads(line) if line else {}
+            ids = message.get("ids") if isinstance(message, dict) else None
+            if isinstance(ids, list):
+                self.adopt([i for i in ids if isinstance(i, str)])
+            writer.write(b'{"ok": true}\n')
+            await writer.drain()
+        except (OSError, ValueError, asyncio.TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+    def adopt(self, ids: list[str]) -> None:
+        for delivery_id in ids:
+            if delivery_id in self.tasks:
+                continue
+            record = self.store.get(delivery_id)
+            if record is None or record.state.final:
+                continue
+            task = asyncio.create_task(self._carry(record), name=f"courier-{delivery_id}")
+            self.tasks[delivery_id] = task
+            task.add_done_callback(functools.partial(self._done, delivery_id))
+
+    def _done(self, delivery_id: str, _task: object = None) -> None:
+        task = self.tasks.pop(delivery_id, None)
+        self.quiet_since = time.monotonic()
+        if task is not None and not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            _log(f"{delivery_id}: courier bug: {exc!r}")
+            # A bug must not leave the asker waiting in silence.
+            record = self.store.get(delivery_id)
+            if record is not None and not record.state.final:
+                _fail(self.store, record, f"codexbridge's courier failed ({exc!r}); this is a "
+                      "bug in codexbridge — please report it")
+
+    async def _carry(self, record: Delivery) -> None:
+        if record.direction is Direction.TO_CODEX:
+            done = await carry(self.store, record.id)
+            _log(f"{done.id}: {done.state}" + (f" ({done.reason})" if done.reason else ""))
+        else:
+            notice = await watch_request(self.store, record.id)
+            if notice is not None:
+                self.adopt([notice])
+
+
+def _log(line: str) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    print(f"{stamp}Z courier {os.getpid()}: {line}", flush=True)
+
+
+# --- to Codex --------------------------------------------------------------------------
+
 def envelope_of(record: Delivery) -> envelope.Envelope:
-    where = f'mailbox "{record.reply_to}" (the asking Claude)' if record.reply_to else None
+    where = f'mailbox "{record.reply_to}" (the asking Claude)' \
+        if record.reply_to and not record.in_reply_to else None
     return envelope.Envelope(envelope.CLAUDE, record.id, record.conversation or "",
                              record.hop, record.max_hops, where, record.in_reply_to)
 
 
-async def carry(delivery_id: str, store: DeliveryStore | None = None) -> Delivery:
-    """Carry the delivery (fresh, or taking over) to a final state, or leave it
-    `awaiting-reply` when the turn outlives `turn_timeout`."""
-    store = store or DeliveryStore()
-    record = get(store, delivery_id)
-    text = text_path(store, record.id).read_text(encoding="utf-8")
-    store.update(record.id, lambda r: setattr(r, "courier_pid", os.getpid()))
-    ep = resolve_endpoint(record.app_server)
-    try:
-        async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
-            result, took_over = await _run(client, store, record,
-                                           envelope_of(record).wrap(text))
-    except Orphaned as exc:
-        return _final(store, record.id, DeliveryState.ORPHANED, reason=str(exc),
-                      courier_pid=None)
-    except BridgeError as exc:
-        latest = get(store, record.id)
-        if latest.submission_id is None and latest.turn_id is None and not isinstance(
-                exc, UNSURE):
-            # Refused or never connected before codex took the message: provably
-            # nothing will run it, so it failed (and the asker hears of it).
-            reason = f"not delivered: {exc.message}"
-            mail_id = _notify(latest, f"DELIVERY FAILED: your request {latest.id} to Codex "
-                                      f"(thread {latest.thread_id}) — {reason}", False)
-            return _final(store, record.id, DeliveryState.FAILED, reason=reason,
-                          reply_mail_id=mail_id)
-        raise  # codex may hold it: the record stays for `talk status` to recover
-    # An answer read from a turn a dead courier left behind is a recovered one.
-    return finish(store, record.id, result, recovered=took_over)
+async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
+    """Carry one to-codex delivery to a final state — or leave it `awaiting-reply` when
+    the turn outlives the record's `turn_timeout`."""
+    before = get(store, delivery_id).courier_pid
+    # An answer read from a turn a courier before us left behind is a recovered one.
+    recovered = before is not None and before != os.getpid() and not pid_alive(before)
+    store.update(delivery_id, lambda r: setattr(r, "courier_pid", os.getpid()))
+    text = envelope_of(get(store, delivery_id)).wrap(
+        text_path(store, delivery_id).read_text(encoding="utf-8"))
+    while True:
+        record = get(store, delivery_id)
+        if record.state.final:
+            return record
+        try:
+            ep = resolve_endpoint(record.app_server)
+            async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
+                result = await _run(client, store, record, text)
+        except Orphaned as exc:
+            mail_id = _tell_failure(store, record, str(exc))
+            return _final(store, delivery_id, DeliveryState.ORPHANED, reason=str(exc),
+                          reply_mail_id=mail_id, courier_pid=None)
+        except UNREACHABLE as exc:
+            lost = record.server_lost_at or time.time()
+            if record.server_lost_at is None:
+                store.update(delivery_id, functools.partial(_lost_at, at=lost))
+            _log(f"{delivery_id}: lost the app-server ({exc.message}); waiting for it")
+            if await _server_back(record.app_server, lost + _seconds(SERVER_WAIT_ENV,
+                                                                     DEFAULT_SERVER_WAIT)):
+                continue  # rejoin, find the message again (never resent)
+            return _unreachable(store, get(store, delivery_id), exc, lost)
+        except BridgeError as exc:
+            return _refused(store, get(store, delivery_id), exc)
+        return finish(store, delivery_id, result, recovered=recovered)
 
 
-async def _run(client: Rpc, store: DeliveryStore, record: Delivery,
-               text: str) -> tuple[SayResult, bool]:
-    policy = ApprovalPolicy.parse(record.approvals) or ApprovalPolicy.TUI
-    common: dict[str, Any] = {"approvals": policy, "approval_timeout": record.approval_timeout,
-                              "timeout": record.turn_timeout}
+async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
+               text: str) -> SayResult:
     assert record.thread_id is not None
     progress = SayProgress(client_id=record.id, on_change=lambda what, p: _progress(
         store, record.id, what, p))
-    if record.state is not DeliveryState.QUEUED or record.submission_id is not None:
-        found = await locate(client, record.thread_id, record.id)
-        if found is not None:
-            store.update(record.id, lambda r: r.move(DeliveryState.AWAITING_REPLY,
-                                                     turn_id=found.turn_id))
-            return await follow(client, record.thread_id, found.turn_id, **common), True
-        if not await still_queued(client, record.thread_id, record.submission_id, record.id):
-            raise Orphaned("codex no longer has the message (not in the thread, not in its "
-                           "queue); it is not resent")
-        progress.submission_id = record.submission_id
+    progress.submission_id = record.submission_id
     answering = False
 
     def on_delta(_chunk: str) -> None:
@@ -105,8 +230,38 @@ async def _run(client: Rpc, store: DeliveryStore, record: Delivery,
             answering = True
             store.update(record.id, _answering)
 
-    return await say(client, record.thread_id, text, progress=progress, on_delta=on_delta,
-                     **common), False
+    # Codex's own record decides: the message is followed where codex has it (its
+    # sender queued it; it ran while we were away). It is queued only when codex has it
+    # nowhere *and* nobody ever saw codex take it (its sender died, or its add got no
+    # answer): a message codex had and no longer has was taken out on purpose — never
+    # sent twice.
+    handed = record.submission_id is not None or record.turn_id is not None
+    result = await follow_queued(
+        client, record.thread_id, progress, None if handed else text,
+        approvals=ApprovalPolicy.parse(record.approvals) or ApprovalPolicy.TUI,
+        approval_timeout=record.approval_timeout, timeout=record.turn_timeout,
+        on_delta=on_delta)
+    if result is None:
+        raise Orphaned("codex no longer has the message (not in the thread, not in its "
+                       "queue); it is not resent")
+    return result
+
+
+def _lost_at(r: Delivery, at: float) -> None:
+    r.server_lost_at = at
+
+
+async def _server_back(url: str | None, until: float) -> bool:
+    """Wait (until the wall-clock time `until`) for the app-server at `url` to accept a
+    connection again."""
+    while time.time() < until:
+        try:
+            ep = resolve_endpoint(url)
+            async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME):
+                return True
+        except BridgeError:
+            await asyncio.sleep(0.25)
+    return False
 
 
 def _answering(r: Delivery) -> None:
@@ -130,12 +285,66 @@ def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress)
 
     if what in ("queued", "started"):
         store.update(delivery_id, queued if what == "queued" else started)
+    elif what == "answering":
+        store.update(delivery_id, _answering)
+
+
+def _clock(ts: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def _unreachable(store: DeliveryStore, record: Delivery, exc: BridgeError,
+                 lost: float) -> Delivery:
+    waited = _seconds(SERVER_WAIT_ENV, DEFAULT_SERVER_WAIT)
+    stage = ("while Codex was answering" if record.turn_id else
+             "after codex took the message, before its turn started"
+             if record.submission_id else "before codex took the message")
+    where = record.app_server or "the app-server"
+    reason = (f"the app-server ({where}) went away at {_clock(lost)} {stage} and did not "
+              f"come back within {waited:g} s ({exc.message})")
+    todo = ("start codex again (`codex -C <your project>` starts its daemon), then "
+            f"`codexbridge talk read --thread {record.thread_id}` shows whether the turn "
+            "finished; ask again if it did not — nothing was resent")
+    return _fail(store, record, reason, todo)
+
+
+def _refused(store: DeliveryStore, record: Delivery, exc: BridgeError) -> Delivery:
+    if record.submission_id is None and record.turn_id is None:
+        return _fail(store, record, f"not delivered: {exc.message}")
+    return _fail(store, record, f"codexbridge lost track of the turn: {exc.message}",
+                 f"`codexbridge talk read --thread {record.thread_id}` shows what the "
+                 "thread kept")
+
+
+def _fail(store: DeliveryStore, record: Delivery, reason: str,
+          todo: str | None = None) -> Delivery:
+    """End the record `failed` and tell whoever waits for it."""
+    mail_id = _tell_failure(store, record, reason, todo)
+    return _final(store, record.id, DeliveryState.FAILED, reason=reason,
+                  reply_mail_id=mail_id, courier_pid=None)
+
+
+def _tell_failure(store: DeliveryStore, record: Delivery, reason: str,
+                  todo: str | None = None) -> str | None:
+    """The asker hears of it by itself: a Claude request's DELIVERY FAILED mail; for
+    Claude's answer going back, the session that answered hears it did not arrive."""
+    if record.direction is Direction.TO_CLAUDE:
+        return None
+    if record.in_reply_to:
+        return _notify(record, f"codexbridge: your answer to Codex's request "
+                               f"{record.in_reply_to} did not reach thread "
+                               f"{record.thread_id} — {reason}. Your answer is kept in "
+                               f"{text_path(store, record.id)}.")
+    return _notify(record, f"DELIVERY FAILED: your request {record.id} to Codex (thread "
+                           f"{record.thread_id}) — {reason}."
+                   + (f" What to do: {todo}." if todo else ""))
 
 
 def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
            recovered: bool = False) -> Delivery:
     """Route the outcome of the turn and close the record."""
     record = get(store, delivery_id)
+    record.recovered = recovered or record.recovered  # (the mail says so too)
     message = (result.error or {}).get("message") if isinstance(result.error, dict) else None
     if result.status is TurnOutcome.TIMED_OUT:
         return _final(store, delivery_id, DeliveryState.AWAITING_REPLY, courier_pid=None,
@@ -143,23 +352,27 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
                              "`talk status` recovers the answer when the turn ends")
     if result.status is not TurnOutcome.COMPLETED:
         reason = f"the turn ended {result.status}" + (f": {message}" if message else "")
-        mail_id = _notify(record, f"DELIVERY FAILED: your request {record.id} to Codex "
-                                  f"(thread {record.thread_id}) did not complete — {reason}.",
-                          recovered)
+        if record.server_lost_at is not None:
+            reason += (f" (the app-server went away at {_clock(record.server_lost_at)} "
+                       "during it)")
+        mail_id = _tell_failure(store, record, f"it did not complete: {reason}")
         return _final(store, delivery_id, DeliveryState.FAILED, reason=reason,
                       turn_id=result.turn_id or record.turn_id, reply_mail_id=mail_id,
-                      reply_preview=preview(result.reply), recovered=recovered)
+                      reply_preview=preview(result.reply), recovered=recovered,
+                      courier_pid=None)
     label = "RECOVERED reply" if recovered else "Reply"
     cut = (f"\n\n[codexbridge: Codex's reply was {result.reply_bytes} bytes; the first "
            f"{len(result.reply.encode('utf-8'))} were kept — `codexbridge talk read` shows "
            "the thread]" if result.truncated else "")
-    mail_id = _notify(record, f"{label} from Codex (thread {record.thread_id}) to your request "
-                              f"{record.id}, conversation {record.conversation}:\n\n"
-                              f"{_bounded(store, record.id, result.reply)}{cut}", recovered)
+    mail_id = None
+    if not record.in_reply_to:
+        mail_id = _notify(record, f"{label} from Codex (thread {record.thread_id}) to your "
+                                  f"request {record.id}, conversation {record.conversation}:"
+                                  f"\n\n{_bounded(store, record.id, result.reply)}{cut}")
     return _final(store, delivery_id, DeliveryState.DELIVERED,
                   turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
                   reply_bytes=result.reply_bytes or len(result.reply.encode("utf-8")),
-                  reply_mail_id=mail_id, recovered=recovered)
+                  reply_mail_id=mail_id, recovered=recovered, courier_pid=None)
 
 
 def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
@@ -174,14 +387,15 @@ def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
     return clip(reply, limit, f"in the file {path}")
 
 
-def _notify(record: Delivery, text: str, recovered: bool) -> str | None:
+def _notify(record: Delivery, text: str) -> str | None:
     """Leave `text` in the reply-to mailbox; None when there is none (or it failed)."""
-    if not record.reply_to or record.in_reply_to:
-        return None  # nobody to tell, or this was itself a reply: replies are not answered
+    if not record.reply_to:
+        return None
     try:
         receipt = inbox.push(text, to=record.reply_to, sender="codex", new=True, fields={
-            "in_reply_to": record.id, "conversation": record.conversation,
-            "delivery_id": record.id, "recovered": recovered})
+            "in_reply_to": record.in_reply_to or record.id,
+            "conversation": record.conversation, "delivery_id": record.id,
+            "recovered": record.recovered})
     except BridgeError:
         return None
     return receipt.mail.mail_id
@@ -200,7 +414,8 @@ def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
                   failure: str | None = None) -> None:
     """Claude's answer to `request` reached the asking thread (a turn ran with it), or
     did not — then the request says so, and where the answer is kept."""
-    ran = reply is not None and reply.turn_id is not None and failure is None
+    ran = reply is not None and reply.turn_id is not None and failure is None \
+        and reply.state is DeliveryState.DELIVERED
     why = failure or (reply.reason if reply is not None else None) or "unknown"
 
     def change(r: Delivery) -> None:
@@ -217,55 +432,38 @@ def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
     store.update(request, change)
 
 
-async def check(store: DeliveryStore, delivery_id: str) -> Delivery:
-    """A record as it stands — recovered when its courier died before the end.
+# --- to Claude -------------------------------------------------------------------------
 
-    The thread decides (`recover.py`): our turn finished → the answer is routed,
-    marked RECOVERED; still running, or still in codex's queue → a new courier takes
-    over (no resend); nowhere → `orphaned`. Messages to Claude have no courier.
-    """
-    from .deliveries import courier_gone
-
-    record = get(store, delivery_id)
-    if (record.direction is not Direction.TO_CODEX or not courier_gone(record)
-            or record.thread_id is None):
-        return record
-    # One recovery at a time (two `talk status` must not start two couriers); a second
-    # checker sees the record as it stands and leaves it to the first.
-    ensure_private_dir(store.root)
-    with try_lock(str(store.root / f".{delivery_id}.check.lock")) as mine:
-        if not mine:
-            return record
-        record = get(store, delivery_id)
-        if not courier_gone(record):
-            return record
-        return await _recover(store, record)
+async def watch_request(store: DeliveryStore, request: str) -> str | None:
+    """Watch a Codex request a Claude session was handed until it is answered; if the
+    session ends first, fail it and return the id of the notice for the asking thread."""
+    while True:
+        record = store.get(request)
+        if record is None or record.state.final or record.answered_at is not None:
+            return None
+        if record.state is not DeliveryState.AWAITING_REPLY or record.claude_pid is None:
+            return None  # not handed yet: whoever hands it wakes us again
+        if not pid_alive(record.claude_pid):
+            return _session_ended(store, record)
+        await asyncio.sleep(TICK)
 
 
-async def _recover(store: DeliveryStore, record: Delivery) -> Delivery:
-    from .deliveries import start_courier
+def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
+    why = (f"the Claude Code session that was handling it (session {record.session_id}, "
+           f"pid {record.claude_pid}) ended before it answered")
 
-    delivery_id = record.id
-    assert record.thread_id is not None
-    ep = resolve_endpoint(record.app_server)
-    async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
-        found = await locate(client, record.thread_id, record.id)
-        if found is None and await still_queued(client, record.thread_id,
-                                                record.submission_id, record.id):
-            start_courier(record, store)
-            return get(store, delivery_id)
-    if found is None:
-        why = ("the courier stopped before it handed the message to codex"
-               if record.submission_id is None
-               else "codex no longer has the message (not in the thread, not in its queue)")
-        return _final(store, delivery_id, DeliveryState.ORPHANED, courier_pid=None,
-                      reason=f"{why}; it is not resent")
-    if found.status == TurnStatus.IN_PROGRESS:
-        store.update(delivery_id, lambda r: r.move(DeliveryState.AWAITING_REPLY,
-                                                   turn_id=found.turn_id))
-        start_courier(record, store)
-        return get(store, delivery_id)
-    outcome = TurnOutcome.parse(found.status) or TurnOutcome.FAILED
-    return finish(store, delivery_id, SayResult(record.thread_id, found.turn_id, outcome,
-                                                found.reply, [], found.error),
-                  recovered=True)
+    def fail(r: Delivery) -> None:
+        if not r.state.final and r.answered_at is None:
+            r.move(DeliveryState.FAILED, reason=why)
+
+    failed = store.update(record.id, fail)
+    if failed is None or failed.state is not DeliveryState.FAILED or failed.reason != why:
+        return None  # answered meanwhile
+    if not record.thread_id:
+        return None
+    text = (f"codexbridge: your request {record.id} to Claude Code got no answer — {why}. "
+            "Nothing more will come back for it. Ask again once the session runs again "
+            f"(in its project: `claude --resume {record.session_id}`).")
+    notice = new_reply(store, record.thread_id, record.id, record.conversation, text,
+                       app_server=None, reply_to=None)
+    return notice.id

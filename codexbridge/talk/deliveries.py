@@ -1,35 +1,32 @@
-"""Claude → Codex conversations: `talk send` and `talk status`, for the CLI and MCP.
-
-`send` makes the decisions and returns a receipt within a second; a detached courier
-process (`courier.py`) carries the message after the caller is gone — it works with any
-app-server (our `serve` or the user's own daemon), and a Claude Code Bash call that is
-killed after 120 s no longer loses the answer.
+"""Claude → Codex conversations: sending with a receipt and reading where a message is —
+the one service `talk send`, MCP `codex_message_send` (wait=false) and the Stop hook's
+answers back call.
 
     guards      a send from inside a Codex turn into that same thread is refused
                 (`CODEX_THREAD_ID`, measured: codex sets it for the commands it runs);
                 a request over its conversation's hop budget is refused — both before
                 anything is recorded or delivered
     record      `deliveries/<id>.json` (queued), the text beside it (0600)
-    courier     started detached; the receipt waits ≤ 0.8 s for it to report codex's
-                queue entry, and says `queued` either way
-    status      a record; one whose courier died is recovered from the thread — the
-                answer read by the delivery id codex kept as the turn's `clientId` —
-                marked `recovered`, or `orphaned` when the message is nowhere. Never resent.
+    send        the sender hands the message to codex's queue itself (it is connected
+                and joined already: no second process on the way), then hands the record
+                to the resident courier (`courier.py`), which follows the turn and routes
+                the answer; the receipt says `queued` with codex's queue entry
+    status      a record as it stands; one that needs a courier and has none gets one
+                (it finds the message in the thread or codex's queue — never resent)
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import NamedTuple
 
-from ..conversation import envelope
-from ..conversation.budget import CONVERSATION_ENV, Conversations, max_hops
+from ..conversation import courier_link, envelope
+from ..conversation.budget import Conversations, max_hops
 from ..conversation.context import current_conversation
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..conversation.routing import (
@@ -40,15 +37,12 @@ from ..conversation.routing import (
 )
 from ..errors import DeliveryNotFoundError, SelfSendError
 from ..host.paths import state_dir
-from ..host.procs import pid_alive
 from ..inbox.listeners import read_listeners
 from ..inbox.location import inbox_dir
 from ..protocol.enums import ApprovalPolicy
 from ..protocol.threads import ThreadInfo
 from .client import Rpc
 from .threads import find_joinable, join
-
-RECEIPT_WAIT = 0.8  # of the 1 s a send may take: the rest is connecting and resolving
 
 
 class Receipt(NamedTuple):
@@ -154,38 +148,110 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
                              "this call (the asking Claude waits for it)").wrap(text)
 
 
-def start_courier(record: Delivery, store: DeliveryStore | None = None,
-                  env: Mapping[str, str] | None = None) -> int:
-    """The detached process that carries `record` (its own session: it outlives us);
-    its pid goes on the record, so a courier that died is told from one at work."""
-    child_env = dict(os.environ if env is None else env)
-    if record.conversation:
-        child_env[CONVERSATION_ENV] = record.conversation
-    logs = state_dir() / "logs"
-    from ..host.private import ensure_private_dir
-
-    ensure_private_dir(logs)
-    with open(logs / "courier.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "talk", "courier",
-                                 record.id], env=child_env, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=log, start_new_session=True)
-    (store or DeliveryStore()).update(record.id, lambda r: setattr(r, "courier_pid", proc.pid))
-    return proc.pid
+RECOVER_WAIT = 5.0  # s: a courier started for `talk status` settles a dead one's record
 
 
-async def await_receipt(store: DeliveryStore, record: Delivery,
-                        wait: float = RECEIPT_WAIT) -> Delivery:
-    """The record once the courier reports codex's queue entry (or after `wait`)."""
-    end = time.monotonic() + wait
-    current = record
-    while time.monotonic() < end:
-        latest = store.get(record.id)
-        if latest is not None:
-            current = latest
-            if latest.submission_id or latest.state is not DeliveryState.QUEUED:
-                break
-        await asyncio.sleep(0.02)
-    return current
+def envelope_of(record: Delivery) -> envelope.Envelope:
+    """The header the peer and the human see above the message."""
+    where = f'mailbox "{record.reply_to}" (the asking Claude)' \
+        if record.reply_to and not record.in_reply_to else None
+    return envelope.Envelope(envelope.CLAUDE, record.id, record.conversation or "",
+                             record.hop, record.max_hops, where, record.in_reply_to)
+
+
+async def send(text: str, *, selector: str | None = None, cwd: str | None = None,
+               url: str | None = None, reply_to: str | None = None,
+               conversation: str | None = None, in_reply_to: str | None = None,
+               policy: ApprovalPolicy = ApprovalPolicy.TUI, approval_timeout: float = 300.0,
+               turn_timeout: float = 4 * 3600.0, wait_thread: float = 0.0,
+               env: Mapping[str, str] | None = None,
+               store: DeliveryStore | None = None,
+               connect: Callable[[], AbstractAsyncContextManager[Rpc]] | None = None
+               ) -> Receipt:
+    """Send `text` into the thread: guards, record, codex's queue, the courier — and the
+    receipt, within a second. Errors before codex took the message mean nothing was
+    sent (and nothing is left recorded as on its way). `connect` (the MCP server's
+    connector) replaces connecting to `url`; the courier then finds the endpoint itself."""
+    from ..errors import BridgeError, RpcError
+    from .client import AppServerClient
+    from .endpoint import resolve_endpoint
+    from .turn import SayProgress, queue_message
+
+    store = store or DeliveryStore()
+    app_server: str | None = None
+    if connect is None:
+        endpoint = resolve_endpoint(url)
+        app_server = endpoint.url
+
+        def connect() -> AbstractAsyncContextManager[Rpc]:
+            return AppServerClient(endpoint.url, token=endpoint.token)
+
+    async with connect() as client:
+        thread, chosen_by = await choose(client, selector, cwd, wait=wait_thread)
+        receipt = prepare(text, thread, chosen_by, reply_to=reply_to,
+                          conversation=conversation, in_reply_to=in_reply_to, policy=policy,
+                          approval_timeout=approval_timeout, turn_timeout=turn_timeout,
+                          env=env, app_server=app_server, store=store)
+        record = receipt.delivery
+        progress = SayProgress(client_id=record.id)
+        try:
+            await queue_message(client, thread.id, envelope_of(record).wrap(text), progress)
+        except RpcError as exc:  # an answer: codex refused it, no turn will run it
+            why = f"codex refused the message: {exc.message}"
+            store.update(record.id, lambda r: r.move(DeliveryState.FAILED, reason=why))
+            raise
+        except BridgeError:
+            pass  # no answer: codex may hold it; the courier looks before anything else
+        else:
+            store.update(record.id, lambda r: setattr(r, "submission_id",
+                                                      progress.submission_id))
+    if not await asyncio.to_thread(courier_link.ensure, [record.id]):
+        store.update(record.id, lambda r: r.warnings.append(
+            "no courier could be started to follow the turn (see "
+            f"{state_dir() / 'logs' / 'courier.log'}); the message is in codex's queue, and "
+            "the next codexbridge command or Claude stop starts one to route the answer"))
+    return receipt._replace(delivery=get(store, record.id))
+
+
+def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: str | None,
+              text: str, *, app_server: str | None, reply_to: str | None) -> Delivery:
+    """Record Claude's answer to Codex's `request` as a delivery into the asking thread
+    (no hop spent; nothing routed back), for the courier to queue and follow. `reply_to`:
+    the answering session's mailbox, told if the answer cannot be delivered."""
+    from ..conversation.limits import clip, text_max
+
+    text = clip(text, text_max(os.environ), "in the Claude Code session's transcript")
+    record = Delivery(id=envelope.request_token(), direction=Direction.TO_CODEX,
+                      conversation=conversation or envelope.conversation_id(), hop=0,
+                      max_hops=max_hops(dict(os.environ)), in_reply_to=request,
+                      thread_id=thread_id, chosen_by="asking-thread",
+                      text_preview=preview(text), reply_to=reply_to,
+                      reply_to_how="the answering session" if reply_to else None,
+                      app_server=app_server)
+    record.move(DeliveryState.QUEUED)
+    store.save(record)
+    from ..host.private import write_private
+
+    write_private(text_path(store, record.id), text.encode("utf-8"))
+    return record
+
+
+def status(store: DeliveryStore, delivery_id: str) -> Delivery:
+    """The record as it stands. One that still needs a courier and has none (it died, or
+    the machine rebooted) is handed to a new one, which finds the message in the thread
+    or codex's queue and carries on — never resending it."""
+    record = get(store, delivery_id)
+    if record.needs_courier and not courier_link.running():
+        courier_link.ensure([record.id])
+        # The new courier looks in the thread at once: what it finds is worth showing.
+        end = time.monotonic() + RECOVER_WAIT
+        while time.monotonic() < end:
+            latest = get(store, delivery_id)
+            if latest.state is not record.state or latest.state.final:
+                return latest
+            time.sleep(0.05)
+        record = get(store, delivery_id)
+    return record
 
 
 def get(store: DeliveryStore, delivery_id: str) -> Delivery:
@@ -204,17 +270,3 @@ def get(store: DeliveryStore, delivery_id: str) -> Delivery:
         raise DeliveryNotFoundError(f"no delivery {delivery_id!r} in {store.root} (never made "
                                     "here, or expired)", details={"delivery": delivery_id})
     return record
-
-
-COURIER_START_GRACE = 10.0  # s: between writing a record and noting its courier's pid
-
-
-def courier_gone(record: Delivery, now: float | None = None) -> bool:
-    """True when nobody carries this unfinished delivery any more."""
-    if record.state.final:
-        return False
-    if record.courier_pid is None:
-        # Just written: the sender is starting its courier this very moment.
-        age = (time.time() if now is None else now) - record.updated_at
-        return age > COURIER_START_GRACE
-    return not pid_alive(record.courier_pid)

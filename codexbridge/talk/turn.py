@@ -31,7 +31,7 @@ from .follow import ApprovalRecord, SayResult, TurnFollower
 from .threads import join, wait_idle
 
 __all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayProgress", "SayResult", "follow",
-           "interrupt", "running_turn", "say"]
+           "follow_queued", "interrupt", "queue_message", "running_turn", "say"]
 
 DEFAULT_TURN_TIMEOUT = 900.0
 INTERRUPT_GRACE = 5.0  # measured: an interrupted turn completes in ~0.05 s
@@ -151,14 +151,7 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
             run.feeding = True  # before the add: on an idle thread the turn starts at once
             progress.turn_start_sent = True
             if progress.submission_id is None:  # else: taking over one queued before
-                queued = await _refusable(progress, rpc.request(m.THREAD_QUEUE_ADD, {
-                    "threadId": thread_id, "clientUserMessageId": progress.client_id,
-                    "input": user_input(text)}))
-                submission = (queued.get("queuedSubmission") if isinstance(queued, dict)
-                              else None)
-                progress.submission_id = (str(submission.get("id"))
-                                          if isinstance(submission, dict) else None)
-                progress.changed("queued")
+                await queue_message(rpc, thread_id, text, progress)
             if not await _await_our_turn(rpc, run, thread_id, progress, wait) \
                     and await _unqueue(rpc, thread_id, progress):
                 return _busy(thread_id, wait)
@@ -201,6 +194,77 @@ async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
         if run.lost and run.tracker.completed is None:
             raise ConnectionLostError(run.lost)
         return run.result(turn_id, timed_out, timeout)
+
+
+async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
+                        text: str | None, *,
+                        approvals: ApprovalPolicy = ApprovalPolicy.TUI,
+                        approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
+                        timeout: float = DEFAULT_TURN_TIMEOUT,
+                        capture_limit: int = CAPTURE_LIMIT,
+                        on_delta: Callable[[str], None] | None = None) -> SayResult | None:
+    """Carry a message codex may already hold — queued by its sender, or by a courier
+    that lost its app-server — to the end of its turn, never sending it twice.
+
+    Subscribed first, then it looks: the thread (our turn, by the `clientId` codex kept),
+    then codex's queue; and again every second while it waits, so a turn that started
+    between two looks is never missed. Only when codex has the message nowhere is `text`
+    queued (once). None: nowhere, and no `text` to send (the message is lost: orphaned).
+    """
+    from .recover import still_queued, turn_of, turn_status
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, None,
+                       client_id=progress.client_id)
+    run.tracker.capture_limit = capture_limit
+    async with _pumping(rpc, run, "codexbridge-courier-follow"):
+        await join(rpc, thread_id)
+        run.feeding = True
+        while not run.started.is_set():
+            turn = await turn_of(rpc, thread_id, progress.client_id)
+            if turn is not None:
+                await run.bind(turn)
+                ended = await turn_status(rpc, thread_id, turn)
+                if ended.status != TurnStatus.IN_PROGRESS:
+                    return SayResult(thread_id, turn, TurnOutcome.parse(ended.status)
+                                     or TurnOutcome.FAILED, ended.reply, [], ended.error)
+                # Running since before we looked: Codex is at it (its first words may be
+                # out already; codex lists an agent message only once it is complete).
+                progress.turn_id = turn
+                progress.changed("started")
+                progress.changed("answering")
+                break
+            if not await still_queued(rpc, thread_id, progress.submission_id,
+                                      progress.client_id):
+                if text is None:
+                    return None
+                await queue_message(rpc, thread_id, text, progress)
+                text = None
+            else:
+                await _start_if_first(rpc, thread_id, progress)
+            await _started(run, min(QUEUE_CHECK, max(0.0, deadline - loop.time())))
+            if run.lost is not None or loop.time() >= deadline:
+                break
+        progress.turn_id = run.tracker.turn_id
+        if progress.turn_id:
+            progress.changed("started")
+        timed_out = not await _wait(run.done, max(0.0, deadline - loop.time()))
+        if run.lost and run.tracker.completed is None:
+            raise ConnectionLostError(run.lost)
+        return run.result(progress.turn_id or "", timed_out, timeout)
+
+
+async def queue_message(rpc: Rpc, thread_id: str, text: str, progress: SayProgress) -> None:
+    """`thread/queue/add` with our client id; notes the submission on `progress`."""
+    progress.turn_start_sent = True
+    queued = await _refusable(progress, rpc.request(m.THREAD_QUEUE_ADD, {
+        "threadId": thread_id, "clientUserMessageId": progress.client_id,
+        "input": user_input(text)}))
+    submission = queued.get("queuedSubmission") if isinstance(queued, dict) else None
+    progress.submission_id = (str(submission.get("id")) if isinstance(submission, dict)
+                              else None)
+    progress.changed("queued")
 
 
 @contextlib.asynccontextmanager

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess, launch
+from codexbridge.inbox.location import inbox_dir
+from codexbridge.inbox.peek import peek
 from codexbridge.mock.server import MockResponsesServer
 from tests.support.cli import arun_cli
 from tests.support.raw_client import RawClient, start_user_thread
@@ -57,21 +59,25 @@ async def test_say_and_send_when_the_app_server_dies_mid_turn(
         rid = json.loads(sent.out)["delivery_id"]
         await held(mock_model, "dead2")
         kill(server)
+        # the courier lost its connection and waits for the server; the local record
+        # still shows, with no server to ask
         down = await arun_cli("talk", "status", rid, "--json", env=env)
-        # the courier lost its connection; nothing can be checked while codex is down
-        assert down.code in (0, 5), down.err
-        if down.code == 5:
-            assert "Traceback" not in down.err and "cannot connect" in down.err
-        # 3) codex comes back on the same address: the thread tells what became of it
+        assert down.code == 0, down.err
+        assert json.loads(down.out)["delivery"]["state"] not in ("delivered", "failed")
+        # 3) codex comes back on the same address: the courier rejoins by itself and the
+        # thread tells what became of the turn; the asker is told without any command
         server = launch(codex_bin, workdir, codex_env, port=port,
                         stderr_path=tmp_path / "c.stderr")
-        after = await arun_cli("talk", "status", rid, "--json", env=env)
+        after = await arun_cli("talk", "status", rid, "--json", "--wait", "60", env=env)
         assert after.code == 0, after.err
         record: dict[str, Any] = json.loads(after.out)["delivery"]
         print("after restart:", record["state"], record["reason"])
         assert record["state"] in ("failed", "delivered"), record
         if record["state"] == "failed":
             assert "interrupted" in (record["reason"] or ""), record
+            assert "went away" in record["reason"], record
+            told = [m.text for m in peek(inbox_dir(), "asker").mails]
+            assert len(told) == 1 and told[0].startswith(f"DELIVERY FAILED: your request {rid}")
         mock_model.release("dead1")
         mock_model.release("dead2")
     finally:

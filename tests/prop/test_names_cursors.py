@@ -113,7 +113,7 @@ def test_pages_give_back_the_text_and_tampering_is_refused(text: str, page: int,
             if chunk.next_cursor is None:
                 break
             cursor = chunk.next_cursor
-            assert store.parse_cursor(art, cursor) == chunk.offset + chunk.size
+            assert store.parse_cursor(art, cursor) == chunk.offset + chunk.nbytes
         assert "".join(got) == text
         if cursor is None:
             return

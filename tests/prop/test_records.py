@@ -23,7 +23,6 @@ from codexbridge.conversation.budget import MAX_HOPS_ENV, Conversations, max_hop
 from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.errors import HandoffStateError, HopLimitError, UsageError
 from codexbridge.handoff import ledger
-from codexbridge.talk.deliveries import courier_gone
 
 from .strategies import deep_json, json_values, junk_bytes, lone_surrogate_json, nasty_text
 
@@ -86,7 +85,7 @@ def check_usable(record: Delivery) -> None:
     assert isinstance(record.direction, Direction) and isinstance(record.state, DeliveryState)
     assert all(isinstance(h, dict) for h in record.history)
     json.dumps(record.as_dict())
-    courier_gone(record)  # `talk status` asks: signal 0 to courier_pid, sends nothing
+    assert isinstance(record.needs_courier, bool)  # every listing asks it
     record.move(DeliveryState.FAILED, reason="checked")
 
 

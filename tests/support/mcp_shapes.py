@@ -102,15 +102,13 @@ async def _claude_role(tmp: Path) -> list[Shape]:
     server = MemoryAppServer(threads=[payloads.thread()], turns=[first])
     rt = _runtime("claude", tmp, server)
     art = rt.store.create("x" * 100, kind="reply")
-    quick = mock.AsyncMock(side_effect=lambda store, record, wait=0.0: store.get(record.id))
     out: list[Shape] = []
     async with Client(build_server(rt.settings, rt), mode="legacy") as client:
         call = _Caller(client)
         out.append(("`codex_threads_list`", await call("codex_threads_list")))
         out.append(("`codex_thread_read`", await call("codex_thread_read")))
         out.append(("`codex_message_send`", await call("codex_message_send", {"text": "hi"})))
-        with mock.patch("codexbridge.talk.deliveries.start_courier", return_value=0), \
-                mock.patch("codexbridge.talk.deliveries.await_receipt", quick):
+        with mock.patch("codexbridge.conversation.courier_link.ensure", return_value=True):
             receipt = await call("codex_message_send", {"text": "later", "wait": False})
         out.append(("`codex_message_send` with `wait: false`", receipt))
         out.append(("`codex_delivery_status` with `deliveryId`",

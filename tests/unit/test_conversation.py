@@ -3,6 +3,7 @@ handling markers, text limits — pure decisions and small files, no binaries.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -26,7 +27,6 @@ from codexbridge.conversation.records import (
 from codexbridge.conversation.routing import reply_mailbox, sending_from_thread
 from codexbridge.errors import DeliveryNotFoundError, HopLimitError, UsageError
 from codexbridge.talk import deliveries
-from codexbridge.talk.deliveries import courier_gone
 
 # -- envelope ------------------------------------------------------------------------------
 
@@ -178,15 +178,28 @@ def test_preview_is_bounded() -> None:
     assert len(preview("x" * 5000)) == 2001
 
 
-def test_courier_gone_gives_a_fresh_record_time_to_get_its_courier() -> None:
-    fresh = record()
-    assert not courier_gone(fresh, now=fresh.updated_at + 1)
-    assert courier_gone(fresh, now=fresh.updated_at + 60)
-    fresh.courier_pid = os.getpid()
-    assert not courier_gone(fresh)
-    fresh.move(DeliveryState.DELIVERED)
-    fresh.courier_pid = None
-    assert not courier_gone(fresh, now=fresh.updated_at + 60)
+def test_what_needs_a_courier() -> None:
+    # Codex-bound messages until their end; a Claude request only while a session that
+    # was handed it has not answered (mail waiting for a session to start needs nobody).
+    to_codex = record()
+    assert to_codex.needs_courier
+    to_codex.move(DeliveryState.DELIVERED)
+    assert not to_codex.needs_courier
+    ask = Delivery(id="req_2_b", direction=Direction.TO_CLAUDE)
+    assert not ask.needs_courier
+    ask.move(DeliveryState.AWAITING_REPLY, claude_pid=os.getpid())
+    assert ask.needs_courier
+    ask.answered_at = 1.0
+    assert not ask.needs_courier
+
+
+def test_pending_markers_follow_what_needs_a_courier(tmp_path: Path) -> None:
+    store = DeliveryStore(tmp_path)
+    r = record()
+    store.save(r)
+    assert store.pending() == [r.id] and [x.id for x in store.unfinished()] == [r.id]
+    store.update(r.id, lambda x: x.move(DeliveryState.FAILED, reason="x"))
+    assert store.pending() == [] and store.unfinished() == []
 
 
 # -- routing, context, handling ------------------------------------------------------------
@@ -225,16 +238,43 @@ def test_current_conversation_order(tmp_path: Path) -> None:
     assert current_conversation(None, {}, store) is None
 
 
-def test_handling_marker_merges_and_is_taken_once() -> None:
-    handling.note("s", "box", [{"id": "m1", "request": "req_1_a", "conversation": "conv_c",
-                                "expect_reply": {"thread": "T1"}}])
+def test_handling_notes_each_request_once_and_answers_it_once(tmp_path: Path) -> None:
+    ask = {"id": "m1", "request": "req_1_a", "conversation": "conv_c",
+           "expect_reply": {"thread": "T1"}}
+    assert handling.note("s", "box", [ask]) == ["req_1_a"]
+    assert handling.note("s", "box", [ask]) == []  # the pusher and the hook both settle it
     handling.note("s", "box", [{"id": "m2", "request": "req_2_b", "conversation": "conv_c",
                                 "expect_reply": {"thread": "T2"}}])
     handling.note("s", "box", [{"id": "m3"}])  # plain mail: nothing to remember
-    marker = handling.take("s")
-    assert marker is not None and [r["thread"] for r in marker["requests"]] == ["T1", "T2"]
-    assert handling.take("s") is None
+    due, conv = handling.due("s")  # no transcript to look at: all due
+    assert [r["thread"] for r in due] == ["T1", "T2"] and conv == "conv_c"
+    assert handling.due("s") == ([], None)
     assert os.path.basename(handling.path("../../evil")) == "evil.json"  # stays inside
+
+
+def _transcript(path: Path, *records: dict[str, object]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+
+
+def test_a_request_is_due_only_after_the_turn_that_took_its_mail_in(tmp_path: Path) -> None:
+    # Measured on 2.1.332 (docs/reverse-channel.md): mail queued behind a running turn is a
+    # queue-operation record until Claude dequeues it after that turn's stop; then a user
+    # record, then the answer. The stop of the *earlier* turn must not answer it.
+    tr = tmp_path / "t.jsonl"
+    _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
+    offset = tr.stat().st_size
+    handling.note("s2", "box", [{"id": "mail-7", "request": "req_7_a",
+                                 "expect_reply": {"thread": "T"}}], str(tr), offset)
+    _transcript(tr, {"type": "queue-operation", "content": "… id mail-7 …"},
+                {"type": "assistant", "message": {"content": "about hi"}})
+    assert handling.due("s2") == ([], None)  # the earlier turn's stop: not yet
+    _transcript(tr, {"type": "user", "message": {"content": "… id mail-7 …"}})
+    assert handling.due("s2") == ([], None)  # read, not answered yet
+    _transcript(tr, {"type": "assistant", "message": {"content": "the answer"}})
+    due, _ = handling.due("s2")
+    assert [r["request"] for r in due] == ["req_7_a"]
 
 
 # -- limits --------------------------------------------------------------------------------

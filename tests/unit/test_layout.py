@@ -42,15 +42,30 @@ def test_generated_protocol_matches_schemas() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-# The one error tree stays one file (every class beside its exit and MCP code, the tree
-# diagram on top); it may grow to this many lines. Everything else: 350.
-LIMITS = {"codexbridge/errors.py": 450}
+# Modules are as long as their one concern needs (the old 350-line cap is withdrawn:
+# ../shared/STYLE.md); functions stay short. These grew long before the rule and may not
+# grow further (the MCP `register` closures are split by the house issue).
+LONG_FUNCTIONS = {("codexbridge/mcp/tools_claude.py", "register"): 129,
+                  ("codexbridge/mcp/tools_codex.py", "register"): 125,
+                  ("codexbridge/talk/turn.py", "say"): 78,
+                  ("codexbridge/host/serve.py", "run_serve"): 75,
+                  ("codexbridge/mcp/tools_codex.py", "claude_message_send"): 67,
+                  ("codexbridge/handoff/to_codex.py", "handoff_to_codex"): 65,
+                  ("codexbridge/handoff/to_claude.py", "handoff_to_claude"): 62}
+FUNCTION_LINES = 60
 
 
-def test_no_module_over_350_lines() -> None:
-    long = {name: n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines()))
-            > LIMITS.get(name := str(p.relative_to(ROOT)), 350)}
+def test_functions_stay_short() -> None:
+    long = {}
+    for path in PACKAGE.rglob("*.py"):
+        if "generated" in path.parts:
+            continue
+        name = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > LONG_FUNCTIONS.get((name, node.name), FUNCTION_LINES):
+                    long[(name, node.name)] = lines
     assert long == {}
 
 

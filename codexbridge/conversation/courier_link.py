@@ -1,0 +1,135 @@
+"""Reaching the courier: the one resident process per state home that carries every
+delivery between the agents (`talk/courier.py`).
+
+    ensure(ids)   hand delivery ids to the running courier; start one (detached) when
+                  none answers. True once one has them.
+    running()     whether a courier answers.
+    socket_path() where it listens.
+
+The courier listens on a unix socket at a short path — a state home may sit deep in the
+file system and a socket path may not (~104 bytes): `$XDG_RUNTIME_DIR/codexbridge/` or
+`/tmp/codexbridge-<uid>/` (0700, ours, never a symlink), named by a hash of the state
+home, so each state home has its own courier. A sender that finds none starts one; two
+starting at once are fine: the second waits on the first's lock and leaves.
+
+Standard library only: the Stop hook and the watcher call it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from ..host.private import ensure_private_dir, open_private_log, state_home
+
+START_WAIT = 10.0  # s: a cold Python start on a loaded 2-core box takes ~1 s
+ACK_WAIT = 5.0
+# What the courier must not inherit from whoever happened to start it: it serves every
+# session and thread of this state home, and its own mail and turns come from no session.
+NOT_INHERITED = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_MESSAGING_SOCKET",
+                 "CLAUDE_CODE_MESSAGING_TOKEN", "CLAUDE_PID", "CLAUDE_PROJECT_DIR",
+                 "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CODEX_THREAD_ID",
+                 "CODEX_BRIDGE_CONVERSATION")
+
+
+def _runtime_dir() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and os.path.isdir(base):
+        return os.path.join(base, "codexbridge")
+    return os.path.join("/tmp", f"codexbridge-{os.getuid()}")
+
+
+def _safe_dir(path: str) -> bool:
+    """Ours alone: not a symlink, owned by us, nobody else may enter."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and not st.st_mode & 0o077)
+
+
+def socket_path(home: str | None = None) -> str:
+    """Where the courier of state home `home` (default: this one) listens."""
+    real = os.path.realpath(home or state_home())
+    name = "courier-" + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    directory = _runtime_dir()
+    if not os.path.isdir(directory):
+        ensure_private_dir(directory)
+    if not _safe_dir(directory):
+        # Someone else's (or a symlink): fall back to the state home itself.
+        return os.path.join(real, f"{name}.sock")
+    return os.path.join(directory, f"{name}.sock")
+
+
+def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] | None:
+    """One request/answer line with the courier; None when none answers."""
+    path = socket_path()
+    if not os.path.exists(path):
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)
+        try:
+            conn.connect(path)
+            conn.sendall(json.dumps(message).encode("utf-8") + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            return None
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def running() -> bool:
+    answer = _exchange({"op": "ping"}, 1.0)
+    return bool(answer and answer.get("ok"))
+
+
+def poke(ids: list[str]) -> bool:
+    """Hand `ids` to the running courier; False when none answers (or it is leaving)."""
+    answer = _exchange({"op": "carry", "ids": ids}, ACK_WAIT)
+    return bool(answer and answer.get("ok"))
+
+
+def start() -> int:
+    """Start a courier, detached (its own session: it outlives the caller)."""
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    home = state_home()
+    ensure_private_dir(home)
+    log = open_private_log(os.path.join(home, "logs", "courier.log"))
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "talk", "courier"],
+                                env=env, cwd=home, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=log, start_new_session=True, close_fds=True)
+    finally:
+        os.close(log)
+    return proc.pid
+
+
+def ensure(ids: list[str], wait: float = START_WAIT) -> bool:
+    """`ids` are in a courier's hands when this returns True. False only when no courier
+    could be started within `wait` seconds — the records stay, and the next sender,
+    stop or watcher tries again."""
+    if poke(ids):
+        return True
+    start()
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if poke(ids):
+            return True
+        time.sleep(0.02)
+    return False
