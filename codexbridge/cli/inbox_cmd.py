@@ -8,6 +8,7 @@ the click command here exists for `--help` listings and in-process callers.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -68,7 +69,8 @@ def inbox() -> None:
 
 @inbox.command("push", epilog=INBOX_EXIT_HELP)
 @click.option("--to", "to", default=None, metavar="NAME",
-              help="Mailbox to write to [default: $CODEX_BRIDGE_MAILBOX, else 'default'].")
+              help="Mailbox to write to [default: $CODEX_BRIDGE_MAILBOX, else the one Claude "
+                   "session listening in this directory's project, else 'default'].")
 @click.option("--from", "sender", default=None, metavar="NAME",
               help="Sender shown to Claude [default: $CODEX_BRIDGE_FROM, else 'codex'].")
 @click.option("--new", is_flag=True,
@@ -116,7 +118,8 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
                              ) from exc
     sent = inbox_service.request(text, to=to, sender=sender, new=new,
                                  expect_reply=expect_reply, thread=thread,
-                                 conversation=conversation, interrupt=interrupt)
+                                 conversation=conversation, interrupt=interrupt,
+                                 project=os.getcwd())
     receipt = sent.push
     mail = receipt.mail
     if receipt.warning:

@@ -11,6 +11,7 @@ import os
 ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 MAX_LENGTH = 64
 DEFAULT_MAILBOX = "default"
+MAILBOX_ENV = "CODEX_BRIDGE_MAILBOX"
 # `<x>.rejected.jsonl` is both mailbox x's rejected file and mailbox `x.rejected`'s mail
 # file, so that one suffix is reserved.
 RESERVED_SUFFIX = ".rejected"
@@ -47,4 +48,4 @@ def validate_name(name: str) -> str:
 def default_mailbox(environ: dict[str, str] | None = None) -> str:
     """`$CODEX_BRIDGE_MAILBOX`, else `default` — used when --to / --as is not given."""
     env = os.environ if environ is None else environ
-    return env.get("CODEX_BRIDGE_MAILBOX") or DEFAULT_MAILBOX
+    return env.get(MAILBOX_ENV) or DEFAULT_MAILBOX

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from ..errors import (
+    AmbiguousSessionError,
     MailboxError,
     MailboxNameError,
     MailboxReadError,
@@ -29,7 +30,7 @@ from . import store
 from .lines import Mail, new_mail
 from .listeners import closest_name, read_listeners
 from .location import ensure_private_dir, inbox_dir, mail_path
-from .names import default_mailbox, name_problem, validate_name
+from .names import MAILBOX_ENV, default_mailbox, name_problem, validate_name
 
 DEFAULT_SENDER = "codex"
 FROM_ENV = "CODEX_BRIDGE_FROM"
@@ -78,10 +79,32 @@ class Directory(NamedTuple):
         hint = f'; did you mean "{guess}"?' if guess else ""
         return NoMailboxError(
             f'no Claude session listens on mailbox "{name}" (listening: '
-            f'{", ".join(listening) or "none"}){hint} — pass --new (MCP: new=true) to '
-            "create it anyway",
+            f"{self.listening_summary()}){hint}. Address one of those; only for a session "
+            "you will start later on that very name, --new (MCP: new=true) stores it anyway",
             details={"mailbox": name, "mailboxes": self.names, "listening": listening,
                      "didYouMean": guess})
+
+    def listening_summary(self) -> str:
+        """`name (cwd)` of every listener, for messages that must say where mail can go."""
+        return ", ".join(f"{n} ({rec.get('cwd') or 'unknown project'})"
+                         for n, rec in sorted(self.listeners.items())) or "none"
+
+    def in_project(self, project: str) -> list[str]:
+        """The mailboxes whose Claude session works in `project` (its own directory
+        first; else a session in a directory above it)."""
+        real = os.path.realpath(project)
+
+        def cwd_of(name: str) -> str | None:
+            cwd = self.listeners[name].get("cwd")
+            return os.path.realpath(cwd) if isinstance(cwd, str) and cwd else None
+
+        exact = [n for n in sorted(self.listeners) if cwd_of(n) == real]
+        if exact:
+            return exact
+        above = [(len(c), n) for n in sorted(self.listeners)
+                 if (c := cwd_of(n)) and real.startswith(c.rstrip(os.sep) + os.sep)]
+        longest = max((length for length, _ in above), default=0)
+        return [n for length, n in above if length == longest]
 
 
 def scan(inbox: str | None = None) -> Directory:
@@ -103,18 +126,18 @@ class PushReceipt(NamedTuple):
 
 def push(text: str, *, to: str | None = None, sender: str | None = None,
          inbox: str | None = None, new: bool = False,
-         fields: dict[str, Any] | None = None, interrupt: bool = False) -> PushReceipt:
+         fields: dict[str, Any] | None = None, interrupt: bool = False,
+         project: str | None = None) -> PushReceipt:
     """Store one mail for mailbox `to`, under the push rule above; `fields` travel on
     the mail line (conversation, request, in_reply_to …). Then, when the listening
     session is running, deliver it live (`live.py`); else it waits for the Stop hook."""
-    name, who, known = _addressed(text, to, sender, inbox, new)
+    name, who, known = _addressed(text, to, sender, inbox, new, project)
     return _store(known, name, who, text, fields, interrupt)
 
 
 def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
-               new: bool) -> tuple[str, str, Directory]:
+               new: bool, project: str | None = None) -> tuple[str, str, Directory]:
     """Validate everything about a push before anything is written or spent."""
-    name = mailbox_name(to)
     who = sender_name(sender)
     if not text.strip():
         raise UsageError("refusing to send an empty message")
@@ -124,9 +147,48 @@ def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
     if why:
         raise UsageError(why)
     known = scan(inbox)
+    name = resolve_mailbox(to, known, project)
     if known.listeners and not known.knows(name) and not new:
         raise known.unknown(name)
     return name, who, known
+
+
+def resolve_mailbox(to: str | None, known: Directory, project: str | None,
+                    env: Mapping[str, str] | None = None) -> str:
+    """Which mailbox mail without a name goes to — never a guess between two.
+
+    `to`, else $CODEX_BRIDGE_MAILBOX, else — from inside a project (the cwd codex gives
+    a command or the role-codex MCP server is the thread's own, measured) — the one
+    Claude session listening there: the plugin names each project's sessions their own
+    mailbox, so Codex needs no name at all. Several sessions there: refused, naming
+    them (the live one wins when only one of them runs). None there: `default`."""
+    if to:
+        return validate_name(to)
+    source = os.environ if env is None else env
+    if source.get(MAILBOX_ENV):
+        return validate_name(source[MAILBOX_ENV])
+    if project:
+        mine = known.in_project(project)
+        if len(mine) > 1:
+            running = [n for n in mine if _running(known.listeners[n])]
+            mine = running if len(running) == 1 else mine
+        if len(mine) == 1:
+            return mine[0]
+        if mine:
+            raise AmbiguousSessionError(
+                f"several Claude Code sessions listen in {project}: "
+                + ", ".join(mine) + " — pass the mailbox (--to NAME, MCP: mailbox) of the "
+                "one you mean",
+                [{"mailbox": n, **{k: known.listeners[n].get(k) for k in (
+                    "cwd", "session_id", "last_seen")}} for n in mine])
+    return validate_name(default_mailbox(dict(source)))
+
+
+def _running(listener: dict[str, Any]) -> bool:
+    from ..host.procs import pid_alive
+
+    pid = str(listener.get("claude_pid") or "")
+    return pid.isdigit() and pid_alive(int(pid))
 
 
 def _store(known: Directory, name: str, who: str, text: str,
@@ -174,7 +236,8 @@ class RequestReceipt(NamedTuple):
 def request(text: str, *, to: str | None = None, sender: str | None = None,
             inbox: str | None = None, new: bool = False, expect_reply: bool = False,
             thread: str | None = None, conversation: str | None = None,
-            env: Mapping[str, str] | None = None, interrupt: bool = False) -> RequestReceipt:
+            env: Mapping[str, str] | None = None, interrupt: bool = False,
+            project: str | None = None) -> RequestReceipt:
     """Codex → Claude: a message that is a request in a conversation — it spends a hop
     (refused over budget, before anything is written) and carries the envelope fields.
     With `expect_reply`, the Claude session's answer (its final message after handling
@@ -188,7 +251,7 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     from ..conversation.routing import sending_from_thread
 
     source = os.environ if env is None else env
-    name, who, known = _addressed(text, to, sender, inbox, new)
+    name, who, known = _addressed(text, to, sender, inbox, new, project)
     asking = thread or sending_from_thread(source)
     if expect_reply and not asking:
         raise UsageError("expect a reply from where? Pass the asking Codex thread (--thread ID) "
@@ -212,10 +275,12 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     return RequestReceipt(receipt, token, conv, hop, limit, asking if expect_reply else None)
 
 
-def peek(name: str | None, *, inbox: str | None = None) -> tuple[Directory, reading.Peek]:
-    """What mailbox `name` holds, without consuming it (NoMailboxError as for push)."""
-    mailbox = mailbox_name(name)
+def peek(name: str | None, *, inbox: str | None = None, project: str | None = None
+         ) -> tuple[Directory, reading.Peek]:
+    """What mailbox `name` holds, without consuming it (NoMailboxError as for push; no
+    name: the one a push from `project` would use)."""
     known = scan(inbox)
+    mailbox = resolve_mailbox(name, known, project)
     if known.listeners and not known.knows(mailbox):
         raise known.unknown(mailbox)
     with mailbox_io(f"read mailbox {mailbox!r}", MailboxReadError):

@@ -30,8 +30,9 @@ PEEK_TEXT_CHARS = 2000
 TOOLS = ("claude_mailboxes_list", "claude_mailbox_peek", "claude_message_send")
 
 MailboxParam = Annotated[str | None, Field(
-    description="Mailbox name ([A-Za-z0-9._-]). Default: $CODEX_BRIDGE_MAILBOX, else "
-                "'default'. claude_mailboxes_list shows the names Claude sessions listen on.")]
+    description="Mailbox name ([A-Za-z0-9._-]). Default: $CODEX_BRIDGE_MAILBOX, else the "
+                "Claude session listening in this thread's project, else 'default'. "
+                "claude_mailboxes_list shows the names Claude sessions listen on.")]
 
 
 def _listener_view(rec: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -119,9 +120,11 @@ def register(server: MCPServer, rt: Runtime) -> None:
         """Show the mail waiting in a Claude mailbox without consuming it (the Claude
         session's Stop hook delivers and removes it)."""
         async def body() -> Outcome:
+            import os
+
             from ..inbox import service as inbox
 
-            known, peeked = inbox.peek(mailbox, inbox=rt.inbox())
+            known, peeked = inbox.peek(mailbox, inbox=rt.inbox(), project=os.getcwd())
             name = peeked.name
             listeners = known.listeners
             shown = [_mail_view(m) for m in peeked.mails[:maxMessages]]
@@ -173,9 +176,11 @@ def register(server: MCPServer, rt: Runtime) -> None:
             thread = calling_thread(ctx)
             if thread:
                 env[THREAD_ENV] = thread
+            # codex starts this server in the calling thread's directory (measured):
+            # with no mailbox named, the Claude session listening in that project.
             sent = inbox.request(text, to=mailbox, sender=sender, inbox=rt.inbox(), new=new,
                                  expect_reply=expectReply, thread=thread,
-                                 conversation=conversation, env=env)
+                                 conversation=conversation, env=env, project=os.getcwd())
             receipt = sent.push
             mail = receipt.mail
             warnings = [warning("NO_LISTENER", receipt.warning)] if receipt.warning else []

@@ -52,7 +52,8 @@ def test_push_to_unknown_name_is_refused_with_closest_match_unless_new() -> None
     code, out, err = run("inbox", "push", "--to", "bridg", "typo")
     assert code == 8 and not out.strip()
     assert 'no Claude session listens on mailbox "bridg"' in err
-    assert "bridge, web" in err and 'did you mean "bridge"' in err and "--new" in err
+    assert "listening: bridge (" in err and ", web (" in err
+    assert 'did you mean "bridge"' in err and "--new" in err
     code, out, err = run("inbox", "push", "--to", "bridg", "--new", "on purpose")
     assert code == 0 and out.strip() and 'mailbox "bridg" yet' in err
     _, peeked, _ = run("inbox", "peek", "--as", "bridg", "--json")
@@ -197,3 +198,29 @@ def test_an_unsafe_state_home_is_refused_before_anything_is_written(
     code, _out, err = run("inbox", "list")
     assert code == 2 and "refusing to use it: CODEX_BRIDGE_HOME" in err
     assert not os.path.exists(os.path.expanduser("~/.claude/state"))
+
+
+def test_no_name_means_the_session_listening_in_this_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Codex runs its commands (and its MCP servers) in the thread's directory: with no
+    # mailbox named, the mail goes to the one Claude session listening in that project —
+    # `setup codex` need not know a name, and nothing is parked where nobody reads.
+    web, api = tmp_path / "web", tmp_path / "api"
+    for d in (web, api, web / "src"):
+        d.mkdir()
+    record_listener(inbox_dir(), "web-1a2b3c", {"session_id": "s1", "cwd": str(web)}, "hook")
+    record_listener(inbox_dir(), "api-4d5e6f", {"session_id": "s2", "cwd": str(api)}, "hook")
+    monkeypatch.chdir(web / "src")  # a directory below the project counts too
+    code, out, _ = run("inbox", "push", "--json", "from a subdirectory")
+    assert code == 0 and json.loads(out)["to"] == "web-1a2b3c"
+    # two sessions in one project: named, never a guess, never `--new` as the way out
+    record_listener(inbox_dir(), "web-1a2b3c-9f8e7d6c", {"session_id": "s3", "cwd": str(web)},
+                    "hook")
+    monkeypatch.chdir(web)
+    code, out, err = run("inbox", "push", "which one?")
+    assert code == 4 and not out.strip()
+    assert "web-1a2b3c, web-1a2b3c-9f8e7d6c" in err and "--new" not in err
+    # outside any listening project: the old default, refused while others listen
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run("inbox", "push", "nobody here")
+    assert code == 8 and 'mailbox "default"' in err and f"web-1a2b3c ({web})" in err
