@@ -7,9 +7,11 @@ both end the process at once, quietly — there is nothing to flush (every tool 
 is answered or abandoned by the client that is going away; a turn already started
 keeps running in Codex).
 
-Start-up speed matters: the agent may send its first model request before our tools
-are listed. The SDK's import is nearly all of it (bench/bench_mcp.py), so the cyclic
-garbage collector is kept off while it runs — see `_quiet_gc`.
+Start-up speed matters: Claude Code under `-p` waits for this server before its first
+model request. The SDK's import is nearly all of a cold start (bench/bench_mcp.py), so
+the cyclic garbage collector is kept off while it runs — see `_quiet_gc` — and a cold
+stdio server leaves a warm one behind that the next `codexbridge mcp` is forked from
+(`mcp/warm.py`; `cli/__init__.py` tries it before click). `serve_stdio` is what both do.
 """
 
 from __future__ import annotations
@@ -85,15 +87,28 @@ def mcp(role: str | None, http_listen: str | None = None,
         click.echo(f"codexbridge mcp --role {chosen}: speaking MCP on stdin/stdout "
                    "(started by Claude Code or Codex, not by hand); Ctrl-C to stop.",
                    err=True)
+    from ..mcp import warm
+
+    serve_stdio(config, warm=warm.wanted(os.environ))
+
+
+def serve_stdio(config: Any, *, warm: bool, server: Any = None) -> None:
+    """Serve `server` (else one built for `config`) on stdin/stdout until EOF or a signal;
+    with `warm`, start a warm server once the tools are listed (`mcp/warm.py`)."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _exit_now)
-    with _quiet_gc():
-        try:
-            from ..mcp.server import build_server
-        except ImportError as exc:  # pragma: no cover - a broken install
-            raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
-                             "codexbridge") from exc
-        server = build_server(config)
+    if server is None:
+        with _quiet_gc():
+            try:
+                from ..mcp.server import build_server
+            except ImportError as exc:  # pragma: no cover - a broken install
+                raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
+                                 "codexbridge") from exc
+            server = build_server(config)
+    if warm:
+        from ..mcp.warm import start_after_listing
+
+        server.middleware.append(start_after_listing())
     server.run("stdio")
 
 

@@ -2,7 +2,7 @@
 
 Each role is one process started by its agent (Claude Code or Codex) over stdio, on
 the official `mcp` SDK. Only `codexbridge mcp` imports this package, so no other
-command pays for the SDK.
+command pays for the SDK (nor does the warm start's launcher, warm.py).
 
     settings.py     the environment knobs, checked at start-up (pure)
     results.py      result envelopes and the documented error codes (pure)
@@ -18,4 +18,6 @@ command pays for the SDK.
     server.py       build_server(settings) for a role
     http.py         `--http HOST:PORT`: the same server over streamable HTTP, behind a
                     bearer token (Codex on another machine)
+    warm.py         the warm start: a stdio start is forked from a resident server that
+                    has the SDK imported (the launcher runs before click)
 """

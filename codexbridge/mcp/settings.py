@@ -16,6 +16,8 @@ start-up error (exit 2), never a silent default. Sizes are bytes, times seconds.
     CODEX_BRIDGE_ARTIFACT_TTL      seconds an artifact lives (86400)
     CODEX_BRIDGE_ARTIFACT_STORE_MAX  bytes all of one role's artifacts may take (100 MiB)
     CODEX_BRIDGE_TEXT_MAX          longest message text accepted, in characters (200000)
+    CODEX_BRIDGE_MCP_WARM          seconds the warm server (stdio starts are forked from it,
+                                   mcp/warm.py) stays without a request (600); 0: none
 """
 
 from __future__ import annotations
@@ -101,6 +103,11 @@ def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
         if value < minimum:
             raise UsageError(f"{name}={raw!r} is below the minimum {minimum:g}")
         values[attr] = value
+    from .warm import IDLE_ENV, parse_idle
+
+    if parse_idle(env.get(IDLE_ENV)) is None:
+        raise UsageError(f"{IDLE_ENV}={env.get(IDLE_ENV)!r} is not a number of seconds "
+                         "(0 turns the warm server off)")
     settings = Settings(**values)
     if settings.inline_max > settings.capture_max:
         raise UsageError("CODEX_BRIDGE_INLINE_MAX cannot be larger than CODEX_BRIDGE_CAPTURE_MAX")

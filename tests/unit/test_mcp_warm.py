@@ -1,0 +1,96 @@
+"""The warm start's pure parts: the knob, the argv shapes it takes over, where its socket
+lives and what separates one warm server from another (mcp/warm.py). The processes
+themselves are in tests/real/test_mcp_warm.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codexbridge import errors as E
+from codexbridge.mcp import settings, warm
+
+
+@pytest.mark.parametrize(("raw", "idle"), [
+    (None, 600.0), ("", 600.0), (" 30 ", 30.0), ("0", 0.0), ("2.5", 2.5),
+    ("abc", None), ("-1", None), ("nan", None), ("inf", None),
+])
+def test_the_knob_is_seconds_and_zero_is_off(raw: str | None, idle: float | None) -> None:
+    assert warm.parse_idle(raw) == idle
+
+
+def test_a_bad_knob_is_a_start_up_error_naming_it() -> None:
+    with pytest.raises(E.UsageError, match="CODEX_BRIDGE_MCP_WARM='soon' is not a number"):
+        settings.load("claude", {"CODEX_BRIDGE_MCP_WARM": "soon"})
+    assert settings.load("claude", {"CODEX_BRIDGE_MCP_WARM": "0"}).role == "claude"
+    proc = subprocess.run([sys.executable, "-m", "codexbridge", "mcp", "--role", "claude"],
+                          env={**os.environ, "CODEX_BRIDGE_MCP_WARM": "-3"}, input="",
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "CODEX_BRIDGE_MCP_WARM='-3' is not a number of seconds" in proc.stderr
+
+
+@pytest.mark.parametrize(("argv", "shape"), [
+    ([], (True, None)), (["--role", "codex"], (True, "codex")),
+    (["--role=claude"], (True, "claude")), (["--role"], (False, None)),
+    (["--help"], (False, None)), (["--role", "codex", "--http", "127.0.0.1:0"], (False, None)),
+])
+def test_only_the_plain_stdio_start_is_taken_over(argv: list[str],
+                                                  shape: tuple[bool, str | None]) -> None:
+    assert warm.role_flag(argv) == shape
+
+
+def test_the_launcher_leaves_unknown_roles_and_http_to_click(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_BRIDGE_MCP_ROLE", raising=False)
+    assert warm.launch([]) is None
+    assert warm.launch(["--role", "both"]) is None
+    assert warm.launch(["--http", "127.0.0.1:0"]) is None
+    monkeypatch.setenv("CODEX_BRIDGE_MCP_WARM", "0")
+    assert warm.launch(["--role", "claude"]) is None
+
+
+def test_the_socket_lives_in_a_directory_of_ours_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    path = warm.socket_path()
+    assert path is not None and path.startswith(str(tmp_path / "codexbridge" / "mcp-"))
+    assert os.stat(tmp_path / "codexbridge").st_mode & 0o777 == 0o700
+    os.chmod(tmp_path / "codexbridge", 0o755)  # others may enter: no warm server here
+    assert warm.socket_path() is None
+    os.rmdir(tmp_path / "codexbridge")
+    os.symlink(tmp_path / "elsewhere", tmp_path / "codexbridge")
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    assert warm.socket_path() is None
+
+
+def test_a_deep_runtime_dir_means_no_warm_server(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+    assert warm.socket_path() is None  # a unix socket path has ~104 bytes
+
+
+def test_what_import_reads_separates_servers_the_working_directory_does_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = warm.ident()
+    monkeypatch.setenv("CODEX_BRIDGE_HOME", str(tmp_path))  # read per session, not at import
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "x")
+    assert warm.ident() == base
+    monkeypatch.setenv("PYTHONWARNINGS", "error")
+    assert warm.ident() != base
+    monkeypatch.delenv("PYTHONWARNINGS")
+    rest = [p for p in sys.path if p not in ("", os.getcwd())]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *rest])  # `python -c`
+    from_c = warm.ident()
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *rest])  # `python -m` in tmp_path
+    assert warm.ident() == from_c
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "bin"), *rest])  # a console script
+    assert warm.ident() != from_c
+    assert warm.server_key(base) != warm.server_key(base + " ")
