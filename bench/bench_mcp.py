@@ -5,7 +5,14 @@ Time from spawn to the `initialize` response (and, for reference, to the `tools/
 response that follows it) for `python -m codexbridge mcp --role claude|codex`, vs a
 BARE server on the same SDK and interpreter: `MCPServer("bare")` with one trivial tool,
 `run("stdio")`. Codex and Claude Code start the server as a subprocess and ask for its
-tools right away, so this is what decides whether the first model request has them.
+tools right away, so this is what decides whether the first model request has them
+(`claude -p` waits for it: bench/bench_plugin.py).
+
+Each role twice: `cold` (CODEX_BRIDGE_MCP_WARM=0: the SDK imported in the process, as a
+user's first start) and `warm` (the default once a warm server runs: the process is a
+launcher the warm server forks a worker for, mcp/warm.py). The bench starts its own warm
+server (one priming start, in a runtime dir of its own) and stops it at the end. A warm
+row's cpu is the launcher's alone (the worker is the warm server's child, ~30 ms).
 
 Each run spawns the process with stdio pipes, writes one raw JSON-RPC `initialize`
 line (the handshake the SDK's `Client(mode="legacy")` sends), reads the answer, then
@@ -15,12 +22,12 @@ The commands alternate run by run; medians are compared. No assertions.
 Wall time is what the agent waits for, but on a busy machine it is noisy; the child's
 CPU time (user + sys, from wait4, up to the kill) is the same work measured without the
 waiting for a CPU, so the ratios are shown for both. Where even CPU time drifts (a
-shared VM), `--valgrind` also counts the instructions each command executes from exec
-to exit with only the `initialize` line on stdin (the server answers it, then sees EOF
-and exits): one run each under `valgrind --tool=cachegrind`, deterministic to ~0.1 %
+shared VM), `--valgrind` also counts the instructions each cold command executes from
+exec to exit with only the `initialize` line on stdin (the server answers it, then sees
+EOF and exits): one run each under `valgrind --tool=cachegrind`, deterministic to ~0.1 %
 with PYTHONHASHSEED fixed, ~30 s per command. `--runs 0` skips the timed runs.
 
-`--tree DIR` (repeatable) adds both roles run from another copy of the package (DIR
+`--tree DIR` (repeatable) adds both roles run cold from another copy of the package (DIR
 holds a `codexbridge/` directory, e.g. `git archive HEAD codexbridge | tar -x -C DIR`):
 the process starts in DIR, so `-m codexbridge` imports that copy — before/after in one
 run. Rows are labelled with DIR's last component.
@@ -36,6 +43,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -148,36 +156,71 @@ def _instructions(cmd: list[str], env: dict[str, str], cwd: Path) -> int:
     return int(found.group(1).replace(b",", b""))
 
 
-Commands = dict[str, tuple[list[str], Path]]  # name → (argv, cwd)
+# name → (argv, cwd, extra environment)
+Commands = dict[str, tuple[list[str], Path, dict[str, str]]]
+COLD = {"CODEX_BRIDGE_MCP_WARM": "0"}
 
 
 def _setup(home: str, trees: list[Path]) -> tuple[dict[str, str], Commands]:
-    env = {**os.environ, "CODEX_BRIDGE_HOME": home}
-    for name in ("CODEX_BRIDGE_MCP_ROLE", "CODEX_BRIDGE_INBOX_DIR", "PYTHONPATH"):
+    env = {**os.environ, "CODEX_BRIDGE_HOME": home,
+           "XDG_RUNTIME_DIR": os.path.join(home, "run")}  # a warm server of our own
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
+    for name in ("CODEX_BRIDGE_MCP_ROLE", "CODEX_BRIDGE_INBOX_DIR", "PYTHONPATH",
+                 "CODEX_BRIDGE_MCP_WARM"):
         env.pop(name, None)
     # An installed package has its .pyc files; with PYTHONDONTWRITEBYTECODE set (or an
     # edit since the last run) every start would compile from source instead.
     for root in {REPO, *trees}:
         compileall.compile_dir(root / "codexbridge", quiet=1)
     commands: Commands = {
-        BARE: ([sys.executable, "-c", BARE_SERVER], REPO)}
+        BARE: ([sys.executable, "-c", BARE_SERVER], REPO, {})}
     for role in ("claude", "codex"):
         cmd = [sys.executable, "-m", "codexbridge", "mcp", "--role", role]
-        commands[f"mcp --role {role}"] = (cmd, REPO)
+        commands[f"mcp --role {role} cold"] = (cmd, REPO, COLD)
+        commands[f"mcp --role {role} warm"] = (cmd, REPO, {})
         for tree in trees:
-            commands[f"mcp --role {role} @{tree.name}"] = (cmd, tree)
+            commands[f"mcp --role {role} cold @{tree.name}"] = (cmd, tree, COLD)
     return env, commands
+
+
+def _warm_up(env: dict[str, str]) -> str | None:
+    """Start the warm server (one cold start that lists its tools starts it) and wait
+    until it listens; its socket path, or None when none came."""
+    code = "from codexbridge.mcp.warm import socket_path; print(socket_path() or '')"
+    path = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO,
+                          capture_output=True, text=True, check=False).stdout.strip()
+    _run_once([sys.executable, "-m", "codexbridge", "mcp", "--role", "claude"], env, REPO,
+              Samples())
+    deadline = time.monotonic() + 60
+    while path and not os.path.exists(path):
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    return path or None
+
+
+def _stop_warm(path: str | None) -> None:
+    """SIGTERM the warm server listening at `path` (its argv names the socket)."""
+    if not path:
+        return
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if entry.isdigit() and path.encode() in fh.read():
+                    os.kill(int(entry), signal.SIGTERM)
+        except OSError:
+            continue
 
 
 def bench(runs: int, warmup: int, env: dict[str, str], commands: Commands
           ) -> dict[str, Samples]:
     samples = {name: Samples() for name in commands}
     for _ in range(warmup):  # warm the page cache
-        for cmd, cwd in commands.values():
-            _run_once(cmd, env, cwd, Samples())
+        for cmd, cwd, extra in commands.values():
+            _run_once(cmd, {**env, **extra}, cwd, Samples())
     for _ in range(runs):
-        for name, (cmd, cwd) in commands.items():  # interleaved: drift hits all alike
-            _run_once(cmd, env, cwd, samples[name])
+        for name, (cmd, cwd, extra) in commands.items():  # interleaved: drift hits all alike
+            _run_once(cmd, {**env, **extra}, cwd, samples[name])
     return samples
 
 
@@ -204,15 +247,21 @@ def main() -> int:
 
     print(f"python {sys.version.split()[0]} at {sys.executable}; {os.cpu_count()} cpu(s); "
           f"protocolVersion {PROTOCOL_VERSION}")
-    with tempfile.TemporaryDirectory(prefix="cb-bench-mcp-") as home:
+    with tempfile.TemporaryDirectory(prefix="cb-bench-mcp-", dir="/tmp") as home:
         env, commands = _setup(home, trees)
         for tree in trees:
             print(f"@{tree.name} = the package in {tree}")
-        if args.runs > 0:
-            _report(args.runs, bench(args.runs, args.warmup, env, commands))
+        warm = _warm_up(env) if args.runs > 0 else None
+        try:
+            if args.runs > 0:
+                if warm is None:
+                    print("(no warm server came up: the warm rows started cold)")
+                _report(args.runs, bench(args.runs, args.warmup, env, commands))
+        finally:
+            _stop_warm(warm)
         if args.valgrind:
-            counts = {name: _instructions(cmd, env, cwd)
-                      for name, (cmd, cwd) in commands.items()}
+            counts = {name: _instructions(cmd, {**env, **extra}, cwd)
+                      for name, (cmd, cwd, extra) in commands.items() if extra or name == BARE}
             print("\ninstructions from exec to exit, initialize answered (valgrind, 1 run each)")
             for name, n in counts.items():
                 print(f"    {name:30} {n / 1e6:9.1f} M   {n / counts[BARE]:5.3f}x   "

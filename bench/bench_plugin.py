@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""The Claude Code plugin's cost per session: `claude -p "hello"` with and without it.
+
+    .venv/bin/python bench/bench_plugin.py [--runs 9] [--warmup 2] [--parts] [--why]
+
+The pinned Claude Code 2.1.332, offline against the mock Messages API, in one project
+with a private CLAUDE_CONFIG_DIR and CODEX_BRIDGE_HOME. Each round runs, one after the
+other (interleaved, so machine noise hits every variant alike):
+
+    without      `claude -p hello` with no plugin — the floor
+    plugin       the same with `--plugin-dir <codexbridge's plugin>`: its SessionStart
+                 hooks, its MCP server (`codexbridge mcp --role claude`, which `-p` waits
+                 for before the first model request) and its Stop hooks. The MCP server
+                 is forked from the warm server (mcp/warm.py) that the warm-up rounds
+                 left, as it is for every session after a user's first (the bench's
+                 own, in a runtime dir of its own, stopped at the end)
+    plugin cold  the same with CODEX_BRIDGE_MCP_WARM=0: every MCP server starts cold (a
+                 user's first session, or the warm server gone after 10 idle minutes)
+
+`--parts` adds two copies of the plugin: `hooks only` (no MCP server) and `MCP only` (no
+hooks), to say which part costs what. `--why` runs each plugin variant once more with
+Claude's `--debug-file` and prints what Claude itself reports: how long the MCP server
+took to connect and each hook's time (debug logging slows Claude a little, so these
+runs are not in the medians).
+
+Printed: the wall time of each whole `claude` process (median, min, max) and the
+plugin's cost as the difference and the ratio of medians. No assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from codexbridge.host.binaries import pinned_claude  # noqa: E402
+from codexbridge.mock.claude_env import offline_env  # noqa: E402
+from codexbridge.mock.messages_server import MockMessages  # noqa: E402
+from codexbridge.setup.where import plugin_dir  # noqa: E402
+
+WITHOUT, PLUGIN, COLD, HOOKS, MCP = ("without", "plugin", "plugin cold", "hooks only",
+                                     "MCP only")
+Variant = tuple[list[str], dict[str, str]]  # claude's extra arguments, extra environment
+
+
+def _copy_plugin(root: Path, name: str, *, hooks: bool, mcp: bool) -> Path:
+    """A copy of the plugin with its hooks or its MCP server taken out."""
+    dest = root / name
+    shutil.copytree(plugin_dir(), dest)
+    manifest = dest / ".claude-plugin" / "plugin.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    if not mcp:
+        data.pop("mcpServers", None)
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    if not hooks:
+        (dest / "hooks" / "hooks.json").write_text('{"hooks": {}}', encoding="utf-8")
+    return dest
+
+
+def _variants(root: Path, parts: bool) -> dict[str, Variant]:
+    plugin = ["--plugin-dir", plugin_dir()]
+    variants: dict[str, Variant] = {WITHOUT: ([], {}), PLUGIN: (plugin, {}),
+                                    COLD: (plugin, {"CODEX_BRIDGE_MCP_WARM": "0"})}
+    if parts:
+        hooks = _copy_plugin(root, "hooks-only", hooks=True, mcp=False)
+        mcp = _copy_plugin(root, "mcp-only", hooks=False, mcp=True)
+        variants[HOOKS] = (["--plugin-dir", str(hooks)], {})
+        variants[MCP] = (["--plugin-dir", str(mcp)], {})
+    return variants
+
+
+class Runner:
+    def __init__(self, claude: str, root: Path, mock: MockMessages) -> None:
+        self.claude = claude
+        self.project = root / "project"
+        self.project.mkdir()
+        home, run = root / "home", root / "run"
+        run.mkdir(mode=0o700)
+        # a runtime dir of our own: our own warm server, stopped at the end
+        self.env = offline_env(home, home / ".claude", mock.url,
+                               extra={"XDG_RUNTIME_DIR": str(run)})
+
+    def run(self, variant: Variant, *more: str) -> float:
+        extra, env = variant
+        argv = [self.claude, "-p", "hello", "--output-format", "json",
+                "--session-id", str(uuid.uuid4()), *extra, *more]
+        started = time.perf_counter()
+        done = subprocess.run(argv, cwd=self.project, env={**self.env, **env},
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=120, check=False)
+        took = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"bench_plugin: {' '.join(extra) or 'claude -p'} exited "
+                             f"{done.returncode}: {done.stderr[-400:]}")
+        return took
+
+    def warm_socket(self) -> str | None:
+        """Where the plugin's `codexbridge mcp` finds its warm server: asked of the same
+        interpreter, environment and sys.path (the console script's directory first)."""
+        script = shutil.which("codexbridge", path=self.env["PATH"])
+        if script is None:
+            return None
+        code = ("import sys; sys.path[0] = sys.argv[1]; "
+                "from codexbridge.mcp.warm import socket_path; print(socket_path() or '')")
+        done = subprocess.run([sys.executable, "-c", code, os.path.dirname(script)],
+                              env=self.env, capture_output=True, text=True, check=False)
+        return done.stdout.strip() or None
+
+
+def _stop_warm(runner: Runner) -> None:
+    """SIGTERM our warm server (its argv names its socket, in our runtime dir)."""
+    run = runner.env["XDG_RUNTIME_DIR"].encode()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if entry.isdigit() and run in fh.read():
+                    os.kill(int(entry), signal.SIGTERM)
+        except OSError:
+            continue
+
+
+def _wait_warm(runner: Runner) -> None:
+    """The warm-up's first plugin session started the warm server: wait until it listens."""
+    path = runner.warm_socket()
+    deadline = time.monotonic() + 60
+    while path and time.monotonic() < deadline:
+        if os.path.exists(path):
+            return
+        time.sleep(0.05)
+    print(f"bench_plugin: no warm server listening at {path}; the plugin rows start cold",
+          file=sys.stderr)
+
+
+def _why(runner: Runner, variants: dict[str, Variant], root: Path) -> None:
+    print("\nwhat Claude's --debug-file says (one run each, not in the medians)")
+    for name, variant in variants.items():
+        if name == WITHOUT:
+            continue
+        log = root / f"debug-{len(os.listdir(root))}.log"
+        runner.run(variant, "--debug-file", str(log))
+        text = log.read_text(encoding="utf-8", errors="replace")
+        found = [f"MCP connected in {m.group(1)} ms" for m in re.finditer(
+            r'MCP server "plugin:[^"]+": Successfully connected \(transport: \w+\) in (\d+)ms',
+            text)]
+        found += [f"{m.group(1)} {m.group(2)} {m.group(3)}" for m in re.finditer(
+            r"Hooks: (\w+)(?::\w+)? \[sh \S+ (\w+(?: start)?)\] .*? \((\d+ms)\)", text)]
+        print(f"    {name:12} " + ("; ".join(found) or "(nothing reported)"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=9, help="rounds (each runs every variant)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--parts", action="store_true",
+                    help="also time the plugin's hooks alone and its MCP server alone")
+    ap.add_argument("--why", action="store_true",
+                    help="also print Claude's own timings from --debug-file runs")
+    args = ap.parse_args()
+    claude = os.environ.get("CODEX_BRIDGE_CLAUDE_BIN") or str(pinned_claude() or "")
+    if not claude:
+        print("bench_plugin: needs the pinned claude (scripts/install-binaries)",
+              file=sys.stderr)
+        return 3
+    # An installed package has its .pyc files; an edit since the last run would make
+    # every MCP server start compile from source instead.
+    compileall.compile_dir(ROOT / "codexbridge", quiet=1)
+    root = Path(tempfile.mkdtemp(prefix="cb-bench-plugin-", dir="/tmp"))
+    os.environ["CODEX_BRIDGE_HOME"] = str(root / "state")
+    runner = None
+    try:
+        with MockMessages() as mock:
+            runner = Runner(claude, root, mock)
+            variants = _variants(root, args.parts)
+            times: dict[str, list[float]] = {name: [] for name in variants}
+            for i in range(args.warmup + args.runs):
+                if i == args.warmup:
+                    _wait_warm(runner)
+                for name, variant in variants.items():
+                    took = runner.run(variant)
+                    if i >= args.warmup:
+                        times[name].append(took)
+            _report(args.runs, times)
+            if args.why:
+                _why(runner, variants, root)
+    finally:
+        if runner is not None:
+            _stop_warm(runner)
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+def _report(runs: int, times: dict[str, list[float]]) -> None:
+    base = statistics.median(times[WITHOUT])
+    print(f'claude -p "hello", whole process, {runs} rounds, interleaved '
+          f"({os.cpu_count()} cpu(s))")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"    {name:12} median {med * 1000:7.0f} ms  min {min(ts) * 1000:7.0f}  "
+              f"max {max(ts) * 1000:7.0f}   {med - base:+6.3f} s  {med / base:.2f}x")
+    plugin, cold = statistics.median(times[PLUGIN]), statistics.median(times[COLD])
+    print(f"    plugin cost: {(plugin - base) * 1000:+.0f} ms per `claude -p` "
+          f"(ratio plugin / without {plugin / base:.2f}x)")
+    print(f"    plugin cost, cold MCP start: {(cold - base) * 1000:+.0f} ms "
+          f"(ratio {cold / base:.2f}x)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
