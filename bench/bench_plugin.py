@@ -17,14 +17,19 @@ other (interleaved, so machine noise hits every variant alike):
     plugin cold  the same with CODEX_BRIDGE_MCP_WARM=0: every MCP server starts cold (a
                  user's first session, or the warm server gone after 10 idle minutes)
 
+`--before DIR` adds the plugin of another copy of the package (DIR holds a `codexbridge/`,
+e.g. `git archive <commit> codexbridge | tar -x -C DIR`) running that copy's code:
+before/after in one run.
+
 `--parts` adds two copies of the plugin: `hooks only` (no MCP server) and `MCP only` (no
 hooks), to say which part costs what. `--why` runs each plugin variant once more with
 Claude's `--debug-file` and prints what Claude itself reports: how long the MCP server
 took to connect and each hook's time (debug logging slows Claude a little, so these
 runs are not in the medians).
 
-Printed: the wall time of each whole `claude` process (median, min, max) and the
-plugin's cost as the difference and the ratio of medians. No assertions.
+Printed: the wall time of each whole `claude` process (median, min, max) and each
+variant's cost over `without`: the median of the rounds' differences (both ran back to
+back in each round, so the box's slow drift cancels) with their range. No assertions.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import compileall
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -54,6 +60,7 @@ from codexbridge.setup.where import plugin_dir  # noqa: E402
 
 WITHOUT, PLUGIN, COLD, HOOKS, MCP = ("without", "plugin", "plugin cold", "hooks only",
                                      "MCP only")
+BEFORE = "plugin @before"
 Variant = tuple[list[str], dict[str, str]]  # claude's extra arguments, extra environment
 
 
@@ -69,6 +76,20 @@ def _copy_plugin(root: Path, name: str, *, hooks: bool, mcp: bool) -> Path:
     if not hooks:
         (dest / "hooks" / "hooks.json").write_text('{"hooks": {}}', encoding="utf-8")
     return dest
+
+
+def _before(root: Path, tree: Path) -> Variant:
+    """The plugin of the copy in `tree`, running that copy's codexbridge (its launcher
+    takes the command from CODEX_BRIDGE_BIN)."""
+    if not (tree / "codexbridge" / "claude_plugin").is_dir():
+        raise SystemExit(f"bench_plugin: --before {tree}: no codexbridge/claude_plugin there")
+    compileall.compile_dir(tree / "codexbridge", quiet=1)
+    wrapper = root / "before-codexbridge"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(tree))} exec '
+                       f'{shlex.quote(sys.executable)} -m codexbridge "$@"\n')
+    wrapper.chmod(0o755)
+    return (["--plugin-dir", str(tree / "codexbridge" / "claude_plugin")],
+            {"CODEX_BRIDGE_BIN": str(wrapper)})
 
 
 def _variants(root: Path, parts: bool) -> dict[str, Variant]:
@@ -170,6 +191,9 @@ def main() -> int:
                     help="also time the plugin's hooks alone and its MCP server alone")
     ap.add_argument("--why", action="store_true",
                     help="also print Claude's own timings from --debug-file runs")
+    ap.add_argument("--before", type=Path, default=None, metavar="DIR",
+                    help="also the plugin of another copy of the package (DIR holds its "
+                         "codexbridge/), e.g. the commit before a change")
     args = ap.parse_args()
     claude = os.environ.get("CODEX_BRIDGE_CLAUDE_BIN") or str(pinned_claude() or "")
     if not claude:
@@ -186,6 +210,8 @@ def main() -> int:
         with MockMessages() as mock:
             runner = Runner(claude, root, mock)
             variants = _variants(root, args.parts)
+            if args.before is not None:
+                variants[BEFORE] = _before(root, args.before.resolve())
             times: dict[str, list[float]] = {name: [] for name in variants}
             for i in range(args.warmup + args.runs):
                 if i == args.warmup:
@@ -204,19 +230,33 @@ def main() -> int:
     return 0
 
 
+def _cost(times: dict[str, list[float]], name: str) -> tuple[float, float, float]:
+    """The cost of variant `name` over `without`, in ms: the median of the rounds'
+    differences (each round runs both back to back, so slow drift cancels), and that
+    difference's lowest and highest."""
+    diffs = [(t - b) * 1000 for t, b in zip(times[name], times[WITHOUT], strict=True)]
+    return statistics.median(diffs), min(diffs), max(diffs)
+
+
 def _report(runs: int, times: dict[str, list[float]]) -> None:
     base = statistics.median(times[WITHOUT])
     print(f'claude -p "hello", whole process, {runs} rounds, interleaved '
           f"({os.cpu_count()} cpu(s))")
+    print(f"    {'':14} {'median':>7} {'min':>7} {'max':>7}   cost over `without`: median "
+          "of the rounds' differences [range]")
     for name, ts in times.items():
         med = statistics.median(ts)
-        print(f"    {name:12} median {med * 1000:7.0f} ms  min {min(ts) * 1000:7.0f}  "
-              f"max {max(ts) * 1000:7.0f}   {med - base:+6.3f} s  {med / base:.2f}x")
-    plugin, cold = statistics.median(times[PLUGIN]), statistics.median(times[COLD])
-    print(f"    plugin cost: {(plugin - base) * 1000:+.0f} ms per `claude -p` "
-          f"(ratio plugin / without {plugin / base:.2f}x)")
-    print(f"    plugin cost, cold MCP start: {(cold - base) * 1000:+.0f} ms "
-          f"(ratio {cold / base:.2f}x)")
+        line = (f"    {name:14} {med * 1000:7.0f} {min(ts) * 1000:7.0f} "
+                f"{max(ts) * 1000:7.0f} ms")
+        if name != WITHOUT:
+            cost, low, high = _cost(times, name)
+            line += f"   {cost:+6.0f} ms [{low:+.0f} .. {high:+.0f}]  {med / base:.2f}x"
+        print(line)
+    cost, _, _ = _cost(times, PLUGIN)
+    cold, _, _ = _cost(times, COLD)
+    print(f"    plugin cost: {cost:+.0f} ms per `claude -p` "
+          f"(ratio of medians plugin / without {statistics.median(times[PLUGIN]) / base:.2f}x)")
+    print(f"    plugin cost, cold MCP start: {cold:+.0f} ms")
 
 
 if __name__ == "__main__":

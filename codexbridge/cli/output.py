@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import INTERRUPTED_EXIT, BridgeError
+from .statedirs import check_state_dirs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,29 +36,6 @@ def report(exc: BridgeError, as_json: bool) -> int:
         emit_json(error_payload(exc))
     click.echo(f"codexbridge: {exc.message}", err=True)
     return exc.exit_code
-
-
-def check_state_dirs() -> None:
-    """Refuse a state home or inbox dir that would lock the user out or mix our files
-    into another agent's state (`host/private.unsafe_state_dir`) — before anything is
-    written there. `doctor` reports the same as a FAIL row instead."""
-    import contextlib
-    import os
-
-    from ..errors import UsageError
-    from ..host.private import HOME_ENV, state_home, unsafe_state_dir
-
-    problem = unsafe_state_dir(state_home(), HOME_ENV)
-    if problem is None and os.environ.get("CODEX_BRIDGE_INBOX_DIR"):
-        problem = unsafe_state_dir(os.environ["CODEX_BRIDGE_INBOX_DIR"],
-                                   "CODEX_BRIDGE_INBOX_DIR")
-    if problem:
-        raise UsageError(f"refusing to use it: {problem}", details={"problem": problem})
-    home = state_home()
-    # repaired on start: the state home is the user's alone (doctor shows the rest)
-    with contextlib.suppress(OSError):
-        if os.stat(home).st_mode & 0o077:
-            os.chmod(home, 0o700)
 
 
 def command(fn: F, *, check_state: bool = True) -> F:

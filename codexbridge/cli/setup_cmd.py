@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -142,9 +141,6 @@ def codex_cmd(project: str | None, user: bool, dry_run: bool, remove: bool, as_j
 def mailbox_cmd(session: str, project: str | None) -> None:
     """(internal) Print this Claude session's mailbox name, claiming it (the plugin's
     hooks run this once per session)."""
-    from ..inbox.location import inbox_dir
-    from ..setup.mailbox import claim
+    from .fast import mailbox_name  # (cli/__init__.py runs it without click first)
 
-    pid_text = os.environ.get("CLAUDE_PID", "")
-    pid = int(pid_text) if pid_text.isdigit() else None
-    click.echo(claim(inbox_dir(), project or os.getcwd(), session, pid))
+    click.echo(mailbox_name(session, project))

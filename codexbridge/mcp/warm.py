@@ -640,7 +640,8 @@ def _serve_session(warm: _Warm, argv: list[str]) -> int:
     """What `codexbridge mcp [--role R]` does cold (cli/mcp_cmd.py), checks included; the
     prebuilt server when the session's settings are the defaults it was built with."""
     from ..cli.mcp_cmd import serve_stdio
-    from ..cli.output import check_state_dirs, report
+    from ..cli.output import report
+    from ..cli.statedirs import check_state_dirs
     from ..errors import BridgeError
     from . import settings
 
