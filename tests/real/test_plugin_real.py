@@ -5,14 +5,19 @@
   delivers the session's mail and the model can call the plugin's MCP tools
   (`mcp__plugin_codexbridge_codex__<tool>`) — while the project carries a `codexbridge`
   of its own in `.venv/bin`, first on PATH, which must never run;
-* two live sessions in one project never share a mailbox.
+* two live sessions in one project never share a mailbox;
+* the plugin's MCP server, after the first session, is forked from the warm server that
+  session left (mcp/warm.py): its process never loads the SDK, and its tools work.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -135,3 +140,66 @@ def test_two_live_sessions_in_one_project_get_two_mailboxes(
         assert listed[got]["listener"]["session_id"] == second
     finally:
         first.stop()
+
+
+def _mcp_launchers(session: str) -> list[int]:
+    """Pids of `codexbridge mcp --role claude` processes Claude started for `session`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if b"codexbridge\0mcp\0--role\0claude" not in fh.read():
+                    continue
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if f"CLAUDE_CODE_SESSION_ID={session}".encode() in fh.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _loaded_the_sdk(pid: int) -> bool:
+    with open(f"/proc/{pid}/maps", encoding="utf-8") as fh:
+        return "_pydantic_core" in fh.read()
+
+
+def test_after_the_first_session_the_mcp_server_is_a_warm_start(
+        claude: ClaudeHarness, claude_project: Path, mock_messages: MockMessages) -> None:
+    run_dir = tempfile.mkdtemp(prefix="cbw-", dir="/tmp")  # its own warm server
+    seen: dict[str, list[bool]] = {}
+
+    def look(req: Any) -> None:
+        """At the session's first model request its MCP server is up: what is it?"""
+        sid = req.session_id
+        if sid and req.is_model_call and sid not in seen:
+            seen[sid] = [_loaded_the_sdk(pid) for pid in _mcp_launchers(sid)]
+
+    mock_messages.on_request = look
+    try:
+        for n in range(2):
+            session = str(uuid.uuid4())
+            proc = claude.run_p(claude_project, f"CALL_TOOL {STATUS} {{}}", "--plugin-dir",
+                                PLUGIN, "--session-id", session, "--allowedTools", STATUS,
+                                env={"XDG_RUNTIME_DIR": run_dir}, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            assert seen[session] == [n == 0], seen  # cold first, then a launcher only
+            if n == 0:
+                listening = Path(run_dir) / "codexbridge"
+                deadline = time.monotonic() + 60
+                while not list(listening.glob("mcp-*.sock")):
+                    assert time.monotonic() < deadline, "no warm server came up"
+                    time.sleep(0.05)
+        results = [r for r in _tool_results(mock_messages) if '"ok":' in str(r.get("content"))]
+        assert len(results) == 2 and all(json.loads(r["content"])["ok"] for r in results)
+        assert not mock_messages.errors
+    finally:
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if entry.isdigit() and run_dir.encode() in fh.read():
+                        os.kill(int(entry), signal.SIGTERM)
+            except OSError:
+                continue
+        shutil.rmtree(run_dir, ignore_errors=True)
