@@ -14,8 +14,10 @@ other (interleaved, so machine noise hits every variant alike):
                  is forked from the warm server (mcp/warm.py) that the warm-up rounds
                  left, as it is for every session after a user's first (the bench's
                  own, in a runtime dir of its own, stopped at the end)
-    plugin cold  the same with CODEX_BRIDGE_MCP_WARM=0: every MCP server starts cold (a
-                 user's first session, or the warm server gone after 10 idle minutes)
+    plugin first the same with no warm server yet (a fresh runtime dir each round): a
+                 user's first session, which starts one (stopped after the round)
+    plugin cold  the same with CODEX_BRIDGE_MCP_WARM=0: every MCP server starts cold,
+                 none is left behind
 
 `--before DIR` adds the plugin of another copy of the package (DIR holds a `codexbridge/`,
 e.g. `git archive <commit> codexbridge | tar -x -C DIR`) running that copy's code:
@@ -58,8 +60,8 @@ from codexbridge.mock.claude_env import offline_env  # noqa: E402
 from codexbridge.mock.messages_server import MockMessages  # noqa: E402
 from codexbridge.setup.where import plugin_dir  # noqa: E402
 
-WITHOUT, PLUGIN, COLD, HOOKS, MCP = ("without", "plugin", "plugin cold", "hooks only",
-                                     "MCP only")
+WITHOUT, PLUGIN, FIRST, COLD, HOOKS, MCP = ("without", "plugin", "plugin first",
+                                            "plugin cold", "hooks only", "MCP only")
 BEFORE = "plugin @before"
 Variant = tuple[list[str], dict[str, str]]  # claude's extra arguments, extra environment
 
@@ -95,6 +97,7 @@ def _before(root: Path, tree: Path) -> Variant:
 def _variants(root: Path, parts: bool) -> dict[str, Variant]:
     plugin = ["--plugin-dir", plugin_dir()]
     variants: dict[str, Variant] = {WITHOUT: ([], {}), PLUGIN: (plugin, {}),
+                                    FIRST: (plugin, {}),  # its runtime dir: each round's
                                     COLD: (plugin, {"CODEX_BRIDGE_MCP_WARM": "0"})}
     if parts:
         hooks = _copy_plugin(root, "hooks-only", hooks=True, mcp=False)
@@ -142,16 +145,25 @@ class Runner:
         return done.stdout.strip() or None
 
 
-def _stop_warm(runner: Runner) -> None:
-    """SIGTERM our warm server (its argv names its socket, in our runtime dir)."""
-    run = runner.env["XDG_RUNTIME_DIR"].encode()
+def _stop_warm(run_dir: str) -> None:
+    """SIGTERM the warm server of runtime dir `run_dir` (its argv names its socket)."""
     for entry in os.listdir("/proc"):
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                if entry.isdigit() and run in fh.read():
+                if entry.isdigit() and run_dir.encode() in fh.read():
                     os.kill(int(entry), signal.SIGTERM)
         except OSError:
             continue
+
+
+def _first(runner: Runner, variant: Variant, root: Path, round_no: int) -> float:
+    """A session with no warm server yet; the one it starts is stopped afterwards."""
+    fresh = root / f"first-{round_no}"
+    fresh.mkdir(mode=0o700)
+    try:
+        return runner.run((variant[0], {**variant[1], "XDG_RUNTIME_DIR": str(fresh)}))
+    finally:
+        _stop_warm(str(fresh))
 
 
 def _wait_warm(runner: Runner) -> None:
@@ -169,7 +181,7 @@ def _wait_warm(runner: Runner) -> None:
 def _why(runner: Runner, variants: dict[str, Variant], root: Path) -> None:
     print("\nwhat Claude's --debug-file says (one run each, not in the medians)")
     for name, variant in variants.items():
-        if name == WITHOUT:
+        if name in (WITHOUT, FIRST):  # (a first session is a cold one that starts a server)
             continue
         log = root / f"debug-{len(os.listdir(root))}.log"
         runner.run(variant, "--debug-file", str(log))
@@ -217,7 +229,8 @@ def main() -> int:
                 if i == args.warmup:
                     _wait_warm(runner)
                 for name, variant in variants.items():
-                    took = runner.run(variant)
+                    took = (_first(runner, variant, root, i) if name == FIRST
+                            else runner.run(variant))
                     if i >= args.warmup:
                         times[name].append(took)
             _report(args.runs, times)
@@ -225,7 +238,7 @@ def main() -> int:
                 _why(runner, variants, root)
     finally:
         if runner is not None:
-            _stop_warm(runner)
+            _stop_warm(runner.env["XDG_RUNTIME_DIR"])
         shutil.rmtree(root, ignore_errors=True)
     return 0
 
@@ -253,9 +266,11 @@ def _report(runs: int, times: dict[str, list[float]]) -> None:
             line += f"   {cost:+6.0f} ms [{low:+.0f} .. {high:+.0f}]  {med / base:.2f}x"
         print(line)
     cost, _, _ = _cost(times, PLUGIN)
+    first, _, _ = _cost(times, FIRST)
     cold, _, _ = _cost(times, COLD)
     print(f"    plugin cost: {cost:+.0f} ms per `claude -p` "
           f"(ratio of medians plugin / without {statistics.median(times[PLUGIN]) / base:.2f}x)")
+    print(f"    plugin cost, first session: {first:+.0f} ms")
     print(f"    plugin cost, cold MCP start: {cold:+.0f} ms")
 
 
