@@ -183,6 +183,7 @@ def launch(argv: list[str]) -> int | None:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError:
         return None
+    before = _leave_on_stop_signals()  # the agent may stop us mid-handover, too
     try:
         conn.settimeout(HANDOFF_WAIT)
         conn.connect(path)
@@ -191,8 +192,31 @@ def launch(argv: list[str]) -> int | None:
         pid = None
     if pid is None:
         conn.close()
+        _restore_signals(before)
         return None
     return _relay(conn, pid)
+
+
+def _leave_on_stop_signals(pid: int | None = None) -> dict[int, Any]:
+    """SIGINT, SIGTERM, SIGHUP: pass it to the worker `pid` (if any), then leave at once,
+    as a cold server does (mcp_cmd): exit 0 for the first two. The handlers replaced."""
+    import signal
+
+    def leave(signum: int, _frame: object) -> None:
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
+        os._exit(0 if signum in (signal.SIGINT, signal.SIGTERM) else 128 + signum)
+
+    return {sig: signal.signal(sig, leave)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+
+def _restore_signals(handlers: dict[int, Any]) -> None:
+    import signal
+
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
 
 
 def _hand_over(conn: socket.socket, argv: list[str]) -> int | None:
@@ -227,16 +251,7 @@ def _read_line(conn: socket.socket) -> dict[str, Any] | None:
 
 def _relay(conn: socket.socket, pid: int) -> int:
     """Stand in for the worker: forward the agent's signals, exit with its status."""
-    import signal
-
-    def forward(signum: int, _frame: object) -> None:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signum)
-        # The cold server's own answer to these signals: leave at once (mcp_cmd).
-        os._exit(0 if signum in (signal.SIGINT, signal.SIGTERM) else 128 + signum)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, forward)
+    _leave_on_stop_signals(pid)
     # Our own stdin/stdout stay open but untouched; we leave right after the worker.
     conn.settimeout(None)
     try:

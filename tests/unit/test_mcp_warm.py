@@ -5,8 +5,11 @@ themselves are in tests/real/test_mcp_warm.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,8 +57,19 @@ def test_the_launcher_leaves_unknown_roles_and_http_to_click(
     assert warm.launch(["--role", "claude"]) is None
 
 
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A directory with a short path (pytest's tmp_path may leave no room for a socket)."""
+    path = tempfile.mkdtemp(prefix="cbw-", dir="/tmp")
+    try:
+        yield Path(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def test_the_socket_lives_in_a_directory_of_ours_alone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path = short_dir
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     path = warm.socket_path()
     assert path is not None and path.startswith(str(tmp_path / "codexbridge" / "mcp-"))
