@@ -104,7 +104,8 @@ def run_demo(*, tui: bool, keep: bool, echo: Callable[[str], None]) -> int:
             shown = [line.rstrip() for line in screen.splitlines()
                      if line.lstrip().startswith(("›", "•")) and "Ask Codex" not in line]
             echo("\n".join("    " + line for line in shown))
-            echo(f"demo: attach to watch it yourself: tmux -S {viewer.socket} attach -t tui")
+            where = viewer.server.attach_line() if viewer.server else ""
+            echo(f"demo: attach to watch it yourself: {where}")
         if keep or viewer is not None:
             stop = _arm_ctrl_c()
             echo(f"demo: still running; try `CODEX_BRIDGE_URL={stack.url} codexbridge talk "

@@ -37,10 +37,21 @@ def offline_env(home: Path, config_dir: Path, mock_url: str, *, term: str = "dum
     return env
 
 
-def seed_interactive(config_dir: Path, project: Path) -> None:
-    """`.claude.json` that skips onboarding, the API-key question and the trust dialog."""
-    data = {"hasCompletedOnboarding": True,
-            "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
-            "projects": {str(project.resolve()): {"hasTrustDialogAccepted": True}}}
+def seed_interactive(config_dir: Path, project: Path, *, merge: bool = False) -> None:
+    """`.claude.json` that skips onboarding, the API-key question and the trust dialog
+    for `project` (with `merge`, projects already trusted there stay trusted).
+
+    Without CLAUDE_CONFIG_DIR, Claude Code keeps this file in HOME itself (not in
+    ~/.claude): pass HOME as `config_dir` then."""
+    path = config_dir / ".claude.json"
+    data: dict[str, object] = {}
+    if merge and path.exists():
+        data = json.loads(path.read_text(encoding="utf-8"))
+    projects = data.get("projects") if isinstance(data.get("projects"), dict) else {}
+    assert isinstance(projects, dict)
+    projects[str(project.resolve())] = {"hasTrustDialogAccepted": True}
+    data.update({"hasCompletedOnboarding": True,
+                 "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+                 "projects": projects})
     config_dir.mkdir(parents=True, exist_ok=True)
-    (config_dir / ".claude.json").write_text(json.dumps(data), encoding="utf-8")
+    path.write_text(json.dumps(data), encoding="utf-8")

@@ -210,3 +210,55 @@ def default_reply(body: dict[str, Any], n: int) -> Reply:
         return ToolUse(TOOL_SEARCH, {"query": f"select:{name}", "max_results": 1})
     tail = " ".join(last_text.split())[-200:]
     return Text(f"MOCK_REPLY #{n}: {tail}")
+
+
+# --- a Claude that answers its peer ---------------------------------------------------
+
+REQUEST_RE = re.compile(r"request (req_\d+_[a-z0-9]+)")
+WAITS_MARK = "Codex waits for your answer"
+ANSWER_PREFIX = "CLAUDE ANSWER to "
+
+
+def peer_answer(body: dict[str, Any], n: int) -> Reply | None:
+    """A `responder` for the offline world: a Codex request that waits for an answer
+    (codexbridge's mail, however it arrived) is answered `CLAUDE ANSWER to <request>:
+    <the question>` — unless it asks for a tool (`CALL_TOOL`), which the default rules
+    do. Anything else: None (the default rules)."""
+    msgs = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    if not msgs or msgs[-1].get("role") == "assistant":
+        return None
+    # Everything since the model last spoke — mail delivered during a tool call comes as
+    # a `role:"system"` entry beside the tool result (measured, 2.1.332).
+    tail: list[dict[str, Any]] = []
+    for msg in reversed(msgs):
+        if msg.get("role") == "assistant":
+            break
+        tail.insert(0, msg)
+    text = "\n".join(_block_text(b) for m in tail for b in _blocks(m))
+    # Mail that came during a tool call (a `system` entry beside the tool result) asks for
+    # a tool: a model acts on it, where the plain rules would only note the tool result.
+    mail = "\n".join(_block_text(b) for m in tail if m.get("role") == "system"
+                     for b in _blocks(m))
+    call = parse_call_tool(mail) if mail else None
+    if call is not None:
+        tools = {str(t.get("name")) for t in body.get("tools", []) if isinstance(t, dict)}
+        if call[0] in tools:
+            return ToolUse(call[0], call[1])
+        return ToolUse(TOOL_SEARCH, {"query": f"select:{call[0]}", "max_results": 1})
+    if WAITS_MARK not in text or parse_call_tool(text) is not None:
+        return None
+    found = REQUEST_RE.findall(text)
+    if not found:
+        return None
+    question = _question(text)
+    return Text(f"{ANSWER_PREFIX}{found[-1]}: {question}")
+
+
+def _question(text: str) -> str:
+    """The mail's own words: the line after codexbridge's bracketed envelope lines."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("[Codex waits for your answer"):
+            rest = [x for x in lines[i + 1:] if x.strip()]
+            return " ".join(rest[0].split())[:200] if rest else ""
+    return ""

@@ -8,6 +8,10 @@
     user text contains RUN: <cmd>, tools     -> exec_command with require_escalated (an approval)
     user text contains MCP_CALL: <tool> <json> and an MCP namespace offers <tool>
                                              -> a namespaced function_call of that tool
+    user text contains ASK_CLAUDE: <text>    -> exec_command (escalated) of the `inbox push
+                                                --expect-reply` line codexbridge's MCP
+                                                instructions give, with <text> — what a
+                                                model told only those instructions runs
     anything else                            -> "MOCK REPLY: <user text>" in 8-char deltas
                                                 (a codexbridge envelope header is read, not
                                                 echoed: the words after it are)
@@ -42,6 +46,8 @@ _RUN_SANDBOXED_RE = re.compile(r"RUN_SANDBOXED:[ \t]*([^\r\n]+)")
 _RUN_RE = re.compile(r"(?<![A-Z_])RUN:[ \t]*([^\r\n]+)")
 _HOLD_RE = re.compile(r"HOLD:([A-Za-z0-9_-]+)")
 _MCP_CALL_RE = re.compile(r"MCP_CALL:\s*(\S+)\s+(\{.*\})", re.S)
+_ASK_CLAUDE_RE = re.compile(r"ASK_CLAUDE:[ \t]*([^\r\n]+)")
+_PUSH_LINE_RE = re.compile(r"`([^`]*?) inbox push --expect-reply")
 
 _BIG_LINE_WIDTH = 64
 _BIG_FILL = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2
@@ -152,6 +158,9 @@ def plan_reply(body: Any, n: int) -> Reply:
         if namespace is not None:
             return Reply("mcp_call", frames=function_call_frames(
                 mcp.group(1), mcp.group(2), n, namespace=namespace))
+    ask = _ASK_CLAUDE_RE.search(user)
+    if ask:
+        return _ask_claude(body.get("tools"), ask.group(1).strip(), n)
     sandboxed = _RUN_SANDBOXED_RE.search(user)
     if sandboxed:
         return Reply("run_sandboxed",
@@ -163,3 +172,18 @@ def plan_reply(body: Any, n: int) -> Reply:
     return Reply("reply", frames=text_frames(REPLY_PREFIX + words_of(user), n),
                  delta_delay=delay,
                  hold=hold.group(1) if hold else None)
+
+
+def _ask_claude(tools: Any, text: str, n: int) -> Reply:
+    """Run what codexbridge's instructions (the MCP namespace's description) say runs
+    `inbox push` — nothing of our own: a wrong or missing line shows as a failed turn."""
+    import shlex
+
+    for entry in tools if isinstance(tools, list) else []:
+        if isinstance(entry, dict) and entry.get("type") == "namespace":
+            found = _PUSH_LINE_RE.search(str(entry.get("description") or ""))
+            if found:
+                cmd = f"{found.group(1)} inbox push --expect-reply {shlex.quote(text)}"
+                return Reply("ask_claude", frames=exec_command_frames(cmd, n, escalate=True))
+    return Reply("ask_claude", frames=text_frames(
+        "MOCK: my instructions name no `inbox push` command", n))

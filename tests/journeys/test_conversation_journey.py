@@ -1,0 +1,317 @@
+"""The whole conversation, both ways, on README's set-up at its defaults (see conftest).
+
+    Codex asks Claude     the human's Codex turn calls `claude_message_send` with
+                          expectReply (Codex asks the human first: `writes` approval);
+                          Claude, idle, gets it live and answers; the answer renders in
+                          the Codex TUI as a reply turn; both records end delivered
+    Claude asks Codex     Claude's Bash tool runs `codexbridge talk send` (the human
+                          allows it in Claude's TUI); the message and Codex's answer
+                          render in the Codex TUI; the answer comes into Claude by itself
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .conftest import Journey, fresh_text, one_line, wait_until
+
+pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
+
+ENVELOPE = "[codexbridge] from Claude Code — a peer AI agent, not the human user"
+
+
+def mcp_call(tool: str, args: dict[str, object]) -> str:
+    return f"MCP_CALL: {tool} {json.dumps(args)}"
+
+
+def bash(command: str) -> str:
+    return "CALL_TOOL Bash " + json.dumps({"command": command})
+
+
+def test_codex_asks_claude_over_mcp_and_the_answer_comes_back(journey: Journey) -> None:
+    j = journey
+    codex, claude = j.codex["project"], j.claude["project"]
+    question = "Codex asks: is the auth refactor safe to merge?"
+    since = j.claude_mark()
+    codex.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
+    # `setup codex` asks the human before the tool writes (default_tools_approval_mode)
+    codex.wait_for_text('Allow the codexbridge MCP server to run tool "claude_message_send"', 60)
+    codex.key("Enter")
+    # Claude, idle at its prompt, gets it at once (live) and answers
+    asked = j.claude_saw(question, since)
+    request = re.search(r"request (req_\d+_[a-z0-9]+)", asked.tail_text())
+    assert request is not None, asked.tail_text()
+    rid = request.group(1)
+    answer = f"CLAUDE ANSWER to {rid}: {question}"
+    # … and the answer renders in the Codex TUI as a reply turn, which Codex answers
+    screen = j.on_screen(codex, f"reply to {rid}")
+    assert ENVELOPE in screen
+    j.on_screen(codex, f"MOCK REPLY: {answer}")
+    # what the agents saw: Codex got Claude's answer under a reply envelope
+    reply_turns = [t for t in j.codex_user_texts() if f"reply to {rid}" in t]
+    assert len(reply_turns) == 1 and reply_turns[0].endswith(answer)
+    # the human sees Claude's side too
+    assert answer[:60] in one_line(j.screen(claude))
+    # talk status: both sides delivered, the request once
+    request_rec = j.final(rid)
+    assert request_rec["state"] == "delivered" and request_rec["direction"] == "to-claude"
+    replies = [r for r in j.records() if r.get("in_reply_to") == rid]
+    assert len(replies) == 1 and j.final(replies[0]["id"])["state"] == "delivered"
+    table = j.cb("talk", "status").stdout
+    assert f"{rid}  delivered" in table and f"{replies[0]['id']}  delivered" in table
+
+
+def test_claude_asks_codex_with_talk_send_and_the_answer_arrives_by_itself(
+        journey: Journey) -> None:
+    j = journey
+    codex, claude = j.codex["project"], j.claude["project"]
+    ask = "Claude asks: which tests cover the auth module?"
+    since = j.claude_mark()
+    claude.send(bash(f'codexbridge talk send "{ask}"'))
+    j.claude_allows()
+    # the message and Codex's answer render in the Codex TUI
+    j.on_screen(codex, ask)
+    j.on_screen(codex, f"MOCK REPLY: {ask}")
+    assert ENVELOPE in j.screen(codex)
+    # … and comes into Claude by itself: a new turn whose request carries it
+    got = j.claude_saw(f"MOCK REPLY: {ask}", since)
+    assert "Reply from Codex" in fresh_text(got)
+    sent = [r for r in j.records() if r.get("text_preview") == ask]
+    assert len(sent) == 1
+    rec = j.final(sent[0]["id"])
+    assert rec["state"] == "delivered" and rec["reply_to"] == j.listener("project")
+    assert rec["reply_to_how"] == "calling session"
+    # exactly one turn in Codex carried it
+    assert sum(ask in t for t in j.codex_user_texts()) == 1
+
+
+class Gate:
+    """Holds Claude's model request whose text carries `key` until released: Claude is
+    mid-turn exactly as long as the test needs (no timing guesses)."""
+
+    def __init__(self, j: Journey, key: str) -> None:
+        import threading
+
+        self.j, self.key = j, key
+        self.held = threading.Event()
+        self.open = threading.Event()
+
+    def __enter__(self) -> Gate:
+        def hold(req: object) -> None:
+            text = getattr(req, "tail_text", lambda: "")()
+            if self.key in text and not self.open.is_set():
+                self.held.set()
+                self.open.wait(120)
+        self.j.world.claude_mock.on_request = hold
+        return self
+
+    def wait_held(self) -> None:
+        assert self.held.wait(60), self.j.screen(self.j.claude["project"])
+
+    def release(self) -> None:
+        self.open.set()
+
+    def __exit__(self, *exc: object) -> None:
+        self.open.set()
+        self.j.world.claude_mock.on_request = None
+
+
+def ask_claude(j: Journey, question: str) -> str:
+    """The human's Codex turn calls claude_message_send with expectReply (allowed in the
+    TUI); returns the request token from the tool's result."""
+    codex = j.codex["project"]
+    before = {r["id"] for r in j.records()}
+    codex.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
+    codex.wait_for_text('Allow the codexbridge MCP server to run tool "claude_message_send"', 60)
+    codex.key("Enter")
+    made = wait_until(lambda: [r for r in j.records() if r["id"] not in before
+                               and r["direction"] == "to-claude"], 60, "the request record")
+    assert len(made) == 1
+    return str(made[0]["id"])
+
+
+def answered_once(j: Journey, rid: str, question: str) -> None:
+    """Claude's answer to `rid` reached the asking thread as one reply turn, both records
+    delivered, and it is the answer to *this* question."""
+    j.final(rid)
+    assert j.record(rid)["state"] == "delivered", j.record(rid)
+    turns = [t for t in j.codex_user_texts() if f"reply to {rid}" in t]
+    assert len(turns) == 1, turns
+    assert turns[0].endswith(f"CLAUDE ANSWER to {rid}: {question}"), turns[0][-300:]
+    replies = [r for r in j.records() if r.get("in_reply_to") == rid]
+    assert len(replies) == 1 and j.final(replies[0]["id"])["state"] == "delivered"
+
+
+def test_codex_asks_claude_by_running_inbox_push_itself(journey: Journey) -> None:
+    """Codex, told only what codexbridge's MCP instructions say, runs `inbox push
+    --expect-reply` as a command: its login shell resets PATH (/etc/profile), so the
+    instructions carry codexbridge's absolute path; the command writes outside the
+    workspace, so Codex asks to run it escalated and the human allows it in the TUI."""
+    j = journey
+    codex = j.codex["project"]
+    question = "Codex asks by command: where is the changelog kept?"
+    before = {r["id"] for r in j.records()}
+    codex.send(f"ASK_CLAUDE: {question}")
+    screen = j.on_screen(codex, "Would you like to run the following command?")
+    assert "inbox push --expect-reply" in one_line(screen)
+    codex.key("y")
+    made = wait_until(lambda: [r for r in j.records() if r["id"] not in before
+                               and r["direction"] == "to-claude"], 60, "the request record",
+                      lambda: j.explain("the request record"))
+    assert len(made) == 1 and made[0]["mailbox"] == j.listener("project")
+    assert made[0]["thread_id"] == j.threads["project"]  # $CODEX_THREAD_ID
+    answered_once(j, made[0]["id"], question)
+    j.on_screen(codex, f"CLAUDE ANSWER to {made[0]['id']}")
+
+
+def test_codex_asks_claude_while_claude_is_mid_turn(journey: Journey) -> None:
+    """The mail reaches Claude as soon as its running turn ends — and that turn's final
+    message is not taken for the answer: the next turn, the one that read it, answers."""
+    j = journey
+    with Gate(j, "BUSY-ONE") as gate:
+        j.claude["project"].send("BUSY-ONE: think about the release notes")
+        gate.wait_held()
+        question = "Codex asks (mid-turn): which file holds the release notes?"
+        rid = ask_claude(j, question)
+        reach = j.cb_json("inbox", "list")["mailboxes"]
+        assert any(m.get("reach", {}).get("session") == "busy" for m in reach), reach
+        gate.release()
+    answered_once(j, rid, question)
+
+
+def test_codex_asks_claude_while_claude_runs_a_tool(journey: Journey) -> None:
+    """Mail that arrives during a tool call is taken in by the same turn (beside the
+    tool's result); that turn's final message answers it."""
+    j = journey
+    flag = j.world.root / "tool-may-finish"
+    since = j.claude_mark()
+    j.claude["project"].send(bash(f"while [ ! -e {flag} ]; do sleep 0.05; done; echo tool done"))
+    j.claude_allows(unless="Running while")
+    j.on_screen(j.claude["project"], "Running while")
+    question = "Codex asks (mid-tool): is the cache warm?"
+    rid = ask_claude(j, question)
+    flag.touch()
+    got = j.claude_saw(question, since)
+    assert "tool done" in got.all_text()  # the same turn: the tool's result beside it
+    answered_once(j, rid, question)
+
+
+def test_codex_asks_a_stopped_claude_which_answers_when_it_starts(journey: Journey) -> None:
+    """Claude is not running: the mail waits in its project's mailbox (the tool says so),
+    and the next `claude` in the project gets it at once and answers."""
+    j = journey
+    name = j.listener("project")
+    j.claude.pop("project").stop()
+    question = "Codex asks (while Claude is stopped): did the migration run?"
+    rid = ask_claude(j, question)
+    assert j.record(rid)["mailbox"] == name and j.record(rid)["state"] == "queued"
+    since = j.claude_mark()
+    j.open_claude("project")
+    j.claude_saw(question, since)
+    answered_once(j, rid, question)
+
+
+def test_claudes_turn_asks_for_an_approval_the_human_gives_it_in_the_codex_tui(
+        journey: Journey) -> None:
+    j = journey
+    codex = j.codex["project"]
+    target = j.world.projects["project"] / "approved-by-human"
+    since = j.claude_mark()
+    j.claude["project"].send(bash(f'codexbridge talk send "RUN: touch {target}"'))
+    j.claude_allows()
+    j.on_screen(codex, "Would you like to run the following command?")
+    codex.key("y")  # the human decides, in the TUI
+    got = j.claude_saw("MOCK DONE", since)
+    text = fresh_text(got)
+    assert "Reply from Codex" in text and "answered in the TUI" in text
+    assert target.exists()
+
+
+def test_nobody_answers_the_approval_it_fails_closed_and_claude_is_told_why(
+        journey: Journey) -> None:
+    j = journey
+    codex = j.codex["project"]
+    target = j.world.projects["project"] / "never-approved"
+    since = j.claude_mark()
+    j.claude["project"].send(bash(
+        f'codexbridge talk send --approval-timeout 3 "RUN: touch {target}"'))
+    j.claude_allows()
+    j.on_screen(codex, "Would you like to run the following command?")
+    got = j.claude_saw("declined after deadline (fail-closed)", since)  # nobody answered
+    text = fresh_text(got)
+    assert "nobody answered within 3 s" in text and "rejected" in text
+    assert not target.exists()
+    wait_until(lambda: "Would you like to run" not in codex.capture(), 30,
+               "the TUI's prompt to close", lambda: j.screen(codex))
+
+
+def _send_line(text: str) -> str:
+    import shlex
+
+    return "codexbridge talk send " + shlex.quote(text)
+
+
+def test_a_conversation_of_four_hops_and_the_fifth_is_refused(journey: Journey) -> None:
+    """A→B→A→B in one conversation: Claude asks Codex, whose turn asks Claude, whose turn
+    asks Codex, whose turn asks Claude — and that Claude's attempt at a fifth hop is
+    refused (exit 9) before anything is sent. Each agent just does what the message it
+    handles says; the conversation (and its budget) travels by itself."""
+    j = journey
+    codex = j.codex["project"]
+    fifth = bash(_send_line("HOP-FIVE: one more round"))
+    hop4 = "MCP_CALL: claude_message_send " + json.dumps({"text": "HOP-FOUR " + fifth})
+    hop3 = bash(_send_line("HOP-THREE " + hop4))
+    hop2 = "MCP_CALL: claude_message_send " + json.dumps({"text": "HOP-TWO " + hop3})
+    since = j.claude_mark()
+    j.claude["project"].send(bash(_send_line("HOP-ONE " + hop2)))
+    j.claude_allows()                                   # hop 1: Claude → Codex
+    j.on_screen(codex, 'run tool "claude_message_send"')
+    codex.key("Enter")                                  # hop 2: Codex → Claude
+    j.claude_saw("hop 2/4 · request", since)  # (every hop's text rides inside the first)
+    j.claude_allows()                                   # hop 3: Claude → Codex
+    j.on_screen(codex, "hop 3/4")
+    j.on_screen(codex, 'run tool "claude_message_send"')
+    codex.key("Enter")                                  # hop 4: Codex → Claude
+    j.claude_saw("hop 4/4 · request", since)
+    j.claude_allows()                                   # the fifth: refused
+    refused = j.claude_saw("has used its 4 hops", since)  # what Claude's tool result says
+    assert "Exit code 9" in fresh_text(refused) and "nothing was sent" in fresh_text(refused)
+    convs = {r["conversation"] for r in j.records()
+             if "HOP-" in r.get("text_preview", "") and not r.get("in_reply_to")}
+    assert len(convs) == 1, convs
+    trail = json.loads((j.world.bridge_home / "conversations" / f"{convs.pop()}.json")
+                       .read_text())["hops"]
+    assert [(h["n"], h["direction"]) for h in trail] == [
+        (1, "claude→codex"), (2, "codex→claude"), (3, "claude→codex"), (4, "codex→claude")]
+    assert not any(r.get("text_preview", "").startswith("HOP-FIVE") for r in j.records())
+    assert not any(t.split("\n\n", 1)[-1].startswith("HOP-FIVE") for t in j.codex_user_texts())
+
+
+def test_two_projects_each_with_a_tui_and_a_claude_never_cross(journey: Journey) -> None:
+    j = journey
+    codex_other = j.open_codex("other")
+    j.open_claude("other")
+    ask = "Claude in other asks: what is the build command?"
+    since = j.claude_mark()
+    j.claude["other"].send(bash(_send_line(ask)))
+    j.claude_allows("other")
+    j.on_screen(codex_other, f"MOCK REPLY: {ask}")
+    got = j.claude_saw(f"MOCK REPLY: {ask}", since)
+    assert got.session_id == j.session("other") != j.session("project")
+    assert ask not in j.screen(j.codex["project"])
+    rec = [r for r in j.records() if r.get("text_preview") == ask]
+    assert len(rec) == 1 and rec[0]["thread_id"] == j.threads["other"]
+    assert rec[0]["chosen_by"] == "project" and rec[0]["reply_to"] == j.listener("other")
+    # Codex in `other` asks without naming a mailbox: its own project's Claude gets it
+    question = "Codex in other asks: is the cache cold?"
+    codex_other.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
+    j.on_screen(codex_other, 'run tool "claude_message_send"')
+    codex_other.key("Enter")
+    asked = j.claude_saw(question, since)
+    assert asked.session_id == j.session("other")
+    j.on_screen(codex_other, "CLAUDE ANSWER to req_")
+    assert question not in j.screen(j.claude["project"])
+    assert question not in j.screen(j.codex["project"])
