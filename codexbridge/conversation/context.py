@@ -30,11 +30,16 @@ def current_conversation(explicit: str | None, env: Mapping[str, str],
         return valid_id(env[CONVERSATION_ENV])
     thread = env.get(THREAD_ENV)
     if thread:
-        running = [r for r in (store or DeliveryStore()).recent(200)
-                   if r.direction is Direction.TO_CODEX and r.thread_id == thread
-                   and r.state in IN_FLIGHT[1:] and r.conversation]
-        if running:
-            return running[0].conversation
+        ours = [r for r in (store or DeliveryStore()).recent(200)
+                if r.direction is Direction.TO_CODEX and r.thread_id == thread
+                and r.state in IN_FLIGHT and r.conversation]
+        running = [r for r in ours if r.state is not DeliveryState.QUEUED]
+        # The courier may not have seen its turn start yet (the sender queued it a moment
+        # ago): then the message codex runs first — the oldest in its queue. At worst an
+        # unrelated turn shares that budget: stricter, never looser.
+        waiting = sorted((r for r in ours if r.submission_id), key=lambda r: r.created_at)
+        if running or waiting:
+            return (running or waiting)[0].conversation
     session = env.get(SESSION_ENV)
     if session:
         marker = handling.read(session)

@@ -95,7 +95,7 @@ def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] |
 
 
 def running() -> bool:
-    answer = _exchange({"op": "ping"}, 1.0)
+    answer = _exchange({"op": "ping"}, 3.0)
     return bool(answer and answer.get("ok"))
 
 

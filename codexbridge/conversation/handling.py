@@ -6,13 +6,13 @@
 
 Noted — under the file's lock — by whichever path put the mail in front of Claude: the
 Stop hook's block, the watcher's wake, a live frame once the session's transcript shows
-it. At each stop `due()` takes out the requests whose mail the transcript shows Claude
-took in *before* the answer that ended this turn: Claude's final message
-(`last_assistant_message`) answers them. A request whose mail has not reached Claude
-yet stays for a later stop: a watcher that fired mid-turn, or a live frame queued behind
-the running turn, is read in the *next* turn (measured on 2.1.332: such mail is a
-`queue-operation` record until Claude dequeues it after the stop, then a `user` record;
-a Stop-hook block is a `user` + `attachment` + `system` record; docs/reverse-channel.md).
+it. At each stop `due()` takes out the requests whose mail the transcript shows the
+ending turn took in: Claude's final message (`last_assistant_message`) answers them.
+A request whose mail has not reached Claude yet stays for a later stop: a watcher that
+fired mid-turn, or a live frame queued behind the running turn, is read in the *next*
+turn (measured on 2.1.332: such mail is a `queue-operation` record until Claude dequeues
+it after the stop, then a `user` record; a Stop-hook block is a `user` record and an
+`attachment`; mail during a tool call an `attachment`; docs/reverse-channel.md).
 
 Meanwhile a `talk send` run from that session's Bash tool reads it (`read`) to stay in
 the conversation — and hop budget — of the mail it is answering.
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Records that carry what Claude was shown; `queue-operation` only says it waits, and
-# `api-request-*` / `assistant` echo it back.
-_SHOWN = ("user", "attachment", "system")
+# `api-request-*` / `assistant` / a `system` hook summary echo it back.
+_SHOWN = ("user", "attachment")
 LOCK_WAIT = 3.0  # s: a Claude stop never waits longer on it
 
 
@@ -104,9 +104,9 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
 
 def due(session_id: str) -> tuple[list[dict[str, Any]], str | None]:
     """At a stop: take out the requests this turn's final message answers — those whose
-    mail the transcript shows before an answer — and the conversation they are in. The
-    rest stay. Without a transcript to look at, every request is due (the old rule: the
-    next stop after handing answers)."""
+    mail the transcript shows Claude took in — and the conversation they are in. The rest
+    stay. Without a transcript to look at, every request is due (the old rule: the next
+    stop after handing answers)."""
     if not os.path.exists(path(session_id)):
         return [], None
     with _lock(session_id):
@@ -115,34 +115,35 @@ def due(session_id: str) -> tuple[list[dict[str, Any]], str | None]:
             _write(session_id, None)
             return [], None
         held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
-        now = [r for r in held if _answered(r)]
+        now = [r for r in held if _taken_in(r)]
         later = [r for r in held if r not in now]
         _write(session_id, {**current, "requests": later} if later else None)
     return now, current.get("conversation")
 
 
-def _answered(request: dict[str, Any]) -> bool:
+def _taken_in(request: dict[str, Any]) -> bool:
     transcript, mail = request.get("transcript"), request.get("mail")
     if not isinstance(transcript, str) or not isinstance(mail, str) or not mail:
         return True
     offset = request.get("offset")
-    return answered_after(transcript, offset if isinstance(offset, int) else 0, mail)
+    return taken_in(transcript, offset if isinstance(offset, int) else 0, mail)
 
 
-def answered_after(transcript: str, offset: int, marker: str) -> bool:
+def taken_in(transcript: str, offset: int, marker: str) -> bool:
     """True when a record of `transcript` (from byte `offset`) showed Claude `marker` — a
-    mail id, which every rendering of the mail carries — and an assistant record came
-    after it: the turn that took the mail in has answered. An unreadable transcript
-    counts as answered (the old rule), so a request is never held forever by a file."""
+    mail id, which every rendering of the mail carries — as part of a turn: a `user`
+    record (its own turn; a Stop-hook block) or an `attachment` (beside a tool result).
+    At a stop that means the turn now ending took it in: Claude dequeues mail that waits
+    (a `queue-operation`) only after the stop. The answer itself need not be in the file
+    yet: the stop's `last_assistant_message` is it (measured: an interactive session's
+    transcript can lag the Stop hook). An unreadable transcript counts as taken in (the
+    old rule), so a request is never held forever by a file."""
     needle = marker.encode("utf-8")
-    shown = False
     try:
         with open(transcript, "rb") as fh:
             fh.seek(max(0, offset))
             for line in fh:
                 if needle in line and _kind(line) in _SHOWN:
-                    shown = True
-                elif shown and b'"assistant"' in line and _kind(line) == "assistant":
                     return True
     except OSError:
         return True

@@ -11,7 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import gather, rows, rows_claude, rows_daemon, rows_handoff, rows_health
+from . import (
+    gather,
+    rows,
+    rows_claude,
+    rows_daemon,
+    rows_deliveries,
+    rows_handoff,
+    rows_health,
+)
 from .report import Check, check_failed
 
 T = TypeVar("T")
@@ -69,6 +77,10 @@ def diagnose(project: Path, url: str | None = None,
     add("max-chain", lambda: rows_claude.chain_rows(dict(os.environ),
                                                     gather.settings_env(proj or empty)))
     add("tmux", lambda: rows_claude.tmux_rows(gather.tmux()))
+    add("deliveries", lambda: rows_deliveries.delivery_rows(
+        rows_deliveries.gather_deliveries()))
+    add("codex-shell", lambda: rows_deliveries.codex_shell_rows(
+        rows_deliveries.gather_codex_shell(_registered_command(project))))
     add("handoff", lambda: rows_handoff.handoff_rows(_handoff_facts(project, url, timeout)))
     if deep and codex is not None:
         add("deep", lambda: rows_health.deep_rows(rows_health.gather_deep(codex.get("path"))))
@@ -102,3 +114,21 @@ def _plugin_enabled(project: Path) -> bool:
     from ..setup.status import plugin_facts
 
     return bool(plugin_facts(str(project)).get("enabled_in"))
+
+
+def _registered_command(project: Path) -> str | None:
+    """The command of `[mcp_servers.codexbridge]` codex would start (the project's
+    .codex/config.toml first, then CODEX_HOME's), if setup registered one."""
+    from ..host.daemon import codex_home
+    from .parse import load_toml
+
+    for config in (project / ".codex" / "config.toml", codex_home() / "config.toml"):
+        try:
+            table = load_toml(config.read_text(encoding="utf-8")).get("mcp_servers") or {}
+        except (OSError, ValueError):
+            continue
+        server = table.get("codexbridge") if isinstance(table, dict) else None
+        command = server.get("command") if isinstance(server, dict) else None
+        if isinstance(command, str) and command:
+            return command
+    return None

@@ -263,15 +263,23 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
         limit)
     fields: dict[str, Any] = {"request": token, "conversation": conv, "hop": hop,
                               "max_hops": limit}
+    store = DeliveryStore()
     if expect_reply:
         fields["expect_reply"] = {"thread": asking}
-    receipt = _store(known, name, who, text, fields, interrupt)
-    if expect_reply:
+        # Recorded before the mail leaves: a live push is taken in (and noted as handled
+        # on this record) within a fraction of a second.
         record = Delivery(id=token, direction=Direction.TO_CLAUDE, conversation=conv,
                           hop=hop, max_hops=limit, thread_id=asking, mailbox=name,
                           text_preview=text_preview(text))
         record.move(DeliveryState.QUEUED)
-        DeliveryStore().save(record)
+        store.save(record)
+    try:
+        receipt = _store(known, name, who, text, fields, interrupt)
+    except BaseException as exc:
+        if expect_reply:
+            why = f"the mail was not stored ({exc!r})"
+            store.update(token, lambda r: r.move(DeliveryState.FAILED, reason=why))
+        raise
     return RequestReceipt(receipt, token, conv, hop, limit, asking if expect_reply else None)
 
 

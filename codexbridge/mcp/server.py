@@ -48,12 +48,33 @@ INSTRUCTIONS = {
         "message whose turn started (TURN_TIMEOUT, CODEX_CONNECTION_LOST): it may still be "
         "running — read the thread instead. " + _COMMON),
     "codex": (
-        "codexbridge, role codex: leave messages for a Claude Code session. "
-        "claude_message_send writes to a mailbox that the Claude session reads when it "
-        "stops; Claude's answer does not come back as the tool result. "
-        "claude_mailboxes_list shows who listens; claude_mailbox_peek shows what is still "
-        "waiting. " + _COMMON),
+        "codexbridge, role codex: talk to the Claude Code session of this project. "
+        "claude_message_send leaves it a message (with no mailbox named: the session "
+        "listening in this thread's project); a running session gets it at once, a stopped "
+        "one when it next starts. With expectReply, Claude's answer arrives in this thread "
+        "as a new turn by itself — it is not the tool result. claude_mailboxes_list shows "
+        "who listens; claude_mailbox_peek shows what is still waiting. From a shell "
+        "command the same is `{command} inbox push --expect-reply \"TEXT\"` (it writes "
+        "outside the workspace: run it with escalated permissions). " + _COMMON),
 }
+
+
+def codexbridge_command() -> str:
+    """How a shell runs this very codexbridge, by absolute path: Codex's commands run in
+    a login shell whose PATH is reset by /etc/profile (measured), so a `codexbridge` the
+    user put on PATH in their terminal is not found there."""
+    import os
+    import shlex
+    import sys
+
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(script) == "codexbridge" and os.access(script, os.X_OK):
+        return shlex.quote(script)
+    return f"{shlex.quote(sys.executable)} -m codexbridge"
+
+
+def instructions(role: str) -> str:
+    return INSTRUCTIONS[role].replace("{command}", codexbridge_command())
 
 
 def _error_result(envelope: dict[str, Any]) -> CallToolResult:
@@ -125,7 +146,7 @@ def _role_tools(role: str) -> RoleTools:
 def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer:
     rt = runtime or Runtime.create(settings)
     server: MCPServer = MCPServer(SERVER_NAME, version=__version__,
-                                  instructions=INSTRUCTIONS[settings.role],
+                                  instructions=instructions(settings.role),
                                   middleware=[structure_sdk_errors], log_level="WARNING")
     server.middleware.append(_unknown_arguments(server))
     role_tools, register_role = _role_tools(settings.role)

@@ -132,12 +132,15 @@ OPEN_TUI = ("open the Codex TUI with `codex -C DIR` (it attaches to codex's own 
 
 
 def resolve(threads: list[ThreadInfo], selector: str | None,
-            cwd: str | None = None, *, open_tui: str = OPEN_TUI) -> ThreadInfo:
+            cwd: str | None = None, *, open_tui: str = OPEN_TUI,
+            here: str | None = None) -> ThreadInfo:
     """The one thread `selector` (an id or an exact name) means, among user threads.
 
-    With no selector: the only user thread (narrowed by `cwd` when given). Raises
-    NoThreadError or AmbiguousThreadError carrying the candidates. `open_tui` says how
-    to open the TUI on this server (host/daemon.py `open_tui`).
+    With no selector: the only user thread (narrowed by `cwd` when given). With several,
+    the one of the project the caller works in — `here`, its directory (a Claude session
+    in ~/web talks to the TUI of ~/web, never to ~/api's). Raises NoThreadError or
+    AmbiguousThreadError carrying the candidates. `open_tui` says how to open the TUI on
+    this server (host/daemon.py `open_tui`).
     """
     users = [t for t in threads if t.is_user_thread]
     if selector:
@@ -156,6 +159,10 @@ def resolve(threads: list[ThreadInfo], selector: str | None,
             + _candidates_hint(users),
             details={"candidates": [t.as_dict() for t in users]})
     pool = [t for t in users if t.cwd == cwd] if cwd else users
+    if len(pool) > 1 and here and not cwd:
+        mine = in_project(pool, here)
+        if len(mine) == 1:
+            return mine[0]
     if len(pool) == 1:
         return pool[0]
     if not pool:
@@ -169,6 +176,18 @@ def resolve(threads: list[ThreadInfo], selector: str | None,
         f"{len(pool)} user threads are loaded; choose one with --thread ID|NAME:\n"
         + "\n".join(f"  {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}" for t in pool),
         [t.as_dict() for t in pool])
+
+
+def in_project(threads: list[ThreadInfo], here: str) -> list[ThreadInfo]:
+    """The threads whose directory is `here` or holds it (the deepest such project)."""
+    def holds(t: ThreadInfo) -> int:
+        if not t.cwd:
+            return -1
+        top = t.cwd.rstrip("/")
+        return len(top) if here == t.cwd or here.startswith(top + "/") else -1
+
+    best = max((holds(t) for t in threads), default=-1)
+    return [t for t in threads if best >= 0 and holds(t) == best]
 
 
 def _candidates_hint(users: list[ThreadInfo]) -> str:

@@ -40,7 +40,7 @@ from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..inbox import service as inbox
-from ..protocol.enums import ApprovalPolicy, TurnOutcome
+from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from .client import AppServerClient
 from .deliveries import get, new_reply, text_path
 from .endpoint import resolve_endpoint
@@ -199,9 +199,7 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
             async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
                 result = await _run(client, store, record, text)
         except Orphaned as exc:
-            mail_id = _tell_failure(store, record, str(exc))
-            return _final(store, delivery_id, DeliveryState.ORPHANED, reason=str(exc),
-                          reply_mail_id=mail_id, courier_pid=None)
+            return await asyncio.to_thread(_orphaned, store, record, str(exc))
         except UNREACHABLE as exc:
             lost = record.server_lost_at or time.time()
             if record.server_lost_at is None:
@@ -210,10 +208,20 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
             if await _server_back(record.app_server, lost + _seconds(SERVER_WAIT_ENV,
                                                                      DEFAULT_SERVER_WAIT)):
                 continue  # rejoin, find the message again (never resent)
-            return _unreachable(store, get(store, delivery_id), exc, lost)
+            return await asyncio.to_thread(_unreachable, store, get(store, delivery_id), exc,
+                                           lost)
         except BridgeError as exc:
-            return _refused(store, get(store, delivery_id), exc)
-        return finish(store, delivery_id, result, recovered=recovered)
+            return await asyncio.to_thread(_refused, store, get(store, delivery_id), exc)
+        # Routing the answer may push it live into a Claude session (waiting up to a few
+        # seconds for its transcript): off the loop, so the other deliveries go on.
+        return await asyncio.to_thread(finish, store, delivery_id, result,
+                                       recovered=recovered)
+
+
+def _orphaned(store: DeliveryStore, record: Delivery, why: str) -> Delivery:
+    mail_id = _tell_failure(store, record, why)
+    return _final(store, record.id, DeliveryState.ORPHANED, reason=why,
+                  reply_mail_id=mail_id, courier_pid=None)
 
 
 async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
@@ -355,7 +363,8 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
         if record.server_lost_at is not None:
             reason += (f" (the app-server went away at {_clock(record.server_lost_at)} "
                        "during it)")
-        mail_id = _tell_failure(store, record, f"it did not complete: {reason}")
+        mail_id = _tell_failure(store, record, f"it did not complete: {reason}"
+                                + _approvals_note(result, record))
         return _final(store, delivery_id, DeliveryState.FAILED, reason=reason,
                       turn_id=result.turn_id or record.turn_id, reply_mail_id=mail_id,
                       reply_preview=preview(result.reply), recovered=recovered,
@@ -368,11 +377,26 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
     if not record.in_reply_to:
         mail_id = _notify(record, f"{label} from Codex (thread {record.thread_id}) to your "
                                   f"request {record.id}, conversation {record.conversation}:"
-                                  f"\n\n{_bounded(store, record.id, result.reply)}{cut}")
+                                  f"\n\n{_bounded(store, record.id, result.reply)}{cut}"
+                                  f"{_approvals_note(result, record)}")
     return _final(store, delivery_id, DeliveryState.DELIVERED,
                   turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
                   reply_bytes=result.reply_bytes or len(result.reply.encode("utf-8")),
                   reply_mail_id=mail_id, recovered=recovered, courier_pid=None)
+
+
+def _approvals_note(result: SayResult, record: Delivery) -> str:
+    """What became of the approvals codex asked for during the turn: an answer shaped by
+    a declined command must say why (nobody answered in the TUI, say)."""
+    if not result.approvals:
+        return ""
+    lines = [f"- {a.summary}: {a.outcome}" for a in result.approvals]
+    waited = any(a.outcome is ApprovalOutcome.DECLINED_AFTER_DEADLINE for a in result.approvals)
+    why = (f" (policy {record.approvals}: the human decides in the Codex TUI; nobody "
+           f"answered within {record.approval_timeout:g} s, so codexbridge declined — "
+           "fail-closed)") if waited else f" (policy {record.approvals})"
+    return ("\n\n[codexbridge: during this turn codex asked for approval" + why + ":\n"
+            + "\n".join(lines) + "]")
 
 
 def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:

@@ -71,7 +71,12 @@ async def choose(rpc: Rpc, selector: str | None, cwd: str | None = None, *,
     thread = await find_joinable(rpc, selector, cwd, wait=wait)
     if wait <= 0:
         await join(rpc, thread.id)
-    return thread, "caller" if selector else ("cwd" if cwd else "only-thread")
+    if selector or cwd:
+        return thread, "caller" if selector else "cwd"
+    from ..protocol.threads import in_project
+
+    here = os.path.realpath(os.getcwd())
+    return thread, "project" if in_project([thread], here) else "only-thread"
 
 
 def refuse_self_send(thread_id: str, env: Mapping[str, str]) -> None:

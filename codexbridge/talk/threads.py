@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +90,8 @@ async def loaded(rpc: Rpc) -> list[ThreadInfo]:
 
 
 async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) -> ThreadInfo:
-    """The thread `selector` (id or exact name) means; see protocol.threads.resolve."""
+    """The thread `selector` (id or exact name) means; see protocol.threads.resolve —
+    among several, the one of the project this process runs in."""
     if selector and looks_like_thread_id(selector) and not cwd:
         # An explicit id needs no listing: one thread/read confirms it exists, which
         # saves a request per loaded thread on every `say --thread ID`.
@@ -106,10 +108,19 @@ async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) ->
     url = getattr(rpc, "url", None)
     try:
         return resolve(await loaded(rpc), selector, cwd,
-                       open_tui=open_tui(url if isinstance(url, str) else None))
+                       open_tui=open_tui(url if isinstance(url, str) else None),
+                       here=_here())
     except NoThreadError:
         await refuse_if_held_elsewhere(rpc, selector, cwd)
         raise
+
+
+def _here() -> str | None:
+    """Where the caller works: its project's thread wins among several."""
+    try:
+        return os.path.realpath(os.getcwd())
+    except OSError:  # the directory was removed under us
+        return None
 
 
 async def _ask(server: Server, timeout: float) -> Holding:

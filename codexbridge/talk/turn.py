@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ConnectionLostError, RpcError
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
@@ -183,8 +183,10 @@ async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, None, on_approval)
     run.tracker.capture_limit = capture_limit
     async with _pumping(rpc, run, "codexbridge-turn-follow"):
-        await join(rpc, thread_id)
+        # Fed from before the join: an approval pending now is replayed to us while we
+        # join (measured), and must not be dropped — it waits in the tracker for bind.
         run.feeding = True
+        await join(rpc, thread_id)
         await run.bind(turn_id)
         ended = await turn_status(rpc, thread_id, turn_id)  # subscribed first: no gap
         if ended is not None and ended.status != TurnStatus.IN_PROGRESS:
@@ -211,41 +213,17 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
     between two looks is never missed. Only when codex has the message nowhere is `text`
     queued (once). None: nowhere, and no `text` to send (the message is lost: orphaned).
     """
-    from .recover import still_queued, turn_of, turn_status
-
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, None,
                        client_id=progress.client_id)
     run.tracker.capture_limit = capture_limit
     async with _pumping(rpc, run, "codexbridge-courier-follow"):
+        run.feeding = True  # before the join: a pending approval is replayed during it
         await join(rpc, thread_id)
-        run.feeding = True
-        while not run.started.is_set():
-            turn = await turn_of(rpc, thread_id, progress.client_id)
-            if turn is not None:
-                await run.bind(turn)
-                ended = await turn_status(rpc, thread_id, turn)
-                if ended.status != TurnStatus.IN_PROGRESS:
-                    return SayResult(thread_id, turn, TurnOutcome.parse(ended.status)
-                                     or TurnOutcome.FAILED, ended.reply, [], ended.error)
-                # Running since before we looked: Codex is at it (its first words may be
-                # out already; codex lists an agent message only once it is complete).
-                progress.turn_id = turn
-                progress.changed("started")
-                progress.changed("answering")
-                break
-            if not await still_queued(rpc, thread_id, progress.submission_id,
-                                      progress.client_id):
-                if text is None:
-                    return None
-                await queue_message(rpc, thread_id, text, progress)
-                text = None
-            else:
-                await _start_if_first(rpc, thread_id, progress)
-            await _started(run, min(QUEUE_CHECK, max(0.0, deadline - loop.time())))
-            if run.lost is not None or loop.time() >= deadline:
-                break
+        found = await _find_ours(rpc, run, thread_id, progress, text, deadline)
+        if found is None or isinstance(found, SayResult):
+            return found
         progress.turn_id = run.tracker.turn_id
         if progress.turn_id:
             progress.changed("started")
@@ -253,6 +231,57 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
         if run.lost and run.tracker.completed is None:
             raise ConnectionLostError(run.lost)
         return run.result(progress.turn_id or "", timed_out, timeout)
+
+
+async def _find_ours(rpc: Rpc, run: TurnFollower, thread_id: str, progress: SayProgress,
+                     text: str | None, deadline: float) -> SayResult | Literal[True] | None:
+    """Until our turn runs: True (follow it), a result (it already ended), None (codex
+    has the message nowhere and there is no `text` to send)."""
+    from .recover import still_queued, turn_of, turn_status
+
+    loop = asyncio.get_running_loop()
+    misses = 0
+    while not run.started.is_set():
+        turn = await turn_of(rpc, thread_id, progress.client_id)
+        if turn is not None:
+            await run.bind(turn)
+            ended = await turn_status(rpc, thread_id, turn)
+            if ended.status != TurnStatus.IN_PROGRESS:
+                return SayResult(thread_id, turn, TurnOutcome.parse(ended.status)
+                                 or TurnOutcome.FAILED, ended.reply, [], ended.error)
+            # Running since before we looked: Codex is at it (its first words may be out
+            # already; codex lists an agent message only once it is complete).
+            progress.turn_id = turn
+            progress.changed("started")
+            progress.changed("answering")
+            return True
+        if await still_queued(rpc, thread_id, progress.submission_id, progress.client_id):
+            misses = 0
+            await _start_if_first(rpc, thread_id, progress)
+        elif text is not None:
+            await queue_message(rpc, thread_id, text, progress)
+            text = None
+        else:
+            # Nowhere — or in between: codex takes a submission off its queue before
+            # the turn's items are listed (measured: a turn started by the sender's add
+            # was in neither for a moment). Only an idle thread, looked at several
+            # times, says the message is gone.
+            misses += 1
+            if misses >= NOWHERE_LOOKS and not await _busy_now(rpc, thread_id):
+                return None
+        await _started(run, min(QUEUE_CHECK, max(0.0, deadline - loop.time())))
+        if run.lost is not None or loop.time() >= deadline:
+            return True
+    return True
+
+
+NOWHERE_LOOKS = 3  # one a second (QUEUE_CHECK): a message is gone only if it stays gone
+
+
+async def _busy_now(rpc: Rpc, thread_id: str) -> bool:
+    read = await rpc.request(m.THREAD_READ, {"threadId": thread_id})
+    return is_busy((read.get("thread") or {}).get("status") if isinstance(read, dict)
+                   else None)
 
 
 async def queue_message(rpc: Rpc, thread_id: str, text: str, progress: SayProgress) -> None:

@@ -258,23 +258,30 @@ def _transcript(path: Path, *records: dict[str, object]) -> None:
             fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
 
-def test_a_request_is_due_only_after_the_turn_that_took_its_mail_in(tmp_path: Path) -> None:
+def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
+        tmp_path: Path) -> None:
     # Measured on 2.1.332 (docs/reverse-channel.md): mail queued behind a running turn is a
     # queue-operation record until Claude dequeues it after that turn's stop; then a user
-    # record, then the answer. The stop of the *earlier* turn must not answer it.
+    # record. The stop of the *earlier* turn must not answer it; the next stop does — even
+    # before the answer itself reaches the file (an interactive transcript lags its hook).
     tr = tmp_path / "t.jsonl"
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     offset = tr.stat().st_size
     handling.note("s2", "box", [{"id": "mail-7", "request": "req_7_a",
                                  "expect_reply": {"thread": "T"}}], str(tr), offset)
     _transcript(tr, {"type": "queue-operation", "content": "… id mail-7 …"},
-                {"type": "assistant", "message": {"content": "about hi"}})
+                {"type": "assistant", "message": {"content": "about hi"}},
+                {"type": "system", "subtype": "stop_hook_summary", "hookErrors": ["mail-7"]})
     assert handling.due("s2") == ([], None)  # the earlier turn's stop: not yet
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-7 …"}})
-    assert handling.due("s2") == ([], None)  # read, not answered yet
-    _transcript(tr, {"type": "assistant", "message": {"content": "the answer"}})
     due, _ = handling.due("s2")
     assert [r["request"] for r in due] == ["req_7_a"]
+    # mid-tool: an attachment beside the tool result, in the same turn
+    handling.note("s2", "box", [{"id": "mail-8", "request": "req_8_a",
+                                 "expect_reply": {"thread": "T"}}], str(tr),
+                  tr.stat().st_size)
+    _transcript(tr, {"type": "attachment", "attachment": {"prompt": "… id mail-8 …"}})
+    assert [r["request"] for r in handling.due("s2")[0]] == ["req_8_a"]
 
 
 # -- limits --------------------------------------------------------------------------------

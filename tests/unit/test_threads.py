@@ -142,3 +142,19 @@ def test_as_dict() -> None:
     assert USER.as_dict() == {"id": payloads.USER_THREAD, "name": "Mock title",
                               "cwd": payloads.WORKDIR, "status": "idle", "ephemeral": False,
                               "threadSource": "user", "preview": "first turn"}
+
+
+def test_among_several_the_callers_project_wins_never_a_guess() -> None:
+    # Two projects, each with a TUI on one daemon: a Claude session in ~/web talks to the
+    # thread of ~/web; from a directory of neither, it is ambiguous as before.
+    web = info(A, cwd="/home/u/web")
+    api = info(B, cwd="/home/u/api")
+    assert resolve([web, api], None, here="/home/u/web") == web
+    assert resolve([web, api], None, here="/home/u/web/src/auth") == web
+    with pytest.raises(AmbiguousThreadError):
+        resolve([web, api], None, here="/home/u")
+    with pytest.raises(AmbiguousThreadError):
+        resolve([web, api], None, here="/home/u/webshop")  # a prefix is not a parent
+    twice = info(C, cwd="/home/u/web")
+    with pytest.raises(AmbiguousThreadError):
+        resolve([web, twice, api], None, here="/home/u/web")  # two threads there: ask
