@@ -95,6 +95,15 @@ def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] |
 
 
 def running() -> bool:
+    """A courier runs — or is starting: it holds the state home's courier lock from
+    before it listens, so a courier just started is not taken for none."""
+    from ..host.locking import try_lock
+
+    lock = os.path.join(state_home(), "courier.lock")
+    if os.path.exists(lock):
+        with try_lock(lock) as free:
+            if not free:
+                return True
     answer = _exchange({"op": "ping"}, 3.0)
     return bool(answer and answer.get("ok"))
 

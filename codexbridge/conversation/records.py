@@ -90,6 +90,9 @@ class Delivery:
     answered_at: float | None = None
     # When the courier lost its app-server, while it waits for it to come back.
     server_lost_at: float | None = None
+    # A turn of codexbridge's own telling the asking thread about its request (not an
+    # answer: it does not close the request).
+    notice: bool = False
     warnings: list[str] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
 
@@ -123,14 +126,14 @@ class Delivery:
 
     @property
     def needs_courier(self) -> bool:
-        """A message to Codex not yet at its end; a request to Claude a session was handed
-        and has not answered (its session is watched). Mail that waits for a Claude
-        session to start needs nobody."""
+        """A message to Codex not yet at its end; a request to Claude a running session
+        was handed and has not answered (that session is watched). Mail that waits for a
+        Claude session to start needs nobody."""
         if self.state.final:
             return False
         if self.direction is Direction.TO_CODEX:
             return True
-        return self.state is DeliveryState.AWAITING_REPLY and self.answered_at is None
+        return self.claude_pid is not None and self.answered_at is None
 
     def move(self, state: DeliveryState, **changes: Any) -> None:
         """Change state (and fields), noting it in the history."""

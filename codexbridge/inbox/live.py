@@ -293,6 +293,9 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
         except OSError as exc:
             _settle(inbox, name, path, record, None, f"the session's socket refused it ({exc})")
             return Outcome("next-stop", "the session's inbox did not answer", msg_id, count)
+        from .replies import note_sent
+
+        note_sent(target.session_id, target.pid, _mails(record))
         return _confirm(inbox, name, path, record, reply[0] if reply else None, count)
     finally:
         if reply is not None:

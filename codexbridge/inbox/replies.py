@@ -53,6 +53,28 @@ def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
     courier_link.ensure(asked)  # watches the session until it answers
 
 
+def note_sent(session_id: str | None, claude_pid: int | None, mails: list[Mail]) -> None:
+    """A live frame carrying `mails` went to the session `claude_pid` (not yet confirmed
+    taken in): its requests are watched from now on — if that session ends first, the
+    asking thread hears of it (and the mail goes back to the mailbox for the next one)."""
+    asked = [str(m.extra.get("request")) for m in mails
+             if m.extra.get("expect_reply") and m.extra.get("request")]
+    if not asked or claude_pid is None:
+        return
+    from ..conversation import courier_link
+    from ..conversation.records import DeliveryStore
+
+    store = DeliveryStore()
+
+    def sent(r: Any) -> None:
+        if not r.state.final and r.answered_at is None:
+            r.session_id, r.claude_pid = session_id or r.session_id, claude_pid
+
+    for request in asked:
+        store.update(request, sent)
+    courier_link.ensure(asked)
+
+
 def answer_pending(session_id: str | None, answer: str | None) -> int:
     """At a stop: send `answer` to every request this turn took in; returns how many
     replies were handed to the courier."""

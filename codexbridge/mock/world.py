@@ -140,9 +140,12 @@ class World:
             self.tmux = TmuxServer(str(self.home))
         return self.tmux
 
-    def codex_tui(self, project: str = "project", *, beside: Any = None) -> CodexTUI:
-        """`codex -C ~/project`: the TUI on codex's own daemon (started if none runs)."""
-        tui = CodexTUI(self.codex_bin, None, self.projects[project], self.env)
+    def codex_tui(self, project: str = "project", *, beside: Any = None,
+                  resume: str | None = None) -> CodexTUI:
+        """`codex -C ~/project`: the TUI on codex's own daemon (started if none runs);
+        `resume`: `codex -C ~/project resume ID`, back on that thread."""
+        tui = CodexTUI(self.codex_bin, None, self.projects[project], self.env,
+                       extra_args=["resume", resume] if resume else None)
         tui.start(self._server(), beside)
         self.tuis.append(tui)
         return tui

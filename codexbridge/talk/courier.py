@@ -429,7 +429,7 @@ def _final(store: DeliveryStore, delivery_id: str, state: DeliveryState,
            **changes: Any) -> Delivery:
     updated = store.update(delivery_id, lambda r: r.move(state, **changes))
     record = updated or get(store, delivery_id)
-    if record.in_reply_to and record.state.final:
+    if record.in_reply_to and record.state.final and not record.notice:
         close_request(store, record.in_reply_to, record)
     return record
 
@@ -460,34 +460,47 @@ def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
 
 async def watch_request(store: DeliveryStore, request: str) -> str | None:
     """Watch a Codex request a Claude session was handed until it is answered; if the
-    session ends first, fail it and return the id of the notice for the asking thread."""
+    session ends first, tell the asking thread — returns the id of that notice."""
     while True:
         record = store.get(request)
-        if record is None or record.state.final or record.answered_at is not None:
+        if record is None or not record.needs_courier:
             return None
-        if record.state is not DeliveryState.AWAITING_REPLY or record.claude_pid is None:
-            return None  # not handed yet: whoever hands it wakes us again
-        if not pid_alive(record.claude_pid):
-            return _session_ended(store, record)
+        if record.claude_pid is not None and not pid_alive(record.claude_pid):
+            return await asyncio.to_thread(_session_ended, store, record)
         await asyncio.sleep(TICK)
 
 
 def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
-    why = (f"the Claude Code session that was handling it (session {record.session_id}, "
-           f"pid {record.claude_pid}) ended before it answered")
+    """The session that had `record` is gone. Whatever live frame it was sent is settled
+    first (taken in, or back to the mailbox), then: taken in → the request failed (Claude
+    ended before answering); never taken in → it waits for the project's next session.
+    Either way the asking thread gets one turn saying so."""
+    if record.mailbox:
+        from ..inbox import live
+        from ..inbox.location import inbox_dir
 
-    def fail(r: Delivery) -> None:
-        if not r.state.final and r.answered_at is None:
+        with contextlib.suppress(Exception):  # the notice below matters more
+            live.reconcile(inbox_dir(), record.mailbox)
+    who = f"the Claude Code session (session {record.session_id}, pid {record.claude_pid})"
+    taken = get(store, record.id).state is DeliveryState.AWAITING_REPLY
+    why = (f"{who} that was handling it ended before it answered" if taken else
+           f"{who} it was sent to ended before it took it in")
+
+    def settle(r: Delivery) -> None:
+        if r.state.final or r.answered_at is not None:
+            return
+        if taken:
             r.move(DeliveryState.FAILED, reason=why)
+        r.claude_pid = None  # told once; a later session may take it in again
 
-    failed = store.update(record.id, fail)
-    if failed is None or failed.state is not DeliveryState.FAILED or failed.reason != why:
-        return None  # answered meanwhile
-    if not record.thread_id:
+    updated = store.update(record.id, settle)
+    if updated is None or updated.answered_at is not None or not record.thread_id:
         return None
-    text = (f"codexbridge: your request {record.id} to Claude Code got no answer — {why}. "
-            "Nothing more will come back for it. Ask again once the session runs again "
-            f"(in its project: `claude --resume {record.session_id}`).")
-    notice = new_reply(store, record.thread_id, record.id, record.conversation, text,
-                       app_server=None, reply_to=None)
+    then = ("Nothing more will come back for it; ask again once the session runs again "
+            f"(in its project: `claude --resume {record.session_id}`)." if taken else
+            f"It waits in mailbox {record.mailbox} for the next Claude Code session in "
+            "that project (start `claude` there), which will answer it.")
+    notice = new_reply(store, record.thread_id, record.id, record.conversation,
+                       f"codexbridge: your request {record.id} to Claude Code got no answer "
+                       f"— {why}. {then}", app_server=None, reply_to=None, notice=True)
     return notice.id

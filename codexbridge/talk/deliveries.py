@@ -219,7 +219,8 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
 
 
 def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: str | None,
-              text: str, *, app_server: str | None, reply_to: str | None) -> Delivery:
+              text: str, *, app_server: str | None, reply_to: str | None,
+              notice: bool = False) -> Delivery:
     """Record Claude's answer to Codex's `request` as a delivery into the asking thread
     (no hop spent; nothing routed back), for the courier to queue and follow. `reply_to`:
     the answering session's mailbox, told if the answer cannot be delivered."""
@@ -232,7 +233,7 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       thread_id=thread_id, chosen_by="asking-thread",
                       text_preview=preview(text), reply_to=reply_to,
                       reply_to_how="the answering session" if reply_to else None,
-                      app_server=app_server)
+                      app_server=app_server, notice=notice)
     record.move(DeliveryState.QUEUED)
     store.save(record)
     from ..host.private import write_private
