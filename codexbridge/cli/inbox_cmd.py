@@ -28,9 +28,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 INBOX_EXIT_HELP = exit_help(UsageError, MailboxError, LoopGuardError)
 
 
-def _mailbox_option(flag: str, what: str) -> Callable[[F], F]:
+def _mailbox_option(flag: str, what: str, by_project: bool = False) -> Callable[[F], F]:
+    where = (", else the one Claude session listening in this directory's project"
+             if by_project else "")
     return click.option(flag, "name", default=None, metavar="NAME",
-                        help=f"{what} [default: $CODEX_BRIDGE_MAILBOX, else 'default']")
+                        help=f"{what} [default: $CODEX_BRIDGE_MAILBOX{where}, else "
+                             "'default']")
 
 
 def _mail_json(mail: Mail) -> dict[str, Any]:
@@ -142,14 +145,14 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
 
 
 @inbox.command("peek", epilog=INBOX_EXIT_HELP)
-@_mailbox_option("--as", "Mailbox to look at")
+@_mailbox_option("--as", "Mailbox to look at", by_project=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @command
 def peek(name: str | None, as_json: bool) -> None:
     """Show the mail waiting in a mailbox without consuming it."""
     from ..inbox.peek import read_rejected
 
-    known, result = inbox_service.peek(name)
+    known, result = inbox_service.peek(name, project=os.getcwd())
     mailbox, directory = result.name, known.path
     with inbox_service.mailbox_io(f"read mailbox {mailbox!r}", MailboxReadError):
         rejected = read_rejected(directory, mailbox)

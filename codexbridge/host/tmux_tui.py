@@ -76,7 +76,7 @@ class TmuxServer:
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def attach_line(self) -> str:
-        return f"tmux -S {self.socket} attach"
+        return f"tmux -S {self.socket} attach -t {SESSION}1"
 
 
 class Pane:

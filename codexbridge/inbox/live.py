@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 from ..host.jsonfile import read_object
 from ..host.private import write_private
+from ..host.procs import pid_alive
 from . import live_rules as rules
 from . import store
 from .lines import Mail, parse_line
@@ -96,9 +97,13 @@ def _settings(listener: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _registry(listener: dict[str, Any]) -> dict[str, Any] | None:
+    """The session's registry entry — None once its process is gone: a Claude killed
+    (SIGKILL) leaves the file and the socket behind (measured)."""
     config = listener.get("config_dir") or os.path.join(os.path.expanduser("~"), ".claude")
     pid = str(listener.get("claude_pid") or "")
-    return read_object(os.path.join(config, "sessions", f"{pid}.json")) if pid.isdigit() else None
+    if not pid.isdigit() or not pid_alive(int(pid)):
+        return None
+    return read_object(os.path.join(config, "sessions", f"{pid}.json"))
 
 
 def verdict(inbox: str, name: str) -> rules.Verdict:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -48,6 +49,22 @@ LOOPBACK = "127.0.0.1,localhost"
 PROXY_GUARD = {**{k: "http://127.0.0.1:9" for k in (
     "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")},
     "NO_PROXY": LOOPBACK, "no_proxy": LOOPBACK}
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_setup(readme: Path = README) -> list[str]:
+    """The `codexbridge …` commands of the first shell block under README's "Use it for
+    real" (comments cut); [] when there is no README (an installed package)."""
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    section = text.split("## Use it for real", 1)[-1] if "## Use it for real" in text else ""
+    block = section.split("```bash", 1)[-1].split("```", 1)[0] if "```bash" in section else ""
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    return [line for line in lines if line.startswith("codexbridge ")]
 
 
 class World:
@@ -125,13 +142,17 @@ class World:
                               env={**self.env, **(extra_env or {})}, input=stdin,
                               capture_output=True, text=True, timeout=timeout, check=False)
 
-    def setup(self) -> None:
-        """README's two set-up commands."""
-        for side in ("claude", "codex"):
-            done = self.run("codexbridge", "setup", side)
+    def setup(self) -> list[str]:
+        """README's "Use it for real" set-up, run literally: every `codexbridge …` line of
+        its first block (the install line aside: this checkout's .venv is installed).
+        Returns the commands run."""
+        commands = readme_setup() or ["codexbridge setup claude", "codexbridge setup codex"]
+        for line in commands:
+            done = self.run(*shlex.split(line))
             if done.returncode != 0:
-                raise RuntimeError(f"codexbridge setup {side} failed ({done.returncode}):\n"
+                raise RuntimeError(f"{line} failed ({done.returncode}):\n"
                                    f"{done.stdout}{done.stderr}")
+        return commands
 
     # -- the two TUIs ------------------------------------------------------------------
 

@@ -262,12 +262,12 @@ async def _find_ours(rpc: Rpc, run: TurnFollower, thread_id: str, progress: SayP
             await queue_message(rpc, thread_id, text, progress)
             text = None
         else:
-            # Nowhere — or in between: codex takes a submission off its queue before
-            # the turn's items are listed (measured: a turn started by the sender's add
-            # was in neither for a moment). Only an idle thread, looked at several
-            # times, says the message is gone.
+            # Nowhere — or in between: codex takes a submission off its queue a moment
+            # before the turn's user message is listed (measured: a turn started by the
+            # sender's add was in neither). Only several looks, a second apart, say the
+            # message is gone.
             misses += 1
-            if misses >= NOWHERE_LOOKS and not await _busy_now(rpc, thread_id):
+            if misses >= NOWHERE_LOOKS:
                 return None
         await _started(run, min(QUEUE_CHECK, max(0.0, deadline - loop.time())))
         if run.lost is not None or loop.time() >= deadline:
@@ -276,12 +276,6 @@ async def _find_ours(rpc: Rpc, run: TurnFollower, thread_id: str, progress: SayP
 
 
 NOWHERE_LOOKS = 3  # one a second (QUEUE_CHECK): a message is gone only if it stays gone
-
-
-async def _busy_now(rpc: Rpc, thread_id: str) -> bool:
-    read = await rpc.request(m.THREAD_READ, {"threadId": thread_id})
-    return is_busy((read.get("thread") or {}).get("status") if isinstance(read, dict)
-                   else None)
 
 
 async def queue_message(rpc: Rpc, thread_id: str, text: str, progress: SayProgress) -> None:

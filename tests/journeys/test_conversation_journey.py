@@ -315,3 +315,20 @@ def test_two_projects_each_with_a_tui_and_a_claude_never_cross(journey: Journey)
     j.on_screen(codex_other, "CLAUDE ANSWER to req_")
     assert question not in j.screen(j.claude["project"])
     assert question not in j.screen(j.codex["project"])
+
+
+def test_doctor_stays_green_after_all_that(journey: Journey) -> None:
+    """After a day of normal use: no WARN about codexbridge's own files (logs 0600),
+    nothing stuck, nothing failed unseen, Codex's shell told where codexbridge is."""
+    j = journey
+    done = j.cb("doctor", "--json")
+    report = json.loads(done.stdout)
+    rows = {c["name"]: c for c in report["checks"]}
+    loud = {n: (c["status"], c["finding"]) for n, c in rows.items()
+            if c["status"] in ("WARN", "FAIL")}
+    assert done.returncode == 0 and loud == {}, loud
+    assert rows["deliveries"]["status"] == "OK"
+    assert rows["codex-shell"]["status"] in ("OK", "INFO")
+    logs = j.world.bridge_home / "logs"
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in logs.iterdir()), [
+        (p.name, oct(p.stat().st_mode)) for p in logs.iterdir()]

@@ -130,11 +130,13 @@ async def test_memory_stays_bounded_under_a_100_mb_reply(
     # parsed) is the floor, ~3x its size; the 12,000 deltas before it add nothing beyond
     # the 10 MiB capture
     assert growth < 450, growth
-    # the courier of a `talk send`, run as our child so its peak is measurable
+    # the courier carrying a `talk send`, run as our child so its peak is measurable (it
+    # adopts the record on start; with no idle grace it leaves once the delivery is done)
     receipt = prepare("BIG:100000000", thread, "caller", reply_to="flood",
                       app_server=app_server.url)
     code, courier = await asyncio.to_thread(_rss_of_run, [
-        sys.executable, "-m", "codexbridge", "talk", "courier", receipt.delivery.id], env)
+        sys.executable, "-m", "codexbridge", "talk", "courier"],
+        {**env, "CODEX_BRIDGE_COURIER_IDLE": "0"})
     assert code == 0
     record = DeliveryStore().get(receipt.delivery.id)
     assert record is not None and record.state.value == "delivered"

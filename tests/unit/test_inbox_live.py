@@ -22,10 +22,13 @@ from codexbridge.inbox.location import inbox_dir, session_path
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 
+# A live process: the registry of a session whose pid is gone does not count.
+PID = os.getpid()
+
 
 def listener(tmp: Path, **over: Any) -> dict[str, Any]:
     rec = {"name": "box", "cwd": str(tmp / "proj"), "session_id": SESSION,
-           "claude_pid": "4242", "messaging_socket": str(tmp / "socks" / "4242.sock"),
+           "claude_pid": str(PID), "messaging_socket": str(tmp / "socks" / f"{PID}.sock"),
            "transcript_path": str(tmp / "t.jsonl"), "config_dir": str(tmp / "cfg"),
            "permission_mode": "default"}
     rec.update(over)
@@ -33,8 +36,8 @@ def listener(tmp: Path, **over: Any) -> dict[str, Any]:
 
 
 def registry(tmp: Path, **over: Any) -> dict[str, Any]:
-    reg = {"pid": 4242, "sessionId": SESSION, "peerProtocol": 1, "status": "idle",
-           "messagingSocketPath": str(tmp / "socks" / "4242.sock")}
+    reg = {"pid": PID, "sessionId": SESSION, "peerProtocol": 1, "status": "idle",
+           "messagingSocketPath": str(tmp / "socks" / f"{PID}.sock")}
     reg.update(over)
     return reg
 
@@ -44,7 +47,7 @@ def registry(tmp: Path, **over: Any) -> dict[str, Any]:
 def test_target_when_everything_is_as_measured(tmp_path: Path) -> None:
     v = rules.target(listener(tmp_path), registry(tmp_path), [], {}, True)
     assert v.target is not None and v.reason is None
-    assert v.target.pid == 4242 and v.target.status == "idle"
+    assert v.target.pid == PID and v.target.status == "idle"
 
 
 @pytest.mark.parametrize("change, needle, drift", [
@@ -135,7 +138,7 @@ class FakeSession:
         self.tmp = tmp
         self.answer = answer
         (tmp / "socks").mkdir(exist_ok=True)
-        self.path = str(tmp / "socks" / "4242.sock")
+        self.path = str(tmp / "socks" / f"{PID}.sock")
         self.transcript = tmp / "t.jsonl"
         self.transcript.write_text('{"type":"summary"}\n')
         self.frames: list[dict[str, Any]] = []
@@ -184,7 +187,7 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     inbox = Path(inbox_dir())
     inbox.mkdir(parents=True, exist_ok=True)
     (tmp_path / "cfg" / "sessions").mkdir(parents=True)
-    (tmp_path / "cfg" / "sessions" / "4242.json").write_text(json.dumps(registry(tmp_path)))
+    (tmp_path / "cfg" / "sessions" / f"{PID}.json").write_text(json.dumps(registry(tmp_path)))
     Path(session_path(str(inbox), "box")).write_text(json.dumps(listener(tmp_path)))
     yield inbox
 
@@ -283,7 +286,7 @@ def test_queued_in_the_session_waits_then_the_session_ending_puts_it_back(
     assert json.loads(Path(path).read_text())["state"] == live.QUEUED
     live.reconcile(str(box), "box")  # still running: nothing changes
     assert reading.peek(str(box), "box").mails == []
-    os.unlink(tmp_path / "cfg" / "sessions" / "4242.json")  # the session exits
+    os.unlink(tmp_path / "cfg" / "sessions" / f"{PID}.json")  # the session exits
     live.reconcile(str(box), "box")
     assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
 

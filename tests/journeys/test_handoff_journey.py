@@ -1,0 +1,99 @@
+"""Handoff on the user's path, both ways, at its defaults — README's one-line note
+(`--note "Decisions: … Next: …"`) typed in a terminal in the project:
+
+    Claude → Codex      the Codex TUI shows the handoff as a turn; Codex's model gets the
+                        conversation, the decisions and the next step
+    Codex → Claude      the running session gets it at once
+    Codex → a stopped   the handoff waits (`waiting-for-resume`, with the command to run);
+    Claude              `claude --resume ID` in the project hands it over, once
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from codexbridge.mock.messages_rules import peer_answer
+from codexbridge.mock.world import World
+from tests.support.binaries import require_claude, require_codex, require_tmux
+
+from .conftest import Journey, fresh_text
+
+pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
+
+NOTE = "Decisions: keep sqlite for now. Next: write the migration tests"
+
+
+@pytest.fixture(scope="module")
+def journey() -> Iterator[Journey]:
+    require_tmux()
+    world = World(require_codex(), require_claude(), responder=peer_answer).start()
+    try:
+        world.setup()
+        j = Journey(world)
+        j.open_codex("project")
+        j.open_claude("project")
+        yield j
+    finally:
+        world.stop()
+
+
+def test_claude_hands_the_work_to_codex(journey: Journey) -> None:
+    j = journey
+    since = j.claude_mark()
+    j.claude["project"].send("CLAUDE-SIDE-WORDS: the parser is done")
+    j.claude_saw("CLAUDE-SIDE-WORDS", since)
+    calls = len(j.world.codex_mock.model_calls)
+    done = j.cb("handoff", "--to", "codex", "--note", NOTE)
+    assert done.returncode == 0, done.stderr
+    j.on_screen(j.codex["project"], "handoff")
+    got = j.world.codex_mock.wait_for_request(
+        lambda r: r.is_model_call and "write the migration tests" in json.dumps(r.body),
+        60)
+    body = json.dumps(got.body)
+    assert "keep sqlite for now" in body and "CLAUDE-SIDE-WORDS" in body
+    assert len(j.world.codex_mock.model_calls) > calls
+
+
+def test_codex_hands_the_work_to_the_running_claude(journey: Journey) -> None:
+    j = journey
+    since = j.claude_mark()
+    j.codex["project"].send("CODEX-SIDE-WORDS: the schema is final")
+    j.on_screen(j.codex["project"], "MOCK REPLY: CODEX-SIDE-WORDS")
+    done = j.cb("handoff", "--to", "claude", "--json", "--note", NOTE)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["state"] == "delivered", result
+    got = j.claude_saw("write the migration tests", since)
+    text = fresh_text(got)
+    assert "CODEX-SIDE-WORDS" in text and "keep sqlite for now" in text
+    assert "[the human] CODEX-SIDE-WORDS" in text  # the human typed it in the TUI
+
+
+def test_codex_hands_to_a_stopped_claude_which_gets_it_on_resume_once(
+        journey: Journey) -> None:
+    j = journey
+    session = j.session("project")
+    j.claude.pop("project").stop()
+    j.codex["project"].send("CODEX-AGAIN: the index is rebuilt")
+    j.on_screen(j.codex["project"], "MOCK REPLY: CODEX-AGAIN")
+    done = j.cb("handoff", "--to", "claude", "--json", "--note", NOTE)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["state"] == "waiting-for-resume" and result["delivered"] is False, result
+    assert f"claude --resume {session}" in result["action"]
+    since = j.claude_mark()
+    j.open_claude("project", "--resume", session)
+    j.claude["project"].send("RESUMED: what now?")
+    got = j.claude_saw("RESUMED: what now?", since)
+    assert "CODEX-AGAIN" in json.dumps(got.body) and "write the migration tests" in json.dumps(
+        got.body)
+    status = j.cb_json("handoff", "status")
+    assert status["ok"] is True
+    j.claude["project"].send("AGAIN-RESUMED: anything else?")
+    again = j.claude_saw("AGAIN-RESUMED", since)
+    # handed over once: the second turn carries no new copy of the delta
+    assert json.dumps(again.body).count("CODEX-AGAIN: the index is rebuilt") == json.dumps(
+        got.body).count("CODEX-AGAIN: the index is rebuilt")
