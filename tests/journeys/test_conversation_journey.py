@@ -88,6 +88,46 @@ def test_claude_asks_codex_with_talk_send_and_the_answer_arrives_by_itself(
     assert sum(ask in t for t in j.codex_user_texts()) == 1
 
 
+def test_claude_asks_codex_with_its_mcp_tool(journey: Journey) -> None:
+    """The plugin's MCP tool `codex_message_send` with wait=false: the same receipt as
+    `talk send`, and the answer comes into Claude by itself."""
+    j = journey
+    ask = "Claude asks via MCP: what is left to do?"
+    since = j.claude_mark()
+    tool = "mcp__plugin_codexbridge_codex__codex_message_send"
+    j.claude["project"].send(f"CALL_TOOL {tool} " + json.dumps({"text": ask, "wait": False}))
+    j.claude_allows()  # sending to Codex asks (setup allows only the read-only tools)
+    j.on_screen(j.codex["project"], f"MOCK REPLY: {ask}")
+    got = j.claude_saw(f"MOCK REPLY: {ask}", since)
+    assert "Reply from Codex" in fresh_text(got)
+    sent = [r for r in j.records() if r.get("text_preview") == ask]
+    assert len(sent) == 1 and j.final(sent[0]["id"])["state"] == "delivered"
+    assert sent[0]["reply_to"] == j.listener("project")
+
+
+def test_codexs_answer_reaches_claude_while_it_is_mid_turn(journey: Journey) -> None:
+    """Claude asked, then got busy with something else: Codex's answer lands as soon as
+    that turn ends, as its own turn."""
+    j = journey
+    ask = "HOLD:answer-later Claude asks: is the release branch cut?"
+    j.claude["project"].send(bash(f'codexbridge talk send "{ask}"'))
+    j.claude_allows()
+    j.world.codex_mock.wait_held("answer-later", 60)
+    j.on_screen(j.claude["project"], "TOOL_RESULT_SEEN")
+    since = j.claude_mark()
+    with Gate(j, "BUSY-TWO") as gate:
+        j.claude["project"].send("BUSY-TWO: tidy the changelog")
+        gate.wait_held()
+        j.world.codex_mock.release("answer-later")
+        rec = wait_until(lambda: [r for r in j.records() if r.get("text_preview") == ask
+                                  and r["state"] == "delivered"], 60, "Codex's answer",
+                         lambda: j.explain("answer-later delivered"))[0]
+        assert rec["reply_mail_id"]
+        gate.release()
+    got = j.claude_saw(f"MOCK REPLY: {ask}", since)
+    assert "BUSY-TWO" not in fresh_text(got)  # its own turn, after the busy one
+
+
 class Gate:
     """Holds Claude's model request whose text carries `key` until released: Claude is
     mid-turn exactly as long as the test needs (no timing guesses)."""
