@@ -87,6 +87,7 @@ class Courier:
             lock.__enter__()
         except LockTimeout:
             return 0  # another courier runs (and keeps running): it has the work
+        _note_pid(lock.path)
         path = courier_link.socket_path()
         try:
             with contextlib.suppress(FileNotFoundError):
@@ -165,6 +166,14 @@ class Courier:
             notice = await watch_request(self.store, record.id)
             if notice is not None:
                 self.adopt([notice])
+
+
+def _note_pid(path: str) -> None:
+    """The lock file names its holder, for people and doctor (the lock itself is the
+    truth: a pid can be reused)."""
+    with contextlib.suppress(OSError), open(path, "r+", encoding="ascii") as fh:
+        fh.truncate(0)
+        fh.write(f"{os.getpid()}\n")
 
 
 def _log(line: str) -> None:
