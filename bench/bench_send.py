@@ -8,15 +8,19 @@ every command alike:
 
     codexbridge --version      the floor: interpreter + CLI start, nothing else
     codexbridge talk list      + connect, initialize, thread/loaded/list, thread/read
-    codexbridge talk send      + record, hop, courier spawn, wait for codex's queue entry
-                               (its receipt; then, untimed, until the record says
-                               `delivered` and the courier has exited)
+    codexbridge talk send      + record, hop, codex's queue entry, hand-over to the
+                               resident courier (its receipt; then, untimed, until the
+                               record says `delivered`: the reply is in the mailbox)
     codexbridge talk say       the same turn done blocking in one process (the same
                                envelope-wrapped text, so the mock's reply is as long)
 
 (a) receipt: `talk send` process wall time (target < 1 s), against --version and list.
 (b) courier overhead: send start → `delivered` in the record (the courier's own clock,
-    same wall clock as ours) against the `talk say` process of the same turn.
+    same wall clock as ours) against the `talk say` process of the same turn
+    (target ≤ 1.3×).
+(c) twelve at once: twelve sends started together, one per thread, each until its reply
+    is in the mailbox, against twelve `talk say` processes started together on the same
+    threads — p95 against p95 (target ≤ 1.5×).
 """
 
 from __future__ import annotations
@@ -72,12 +76,12 @@ def _run(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 
 
 def _settled(store: DeliveryStore, delivery_id: str) -> Delivery:
-    """The record once final and its courier gone (polled: this part is not timed)."""
+    """The record once final (polled: this part is not timed). The courier is resident:
+    it stays for the next send, as it does for a user."""
     end = time.monotonic() + DELIVERY_TIMEOUT
     while time.monotonic() < end:
         record = store.get(delivery_id)
-        if record is not None and record.state.final and (
-                record.courier_pid is None or not pid_alive(record.courier_pid)):
+        if record is not None and record.state.final:
             return record
         time.sleep(0.005)
     raise SystemExit(f"bench_send: delivery {delivery_id} not settled after "
@@ -167,8 +171,7 @@ def report(s: Samples, runs: int) -> None:
           f"(target < {RECEIPT_TARGET_MS:.0f} ms: {verdict}); over talk list "
           f"{receipt - listing:+.1f} ms")
     states = ", ".join(f"{k} {v}" for k, v in sorted(s.receipt_states.items()))
-    print(f"    receipts said: {states}; unconfirmed (the courier had not reported within "
-          f"the receipt's 0.8 s wait): {s.unconfirmed}")
+    print(f"    receipts said: {states}; without codex's queue entry: {s.unconfirmed}")
 
     delivered, say = _ms(s.delivered), _ms(s.say)
     print(f"\n(b) one short turn, ms ({runs} rounds): send start -> record `delivered` vs the "
@@ -187,6 +190,58 @@ def report(s: Samples, runs: int) -> None:
         print(f"        {name:32} {_ms(xs):8.1f}")
 
 
+TWELVE = 12
+
+
+def twelve(env: dict[str, str], store: DeliveryStore, threads: list[str],
+           rounds: int) -> tuple[list[float], list[float]]:
+    """Per round: twelve `talk send`s started together (one per thread), each timed to
+    its reply in the mailbox (record `delivered`); then twelve `talk say`s started
+    together on the same threads, each timed to its exit. Returns the two samples."""
+    sends: list[float] = []
+    says: list[float] = []
+    for r in range(rounds):
+        started = time.time()
+        procs = [subprocess.Popen([*CLI, "talk", "send", "--json", "--reply-to", MAILBOX,
+                                   "--thread", t, "--timeout", "60", f"twelve {r}.{i}"],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for i, t in enumerate(threads)]
+        ids = []
+        for proc in procs:
+            out, err = proc.communicate(120)
+            if proc.returncode != 0:
+                raise SystemExit(f"bench_send: twelve: send exited {proc.returncode}: {err}")
+            ids.append(json.loads(out)["delivery_id"])
+        for delivery_id in ids:
+            record = _settled(store, delivery_id)
+            at = _at(record, "delivered")
+            if at is None:
+                raise SystemExit(f"bench_send: twelve: {delivery_id} ended {record.state}")
+            sends.append(at - started)
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([*CLI, "talk", "say", "-q", "--thread", t,
+                                   _say_text(i)], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+                 for i, t in enumerate(threads)]
+        for proc in procs:
+            proc.wait(120)
+            says.append(time.perf_counter() - t0)  # the last to finish sets the pace
+            if proc.returncode != 0:
+                raise SystemExit(f"bench_send: twelve: say exited {proc.returncode}")
+    return sends, says
+
+
+def _p95(xs: list[float]) -> float:
+    return sorted(xs)[min(len(xs) - 1, int(len(xs) * 0.95))] * 1000 if xs else float("nan")
+
+
+def report_twelve(sends: list[float], says: list[float], rounds: int) -> None:
+    print(f"\n(c) twelve at once, one thread each, ms ({rounds} rounds of {TWELVE})")
+    print(f"    talk say x12 (to exit)           p50 {_ms(says):8.1f}  p95 {_p95(says):8.1f}")
+    print(f"    talk send x12 (to reply mailed)  p50 {_ms(sends):8.1f}  p95 {_p95(sends):8.1f}")
+    print(f"    ratio twelve sends / says p95    {_p95(sends) / _p95(says):.2f}x")
+
+
 def _stop_stragglers(store: DeliveryStore) -> None:
     """A courier still alive at the end (only after a failure): ours, by its pid."""
     for record in store.recent(500):
@@ -195,11 +250,25 @@ def _stop_stragglers(store: DeliveryStore) -> None:
             os.kill(pid, signal.SIGTERM)
 
 
+async def _more_threads(stack: OfflineStack, n: int) -> list[str]:
+    """`n` user threads, each with its first turn (one per project directory)."""
+    base = stack.workdir
+    out = []
+    for i in range(n):
+        stack.workdir = base.parent / f"p{i}"
+        stack.workdir.mkdir(exist_ok=True)
+        thread_id, _ = await stack.human_thread(f"thread {i}")
+        out.append(thread_id)
+    stack.workdir = base
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=20, help="measured rounds")
     ap.add_argument("--warmup", type=int, default=2, help="rounds not counted")
+    ap.add_argument("--twelve", type=int, default=3, help="rounds of twelve at once")
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
@@ -214,11 +283,15 @@ def main() -> int:
             OfflineStack(codex) as stack:
         asyncio.run(stack.human_thread("bench setup"))
         store = DeliveryStore(Path(home) / "deliveries")
+        env = _env(home, stack.url)
         try:
-            samples = bench(args.runs, args.warmup, _env(home, stack.url), store)
+            samples = bench(args.runs, args.warmup, env, store)
+            threads = asyncio.run(_more_threads(stack, TWELVE))
+            sends, says = twelve(env, store, threads, args.twelve)
         finally:
             _stop_stragglers(store)
     report(samples, args.runs)
+    report_twelve(sends, says, args.twelve)
     print(f"\ntotal {time.monotonic() - t0:.1f} s")
     return 0
 

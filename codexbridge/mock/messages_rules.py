@@ -110,6 +110,7 @@ class RecordedRequest:
     raw: bytes
     body: dict[str, Any] | None
     at: float = field(default_factory=time.time)
+    done_at: float | None = None  # when the last event of the answer went out
 
     @property
     def session_id(self) -> str | None:

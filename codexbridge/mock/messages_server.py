@@ -242,4 +242,5 @@ class _Handler(BaseHTTPRequestHandler):
         for event in sse_events(reply, model, n):
             self.wfile.write(event)
         self.wfile.flush()
+        req.done_at = time.time()
         self.close_connection = True

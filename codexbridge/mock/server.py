@@ -43,6 +43,9 @@ class MockRequest:
     rule: str
     status: int
     received_at: float = field(default_factory=time.monotonic)
+    # When the last frame of the answer went out (time.time(); the bench's clock):
+    # a one-item list so the frozen record can still be told when it is done.
+    done: list[float] = field(default_factory=list, compare=False)
 
     @property
     def is_model_call(self) -> bool:
@@ -147,12 +150,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         reply = self.server.mock.planner(body, self.server.mock._ids.next())
-        self.server.mock._log(MockRequest("POST", self.path, self._headers(), body,
-                                          extract_user_text(body), reply.rule, reply.status))
+        logged = MockRequest("POST", self.path, self._headers(), body,
+                             extract_user_text(body), reply.rule, reply.status)
+        self.server.mock._log(logged)
         if reply.status != 200:
             self._send_json(reply.status, reply.error_body)
             return
         self._stream(reply)
+        logged.done.append(time.time())
 
     def _stream(self, reply: Reply) -> None:
         self.send_response(200)
