@@ -37,36 +37,14 @@ NOT_INHERITED = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_MESSAGING_SOCKET",
                  "CODEX_BRIDGE_CONVERSATION")
 
 
-def _runtime_dir() -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and os.path.isdir(base):
-        return os.path.join(base, "codexbridge")
-    return os.path.join("/tmp", f"codexbridge-{os.getuid()}")
-
-
-def _safe_dir(path: str) -> bool:
-    """Ours alone: not a symlink, owned by us, nobody else may enter."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    import stat
-
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
-            and not st.st_mode & 0o077)
-
-
 def socket_path(home: str | None = None) -> str:
     """Where the courier of state home `home` (default: this one) listens."""
+    from ..host.runtime import socket_in_runtime
+
     real = os.path.realpath(home or state_home())
     name = "courier-" + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    directory = _runtime_dir()
-    if not os.path.isdir(directory):
-        ensure_private_dir(directory)
-    if not _safe_dir(directory):
-        # Someone else's (or a symlink): fall back to the state home itself.
-        return os.path.join(real, f"{name}.sock")
-    return os.path.join(directory, f"{name}.sock")
+    # Not ours alone (or too long): the state home itself, which is.
+    return socket_in_runtime(f"{name}.sock") or os.path.join(real, f"{name}.sock")
 
 
 def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] | None:

@@ -130,31 +130,12 @@ def server_key(text: str) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
-def _runtime_dir() -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and os.path.isdir(base):
-        return os.path.join(base, "codexbridge")
-    return os.path.join("/tmp", f"codexbridge-{os.getuid()}")
-
-
 def socket_path() -> str | None:
     """Where this install's warm server listens; None when there is no safe place
     (a directory that is not ours alone, or a path too long for a unix socket)."""
-    import stat
+    from ..host.runtime import socket_in_runtime
 
-    from ..host.private import ensure_private_dir
-
-    directory = _runtime_dir()
-    try:
-        if not os.path.lexists(directory):
-            ensure_private_dir(directory)
-        st = os.lstat(directory)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
-    path = os.path.join(directory, f"mcp-{server_key(ident())}.sock")
-    return path if len(path.encode()) < 100 else None
+    return socket_in_runtime(f"mcp-{server_key(ident())}.sock")
 
 
 def wanted(env: dict[str, str] | os._Environ[str]) -> bool:

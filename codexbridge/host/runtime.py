@@ -1,0 +1,49 @@
+"""Where codexbridge's own local sockets live: a short private directory.
+
+A unix socket path must fit in ~104 bytes, and a state home can sit deep in the file
+system, so the courier's and the warm MCP server's sockets live in
+`$XDG_RUNTIME_DIR/codexbridge/` (when that exists) or `/tmp/codexbridge-<uid>/`, made
+0700 — and used only while it is a directory of ours alone (not a symlink, owned by us,
+nobody else may enter): another user could have made it first.
+
+Standard library only: the Stop hook and the watcher reach it (through the courier).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from .private import ensure_private_dir
+
+SOCKET_PATH_MAX = 100  # bytes, under the ~104 a sockaddr_un holds
+
+
+def runtime_dir() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and os.path.isdir(base):
+        return os.path.join(base, "codexbridge")
+    return os.path.join("/tmp", f"codexbridge-{os.getuid()}")
+
+
+def private_runtime_dir() -> str | None:
+    """`runtime_dir()`, created if missing — None when it is not ours alone."""
+    directory = runtime_dir()
+    try:
+        if not os.path.lexists(directory):
+            ensure_private_dir(directory)
+        st = os.lstat(directory)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return directory
+
+
+def socket_in_runtime(name: str) -> str | None:
+    """`<runtime dir>/<name>` when the directory is safe and the path fits a socket."""
+    directory = private_runtime_dir()
+    if directory is None:
+        return None
+    path = os.path.join(directory, name)
+    return path if len(path.encode()) < SOCKET_PATH_MAX else None
