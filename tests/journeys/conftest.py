@@ -16,6 +16,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -226,12 +227,12 @@ class Journey:
         return "\n".join(line.rstrip() for line in tui.capture(scrollback=True).splitlines())
 
 
-@pytest.fixture(scope="module")
-def journey() -> Iterator[Journey]:
+@contextmanager
+def journey_world(projects: tuple[str, ...] = ("project", "other")) -> Iterator[Journey]:
     """The world of README's "Use it for real": set up, codex's TUI on its daemon with
     the human's first message, Claude Code in the project."""
     require_tmux()
-    world = World(require_codex(), require_claude(), projects=("project", "other"),
+    world = World(require_codex(), require_claude(), projects=projects,
                   responder=peer_answer).start()
     try:
         world.setup()
@@ -241,6 +242,13 @@ def journey() -> Iterator[Journey]:
         yield j
     finally:
         world.stop()
+
+
+@pytest.fixture(scope="module")
+def journey() -> Iterator[Journey]:
+    """One world per module: its TUIs keep running from test to test, as a user's do."""
+    with journey_world() as j:
+        yield j
 
 
 def fresh_text(req: RecordedRequest) -> str:

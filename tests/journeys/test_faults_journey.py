@@ -20,14 +20,10 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from codexbridge.host.procs import pid_alive
-from codexbridge.mock.messages_rules import peer_answer
-from codexbridge.mock.world import World
-from tests.support.binaries import require_claude, require_codex, require_tmux
 
 from .conftest import Journey, fresh_text, wait_until
 from .test_conversation_journey import Gate, ask_claude, bash
@@ -35,20 +31,6 @@ from .test_conversation_journey import Gate, ask_claude, bash
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 
 TOLD_WITHIN = 30.0  # s from the event to the asker's turn carrying the news
-
-
-@pytest.fixture(scope="module")
-def journey() -> Iterator[Journey]:
-    require_tmux()
-    world = World(require_codex(), require_claude(), responder=peer_answer).start()
-    try:
-        world.setup()
-        j = Journey(world)
-        j.open_codex("project")
-        j.open_claude("project")
-        yield j
-    finally:
-        world.stop()
 
 
 def claude_sends(j: Journey, text: str) -> dict[str, object]:

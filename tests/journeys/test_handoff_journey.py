@@ -11,33 +11,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
-
-from codexbridge.mock.messages_rules import peer_answer
-from codexbridge.mock.world import World
-from tests.support.binaries import require_claude, require_codex, require_tmux
 
 from .conftest import Journey, fresh_text
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 
 NOTE = "Decisions: keep sqlite for now. Next: write the migration tests"
-
-
-@pytest.fixture(scope="module")
-def journey() -> Iterator[Journey]:
-    require_tmux()
-    world = World(require_codex(), require_claude(), responder=peer_answer).start()
-    try:
-        world.setup()
-        j = Journey(world)
-        j.open_codex("project")
-        j.open_claude("project")
-        yield j
-    finally:
-        world.stop()
 
 
 def test_claude_hands_the_work_to_codex(journey: Journey) -> None:

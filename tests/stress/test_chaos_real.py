@@ -31,10 +31,7 @@ from typing import Any
 import pytest
 
 from codexbridge.host.procs import pid_alive
-from codexbridge.mock.messages_rules import peer_answer
-from codexbridge.mock.world import World
-from tests.journeys.conftest import Journey, fresh_text, wait_until
-from tests.support.binaries import require_claude, require_codex, require_tmux
+from tests.journeys.conftest import Journey, fresh_text, journey_world, wait_until
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 
@@ -117,20 +114,13 @@ class Relay:
 
 @pytest.fixture(scope="module")
 def chaos() -> Iterator[tuple[Journey, Relay]]:
-    require_tmux()
-    world = World(require_codex(), require_claude(), responder=peer_answer).start()
-    relay: Relay | None = None
-    try:
-        world.setup()
-        j = Journey(world)
-        j.open_codex("project")
-        j.open_claude("project")
-        relay = Relay(str(world.codex_home / "app-server-control" / "app-server-control.sock"))
-        yield j, relay
-    finally:
-        if relay is not None:
+    with journey_world(("project",)) as j:
+        relay = Relay(str(j.world.codex_home / "app-server-control" /
+                          "app-server-control.sock"))
+        try:
+            yield j, relay
+        finally:
             relay.stop()
-        world.stop()
 
 
 def _kill(pid: int | None) -> None:
