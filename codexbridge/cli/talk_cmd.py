@@ -45,8 +45,10 @@ LIST_EXIT_HELP = exit_help(UsageError, ConnectError)
 READ_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError)
 
 
-def _client(url: str | None) -> AppServerClient:
-    ep = resolve_endpoint(url)
+def _client(url: str | None, thread: str | None = None) -> AppServerClient:
+    """A client of the app-server in force; `thread` (when the command names one) picks
+    the one that holds it when serve and the daemon both run."""
+    ep = resolve_endpoint(url, thread=thread)
     return AppServerClient(ep.url, token=ep.token)
 
 
@@ -163,7 +165,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     out = _ReplyOutput(quiet=quiet, to_stdout=not as_json and sys.stdout.isatty())
 
     async def go() -> SayResult:
-        async with _client(url) as client:
+        async with _client(url, selector) as client:
             target = await find_joinable(client, selector, target_cwd, wait=wait_thread)
             words = message
             if os.environ.get("CLAUDE_CODE_SESSION_ID"):
@@ -305,7 +307,7 @@ def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: 
         target_cwd = ensure_dir(target_cwd, "--cwd")
 
     async def go() -> tuple[Any, list[TurnRecord]]:
-        async with _client(url) as client:
+        async with _client(url, selector) as client:
             target = await find_target(client, selector, target_cwd)
             return target, await read_history(client, target.id, page_size=page_size)
 

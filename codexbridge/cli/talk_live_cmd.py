@@ -46,8 +46,10 @@ CONTROL_EXIT_HELP = exit_help(UsageError, NoThreadError, NoRunningTurnError,
 COURIER_TIMEOUT = 4 * 3600.0
 
 
-def _client(url: str | None) -> AppServerClient:
-    ep = resolve_endpoint(url)
+def _client(url: str | None, thread: str | None = None) -> AppServerClient:
+    """A client of the app-server in force; `thread` (when the command names one) picks
+    the one that holds it when serve and the daemon both run."""
+    ep = resolve_endpoint(url, thread=thread)
     return AppServerClient(ep.url, token=ep.token)
 
 
@@ -191,7 +193,10 @@ def _print_table(records: list[Delivery]) -> None:
         click.echo("no deliveries yet")
         return
     for r in records:
-        target = r.thread_id if r.direction.value == "to-codex" else f"mailbox {r.mailbox}"
+        target = (r.thread_id or "-") if r.direction.value == "to-codex" \
+            else f"mailbox {r.mailbox}"
+        if r.server_lost_at is not None and not r.state.final:
+            target += " (app-server down: the courier waits for it)"
         click.echo(f"{r.id}  {r.state.value:<14} {_age(r.created_at):>4}  {r.direction.value}"
                    f"  {target}  {r.text_preview[:40]!r}")
 
@@ -212,6 +217,10 @@ def _print_record(r: Delivery) -> None:
             stamp = "?"
         click.echo(f"  {stamp}  {step.get('state')}"
                    + (f": {step['reason']}" if step.get("reason") else ""))
+    if r.server_lost_at is not None and not r.state.final:
+        stamp = time.strftime("%H:%M:%S", time.localtime(r.server_lost_at))
+        click.echo(f"  the app-server is down: the courier lost it at {stamp} and waits for it "
+                   "to come back (CODEX_BRIDGE_SERVER_WAIT); then it finds the turn again")
     if r.reason:
         click.echo(f"  reason: {r.reason}")
     if r.reply_preview:
@@ -235,7 +244,7 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
     message = read_text_arg(text)
 
     async def go() -> tuple[str, str]:
-        async with _client(url) as client:
+        async with _client(url, selector) as client:
             thread = await find_target(client, selector)
             turn = await running_turn(client, thread.id)
             if turn is None:
@@ -266,7 +275,7 @@ def interrupt(selector: str | None, url: str | None, as_json: bool) -> None:
     from ..talk.turn import interrupt as interrupt_turn
 
     async def go() -> tuple[str, str | None]:
-        async with _client(url) as client:
+        async with _client(url, selector) as client:
             thread = await find_target(client, selector)
             return thread.id, await interrupt_turn(client, thread.id)
 
@@ -296,7 +305,7 @@ def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
         raise UsageError("the name is empty")
 
     async def go() -> str:
-        async with _client(url) as client:
+        async with _client(url, thread) as client:
             target = await find_target(client, thread)
             await client.request(m.THREAD_NAME_SET, {"threadId": target.id, "name": new_name})
             return target.id

@@ -11,6 +11,7 @@ with no listener anywhere the mail is stored, with a warning saying how to hook 
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -43,7 +44,13 @@ def mailbox_io(action: str, error: type[MailboxError] = MailboxWriteError) -> It
         yield
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        raise error(f"cannot {action}: {exc.strerror or exc}{where}",
+        hint = ""
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and os.environ.get(
+                "CODEX_THREAD_ID"):
+            # A Codex command runs sandboxed: the mailbox is outside its workspace.
+            hint = ("; Codex's sandbox does not let a command write outside the workspace: "
+                    "run it with escalated permissions, or use the claude_message_send tool")
+        raise error(f"cannot {action}: {exc.strerror or exc}{where}{hint}",
                     details={"errno": exc.errno}) from exc
 
 

@@ -185,7 +185,7 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
     store = store or DeliveryStore()
     app_server: str | None = None
     if connect is None:
-        endpoint = resolve_endpoint(url)
+        endpoint = resolve_endpoint(url, thread=selector)
         app_server = endpoint.url
 
         def connect() -> AbstractAsyncContextManager[Rpc]:
