@@ -62,14 +62,16 @@ def _quiet_gc() -> Iterator[None]:
                    "Codex, leaves mail for Claude. [default: $CODEX_BRIDGE_MCP_ROLE]")
 @click.option("--http", "http_listen", default=None, metavar="HOST:PORT",
               help="Serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-                   "(Codex on another machine; docs/fitting-in.md). Needs a bearer token "
-                   "($CODEX_BRIDGE_MCP_TOKEN or --token-file) off loopback.")
+                   "(Codex on another machine; docs/fitting-in.md of codexbridge's source). "
+                   "Needs a bearer token ($CODEX_BRIDGE_MCP_TOKEN or --token-file) off "
+                   "loopback.")
 @click.option("--token-file", default=None, metavar="FILE",
               help="With --http: read the bearer token from FILE.")
 @command
 def mcp(role: str | None, http_listen: str | None = None,
         token_file: str | None = None) -> None:
-    """Run the MCP stdio server for one side (see docs/mcp.md for the tools).
+    """Run the MCP stdio server for one side (its tools are listed by `tools/list`, and
+    described in docs/mcp.md of codexbridge's source).
 
     \b
     Register it with your agent, for example:

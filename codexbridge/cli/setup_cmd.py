@@ -79,7 +79,7 @@ def claude_cmd(project: str | None, user: bool, dry_run: bool, remove: bool,
     """Enable codexbridge's Claude Code plugin (hooks, MCP tools, skill, commands).
 
     \b
-    Writes (docs/fitting-in.md, "The Claude side"):
+    Writes (docs/fitting-in.md of codexbridge's source, "The Claude side"):
       your settings.json ($CLAUDE_CONFIG_DIR, else ~/.claude): the plugin's marketplace
         (this package's claude_plugin/ directory) and CODEX_BRIDGE_BIN
       the scope's settings.json: enabledPlugins["codexbridge@codexbridge"] and the
@@ -119,8 +119,8 @@ def codex_cmd(project: str | None, user: bool, dry_run: bool, remove: bool, as_j
     Writes one marked block to $CODEX_HOME/config.toml (--user) or DIR/.codex/config.toml
     (--project): [mcp_servers.NAME] with the command (or --url), tool_timeout_sec = 360
     and default_tools_approval_mode — what `codex mcp add` writes plus the two keys it
-    cannot set (docs/fitting-in.md, "The Codex side"). Comments and formatting of the
-    rest of the file are kept byte for byte.
+    cannot set (docs/fitting-in.md of codexbridge's source, "The Codex side"). Comments
+    and formatting of the rest of the file are kept byte for byte.
     """
     from ..inbox.names import validate_name
     from ..setup.steps import setup_codex
