@@ -464,45 +464,7 @@ def _stop(world: World) -> None:
     """Everything the demo started, gone; a second Ctrl-C must not cut that short."""
     saved = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
     try:
-        root = world.root
-        world.stop()
-        end_leftovers(root)
+        world.stop()  # (and whatever the agents started that would outlive them)
     finally:
         if saved is not None:
             signal.signal(signal.SIGINT, saved)
-
-
-def started_in(root: Path) -> list[int]:
-    """Processes started inside the demo's world: their environment names its private
-    root (HOME, PATH). What the agents started and outlives them — the courier (it waits
-    60 s idle) and the plugin's warm MCP server (600 s) — would otherwise stay on after
-    the demo, holding a HOME that is gone. Linux /proc; elsewhere none are found."""
-    mark = (str(root).rstrip("/") + "/").encode()
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        pid = int(entry.name)
-        if mark in environ and pid != os.getpid():
-            found.append(pid)
-    return found
-
-
-def end_leftovers(root: Path, grace: float = 2.0) -> None:
-    """SIGINT first (the courier then closes its socket and lock on its way out), then
-    SIGTERM, then SIGKILL."""
-    from ..host.procs import pid_alive
-
-    pids = started_in(root)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + grace
-        while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        pids = [p for p in pids if pid_alive(p)]
-        if not pids:
-            return

@@ -51,7 +51,7 @@ def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
       claude, claude-version,               Claude Code; the project's Stop hook and
         claude-settings, claude-hook        settings files Claude would ignore
       mailbox:NAME, max-chain               pending / rejected mail, listeners, chain limit
-      tmux                                  only `demo --tui` needs it
+      tmux                                  only `demo` needs it
       deep (--deep)                         one real turn end to end: LIVE or BROKEN
 
     Read-only: nothing is written or changed. The only connection is to the configured

@@ -197,8 +197,9 @@ def chain_rows(shell_env: Mapping[str, str], settings_env: Mapping[str, str]) ->
 
 def tmux_rows(path: str | None) -> list[Check]:
     if path:
-        return [Check("tmux", INFO, f"{path} (used by `demo --tui` only)", None,
+        return [Check("tmux", INFO, f"{path} (used by `codexbridge demo` only)", None,
                       {"path": path})]
-    return [Check("tmux", INFO, "not found: only `codexbridge demo --tui` needs it",
-                  "install tmux to watch the demo in the real TUI", {"path": None})]
+    return [Check("tmux", INFO, "not found: only `codexbridge demo` needs it (the bridge "
+                  "itself does not)", "install tmux to run the offline demo",
+                  {"path": None})]
 

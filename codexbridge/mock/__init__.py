@@ -4,8 +4,12 @@
     sse.py         the Responses API's Server-Sent Events (pure)
     server.py      the mock on 127.0.0.1: MockResponsesServer
     codex_home.py  a CODEX_HOME whose only model is the mock, and a clean environment
-    stack.py       mock + CODEX_HOME + project + a real app-server: what `demo`, the
-                   tests and bench/ all start
+    stack.py       mock + CODEX_HOME + project + a real app-server: what the tests,
+                   spikes and bench/ start
+    messages_*.py  the mock Messages API the real Claude Code talks to
+    claude_env.py  the environment that keeps Claude Code offline
+    world.py       README's whole set-up in a private HOME, both real TUIs in tmux:
+                   `codexbridge demo`, the journeys, bench_journey
 
 `codexbridge demo` and the test-suite run the real codex binary against these, so
 nothing here may need an account, the network beyond 127.0.0.1, or a non-stdlib import

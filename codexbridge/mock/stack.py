@@ -1,5 +1,5 @@
 """The offline stack: the mock model, a CODEX_HOME that uses it, a project, a real
-app-server — the one set-up that `codexbridge demo`, the tests, the spikes and bench/
+app-server — the set-up that the tests, the spikes and bench/
 all start.
 
     with OfflineStack(codex_bin) as stack:

@@ -239,6 +239,7 @@ class World:
             self.tmux.kill()
             self.tmux = None
         self.stop_daemon()
+        end_leftovers(self.root)
         self.codex_mock.stop()
         self.claude_mock.stop()
         if self._owns_root:
@@ -249,3 +250,37 @@ class World:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def started_in(root: Path) -> list[int]:
+    """Processes started inside a world: their environment names its private root (HOME,
+    PATH). What the agents started and outlives them — the courier (it waits 60 s idle)
+    and the plugin's warm MCP server (600 s) — would otherwise stay on, holding a HOME
+    that is gone. Linux /proc; elsewhere none are found."""
+    mark = (str(root).rstrip("/") + "/").encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        if mark in environ and pid != os.getpid():
+            found.append(pid)
+    return found
+
+
+def end_leftovers(root: Path, grace: float = 2.0) -> None:
+    """SIGINT first (the courier closes its socket and lock on its way out), then
+    SIGTERM, then SIGKILL."""
+    pids = started_in(root)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [p for p in pids if pid_alive(p)]
+        if not pids:
+            return

@@ -28,6 +28,7 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import time
 from typing import Any
 
@@ -94,13 +95,20 @@ class Courier:
                 os.unlink(path)  # we hold the lock: whatever is there is stale
             server = await asyncio.start_unix_server(self._client, path)
             os.chmod(path, 0o600)
+            stopping = self._on_signals()
             try:
                 self.adopt([r.id for r in self.store.unfinished()])
-                await self._until_idle()
+                await self._until_idle(stopping)
             finally:
                 server.close()
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
+            if stopping.is_set():
+                # Told to stop (shutdown, logout): leave now. Every record stays as it is
+                # and the next courier finds each message where codex has it.
+                for task in self.tasks.values():
+                    task.cancel()
+                return 0
             # Handed over between our last look and the close: finish them too.
             while self.tasks:
                 await asyncio.wait(list(self.tasks.values()))
@@ -108,10 +116,20 @@ class Courier:
             lock.__exit__()
         return 0
 
-    async def _until_idle(self) -> None:
+    @staticmethod
+    def _on_signals() -> asyncio.Event:
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, stopping.set)
+        return stopping
+
+    async def _until_idle(self, stopping: asyncio.Event) -> None:
         idle = _seconds(IDLE_ENV, DEFAULT_IDLE)
-        while True:
-            await asyncio.sleep(TICK)
+        while not stopping.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stopping.wait(), TICK)
             if self.tasks:
                 self.quiet_since = time.monotonic()
             elif time.monotonic() - self.quiet_since >= idle:
