@@ -80,6 +80,9 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     replies were handed to the courier."""
     if not session_id:
         return 0
+    # The session's own mailbox (before due() may remove the file): told if an answer
+    # cannot reach its thread.
+    mailbox = (handling.read(session_id) or {}).get("mailbox")
     requests, _ = handling.due(session_id)
     requests = [r for r in requests if r.get("thread") and r.get("request")]
     if not requests:
@@ -89,7 +92,6 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     from ..talk.deliveries import new_reply
 
     store = DeliveryStore()
-    mailbox = (handling.read(session_id) or {}).get("mailbox")
     started = []
     for req in requests:
         request = str(req["request"])
