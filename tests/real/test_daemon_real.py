@@ -254,19 +254,23 @@ async def test_a_leftover_serve_beside_the_daemon_the_tui_uses(
         assert pick["fix"].startswith("stop the leftover serve") and \
             f"`kill {proc.pid}`" in pick["fix"]
 
-        # serve holds a user thread too: talk uses serve (as before), and a thread the
-        # daemon holds is named with the --url that reaches it — exit 3, not codex's
-        # "active writer" as exit 1
+        # serve holds a user thread too: a command naming the daemon's thread still finds
+        # the server that holds it (and says so); named to the other server with --url,
+        # it is told which one holds it — exit 3, not codex's "active writer" as exit 1
         async with RawClient(record["url"]) as peer:
             await start_user_thread(peer, project, "a thread on serve")
-        for args in (("--thread", tid), ("--thread", tid, "--url", record["url"])):
-            wrong = await arun_cli("talk", "say", *args, "-q", "to the wrong one", env=env)
-            assert wrong.code == 3, wrong.err
-            assert (f"thread {tid} is not held by the app-server at {record['url']} but by "
-                    f"codex daemon ({daemon.home}) at {daemon.url}") in wrong.err
-            assert f"pass --url {daemon.url}" in wrong.err
-            assert "active writer" not in wrong.err
-        sent = await arun_cli("talk", "send", "--thread", tid, "--json", "to the wrong one",
+        found = await arun_cli("talk", "say", "--thread", tid, "-q", "found it", env=env)
+        assert found.code == 0 and found.out.strip() == "MOCK REPLY: found it", found.err
+        assert f"it holds thread {tid}" in found.err
+        wrong = await arun_cli("talk", "say", "--thread", tid, "--url", record["url"], "-q",
+                               "to the wrong one", env=env)
+        assert wrong.code == 3, wrong.err
+        assert (f"thread {tid} is not held by the app-server at {record['url']} but by "
+                f"codex daemon ({daemon.home}) at {daemon.url}") in wrong.err
+        assert f"pass --url {daemon.url}" in wrong.err
+        assert "active writer" not in wrong.err
+        sent = await arun_cli("talk", "send", "--thread", tid, "--url", record["url"],
+                              "--json", "to the wrong one",
                               env={**env, "CODEX_BRIDGE_MAILBOX": "box"})
         assert sent.code == 3 and f"--url {daemon.url}" in sent.err, sent.err
         right = await arun_cli("talk", "say", "--thread", tid, "--url", daemon.url, "-q",
