@@ -75,8 +75,9 @@ class Bench:
         self.rows["send→TUI"].append(seen - t0)
         self.rows["receipt"].append(receipt)
         # (2): the courier routes Codex's answer into Claude, live
-        answer = next(r for r in reversed(self.world.codex_mock.model_calls)
-                      if text in (r.user_text or ""))
+        # (the TUI shows the message before codex asks the model about it)
+        answer = self.world.codex_mock.wait_for_request(
+            lambda r: r.is_model_call and text in (r.user_text or ""), 60)
         until(lambda: bool(answer.done))
         got = self.world.claude_mock.wait_for(lambda r: "MOCK REPLY: " in _fresh(r)
                                               and text in _fresh(r), 60)
@@ -183,18 +184,27 @@ def main() -> int:
         bench = Bench(world, tui, session, listed["threads"][0]["id"])
         loop = asyncio.new_event_loop()
         client = loop.run_until_complete(_floor_client(world, bench.thread))
-        for n in range(args.runs + 1):
-            keep = n > 0  # the first round warms everything up
-            sizes = {k: len(v) for k, v in bench.rows.items()}
-            loop.run_until_complete(bench.floor_queue(client, n))
-            bench.send_to_tui(n)
-            bench.floor_push(n)
-            bench.claude_answers(n)
-            if not keep:
-                for k, size in sizes.items():
-                    del bench.rows[k][size:]
-        loop.run_until_complete(client.__aexit__(None, None, None))  # type: ignore[attr-defined]
-        loop.close()
+        try:
+            for n in range(args.runs + 1):
+                keep = n > 0  # the first round warms everything up
+                sizes = {k: len(v) for k, v in bench.rows.items()}
+                loop.run_until_complete(bench.floor_queue(client, n))
+                bench.send_to_tui(n)
+                bench.floor_push(n)
+                bench.claude_answers(n)
+                if not keep:
+                    for k, size in sizes.items():
+                        del bench.rows[k][size:]
+        except (AssertionError, SystemExit) as exc:
+            import traceback
+
+            traceback.print_exc()
+            print(f"bench_journey: a round failed: {exc!r}", file=sys.stderr)
+            return 1
+        finally:
+            loop.run_until_complete(
+                client.__aexit__(None, None, None))  # type: ignore[attr-defined]
+            loop.close()
     report(bench, args.runs)
     print(f"\ntotal {time.monotonic() - t0:.1f} s")
     return 0

@@ -116,7 +116,9 @@ def main() -> int:
         outputs[script] = done.stdout
         print(done.stdout.rstrip())
         if done.returncode != 0:
-            print(f"    ({script} exited {done.returncode}: {done.stderr.strip()[-300:]})")
+            said = [line for line in done.stderr.splitlines()
+                    if line.strip() and not line.startswith(("Task ", "task:"))]
+            print(f"    ({script} exited {done.returncode}: {' | '.join(said[-6:])[-600:]})")
         print(f"    ({time.monotonic() - started:.0f} s)\n", flush=True)
     print("| what | figure | baseline (same run) | target |")
     print("|---|---|---|---|")
