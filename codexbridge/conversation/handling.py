@@ -53,6 +53,15 @@ def _lock(session_id: str) -> FileLock:
     return FileLock(path(session_id) + ".lock", timeout=LOCK_WAIT)
 
 
+def transcript_end(path: object) -> int:
+    """Where a transcript ends now: mail handed from here on shows up after this offset
+    (0 when there is no transcript to look at)."""
+    try:
+        return os.stat(path).st_size if isinstance(path, str) and path else 0
+    except OSError:
+        return 0
+
+
 def read(session_id: str) -> dict[str, Any] | None:
     try:
         with open(path(session_id), encoding="utf-8") as fh:

@@ -17,6 +17,7 @@ import sys
 import time
 
 from ..conversation.handling import path as handling_path
+from ..conversation.handling import transcript_end
 from ..host.jsonfile import loads_json
 from ..host.text import writable
 from .location import chain_path, ensure_private_dir, inbox_dir, log_dir
@@ -275,7 +276,7 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
 
                 note_handed(inp.session_id, name, batch.mails,
                             transcript=_str(payload.get("transcript_path")),
-                            offset=_size(payload.get("transcript_path")),
+                            offset=transcript_end(payload.get("transcript_path")),
                             claude_pid=_claude_pid())
                 chain.save(inbox, name, inp.session_key, decision.chain_before + 1,
                            inp.prompt_id)
@@ -290,14 +291,6 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _size(path: object) -> int:
-    """Where a transcript ends now: what is handed from here on shows up after it."""
-    try:
-        return os.stat(path).st_size if isinstance(path, str) else 0
-    except OSError:
-        return 0
 
 
 def _claude_pid() -> int | None:

@@ -38,6 +38,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from ..conversation.handling import transcript_end
 from ..host.jsonfile import read_object
 from ..host.private import write_private
 from ..host.procs import pid_alive
@@ -130,13 +131,6 @@ def _transcript_lines(path: str, offset: int) -> Iterator[bytes]:
             yield from fh
     except OSError:
         return
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _bind_reply(session_socket: str) -> tuple[socket.socket, str] | None:
@@ -282,7 +276,7 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
             record = {"msg_id": msg_id, "mailbox": name, "state": SENT, "at": time.time(),
                       "socket": target.socket, "session_id": target.session_id,
                       "claude_pid": target.pid,
-                      "transcript": target.transcript, "offset": _size(target.transcript),
+                      "transcript": target.transcript, "offset": transcript_end(target.transcript),
                       "mails": [m.to_json() for m in batch.mails]}
             write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
             batch.commit(delivered=False)  # the live record holds the mail now

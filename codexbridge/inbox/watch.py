@@ -24,8 +24,10 @@ import os
 import sys
 import time
 
+from ..conversation.handling import transcript_end
 from ..host.locking import lock
 from ..host.procs import pid_alive
+from .hook_main import courier_owed
 from .listeners import record_listener
 from .location import ensure_private_dir, rejected_path, watcher_path
 from .probe import has_pending
@@ -94,7 +96,7 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
         while time.monotonic() < deadline:
             if holding and time.monotonic() >= owed_check:
                 owed_check = time.monotonic() + OWED_EVERY
-                _courier_owed()
+                courier_owed()
             if not claim.still_mine():
                 return EXIT_QUIET  # a newer watcher took over
             if claude is not None and not pid_alive(claude):
@@ -118,24 +120,9 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
                         transcript = transcript if isinstance(transcript, str) else None
                         note_handed(session if isinstance(session, str) else None, name,
                                     batch.mails, transcript=transcript,
-                                    offset=_size(transcript), claude_pid=claude)
+                                    offset=transcript_end(transcript), claude_pid=claude)
                         return EXIT_WAKE
             time.sleep(interval)
         return EXIT_QUIET
     finally:
         claim.close()
-
-
-def _size(path: str | None) -> int:
-    try:
-        return os.stat(path).st_size if path else 0
-    except OSError:
-        return 0
-
-
-def _courier_owed() -> None:
-    """While Claude sits idle, the watcher is the process that notices a courier that
-    died with deliveries still owed to this session (or any): it starts a new one."""
-    from .hook_main import courier_owed
-
-    courier_owed()
