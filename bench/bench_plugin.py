@@ -43,7 +43,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -58,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from codexbridge.host.binaries import pinned_claude  # noqa: E402
 from codexbridge.mock.claude_env import offline_env  # noqa: E402
 from codexbridge.mock.messages_server import MockMessages  # noqa: E402
+from codexbridge.mock.world import signal_naming  # noqa: E402
 from codexbridge.setup.where import plugin_dir  # noqa: E402
 
 WITHOUT, PLUGIN, FIRST, COLD, HOOKS, MCP = ("without", "plugin", "plugin first",
@@ -145,17 +145,6 @@ class Runner:
         return done.stdout.strip() or None
 
 
-def _stop_warm(run_dir: str) -> None:
-    """SIGTERM the warm server of runtime dir `run_dir` (its argv names its socket)."""
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                if entry.isdigit() and run_dir.encode() in fh.read():
-                    os.kill(int(entry), signal.SIGTERM)
-        except OSError:
-            continue
-
-
 def _first(runner: Runner, variant: Variant, root: Path, round_no: int) -> float:
     """A session with no warm server yet; the one it starts is stopped afterwards."""
     fresh = root / f"first-{round_no}"
@@ -163,7 +152,7 @@ def _first(runner: Runner, variant: Variant, root: Path, round_no: int) -> float
     try:
         return runner.run((variant[0], {**variant[1], "XDG_RUNTIME_DIR": str(fresh)}))
     finally:
-        _stop_warm(str(fresh))
+        signal_naming(str(fresh))
 
 
 def _wait_warm(runner: Runner) -> None:
@@ -238,7 +227,7 @@ def main() -> int:
                 _why(runner, variants, root)
     finally:
         if runner is not None:
-            _stop_warm(runner.env["XDG_RUNTIME_DIR"])
+            signal_naming(runner.env["XDG_RUNTIME_DIR"])
         shutil.rmtree(root, ignore_errors=True)
     return 0
 

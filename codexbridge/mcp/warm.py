@@ -219,14 +219,20 @@ def _hand_over(conn: socket.socket, argv: list[str]) -> int | None:
     return pid
 
 
-def _read_line(conn: socket.socket) -> dict[str, Any] | None:
+def _recv_line(conn: socket.socket) -> bytes | None:
+    """One newline-ended message; None when the peer hangs up first."""
     data = b""
     while not data.endswith(b"\n"):
         chunk = conn.recv(256)
         if not chunk:
             return None
         data += chunk
-    answer = json.loads(data)
+    return data
+
+
+def _read_line(conn: socket.socket) -> dict[str, Any] | None:
+    data = _recv_line(conn)
+    answer = json.loads(data) if data is not None else None
     return answer if isinstance(answer, dict) else None
 
 
@@ -607,12 +613,7 @@ def _go(conn: socket.socket) -> bool:
     """Tell the launcher our pid; serve only once it says go (else it runs cold)."""
     conn.settimeout(GO_WAIT)
     _send(conn, {"pid": os.getpid()})
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(16)
-        if not chunk:
-            return False
-        data += chunk
+    data = _recv_line(conn)
     conn.settimeout(None)
     return data == b"go\n"
 

@@ -252,6 +252,17 @@ class World:
         self.stop()
 
 
+def signal_naming(mark: str, sig: int = signal.SIGTERM) -> None:
+    """Send `sig` to every process whose argv names `mark` — the plugin's warm MCP
+    server names its runtime dir there, and outlives the session that started it."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if mark.encode() in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), sig)
+        except OSError:
+            continue
+
+
 def started_in(root: Path) -> list[int]:
     """Processes started inside a world: their environment names its private root (HOME,
     PATH). What the agents started and outlives them — the courier (it waits 60 s idle)

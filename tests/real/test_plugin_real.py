@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from codexbridge.inbox.location import inbox_dir
+from codexbridge.mock.world import signal_naming
 from codexbridge.setup.claude import TOOL_PREFIX
 from codexbridge.setup.mailbox import claims_dir, project_mailbox
 from codexbridge.setup.where import plugin_dir
@@ -195,11 +195,5 @@ def test_after_the_first_session_the_mcp_server_is_a_warm_start(
         assert len(results) == 2 and all(json.loads(r["content"])["ok"] for r in results)
         assert not mock_messages.errors
     finally:
-        for entry in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if entry.isdigit() and run_dir.encode() in fh.read():
-                        os.kill(int(entry), signal.SIGTERM)
-            except OSError:
-                continue
+        signal_naming(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
