@@ -199,6 +199,12 @@ class Journey:
                 (self.world.bridge_home / "conversations" / "handling").glob("*.json"))),
             "== transcripts", *self.transcript_tail()])
 
+    def transcript_has(self, *words: str) -> bool:
+        """Does one of Claude's transcripts hold a record with all of `words`?"""
+        return any(all(w in line for w in words)
+                   for path in (self.world.home / ".claude" / "projects").glob("*/*.jsonl")
+                   for line in path.read_text(errors="replace").splitlines())
+
     def transcript_tail(self, lines: int = 40) -> list[str]:
         """The last records of each Claude transcript: type, and the start of the text."""
         out = []

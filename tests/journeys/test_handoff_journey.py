@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from .conftest import Journey, fresh_text
+from .conftest import Journey, fresh_text, wait_until
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 
@@ -26,6 +26,12 @@ def test_claude_hands_the_work_to_codex(journey: Journey) -> None:
     since = j.claude_mark()
     j.claude["project"].send("CLAUDE-SIDE-WORDS: the parser is done")
     j.claude_saw("CLAUDE-SIDE-WORDS", since)
+    # as the human does: the answer is on screen, and so in the transcript the handoff
+    # reads (Claude Code writes it a moment after the model call: the CI run that
+    # handed off right after the call found the prompt not yet written)
+    j.on_screen(j.claude["project"], "CLAUDE-SIDE-WORDS: the parser is done")
+    wait_until(lambda: j.transcript_has("MOCK_REPLY", "CLAUDE-SIDE-WORDS"), 60,
+               "Claude's answer in its transcript", lambda: j.transcript_tail())
     calls = len(j.world.codex_mock.model_calls)
     done = j.cb("handoff", "--to", "codex", "--note", NOTE)
     assert done.returncode == 0, done.stderr
