@@ -13,7 +13,16 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..host.binaries import CODEX_VERSION, in_checkout, install_hint, tools_dir
+from ..host.binaries import (
+    CODEX_OLDEST,
+    CODEX_VERSION,
+    VersionFit,
+    in_checkout,
+    install_hint,
+    supported_range,
+    tools_dir,
+    version_fit,
+)
 from .parse import DIVERTING_REVIEWERS
 from .report import FAIL, INFO, OK, WARN, Check
 
@@ -35,8 +44,9 @@ def codex_rows(f: Facts) -> list[Check]:
                       "CODEX_BRIDGE_CODEX_BIN to its path")]
     rows = [Check("codex", OK, f"{f['path']} (found via {f.get('source') or 'lookup'})",
                   details={"path": f["path"], "source": f.get("source")})]
-    rows.append(version_row("codex-version", "codex", f, CODEX_VERSION,
-                             pinned_fix("codex", "CODEX_BRIDGE_CODEX_BIN")))
+    rows.append(version_row("codex-version", "codex", f, (CODEX_OLDEST, CODEX_VERSION),
+                            pinned_fix("codex", "CODEX_BRIDGE_CODEX_BIN"),
+                            "the protocol row judges whether it fits"))
     rows.append(_listen_row(f))
     return rows
 
@@ -51,7 +61,11 @@ def pinned_fix(command: str, env_var: str) -> str:
     return f"{install_hint(command)} (and unset {env_var} if it names another one)"
 
 
-def version_row(name: str, what: str, f: Facts, pinned: str, fix: str) -> Check:
+def version_row(name: str, what: str, f: Facts, supported: tuple[str, str], fix: str,
+                judged_by: str) -> Check:
+    """The `--version` row: OK inside the supported range (oldest, pin) and above it (a
+    newer release is judged by what it speaks — `judged_by` names the row — never told
+    to downgrade); WARN below it, where codexbridge is known not to be tested."""
     if f.get("version_error"):
         return Check(name, WARN, f"could not run `{what} --version`: {f['version_error']}",
                      f"check that {f.get('path')} runs", {"error": f["version_error"]})
@@ -59,11 +73,27 @@ def version_row(name: str, what: str, f: Facts, pinned: str, fix: str) -> Check:
     if not version:
         return Check(name, WARN, f"`{what} --version` printed no version number",
                      f"check that {f.get('path')} is {what}", {})
-    if version == pinned:
-        return Check(name, OK, f"{version}, the version codexbridge is tested with",
-                     details={"version": version, "tested": pinned})
-    return Check(name, WARN, f"{version}; codexbridge is tested with {pinned}", fix,
-                 {"version": version, "tested": pinned})
+    return fit_row(name, str(version), supported, fix, judged_by)
+
+
+def fit_row(name: str, version: str, supported: tuple[str, str], fix: str,
+            judged_by: str, said: str = "", details: Mapping[str, Any] | None = None) -> Check:
+    oldest, pin = supported
+    span = supported_range(oldest, pin)
+    fit = version_fit(version, oldest, pin)
+    info = {**(details or {}), "version": version, "oldest": oldest, "tested": pin,
+            "fit": fit.value}
+    lead = f"{said}{version}"
+    if fit in (VersionFit.TESTED, VersionFit.IN_RANGE):
+        return Check(name, OK, f"{lead}, within the supported range {span}", details=info)
+    if fit is VersionFit.NEWER:
+        return Check(name, OK, f"{lead}, newer than the tested range {span}: {judged_by}",
+                     details=info)
+    if fit is VersionFit.UNKNOWN:
+        return Check(name, INFO, f"{lead}: not a release number codexbridge can place "
+                     f"against the supported range {span}; {judged_by}", details=info)
+    return Check(name, WARN, f"{lead} is older than the oldest supported, {oldest} "
+                 f"(supported: {span})", fix, info)
 
 
 def _listen_row(f: Facts) -> Check:
@@ -176,15 +206,12 @@ def endpoint_row(s: Facts, ep: Facts) -> Check:
     if not version:
         return Check("app-server", OK, f"{said}; its codex version is not in the userAgent",
                      details=details)
-    if version != CODEX_VERSION:
-        restart = ("then restart codex's daemon (`codex app-server daemon stop`; the next "
-                   "`codex` starts it again)" if str(source).startswith("codex daemon")
-                   else "then restart `codexbridge serve`")
-        return Check("app-server", WARN,
-                     f"{said}: codex {version}; codexbridge is tested with {CODEX_VERSION}",
-                     f"install codex {CODEX_VERSION}: {install_hint('codex')}; {restart}",
-                     details)
-    return Check("app-server", OK, f"{said}: codex {version}", details=details)
+    restart = ("then restart codex's daemon (`codex app-server daemon stop`; the next "
+               "`codex` starts it again)" if str(source).startswith("codex daemon")
+               else "then restart `codexbridge serve`")
+    return fit_row("app-server", str(version), (CODEX_OLDEST, CODEX_VERSION),
+                   f"install codex {CODEX_VERSION}: {install_hint('codex')}; {restart}",
+                   "the protocol row judges whether it fits", f"{said}: codex ", details)
 
 
 # --- 3. threads --------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..host.binaries import CLAUDE_VERSION, install_hint
+from ..host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, install_hint
 from ..inbox.hook import effective_max_chain
 from ..inbox.listeners import closest_name
 from .parse import CHAIN_VARS
@@ -27,10 +27,11 @@ def claude_rows(f: Facts) -> list[Check]:
                       "set CODEX_BRIDGE_CLAUDE_BIN to its path")]
     return [Check("claude", OK, f"{f['path']} (found via {f.get('source') or 'lookup'})",
                   details={"path": f["path"], "source": f.get("source")}),
-            version_row("claude-version", "claude", f, CLAUDE_VERSION,
-                         f"the Stop-hook framing, block cap and asyncRewake were measured "
-                         f"on {CLAUDE_VERSION}: "
-                         + pinned_fix("claude", "CODEX_BRIDGE_CLAUDE_BIN"))]
+            version_row("claude-version", "claude", f, (CLAUDE_OLDEST, CLAUDE_VERSION),
+                        f"the Stop-hook framing, block cap and asyncRewake were measured "
+                        f"on {CLAUDE_VERSION}: "
+                        + pinned_fix("claude", "CODEX_BRIDGE_CLAUDE_BIN"),
+                        "the claude-compat rows judge whether it fits")]
 
 
 def _files_phrase(files: Sequence[Facts]) -> str:

@@ -2,12 +2,17 @@
 
 Order: the `CODEX_BRIDGE_*_BIN` variable, the command on PATH, the checkout's pinned
 npm folder (`.tools/`, filled by `scripts/install-binaries`; an installed wheel has
-none). In the pinned folder we prefer the native binary over the npm wrapper so signals
-and process-group kills reach the real process (docs/protocol-notes.md, "Processes").
+none). The checkout holds the version matrix (`scripts/binaries.lock`): the pin in
+`.tools/codex`, the oldest supported and the newest published in `.tools/codex-X.Y.Z`;
+`CODEX_BRIDGE_PINNED_CODEX=X.Y.Z` (and `..._CLAUDE`) picks one of those copies, which is
+how the test suite runs against each version of the matrix. In the pinned folder we
+prefer the native binary over the npm wrapper so signals and process-group kills reach
+the real process (docs/protocol-notes.md, "Processes").
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import platform
 import re
@@ -16,8 +21,12 @@ from pathlib import Path
 
 from ..errors import BinaryNotFoundError
 
-CODEX_VERSION = "0.169.0"
+# The supported range, as scripts/binaries.lock says (a unit test keeps them equal): the
+# pin is what codexbridge is tested with first, the oldest is tested in the CI matrix too.
+CODEX_VERSION = "0.171.0"
+CODEX_OLDEST = "0.169.0"
 CLAUDE_VERSION = "2.1.332"
+CLAUDE_OLDEST = "2.1.332"
 INSTALL_HINT = "scripts/install-binaries"
 # For an install without a checkout (pipx, a wheel): the pinned versions from npm.
 NPM_INSTALL = {"codex": f"npm install -g @openai/codex@{CODEX_VERSION}",
@@ -30,6 +39,37 @@ def parse_version(text: str) -> str | None:
     ("2.1.332 (Claude Code)") output."""
     found = _VERSION.search(text)
     return found.group(1) if found else None
+
+
+class VersionFit(enum.Enum):
+    """Where a version stands against a supported range (oldest .. pin)."""
+
+    TESTED = "tested"  # the pin or the oldest: the CI matrix runs both
+    IN_RANGE = "in-range"  # between them
+    NEWER = "newer"  # newer than the pin: fine when its protocol is compatible
+    OLDER = "older"  # older than the oldest supported
+    UNKNOWN = "unknown"  # no x.y.z to compare
+
+
+def _triple(version: str) -> tuple[int, int, int] | None:
+    found = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version.strip())
+    return (int(found[1]), int(found[2]), int(found[3])) if found else None
+
+
+def version_fit(version: str, oldest: str, pin: str) -> VersionFit:
+    if version in (oldest, pin):
+        return VersionFit.TESTED
+    v, lo, hi = _triple(version), _triple(oldest), _triple(pin)
+    if v is None or lo is None or hi is None:
+        return VersionFit.UNKNOWN
+    if v < lo:
+        return VersionFit.OLDER
+    return VersionFit.NEWER if v > hi else VersionFit.IN_RANGE
+
+
+def supported_range(oldest: str, pin: str) -> str:
+    """"0.169.0 – 0.171.0", or the one version when the range is a point."""
+    return pin if oldest == pin else f"{oldest} – {pin}"
 
 
 def repo_root() -> Path:
@@ -54,8 +94,17 @@ def _codex_triple() -> str | None:
     return None
 
 
+def matrix_dir(tool: str, pin: str) -> Path:
+    """The checkout's copy of `tool` ("codex" / "claude") the run uses: the pin's folder,
+    or `<tool>-X.Y.Z` when `CODEX_BRIDGE_PINNED_<TOOL>` names another version."""
+    wanted = os.environ.get(f"CODEX_BRIDGE_PINNED_{tool.upper()}", "").strip()
+    if wanted and wanted != pin:
+        return tools_dir() / f"{tool}-{wanted}"
+    return tools_dir() / tool
+
+
 def pinned_codex() -> Path | None:
-    base = tools_dir() / "codex" / "node_modules"
+    base = matrix_dir("codex", CODEX_VERSION) / "node_modules"
     triple = _codex_triple()
     if triple:
         for native in sorted(base.glob(f"@openai/codex-*/vendor/{triple}/bin/codex")):
@@ -66,7 +115,7 @@ def pinned_codex() -> Path | None:
 
 
 def pinned_claude() -> Path | None:
-    base = tools_dir() / "claude" / "node_modules"
+    base = matrix_dir("claude", CLAUDE_VERSION) / "node_modules"
     for native in sorted(base.glob("@anthropic-ai/claude-code-*/claude")):
         if os.access(native, os.X_OK):
             return native

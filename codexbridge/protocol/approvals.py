@@ -64,6 +64,12 @@ def _accept_user_input(params: dict[str, Any]) -> Answer:
     return {"answers": answers}
 
 
+# Server requests an older codex of the supported range sends that the pinned schema no
+# longer has: answered the same way, so the whole range works (doctor/drift.py knows).
+LEGACY_CURRENT_TIME_READ = "currentTime/read"
+LEGACY_SERVER_REQUESTS = frozenset({LEGACY_CURRENT_TIME_READ})
+
+
 def _clock(_params: dict[str, Any]) -> Answer:
     return {"currentTimeAt": int(time.time())}
 
@@ -110,8 +116,9 @@ TABLE: dict[str, Rule] = {r.method: r for r in (
          "refresh ChatGPT auth tokens"),
     Rule(m.ATTESTATION_GENERATE, False, None, None, "generate an attestation"),
     # Experimental (codexbridge is an experimentalApi client). Telling the time grants
-    # nothing, so even the fail-closed answer is the clock.
-    Rule(m.CURRENT_TIME_READ, False, _clock, _clock, "read the client's clock"),
+    # nothing, so even the fail-closed answer is the clock. Codex 0.171.0 no longer asks
+    # it (not in the generated methods); 0.169.0, the oldest supported, still does.
+    Rule(LEGACY_CURRENT_TIME_READ, False, _clock, _clock, "read the client's clock"),
 )}
 
 

@@ -1,12 +1,26 @@
-"""The real-binary policy: in CI a missing pinned binary fails the test, locally it skips."""
+"""The real-binary policy: in CI a missing pinned binary fails the test, locally it skips.
+
+Which copy of the version matrix a run uses is `CODEX_BRIDGE_PINNED_CODEX` /
+`..._CLAUDE` (scripts/test sets them for each leg); a test that needs a version string
+reads it from the binary (`codex_version()`), never from a literal — only the tests of
+the pin itself compare against the pin.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
 
 import pytest
 
-from codexbridge.host.binaries import pinned_claude, pinned_codex
+from codexbridge.host.binaries import (
+    CLAUDE_VERSION,
+    CODEX_VERSION,
+    parse_version,
+    pinned_claude,
+    pinned_codex,
+)
 
 
 def _in_ci() -> bool:
@@ -24,11 +38,31 @@ def _require(path: object, what: str) -> str:
 
 def require_codex() -> str:
     """The pinned codex native binary (never one from PATH: tests pin the version)."""
-    return _require(pinned_codex(), "codex 0.169.0")
+    want = os.environ.get("CODEX_BRIDGE_PINNED_CODEX") or CODEX_VERSION
+    return _require(pinned_codex(), f"codex {want}")
 
 
 def require_claude() -> str:
-    return _require(pinned_claude(), "Claude Code 2.1.332")
+    want = os.environ.get("CODEX_BRIDGE_PINNED_CLAUDE") or CLAUDE_VERSION
+    return _require(pinned_claude(), f"Claude Code {want}")
+
+
+@functools.cache
+def _version_of(path: str) -> str:
+    done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, check=False)
+    found = parse_version(done.stdout)
+    assert found, f"{path} --version printed no version: {done.stdout!r} {done.stderr!r}"
+    return found
+
+
+def codex_version() -> str:
+    """The version of the codex this run tests (what its `--version` says)."""
+    return _version_of(require_codex())
+
+
+def claude_version() -> str:
+    return _version_of(require_claude())
 
 
 def require_tmux() -> str:

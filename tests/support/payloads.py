@@ -102,7 +102,8 @@ def resume_result(thread_obj: dict[str, Any]) -> dict[str, Any]:
 def server_request_params(thread_id: str = USER_THREAD, turn_id: str = TURN_1,
                           cwd: str = "/w") -> dict[str, dict[str, Any]]:
     """Params for every server request codex can send (ServerRequest.json, plus the
-    experimental `currentTime/read`), each valid against its `*Params.json` (§9-10)."""
+    experimental `currentTime/read` that 0.169.0 still sends), each valid against its
+    `*Params.json` (§9-10)."""
     T, U, W = thread_id, turn_id, cwd
     return {
         "item/commandExecution/requestApproval": {

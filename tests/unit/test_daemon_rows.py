@@ -3,6 +3,7 @@ message for an install without a checkout."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -90,10 +91,11 @@ def test_codex_not_found_names_the_npm_command(tmp_path: Path,
     monkeypatch.delenv("CODEX_BRIDGE_CODEX_BIN", raising=False)
     with pytest.raises(BinaryNotFoundError) as info:
         binaries.find_codex()
-    assert "npm install -g @openai/codex@0.169.0" in info.value.message
-    assert info.value.details["install"] == "npm install -g @openai/codex@0.169.0"
+    assert f"npm install -g @openai/codex@{binaries.CODEX_VERSION}" in info.value.message
+    assert info.value.details["install"] == f"npm install -g @openai/codex@{binaries.CODEX_VERSION}"
     monkeypatch.delenv("CODEX_BRIDGE_CLAUDE_BIN", raising=False)
-    with pytest.raises(BinaryNotFoundError, match=r"@anthropic-ai/claude-code@2\.1\.332"):
+    with pytest.raises(BinaryNotFoundError,
+                       match="@anthropic-ai/claude-code@" + re.escape(binaries.CLAUDE_VERSION)):
         binaries.find_claude()
 
 

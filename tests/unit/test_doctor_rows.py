@@ -18,7 +18,7 @@ from codexbridge.doctor.report import (
     exit_code,
     render_text,
 )
-from codexbridge.host.binaries import CLAUDE_VERSION, CODEX_VERSION
+from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, CODEX_OLDEST, CODEX_VERSION
 
 
 def by_name(checks: list[Check]) -> dict[str, Check]:
@@ -37,7 +37,8 @@ def test_codex_all_ok() -> None:
     got = by_name(rows.codex_rows(CODEX_OK))
     assert [c.status for c in got.values()] == [OK, OK, OK]
     assert "/opt/codex" in got["codex"].finding and "PATH" in got["codex"].finding
-    assert got["codex-version"].details == {"version": CODEX_VERSION, "tested": CODEX_VERSION}
+    assert got["codex-version"].details == {"version": CODEX_VERSION, "tested": CODEX_VERSION,
+                                            "oldest": CODEX_OLDEST, "fit": "tested"}
 
 
 def test_codex_missing_is_fail_with_the_lookup_message() -> None:
@@ -47,7 +48,13 @@ def test_codex_missing_is_fail_with_the_lookup_message() -> None:
 
 
 @pytest.mark.parametrize(("facts", "status", "words"), [
-    ({"version": "0.170.0"}, WARN, f"tested with {CODEX_VERSION}"),
+    # inside the supported range, and newer than it (judged by its protocol, never told to
+    # downgrade); older than the oldest supported is the one WARN
+    ({"version": CODEX_OLDEST}, OK, "within the supported range"),
+    ({"version": "0.170.0"}, OK, f"within the supported range {CODEX_OLDEST} – {CODEX_VERSION}"),
+    ({"version": "9.0.0"}, OK, "newer than the tested range"),
+    ({"version": "0.1.0"}, WARN, f"older than the oldest supported, {CODEX_OLDEST}"),
+    ({"version": "0.171.0-alpha.3"}, INFO, "not a release number"),
     ({"version": None}, WARN, "no version number"),
     ({"version": None, "version_error": "no answer within 3 s"}, WARN, "no answer within 3 s"),
 ])
@@ -136,8 +143,11 @@ def test_unauthorized_points_at_the_token() -> None:
 
 
 def test_server_version_drift_and_unknown() -> None:
-    row = rows.serve_rows(SERVE_OK, {**EP_OK, "server_version": "0.170.0"})[1]
-    assert row.status == WARN and "0.170.0" in row.finding
+    row = rows.serve_rows(SERVE_OK, {**EP_OK, "server_version": "0.1.0"})[1]
+    assert row.status == WARN and "0.1.0" in row.finding and "older than" in row.finding
+    assert row.fix and f"@openai/codex@{CODEX_VERSION}" in row.fix
+    row = rows.serve_rows(SERVE_OK, {**EP_OK, "server_version": "9.0.0"})[1]
+    assert row.status == OK and "newer than the tested range" in row.finding
     row = rows.serve_rows(SERVE_OK, {**EP_OK, "server_version": None})[1]
     assert row.status == OK and "not in the userAgent" in row.finding
 
@@ -257,8 +267,10 @@ def test_claude_binary_paths() -> None:
     got = by_name(rows_claude.claude_rows({"path": "/c", "source": "PATH",
                                            "version": CLAUDE_VERSION}))
     assert got["claude"].status == OK and got["claude-version"].status == OK
-    drift = by_name(rows_claude.claude_rows({"path": "/c", "version": "2.2.0"}))["claude-version"]
-    assert drift.status == WARN and CLAUDE_VERSION in drift.finding
+    newer = by_name(rows_claude.claude_rows({"path": "/c", "version": "9.0.0"}))["claude-version"]
+    assert newer.status == OK and "claude-compat" in newer.finding
+    old = by_name(rows_claude.claude_rows({"path": "/c", "version": "1.0.0"}))["claude-version"]
+    assert old.status == WARN and CLAUDE_OLDEST in old.finding
 
 
 def settings(path: str, hooks: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:

@@ -292,9 +292,9 @@ def test_server_request_map_comes_from_the_schema() -> None:
     for name in responses.values():
         assert (schema_dir(experimental=True) / name).is_file()
     assert "initialize" in schema.client_request_methods()
-    # codexbridge speaks the experimental bundle: the 109 stable requests and 75 more
-    assert len(schema.client_request_methods()) == 184
-    assert len(repo_schemas(experimental=False).client_request_methods()) == 109
+    # the experimental bundle we speak: 110 stable requests and 79 more (codex 0.171.0)
+    assert len(schema.client_request_methods()) == 189
+    assert len(repo_schemas(experimental=False).client_request_methods()) == 110
 
 
 def test_schema_costs_nothing_until_used() -> None:
