@@ -35,7 +35,7 @@ from codexbridge.host.procs import pid_alive
 from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.codex_home import isolated_env, write_codex_home
 from codexbridge.mock.server import MockResponsesServer
-from tests.support.binaries import require_codex, require_tmux
+from tests.support.binaries import codex_version, require_codex, require_tmux
 from tests.support.cli import arun_cli, run_cli
 from tests.support.raw_client import RawClient, start_user_thread
 
@@ -103,7 +103,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     try:
         assert done.returncode == 0, done.stderr
         info = json.loads(done.stdout.strip().splitlines()[-1])
-        assert info["status"] == "started" and info["managedCodexVersion"] == "0.169.0"
+        assert info["status"] == "started" and info["managedCodexVersion"] == codex_version()
         sock = host_daemon.socket_path(home)
         assert info["socketPath"] == str(sock) and host_daemon.listening(sock)
         print(f"\ndaemon start: {took:.2f} s")

@@ -15,8 +15,8 @@ import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.appserver import launch
-from codexbridge.host.binaries import CODEX_VERSION
 from codexbridge.host.paths import bridge_file, write_private_json
+from tests.support.binaries import codex_version
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import CliResult, run_cli
 from tests.support.raw_client import RawClient, start_user_thread
@@ -70,7 +70,7 @@ async def test_live_app_server_with_one_user_thread(app_server: AppServer, workd
                      "codex-hooks", "approvals-reviewer", "approval-policy", "max-chain"):
             assert got[name]["status"] == "OK", got[name]
         assert got["codex"]["details"]["source"] == "CODEX_BRIDGE_CODEX_BIN"
-        assert got["app-server"]["details"]["codex_version"] == CODEX_VERSION
+        assert got["app-server"]["details"]["codex_version"] == codex_version()
         assert got["app-server"]["details"]["codex_home"] == base_env["CODEX_HOME"]
         assert user.thread_id in got["threads"]["finding"]
         # the fixture's CODEX_HOME is both ours and the server's: one set of rows

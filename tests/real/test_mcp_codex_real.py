@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.mock.rules import big_text
+from tests.support.binaries import codex_version
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = pytest.mark.real_codex
@@ -54,7 +55,7 @@ async def test_send_returns_the_reply_and_the_tui_sees_the_turn(app_server: AppS
             assert last.endswith("hello over MCP\n• MOCK REPLY: hello over MCP"), last
             status = await call(client, "bridge_status", {})
             assert status["data"]["appServer"]["reachable"] is True
-            assert status["data"]["versions"]["codex"] == "0.169.0"
+            assert status["data"]["versions"]["codex"] == codex_version()
         done = await tui.wait_method("turn/completed", since=since)
         assert done["params"]["threadId"] == user.thread_id
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from codexbridge.mock.server import MockResponsesServer
+from tests.support.binaries import codex_version
 from tests.support.cli import run_cli
 from tests.support.raw_client import RawClient, start_user_thread
 
@@ -62,7 +63,7 @@ def test_serve_writes_record_keeps_secrets_out_and_cleans_up(
     try:
         record = _wait_record(_isolated_state, proc)
         assert record["cwd"] == str(workdir.resolve())
-        assert record["codex_version"] == "0.169.0"
+        assert record["codex_version"] == codex_version()
         assert record["pid"] == proc.pid
         assert record["url"].startswith("ws://127.0.0.1:")
         assert set(record) >= {"url", "pid", "cwd", "codex_version", "started_at"}
