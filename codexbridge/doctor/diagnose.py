@@ -64,7 +64,15 @@ def diagnose(project: Path, url: str | None = None,
     add("codex-daemon", lambda: _daemon_rows(serve or empty, ep or empty, project))
     add("codex-hooks", lambda: rows.diverter_rows(
         gather.codex_homes(ep or empty) + _project_codex(project)))
-    add("claude", lambda: rows_claude.claude_rows(gather.claude(timeout)))
+    claude = _guard("claude", lambda: gather.claude(timeout), None, checks)
+    if claude is not None:
+        add("claude", lambda: rows_claude.claude_rows(claude))
+    # The canary's read of the Claude transcripts serves the handoff rows and the
+    # claude-compat rows both (each transcript is read once).
+    handoff = _guard("handoff", lambda: _handoff_facts(project, url, timeout), None, checks)
+    add("claude-compat", lambda: rows_claude.claude_compat_rows({
+        "claude": claude or empty, "seen": gather.claude_seen(),
+        "transcripts": None if handoff is None else list(handoff.get("claude") or [])}))
     proj = _guard("claude-hook", lambda: gather.project(project), None, checks)
     boxes = _guard("mailboxes", gather.mailboxes, None, checks)
     listeners = (boxes or empty).get("listeners") or {}
@@ -81,7 +89,8 @@ def diagnose(project: Path, url: str | None = None,
         rows_deliveries.gather_deliveries()))
     add("codex-shell", lambda: rows_deliveries.codex_shell_rows(
         rows_deliveries.gather_codex_shell(_registered_command(project))))
-    add("handoff", lambda: rows_handoff.handoff_rows(_handoff_facts(project, url, timeout)))
+    if handoff is not None:
+        add("handoff", lambda: rows_handoff.handoff_rows(handoff))
     if deep and codex is not None:
         add("deep", lambda: rows_health.deep_rows(rows_health.gather_deep(codex.get("path"))))
     return checks

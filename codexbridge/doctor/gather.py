@@ -87,6 +87,14 @@ def claude(timeout: float = TIMEOUT) -> dict[str, Any]:
     return _binary(find_claude, "CODEX_BRIDGE_CLAUDE_BIN", "claude", pinned_claude, timeout)
 
 
+def claude_seen() -> dict[str, Any]:
+    """What Claude Code handed codexbridge's hooks last time (`inbox/seen.py`: the hook
+    records its input's field names and the session registry's protocol)."""
+    from ..inbox.seen import read_seen
+
+    return read_seen()
+
+
 def serve() -> dict[str, Any]:
     from ..host.paths import bridge_file, read_bridge_file, state_dir
 

@@ -13,6 +13,7 @@ Layout of the package, core first:
     chain.py      the Stop hook's count of consecutive blocks per session
     hook_main.py  the Stop hook process (stdlib only; runs at every Claude stop)
     watch.py      the asyncRewake watcher that wakes an idle session
+    seen.py       what Claude Code handed the hook (field names, peerProtocol), for doctor
     service.py    what the CLI and the MCP role codex both call: names validated, the
                   one push rule, file errors as MailboxError
 

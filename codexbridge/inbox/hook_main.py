@@ -175,6 +175,12 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
         record_listener(inbox, name, payload, via="hook")
     except OSError as exc:
         log(f"mailbox {name!r}: could not record the listener: {exc!r}")
+    try:  # the input's field names, for doctor's claude-compat rows (inbox/seen.py)
+        from .seen import note_seen
+
+        note_seen(payload)
+    except Exception as exc:  # evidence for doctor must never cost a delivery
+        log(f"could not record what Claude Code sent the hook: {exc!r}")
     if payload.get("hook_event_name") == "SessionStart":
         # A handoff delta waiting for this (resumed) session: one stat when none is.
         from ..handoff.resume import on_session_start

@@ -1,0 +1,111 @@
+"""What Claude Code handed codexbridge's hooks last time: `<state home>/claude-seen.json`.
+
+`doctor`'s claude-compat rows judge a Claude Code newer than the tested one by evidence,
+not by its version number: the names of the top-level fields each hook event's stdin
+JSON carried, and what the session's registry (`$CLAUDE_CONFIG_DIR/sessions/<pid>.json`,
+the entry live delivery reads) advertised — its `peerProtocol`, its field names, the
+Claude Code `version`. Names only, never values: the file holds no session content.
+
+    {"hooks": {"Stop": {"fields": [...], "claude_version": "…", "seen": "<iso>"},
+               "SessionStart": {...}},
+     "peer": {"socket_env": true, "pid_env": true, "registry": true,
+              "registry_fields": [...], "protocol": 1, "socket_matches": true,
+              "claude_version": "…", "seen": "<iso>"}}
+
+The Stop hook records it on every run, so this is on its fast path: stdlib only, two
+small reads, and a write only when something changed or the day did (so "seen on"
+stays true to the day). A failure here is the caller's to swallow: it must never cost a
+delivery.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..host.jsonfile import read_object
+from ..host.private import state_home, write_private
+from .clock import iso_utc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+SEEN_NAME = "claude-seen.json"
+UNNAMED = "(no hook_event_name)"  # where input without an event name is recorded
+SOCKET_ENV = "CLAUDE_CODE_MESSAGING_SOCKET"
+
+
+def seen_path() -> str:
+    return os.path.join(state_home(), SEEN_NAME)
+
+
+def registry_path(env: Mapping[str, str]) -> str | None:
+    """The session's registry entry, as live delivery finds it (`inbox/live.py`)."""
+    pid = env.get("CLAUDE_PID", "")
+    if not pid.isdigit():
+        return None
+    config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(config, "sessions", f"{pid}.json")
+
+
+def peer_facts(env: Mapping[str, str], registry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the hook's environment and the session's registry say about live delivery's
+    address and protocol (names and the protocol number only)."""
+    registry = registry or {}
+    protocol = registry.get("peerProtocol")
+    version = registry.get("version")
+    socket = env.get(SOCKET_ENV) or None
+    return {"socket_env": socket is not None, "pid_env": env.get("CLAUDE_PID", "").isdigit(),
+            "registry": bool(registry), "registry_fields": sorted(registry),
+            "protocol": protocol if isinstance(protocol, (int, str)) else None,
+            "socket_matches": bool(socket) and registry.get("messagingSocketPath") == socket,
+            "claude_version": version if isinstance(version, str) else None}
+
+
+def merged(old: Mapping[str, Any] | None, event: str, fields: list[str],
+           peer: dict[str, Any], now: str) -> dict[str, Any] | None:
+    """`old` with this run's evidence in it, or None when it would say nothing new (the
+    same names, the same peer facts, already seen today)."""
+    record: dict[str, Any] = dict(old or {})
+    hooks = dict(record.get("hooks") or {}) if isinstance(record.get("hooks"), dict) else {}
+    entry = {"fields": fields, "claude_version": peer.get("claude_version")}
+    day = now[:10]
+    before = hooks.get(event)
+    prior = record.get("peer")
+    if (isinstance(before, dict) and isinstance(prior, dict)
+            and {k: before.get(k) for k in entry} == entry
+            and {k: prior.get(k) for k in peer} == peer
+            and str(before.get("seen", ""))[:10] == day
+            and str(prior.get("seen", ""))[:10] == day):
+        return None
+    hooks[event] = {**entry, "seen": now}
+    record["hooks"] = hooks
+    record["peer"] = {**peer, "seen": now}
+    return record
+
+
+def note_seen(payload: Mapping[str, Any], env: Mapping[str, str] | None = None) -> bool:
+    """Record what this hook run received (True when the file was rewritten). Input that
+    is empty — a person running the hook at a terminal — records nothing."""
+    if not payload:
+        return False
+    env = os.environ if env is None else env
+    event = payload.get("hook_event_name")
+    event = event if isinstance(event, str) and event else UNNAMED
+    where = registry_path(env)
+    registry = read_object(where) if where else None
+    path = seen_path()
+    record = merged(read_object(path), event, sorted(str(k) for k in payload),
+                    peer_facts(env, registry), iso_utc())
+    if record is None:
+        return False
+    write_private(path, json.dumps(record, indent=2, sort_keys=True).encode("utf-8") + b"\n")
+    return True
+
+
+def read_seen() -> dict[str, Any]:
+    """For doctor: {"path", "exists", "record"} (record None when unreadable)."""
+    path = seen_path()
+    return {"path": path, "exists": os.path.exists(path), "record": read_object(path)}
