@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 SEEN_NAME = "claude-seen.json"
 UNNAMED = "(no hook_event_name)"  # where input without an event name is recorded
 SOCKET_ENV = "CLAUDE_CODE_MESSAGING_SOCKET"
+# Claude Code gives every hook these (docs/protocol-notes.md, "Stop hook"); with none of
+# them the hook was run by hand (`echo '{…}' | codexbridge inbox hook`), which proves
+# nothing about Claude Code and must not pass for drift.
+CLAUDE_MARKS = ("CLAUDECODE", "CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID")
 
 
 def seen_path() -> str:
@@ -87,11 +91,11 @@ def merged(old: Mapping[str, Any] | None, event: str, fields: list[str],
 
 
 def note_seen(payload: Mapping[str, Any], env: Mapping[str, str] | None = None) -> bool:
-    """Record what this hook run received (True when the file was rewritten). Input that
-    is empty — a person running the hook at a terminal — records nothing."""
-    if not payload:
-        return False
+    """Record what this hook run received (True when the file was rewritten). A run that
+    is not Claude Code's — empty input, none of its variables — records nothing."""
     env = os.environ if env is None else env
+    if not payload or not any(env.get(k) for k in CLAUDE_MARKS):
+        return False
     event = payload.get("hook_event_name")
     event = event if isinstance(event, str) and event else UNNAMED
     where = registry_path(env)

@@ -268,9 +268,17 @@ def test_the_hook_records_names_never_values(tmp_path: Path) -> None:
     assert seen.note_seen(payload, env) is False  # the same evidence, the same day
 
 
+def test_a_hook_run_by_hand_records_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in seen.CLAUDE_MARKS:
+        monkeypatch.delenv(var, raising=False)
+    proc = run_hook({"session_id": "s", "hook_event_name": "Stop"}, {})
+    assert proc.returncode == 0 and not os.path.exists(seen.seen_path())
+    assert seen.note_seen({}, {"CLAUDECODE": "1"}) is False  # empty input: nothing either
+
+
 def test_a_failure_to_record_never_fails_the_stop() -> None:
     os.makedirs(seen.seen_path())  # a directory where the file should be
-    proc = run_hook({"session_id": "s", "hook_event_name": "Stop"}, {})
+    proc = run_hook({"session_id": "s", "hook_event_name": "Stop"}, {"CLAUDECODE": "1"})
     assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
     log = Path(os.environ["CODEX_BRIDGE_HOME"]) / "logs" / "inbox-hook.log"
     assert "could not record what Claude Code sent the hook" in log.read_text()
