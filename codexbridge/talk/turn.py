@@ -17,9 +17,9 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
-from ..errors import ConnectionLostError, RpcError
+from ..errors import BridgeError, ConnectionLostError, InternalError, RpcError, internal
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated import methods as m
@@ -292,17 +292,59 @@ async def queue_message(rpc: Rpc, thread_id: str, text: str, progress: SayProgre
 
 @contextlib.asynccontextmanager
 async def _pumping(rpc: Rpc, run: TurnFollower, name: str) -> AsyncIterator[None]:
-    """Feed the connection's notifications to `run` for the block; stop cleanly after."""
+    """Feed the connection's notifications to `run` for the block; stop cleanly after.
+
+    A pump that dies (its sink raised — a closed stderr —, or a bug) would leave the
+    block waiting out its whole timeout for events nobody feeds it any more: its death
+    wakes every wait at once (`run.lost`, `run.done`) and the block ends with its cause.
+    """
     sub = rpc.subscribe()
     pump = asyncio.create_task(run.pump(sub), name=name)
+    died: list[BaseException] = []
+
+    def ended(task: asyncio.Task[None]) -> None:
+        cause = None if task.cancelled() else task.exception()
+        if cause is not None:
+            died.append(cause)
+            run.lost = f"following the turn stopped: {cause!r}"
+            run.done.set()
+
+    pump.add_done_callback(ended)
     try:
         yield
+    except BridgeError:
+        if died:  # the body only saw the pump's death (as "lost"): name the cause
+            _raise_dead(died[0])
+        raise
     finally:
+        pump.remove_done_callback(ended)
         run.cancel_deadlines()
         pump.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await pump
         sub.close()
+    if not died and not pump.cancelled() and (cause := pump.exception()) is not None:
+        died.append(cause)  # it died as the block ended, before `ended` ran
+    if died:  # a result the pump did not see to its end is not one to report
+        _raise_dead(died[0])
+
+
+def _raise_dead(cause: BaseException) -> NoReturn:
+    """End say() / follow() with the error of a dead pump, naming its cause."""
+    if isinstance(cause, BridgeError):
+        raise cause
+    raise _pump_error(cause) from cause
+
+
+def _pump_error(cause: BaseException) -> BridgeError:
+    if not isinstance(cause, OSError):
+        return internal(cause, "following the turn")
+    where = ("writing codexbridge's output failed (did whoever read it go away?)"
+             if isinstance(cause, BrokenPipeError) else "following the turn failed")
+    return InternalError(
+        f"{where}: {type(cause).__name__}: {cause}; the turn may still be running — "
+        "`codexbridge talk read` shows what the thread kept. Do not resend blindly",
+        details={"type": type(cause).__name__})
 
 
 async def _refusable(progress: SayProgress, call: Any) -> Any:

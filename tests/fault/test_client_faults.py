@@ -26,6 +26,7 @@ from websockets.http11 import Request, Response
 from codexbridge.errors import (
     ConnectError,
     ConnectionLostError,
+    InternalError,
     NoRolloutError,
     RequestTimeoutError,
     RpcError,
@@ -516,6 +517,32 @@ async def test_say_when_the_socket_drops_right_after_an_approval_request() -> No
         with pytest.raises(ConnectionLostError):
             await say(client, T, "hello", approvals="decline", timeout=5)
         assert time.monotonic() - t0 < 2.0
+
+
+@pytest.mark.parametrize("fault", [BrokenPipeError(32, "Broken pipe"),
+                                   ZeroDivisionError("a bug in a sink")])
+async def test_say_ends_at_once_with_the_cause_when_its_pump_dies(
+        fault: Exception) -> None:
+    # The delta sink raises (stderr closed under `talk say`): the pump that feeds the
+    # turn dies. say must end now, naming the cause, not wait out its turn timeout with
+    # the cause lost. The wait_for bound is only a guard far below say's own timeout.
+    async def script(conn: Conn) -> None:
+        await conn.join_and_start_turn()
+        await conn.send({"method": "item/agentMessage/delta", "params": {
+            "threadId": T, "turnId": U, "itemId": "msg_2", "delta": "MOCK "}})
+        await _answer_everything(conn)  # the connection stays up: only the pump dies
+
+    def sink(_chunk: str) -> None:
+        raise fault
+
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        with pytest.raises(InternalError) as caught:
+            await asyncio.wait_for(say(client, T, "hello", on_delta=sink, timeout=3600), 20)
+    assert type(fault).__name__ in str(caught.value)
+    assert caught.value.__cause__ is fault
+    assert caught.value.exit_code == 70
+    if isinstance(fault, BrokenPipeError):
+        assert "output" in str(caught.value) and "Broken pipe" in str(caught.value)
 
 
 async def test_failed_handshake_closes_the_socket() -> None:
