@@ -3,7 +3,8 @@
 `inbox hook` runs at every Claude Code stop, and `setup mailbox` and `mcp` are waited
 for at every session start, so they are dispatched before click (and everything else)
 is imported: `setup mailbox` to `fast.py`, `mcp` to the warm server when one answers
-(`mcp/warm.py`). Every other command goes through the click app.
+(`mcp/warm.py`). Every other command goes through the click app. An unexpected
+exception anywhere is a bug: one line, the traceback in the log, exit 70 (`bug.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,24 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    try:
+        _dispatch(args)
+    except Exception as exc:  # what `output.command` did not see (parsing, a lazy import)
+        # SystemExit (click's own exits and usage errors) and KeyboardInterrupt (130,
+        # `output.command`) are BaseException: they pass. Imports here, not above:
+        # the Stop hook's path stays lean.
+        from ..errors import BridgeError
+
+        if isinstance(exc, BridgeError):  # an error we know: its own exit code
+            from .output import report
+
+            sys.exit(report(exc, "--json" in args))
+        from .bug import report_bug
+
+        sys.exit(report_bug(exc, as_json="--json" in args))
+
+
+def _dispatch(args: list[str]) -> None:
     if len(args) >= 2 and args[0] == "inbox" and args[1] == "hook":
         from ..inbox.hook_main import run_hook_cli
 

@@ -2,7 +2,7 @@
 
 A command returns None (exit 0) or an exit status, or raises a BridgeError; `command()`
 turns that into output and `sys.exit` — no command exits anywhere else, and no failure
-we know about prints a traceback.
+prints a traceback: any other exception is a bug, exit 70 (`bug.py`).
 """
 
 from __future__ import annotations
@@ -55,9 +55,18 @@ def command(fn: F, *, check_state: bool = True) -> F:
         except KeyboardInterrupt:
             click.echo("codexbridge: interrupted", err=True)
             status = INTERRUPTED_EXIT
+        except Exception as exc:  # a bug: exit 70, the traceback in the log (cli/bug.py)
+            from .bug import report_bug
+
+            status = report_bug(exc, as_json=bool(kwargs.get("as_json")), where=_where())
         sys.exit(status if isinstance(status, int) else 0)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _where() -> str:
+    ctx = click.get_current_context(silent=True)
+    return ctx.command_path if ctx else "codexbridge"
 
 
 def diagnosing(fn: F) -> F:

@@ -1,4 +1,4 @@
-"""How much text one message may carry to the other agent's model. Pure.
+"""How much text one message may carry to the other agent's model.
 
 Everything we put in front of a model is bounded: a request over the limit is refused
 (the sender can shorten it), and an answer over it — Codex's reply going to Claude,
@@ -14,6 +14,7 @@ is, because refusing an answer would lose it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 TEXT_MAX_ENV = "CODEX_BRIDGE_TEXT_MAX"
@@ -21,12 +22,7 @@ DEFAULT_TEXT_MAX = 200_000
 
 
 def text_max(env: Mapping[str, str]) -> int:
-    raw = env.get(TEXT_MAX_ENV, "").strip()
-    try:
-        value = int(raw) if raw else DEFAULT_TEXT_MAX
-    except ValueError:
-        return DEFAULT_TEXT_MAX  # a bad knob must not make every send fail
-    return value if value > 0 else DEFAULT_TEXT_MAX
+    return env_int(env, TEXT_MAX_ENV, DEFAULT_TEXT_MAX)
 
 
 MAIL_MAX_ENV = "CODEX_BRIDGE_MAIL_MAX"
@@ -34,12 +30,36 @@ DEFAULT_MAIL_MAX = 10 * 1024 * 1024
 
 
 def mail_max(env: Mapping[str, str]) -> int:
-    raw = env.get(MAIL_MAX_ENV, "").strip()
+    return env_int(env, MAIL_MAX_ENV, DEFAULT_MAIL_MAX)
+
+
+_said: set[str] = set()
+
+
+def env_int(env: Mapping[str, str], name: str, default: int) -> int:
+    """`env[name]` as a whole number >= 1; unset or empty is `default`.
+
+    A bad value (`zz`, `0`, `-5`) falls back to `default` and says so once per process
+    on stderr, rather than failing: these caps are also read where an answer is already
+    in hand — the courier bounding Codex's reply to Claude (talk/courier.py), the
+    delivery clipping Claude's answer (talk/deliveries.py) — and failing there would
+    lose it. The courier's stderr is its log (logs/courier.log), so it is said there too.
+    """
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
     try:
-        value = int(raw) if raw else DEFAULT_MAIL_MAX
+        value = int(raw)
     except ValueError:
-        return DEFAULT_MAIL_MAX
-    return value if value > 0 else DEFAULT_MAIL_MAX
+        value = 0
+    if value >= 1:
+        return value
+    note = (f"codexbridge: {name}={raw!r} is not a whole number of at least 1; "
+            f"using the default, {default}")
+    if note not in _said:
+        _said.add(note)
+        print(note, file=sys.stderr)
+    return default
 
 
 def mail_over_limit(text: str, limit: int) -> str | None:

@@ -22,8 +22,9 @@ import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
 
-from ..errors import ConnectError
+from ..errors import ConnectError, UsageError
 from ..host.paths import bridge_file, read_bridge_file
 
 if TYPE_CHECKING:
@@ -122,9 +123,10 @@ def choose(url: str | None, env_url: str | None, record: dict[str, Any] | None,
     counts); `daemon_url` is the daemon's socket URL only when it answers.
     """
     if url:
-        return Choice(url, "--url", False, None)
+        return Choice(checked_url(url, "--url"), "--url", False, None)
     if env_url:
-        return Choice(env_url, "CODEX_BRIDGE_URL", False, None)
+        return Choice(checked_url(env_url, "CODEX_BRIDGE_URL"), "CODEX_BRIDGE_URL", False,
+                      None)
     record_url = record.get("url") if record else None
     if isinstance(record_url, str) and serve_alive is not False:
         # With the daemon running too, resolve_endpoint asks both (`by_threads`).
@@ -137,6 +139,36 @@ def choose(url: str | None, env_url: str | None, record: dict[str, Any] | None,
         return Choice(daemon_url, daemon_source(daemon_home), False, note)
     if isinstance(record_url, str):  # stale, nothing else: fail at connect, as before
         return Choice(record_url, bridge_path, True, None)
+    return None
+
+
+def checked_url(url: str, source: str) -> str:
+    """`url` when it can name an app-server: ws:// or wss:// with a host (and a port in
+    1-65535 if one is given), or unix:// with a path. Else a UsageError naming the value
+    and `source` (--url, CODEX_BRIDGE_URL) — a typo is the user's, not a failed connect
+    (and urllib's ValueError on `ws://[::1` was a traceback)."""
+    why = _url_problem(url)
+    if why is None:
+        return url
+    raise UsageError(f"{source} {url!r} is not an app-server URL: {why}; expected "
+                     "ws://HOST:PORT, wss://HOST:PORT or unix://PATH",
+                     details={"url": url, "source": source})
+
+
+def _url_problem(url: str) -> str | None:
+    if url.startswith("unix://"):
+        return None if url[len("unix://"):] else "a unix:// URL needs a socket path"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", …
+        return str(exc)
+    if parts.scheme not in ("ws", "wss"):
+        return f"the scheme is {parts.scheme or 'missing'!r}, not ws, wss or unix"
+    if not parts.hostname:
+        return "it names no host"
+    if port is not None and not 1 <= port <= 65535:
+        return f"port {port} is outside 1-65535"
     return None
 
 
