@@ -66,6 +66,9 @@ class ChainState(NamedTuple):
 
     blocks: int
     prompt_id: str | None = None
+    # Set when the chain file is damaged (what to do about it): the chain counts as over
+    # the limit whatever the prompt — the loop guard fails closed.
+    damaged: str | None = None
 
 
 class Decision(NamedTuple):
@@ -113,7 +116,7 @@ def chain_before(inp: HookInput, stored: ChainState | None) -> int:
     """How many consecutive blocks this stop follows."""
     if stored is None:
         return 0
-    if inp.stop_hook_active:
+    if inp.stop_hook_active or stored.damaged:
         return stored.blocks
     # stop_hook_active can stay false across a chain (claude-code#54360): the same
     # prompt still being answered means the chain goes on.
@@ -128,6 +131,8 @@ def decide(inp: HookInput, stored: ChainState | None, pending: bool,
     before = chain_before(inp, stored)
     if not pending:
         return Decision(ALLOW, before, max_chain, "mailbox empty")
+    if stored is not None and stored.damaged:
+        return Decision(HOLD, before, max_chain, stored.damaged)
     if before >= max_chain:
         return Decision(HOLD, before, max_chain,
                         f"{before} consecutive blocks already (limit {max_chain}); "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from ..host.jsonfile import read_object
 from ..host.private import write_private
 from .clock import iso_utc
 from .location import SESSION_SUFFIX, session_path
@@ -61,13 +62,15 @@ def read_listeners(inbox: str) -> dict[str, dict[str, Any]]:
         if not entry.endswith(SESSION_SUFFIX) or entry.startswith("."):
             continue
         name = entry[: -len(SESSION_SUFFIX)]
-        try:
-            with open(os.path.join(inbox, entry), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            data = {"name": name, "error": "unreadable session file"}
-        if not isinstance(data, dict):
-            data = {"name": name}
+        path = os.path.join(inbox, entry)
+        data = read_object(path)
+        if data is None:
+            if not os.path.exists(path):
+                continue  # removed since the listing
+            # Damaged (not a JSON object, or nested past reading): none of it is used;
+            # the note says which file (doctor: the next stop rewrites it), and the
+            # name stays known.
+            data = {"name": name, "error": f"unreadable session file ({path})"}
         # claude-codex-bridge writes {name, cwd, lastSeen}; show its listeners too.
         if "last_seen" not in data and isinstance(data.get("lastSeen"), str):
             data["last_seen"] = data["lastSeen"]
