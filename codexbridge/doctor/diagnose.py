@@ -53,7 +53,7 @@ def diagnose(project: Path, url: str | None = None,
     if codex is not None:
         add("codex", lambda: rows.codex_rows(codex))
         add("protocol", lambda: rows_health.protocol_rows(rows_health.gather_protocol(
-            codex.get("path"), _schemas())))
+            codex.get("path"))))
     serve = _guard("bridge-json", gather.serve, None, checks)
     if serve is not None:
         add("bridge-json", lambda: [rows.bridge_row(serve)])
@@ -94,12 +94,6 @@ def diagnose(project: Path, url: str | None = None,
     if deep and codex is not None:
         add("deep", lambda: rows_health.deep_rows(rows_health.gather_deep(codex.get("path"))))
     return checks
-
-
-def _schemas() -> Path:
-    from ..host.schemas import schema_dir
-
-    return schema_dir()
 
 
 def _project_codex(project: Path) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
-"""Doctor rows for what breaks silently: the state dir, protocol drift, a real turn.
+"""Doctor rows for what breaks silently: the state dir, the protocol, a real turn.
 
     state          the state home: where, 0700, not pointing at / ~ ~/.codex ~/.claude
-    protocol       the installed codex's schema vs schemas/ for the methods we use
+    protocol       the installed codex's schema judged against what codexbridge uses
+                   (doctor/compat.py): OK when nothing it sends or reads broke
     deep           (doctor --deep) one real turn on a private app-server with the mock
                    model: LIVE or BROKEN
 
@@ -18,8 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..host.jsonfile import loads_json
-from .report import FAIL, INFO, OK, WARN, Check
+from .report import FAIL, OK, WARN, Check
 
 Facts = dict[str, Any]
 
@@ -66,73 +66,98 @@ def state_rows(s: Facts) -> list[Check]:
     return [Check("state", OK, f"{home}: private (0700 / 0600)", None, {"home": home})]
 
 
-# --- protocol drift ---------------------------------------------------------------------------
+# --- protocol ------------------------------------------------------------------------------
 
-def gather_protocol(codex: str | None, schemas: Path, timeout: float = 20.0) -> Facts:
-    """Have the installed codex generate its (experimental) schema and compare."""
-    from ..host.schemas import repo_schemas
-    from .drift import compare
+def gather_protocol(codex: str | None, timeout: float = 20.0) -> Facts:
+    """Have the installed codex generate its (experimental) schema, cut out the part
+    codexbridge uses and judge it against the surface shipped in the package."""
+    from ..host.binaries import parse_version
+    from ..host.schemas import bundle_loader, shipped_surface
+    from .compat import judge
+    from .surface import extract
+    from .uses import used_methods
 
     if not codex:
         return {"error": "no codex binary to ask"}
-    ours_dir = schemas / "experimental"
-    if not ours_dir.is_dir():
-        # schemas/ ships with the checkout only (host/schemas.py): nothing to compare with
-        return {"skipped": f"this codexbridge has no schema to compare with ({ours_dir} "
-                           "ships with its git checkout, not with an installed package)"}
-    with tempfile.TemporaryDirectory(prefix="codexbridge-drift-") as tmp:
-        try:
-            done = subprocess.run([codex, "app-server", "generate-json-schema",
-                                   "--experimental", "--out", tmp], capture_output=True,
-                                  text=True, timeout=timeout, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return {"error": f"codex could not generate its schema: {exc}"}
-        if done.returncode != 0:
-            return {"error": f"codex app-server generate-json-schema exited "
-                             f"{done.returncode}: {done.stderr.strip()[:300]}"}
+    try:
+        ours = shipped_surface()
+        said = _run([codex, "--version"], timeout)
+        version = parse_version(said)
+        with tempfile.TemporaryDirectory(prefix="codexbridge-protocol-") as tmp:
+            _run([codex, "app-server", "generate-json-schema", "--experimental", "--out",
+                  tmp], timeout)
+            theirs = extract(bundle_loader(Path(tmp)), used_methods(), said.strip())
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        return {"error": str(exc)}
+    if not any(theirs["catalog"].values()):
+        return {"error": "codex app-server generate-json-schema wrote no method schemas"}
+    return {"codex": codex, "version": version, "built_on": ours.get("codex"),
+            "findings": [f.as_dict() for f in judge(ours, theirs)]}
 
-        def load(root: Path) -> Any:
-            def read(name: str) -> dict[str, Any] | None:
-                try:
-                    data = loads_json((root / name).read_text(encoding="utf-8"))
-                except (OSError, ValueError):
-                    return None
-                return data if isinstance(data, dict) else None
-            return read
 
-        responses = repo_schemas(experimental=True).server_request_responses()
-        drifts = compare(load(ours_dir), load(Path(tmp)), responses)
-    version = (ours_dir / "VERSION").read_text(encoding="utf-8").strip() \
-        if (ours_dir / "VERSION").exists() else "?"
-    return {"codex": codex, "schemas": str(ours_dir), "built_on": version,
-            "drifts": [d._asdict() for d in drifts]}
+def _run(argv: list[str], timeout: float) -> str:
+    """stdout of a codex command; OSError / SubprocessError say why it failed."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise subprocess.SubprocessError(
+            f"`{' '.join(argv[1:3])}` exited {done.returncode}: {done.stderr.strip()[:300]}")
+    return done.stdout
 
 
 def protocol_rows(p: Facts) -> list[Check]:
-    if p.get("skipped"):
-        return [Check("protocol", INFO, f"not checked: {p['skipped']}", None, p)]
+    from ..host.binaries import CODEX_OLDEST, CODEX_VERSION, supported_range
+
     if p.get("error"):
-        return [Check("protocol", WARN, f"could not check for protocol drift: {p['error']}",
-                      None, p)]
-    drifts = p.get("drifts") or []
-    if not drifts:
-        return [Check("protocol", OK, f"the installed codex speaks the protocol of "
-                      f"{p.get('schemas')} ({p.get('built_on')}) for every method "
-                      "codexbridge uses", None, p)]
-    listed = "; ".join(f"{d['kind']} {d['method']}: {d['what']}" for d in drifts[:6])
+        return [Check("protocol", WARN, f"could not check the installed codex's protocol: "
+                      f"{p['error']}", None, p)]
+    findings: list[dict[str, Any]] = p.get("findings") or []
+    bad = [f for f in findings if f.get("verdict") == "incompatible"]
+    codex = f"codex {p.get('version') or '(version unknown)'}"
+    scope = (f"supported: {supported_range(CODEX_OLDEST, CODEX_VERSION)}; codexbridge's "
+             f"surface is from {p.get('built_on') or '?'}")
+    if not bad:
+        return [Check("protocol", OK, f"{codex} speaks what codexbridge uses ({scope}): "
+                      f"{_compatible_summary(findings)}", None, p)]
+    listed = "; ".join(f"{f['method']} ({f['direction'] or 'method'}): {f['where']} "
+                       f"{f['detail']} — {f['consequence']}" for f in bad[:4])
     return [Check("protocol", WARN,
-                  f"the installed codex's protocol differs from {p.get('schemas')} "
-                  f"({p.get('built_on')}) in {len(drifts)} place(s): {listed}"
-                  + (" …" if len(drifts) > 6 else ""),
-                  _drift_fix(), p)]
+                  f"{codex} changed what codexbridge uses in {len(bad)} place(s) ({scope}): "
+                  f"{listed}" + (" …" if len(bad) > 4 else ""),
+                  _protocol_fix(p.get("version")), p)]
 
 
-def _drift_fix() -> str:
-    from ..host.binaries import in_checkout, install_hint
+def _compatible_summary(findings: list[dict[str, Any]]) -> str:
+    if not findings:
+        return "no differences"
+    added = sum(1 for f in findings if f["change"] == "method added")
+    gone = sum(1 for f in findings if f["change"] == "method gone")
+    parts = [f"{n} {what}" for n, what in ((added, "new method(s)"),
+                                          (gone, "method(s) codexbridge does not use gone"))
+             if n]
+    fields = [f for f in findings if f["change"] not in ("method added", "method gone")]
+    parts += [f"{f['where']} {f['detail']}" for f in fields[:4]]
+    more = f"; {len(fields) - 4} more" if len(fields) > 4 else ""
+    return f"{len(findings)} compatible difference(s): {'; '.join(parts)}{more}"
 
-    fix = f"use codex 0.169.0 ({install_hint('codex')}), or a codexbridge built for this codex"
+
+def _protocol_fix(version: str | None) -> str:
+    from ..host.binaries import (
+        CODEX_OLDEST,
+        CODEX_VERSION,
+        VersionFit,
+        in_checkout,
+        install_hint,
+        version_fit,
+    )
+
+    if version and version_fit(version, CODEX_OLDEST, CODEX_VERSION) is VersionFit.OLDER:
+        return (f"install a codex codexbridge supports ({install_hint('codex')}): "
+                f"{version} is older than {CODEX_OLDEST}")
+    fix = f"update codexbridge (it needs a release that knows codex {version or 'this'})"
     if in_checkout():
-        fix += "; scripts/update-schemas regenerates schemas/ and the protocol types for review"
+        fix += ("; in this checkout, scripts/update-schemas regenerates schemas/, the "
+                "protocol types and the surface for review")
     return fix
 
 

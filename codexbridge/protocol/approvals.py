@@ -65,7 +65,7 @@ def _accept_user_input(params: dict[str, Any]) -> Answer:
 
 
 # Server requests an older codex of the supported range sends that the pinned schema no
-# longer has: answered the same way, so the whole range works (doctor/drift.py knows).
+# longer has: answered the same way, so the whole range works (doctor/uses.py knows).
 LEGACY_CURRENT_TIME_READ = "currentTime/read"
 LEGACY_SERVER_REQUESTS = frozenset({LEGACY_CURRENT_TIME_READ})
 

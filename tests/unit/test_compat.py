@@ -1,81 +1,287 @@
-"""Protocol drift: the comparison (pure), and that the method sets it checks are the ones
-the code really uses."""
+"""The protocol judge (doctor/compat.py), pure: synthetic schema pairs for each rule,
+then the real surface against edited copies of itself, and the rows it makes."""
 
 from __future__ import annotations
 
 import copy
-import json
-import re
-from pathlib import Path
 from typing import Any
 
-from codexbridge.doctor import drift
+from codexbridge.doctor.compat import Change, Direction, Finding, Verdict, incompatible, judge
 from codexbridge.doctor.rows_health import protocol_rows, state_rows
-from codexbridge.host.schemas import repo_schemas, schema_dir
-from codexbridge.protocol.generated import methods as m
+from codexbridge.doctor.surface import CLIENT_REQUEST, NOTIFICATION, SERVER_REQUEST
+from codexbridge.doctor.uses import Uses
+from codexbridge.host.binaries import CODEX_OLDEST, CODEX_VERSION, supported_range
+from codexbridge.host.schemas import shipped_surface
 
-ROOT = Path(__file__).resolve().parents[2]
-BUNDLE = schema_dir(experimental=True)
-
-
-def loader(files: dict[str, Any]) -> drift.Loader:
-    return lambda name: files.get(name)
-
-
-def bundle() -> dict[str, Any]:
-    return {p.name: json.loads(p.read_text()) for p in BUNDLE.glob("*.json")}
-
-
-def test_every_method_we_check_exists_in_our_bundle() -> None:
-    files = bundle()
-    for file, methods in (("ClientRequest.json", drift.CLIENT_REQUESTS),
-                          ("ServerNotification.json", drift.NOTIFICATIONS),
-                          ("ServerRequest.json", drift.SERVER_REQUESTS)):
-        for method in methods:
-            assert drift._branch(files[file], method) is not None, (file, method)
+REF = "#/definitions/"
+USES = Uses(
+    methods={CLIENT_REQUEST: {"thing/make": "talk cannot make things"},
+             NOTIFICATION: {"thing/made": "talk never hears of a made thing"},
+             SERVER_REQUEST: {"thing/approve": "a thing approval is not answered",
+                              "old/ask": "an old question is not answered"}},
+    reads={"ThingMade": frozenset({"thing"}), "Thing": frozenset({"id", "color", "size"}),
+           "MakeResult": frozenset({"thing"})},
+    sends={"MakeParams": frozenset({"note"})},
+    values={"Color": frozenset({"red"}), "Decision": frozenset({"accept", "decline"})},
+    no_result=frozenset(), legacy=frozenset({"old/ask"}))
 
 
-def test_the_sets_cover_what_the_code_uses() -> None:
-    """Every method constant the (hand-written) code refers to is compared."""
-    used: set[str] = set()
-    for path in (ROOT / "codexbridge").rglob("*.py"):
-        if "generated" in path.parts:
-            continue
-        used |= set(re.findall(r"\bm\.([A-Z][A-Z0-9_]+)\b", path.read_text()))
-    values = {getattr(m, name) for name in used if isinstance(getattr(m, name, None), str)}
-    checked = drift.CLIENT_REQUESTS | drift.NOTIFICATIONS | drift.SERVER_REQUESTS
-    wire = {"initialized"}  # a client notification: no params to drift
-    assert values - checked - wire == set()
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": REF + name}
 
 
-def test_an_identical_codex_shows_no_drift() -> None:
-    files = bundle()
-    responses = repo_schemas().server_request_responses()
-    assert drift.compare(loader(files), loader(copy.deepcopy(files)), responses) == []
+def obj(required: list[str] | None = None, **props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or []}
 
 
-def test_a_renamed_field_is_reported_by_method_and_definition() -> None:
-    files = bundle()
-    theirs = copy.deepcopy(files)
-    params = theirs["ClientRequest.json"]["definitions"]["ThreadResumeParams"]
-    params["properties"]["threadIdentifier"] = params["properties"].pop("threadId")
-    answer = theirs["CommandExecutionRequestApprovalResponse.json"]
-    answer["properties"]["verdict"] = answer["properties"].pop("decision")
-    del theirs["ServerNotification.json"]["oneOf"][0]
-    responses = repo_schemas().server_request_responses()
-    found = {(d.kind, d.method): d.what for d in drift.compare(
-        loader(files), loader(theirs), responses)}
-    assert "ThreadResumeParams" in found[("client request", "thread/resume")]
-    assert found[("answer", "item/commandExecution/requestApproval")] == \
-        "CommandExecutionRequestApprovalResponse.json"
-    first = files["ServerNotification.json"]["oneOf"][0]["properties"]["method"]["enum"][0]
-    if first in drift.NOTIFICATIONS:
-        assert found[("notification", first)] == "missing"
-    rows = protocol_rows({"schemas": "/s", "built_on": "codex 0.169.0",
-                          "drifts": [{"kind": k, "method": mm, "what": w}
-                                     for (k, mm), w in found.items()]})
-    assert rows[0].status == "WARN" and "thread/resume" in rows[0].finding
-    assert rows[0].fix and "0.169.0" in rows[0].fix
+def base() -> dict[str, Any]:
+    """A small surface: one request, one notification, one server request."""
+    definitions = {
+        "MakeParams": obj(["name"], name={"type": "string"}, note={"type": ["string", "null"]},
+                          color={"anyOf": [ref("Color"), {"type": "null"}]}),
+        "MakeResult": obj(["thing"], thing=ref("Thing")),
+        "ThingMade": obj(["thing"], thing=ref("Thing"), origin={"type": "string"}),
+        "Thing": obj(["id"], id={"type": "string"}, color=ref("Color"),
+                     size={"type": "integer"}, parts={"items": ref("Thing"),
+                                                      "type": "array"}),
+        "Color": {"type": "string", "enum": ["red", "green"]},
+        "ApproveParams": obj(["threadId"], threadId={"type": "string"}),
+        "ApproveAnswer": obj(["decision"], decision=ref("Decision")),
+        "Decision": {"oneOf": [{"type": "string", "enum": ["accept"]},
+                               {"type": "string", "enum": ["decline"]},
+                               {"type": "object", "additionalProperties": False,
+                                "required": ["amend"], "properties": {"amend": obj()}}]},
+    }
+    return {"codex": "codex-cli 1.0.0",
+            "catalog": {CLIENT_REQUEST: ["thing/make"], NOTIFICATION: ["thing/made"],
+                        SERVER_REQUEST: ["thing/approve"]},
+            "methods": {
+                CLIENT_REQUEST: {"thing/make": {"send": ref("MakeParams"),
+                                                "read": ref("MakeResult")}},
+                NOTIFICATION: {"thing/made": {"send": None, "read": ref("ThingMade")}},
+                SERVER_REQUEST: {"thing/approve": {"send": ref("ApproveAnswer"),
+                                                   "read": ref("ApproveParams")}}},
+            "definitions": definitions}
+
+
+def edited(edit: Any) -> list[Finding]:
+    ours = base()
+    theirs = copy.deepcopy(ours)
+    edit(theirs["definitions"], theirs)
+    return judge(ours, theirs, USES)
+
+
+def only_bad(findings: list[Finding]) -> Finding:
+    [bad] = incompatible(findings)
+    return bad
+
+
+def row(findings: list[Finding], version: str = "9.9.9") -> Any:
+    [check] = protocol_rows({"version": version, "built_on": "codex-cli 1.0.0",
+                             "findings": [f.as_dict() for f in findings]})
+    return check
+
+
+def test_an_identical_codex_has_nothing_to_say() -> None:
+    assert judge(base(), base(), USES) == []
+    assert row([]).status == "OK" and "no differences" in row([]).finding
+
+
+def test_a_renamed_field_we_read_is_incompatible_and_named() -> None:
+    def rename(d: dict[str, Any], _s: Any) -> None:
+        d["Thing"]["properties"]["colour"] = d["Thing"]["properties"].pop("color")
+
+    found = edited(rename)
+    bad = only_bad(found)
+    assert (bad.change, bad.direction, bad.where) == (
+        Change.FIELD_GONE, Direction.READ, "Thing.color")
+    assert "renamed to colour?" in bad.detail
+    # Thing is read by the notification and by the result: reported once, under both
+    assert {bad.method, *bad.also} == {"thing/made", "thing/make"}
+    assert bad.consequence and "talk never hears of a made thing" in bad.consequence
+    check = row(found)
+    assert check.status == "WARN"
+    assert "thing/made (read): Thing.color is gone" in check.finding
+    assert "talk never hears of a made thing" in check.finding
+
+
+def test_a_field_that_became_required_in_what_we_send_is_incompatible() -> None:
+    def require(d: dict[str, Any], _s: Any) -> None:
+        d["MakeParams"]["properties"]["size"] = {"type": "integer"}
+        d["MakeParams"]["required"].append("size")
+
+    bad = only_bad(edited(require))
+    assert (bad.change, bad.where, bad.method) == (
+        Change.FIELD_ADDED, "MakeParams.size", "thing/make")
+    assert bad.detail == "is new and required"
+
+    def tighten(d: dict[str, Any], _s: Any) -> None:
+        d["MakeParams"]["properties"]["extra"] = {"type": "string"}
+        d["MakeParams"]["required"].append("color")  # we never send color
+
+    [bad] = incompatible(edited(tighten))
+    assert (bad.change, bad.where) == (Change.NOW_REQUIRED, "MakeParams.color")
+    assert bad.consequence == "talk cannot make things"
+
+
+def test_additions_are_compatible_and_listed() -> None:
+    def grow(d: dict[str, Any], s: dict[str, Any]) -> None:
+        d["MakeParams"]["properties"]["priority"] = {"type": "integer"}  # optional
+        d["Thing"]["properties"]["weight"] = {"type": "number"}
+        d["Color"]["enum"].append("blue")
+        s["catalog"][CLIENT_REQUEST].append("thing/unmake")
+        d["ThingMade"]["required"].append("origin")  # read: optional → required is fine
+
+    found = edited(grow)
+    assert incompatible(found) == []
+    kinds = {(f.change, f.where) for f in found}
+    assert (Change.FIELD_ADDED, "MakeParams.priority") in kinds
+    assert (Change.FIELD_ADDED, "Thing.weight") in kinds
+    assert (Change.MEMBER_ADDED, "Color") in kinds
+    assert (Change.METHOD_ADDED, "thing/unmake") in kinds
+    assert (Change.NOW_REQUIRED, "ThingMade.origin") in kinds
+    check = row(found)
+    assert check.status == "OK" and check.fix is None
+    assert "1 new method(s)" in check.finding and "Thing.weight is new" in check.finding
+    assert supported_range(CODEX_OLDEST, CODEX_VERSION) in check.finding
+
+
+def test_a_changed_type_is_incompatible_where_we_look() -> None:
+    def retype(d: dict[str, Any], _s: Any) -> None:
+        d["Thing"]["properties"]["id"] = {"type": "integer"}
+
+    bad = only_bad(edited(retype))
+    assert (bad.change, bad.where, bad.detail) == (
+        Change.TYPE_CHANGED, "Thing.id", "was string, is now integer")
+    assert row(edited(retype)).status == "WARN"
+
+    def nullable(d: dict[str, Any], _s: Any) -> None:
+        d["Thing"]["properties"]["size"] = {"type": ["integer", "null"]}
+
+    bad = only_bad(edited(nullable))
+    assert (bad.where, bad.detail) == ("Thing.size", "may now be null")
+
+
+def test_a_removed_method_we_use_says_what_breaks() -> None:
+    def drop(_d: dict[str, Any], s: dict[str, Any]) -> None:
+        del s["methods"][NOTIFICATION]["thing/made"]
+        s["catalog"][NOTIFICATION].remove("thing/made")
+
+    bad = only_bad(edited(drop))
+    assert bad.change is Change.METHOD_GONE and bad.method == "thing/made"
+    assert bad.consequence == "thing/made is gone: talk never hears of a made thing"
+    check = row(edited(drop))
+    assert check.status == "WARN" and "thing/made is gone" in check.finding
+
+
+def test_a_removed_field_we_do_not_read_is_compatible_and_listed() -> None:
+    def drop(d: dict[str, Any], _s: Any) -> None:
+        del d["ThingMade"]["properties"]["origin"]
+
+    [f] = edited(drop)
+    assert (f.verdict, f.change, f.where) == (Verdict.COMPATIBLE, Change.FIELD_GONE,
+                                              "ThingMade.origin")
+    assert "does not read it" in f.detail
+    check = row([f])
+    assert check.status == "OK" and "ThingMade.origin is gone" in check.finding
+
+
+def test_enum_members_we_send_or_branch_on() -> None:
+    def drop_accept(d: dict[str, Any], _s: Any) -> None:
+        d["Decision"]["oneOf"].pop(0)
+
+    bad = only_bad(edited(drop_accept))
+    assert (bad.change, bad.where, bad.direction) == (
+        Change.MEMBER_GONE, "Decision", Direction.SEND)
+    assert bad.method == "thing/approve" and "'accept'" in bad.detail
+
+    def drop_amend(d: dict[str, Any], _s: Any) -> None:
+        d["Decision"]["oneOf"].pop(2)  # a member we never send
+
+    assert incompatible(edited(drop_amend)) == []
+
+    def drop_green(d: dict[str, Any], _s: Any) -> None:
+        d["Color"]["enum"].remove("green")  # read: not one we branch on
+
+    assert [f.change for f in edited(drop_green)] == [Change.MEMBER_GONE]
+    assert incompatible(edited(drop_green)) == []
+
+    def drop_red(d: dict[str, Any], _s: Any) -> None:
+        d["Color"]["enum"].remove("red")
+
+    assert {f.direction for f in incompatible(edited(drop_red))} == {Direction.READ}
+
+
+def test_a_cycle_ends_and_a_legacy_method_is_not_missed() -> None:
+    """Thing.parts refers to Thing; `old/ask` (legacy) is in neither surface."""
+    def deep(d: dict[str, Any], _s: Any) -> None:
+        d["Thing"]["properties"]["size"] = {"type": "string"}
+
+    bad = only_bad(edited(deep))
+    assert bad.where == "Thing.size"
+    assert all(f.method != "old/ask" for f in edited(deep))
+
+    def legacy(_d: dict[str, Any], s: dict[str, Any]) -> None:
+        s["catalog"][SERVER_REQUEST].append("old/ask")  # an older codex still sends it
+
+    assert edited(legacy) == []
+
+
+def test_the_fix_never_says_downgrade_and_names_the_pin_only_for_an_older_codex() -> None:
+    def drop(_d: dict[str, Any], s: dict[str, Any]) -> None:
+        del s["methods"][NOTIFICATION]["thing/made"]
+
+    newer = row(edited(drop), version="99.0.0")
+    assert newer.fix and newer.fix.startswith("update codexbridge")
+    assert "99.0.0" in newer.fix and "npm install" not in newer.fix
+    older = row(edited(drop), version="0.0.1")
+    assert older.fix and f"@openai/codex@{CODEX_VERSION}" in older.fix
+    assert f"older than {CODEX_OLDEST}" in older.fix
+
+
+# --- the real surface ------------------------------------------------------------------
+
+def real_pair(edit: Any) -> list[Finding]:
+    ours = shipped_surface()
+    theirs = copy.deepcopy(ours)
+    edit(theirs["definitions"], theirs)
+    return judge(ours, theirs)
+
+
+def variant(union: dict[str, Any], tag: str) -> dict[str, Any]:
+    return next(v for v in union["oneOf"]
+                if (v.get("properties") or {}).get("type", {}).get("enum") == [tag])
+
+
+def test_the_real_surface_against_itself_and_edited_copies() -> None:
+    assert real_pair(lambda d, s: None) == []
+
+    def reply_renamed(d: dict[str, Any], _s: Any) -> None:
+        props = variant(d["ThreadItem"], "agentMessage")["properties"]
+        props["body"] = props.pop("text")
+
+    bad = only_bad(real_pair(reply_renamed))
+    assert bad.where == "ThreadItem.<agentMessage>.text" and bad.method == "item/completed"
+    assert bad.consequence and bad.consequence.startswith("talk cannot read codex's reply")
+
+    def steer_renamed(d: dict[str, Any], _s: Any) -> None:
+        props = d["TurnSteerParams"]["properties"]
+        props["expectedTurn"] = props.pop("expectedTurnId")
+
+    bad = only_bad(real_pair(steer_renamed))
+    assert (bad.method, bad.direction, bad.where) == (
+        "turn/steer", Direction.SEND, "TurnSteerParams.expectedTurnId")
+
+    def queue_gone(_d: dict[str, Any], s: dict[str, Any]) -> None:
+        del s["methods"][CLIENT_REQUEST]["thread/queue/add"]
+
+    bad = only_bad(real_pair(queue_gone))
+    assert bad.consequence == "thread/queue/add is gone: talk send cannot queue turns"
+
+    def unread_field_gone(d: dict[str, Any], _s: Any) -> None:
+        del variant(d["ThreadItem"], "agentMessage")["properties"]["phase"]
+
+    assert incompatible(real_pair(unread_field_gone)) == []
 
 
 def test_state_rows() -> None:

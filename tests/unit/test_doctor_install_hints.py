@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from codexbridge.cli.app import cli
 from codexbridge.cli.talk_cmd import open_tui_hint
 from codexbridge.doctor import rows, rows_claude, rows_health
-from codexbridge.doctor.report import INFO, WARN, Check
+from codexbridge.doctor.report import WARN, Check
 from codexbridge.errors import BinaryNotFoundError
 from codexbridge.host import binaries
 from codexbridge.host.binaries import CLAUDE_VERSION, CODEX_VERSION
@@ -56,8 +56,10 @@ def binary_rows() -> list[Check]:
     return [*rows.codex_rows(missing), *rows.codex_rows(old), *rows.codex_rows(no_ws),
             *rows.codex_rows(no_listen), rows.endpoint_row({}, server_old),
             *rows_claude.claude_rows(missing), *rows_claude.claude_rows(dict(old)),
-            *rows_health.protocol_rows({"drifts": [{"kind": "notification", "method": "x",
-                                                    "what": "y"}]})]
+            *rows_health.protocol_rows({"version": "0.1.0", "findings": [
+                {"verdict": "incompatible", "change": "method gone", "method": "x",
+                 "direction": None, "where": "x", "detail": "is gone",
+                 "consequence": "x is gone: y"}]})]
 
 
 def test_installed_users_get_npm_commands_not_checkout_paths(installed: Path) -> None:
@@ -80,11 +82,17 @@ def test_a_checkout_still_names_its_own_script() -> None:
     assert NPM_CODEX in fixes  # the npm command works there too
 
 
-def test_installed_doctor_does_not_check_drift_against_schemas_it_lacks(
-        installed: Path) -> None:
-    facts = rows_health.gather_protocol("/bin/true", installed / "schemas")
-    [row] = rows_health.protocol_rows(facts)
-    assert row.status == INFO and "not checked" in row.finding and row.fix is None
+def test_installed_doctor_judges_the_protocol_from_its_package_data(
+        installed: Path, tmp_path: Path) -> None:
+    """No schemas/ beside the package: the surface shipped inside it is enough."""
+    bundle = Path(__file__).resolve().parents[2] / "schemas" / "experimental"
+    codex = tmp_path / "codex"  # writes the pin's own schema, as the pinned codex does
+    codex.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo "codex-cli {CODEX_VERSION}" '
+                     f'&& exit 0\nfor a; do out="$a"; done\n/bin/cp -R "{bundle}/." "$out/"\n')
+    codex.chmod(0o755)
+    [row] = rows_health.protocol_rows(rows_health.gather_protocol(str(codex)))
+    assert row.status == "OK" and "no differences" in row.finding, row.finding
+    assert f"codex {CODEX_VERSION} speaks what codexbridge uses" in row.finding
 
 
 def test_a_fresh_doctor_points_at_codex_own_daemon_first() -> None:
