@@ -1,36 +1,87 @@
-"""doctor's silent-failure rows against the real codex 0.169.0: protocol drift (a schema
-file edited to differ is reported by name), a loose state dir, `--deep`."""
+"""doctor's silent-failure rows against the real codex: the protocol judge (OK for the
+codex of this run and for the oldest supported one; a field we read or send renamed in
+what codex generates is a WARN naming it), a loose state dir, `--deep`."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from codexbridge.doctor.rows_health import gather_protocol, protocol_rows
-from codexbridge.host.schemas import schema_dir
+from codexbridge.host.binaries import CODEX_OLDEST, CODEX_VERSION, supported_range
+from tests.support.binaries import require_codex
 from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.real_codex
 
+# A codex that generates what the real one does, with two fields renamed: one we read
+# (the reply's text, in item/completed) and one we send (turn/steer's expectedTurnId).
+RENAMING_CODEX = """#!{python}
+import json, subprocess, sys
+from pathlib import Path
 
-def test_an_edited_schema_file_is_reported_by_name(codex_bin: str, tmp_path: Path) -> None:
-    healthy = protocol_rows(gather_protocol(codex_bin, schema_dir()))
-    assert healthy[0].status == "OK", healthy[0].finding
-    copy = tmp_path / "schemas"
-    shutil.copytree(schema_dir(), copy)
-    path = copy / "experimental" / "ClientRequest.json"
-    data = json.loads(path.read_text())
-    props = data["definitions"]["TurnSteerParams"]["properties"]
+args = sys.argv[1:]
+done = subprocess.run([{real!r}, *args])
+if done.returncode or "generate-json-schema" not in args:
+    sys.exit(done.returncode)
+out = Path(args[args.index("--out") + 1])
+
+
+def edit(name, change):
+    data = json.loads((out / name).read_text())
+    change(data["definitions"])
+    (out / name).write_text(json.dumps(data))
+
+
+def reply(defs):
+    for member in defs["ThreadItem"]["oneOf"]:
+        if member["properties"]["type"]["enum"] == ["agentMessage"]:
+            member["properties"]["body"] = member["properties"].pop("text")
+
+
+def steer(defs):
+    props = defs["TurnSteerParams"]["properties"]
     props["expectedTurn"] = props.pop("expectedTurnId")
-    path.write_text(json.dumps(data))
-    [row] = protocol_rows(gather_protocol(codex_bin, copy))
-    assert row.status == "WARN"
-    assert "client request turn/steer: TurnSteerParams" in row.finding
-    assert "npm install -g @openai/codex@0.169.0" in (row.fix or "")
+
+
+edit("ServerNotification.json", reply)
+edit("ClientRequest.json", steer)
+"""
+
+
+def oldest_codex(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The oldest supported codex's copy in .tools/ (skips locally, fails in CI without)."""
+    monkeypatch.setenv("CODEX_BRIDGE_PINNED_CODEX", CODEX_OLDEST)
+    return require_codex()
+
+
+def test_the_protocol_row_is_ok_for_this_codex_and_the_oldest(
+        codex_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for codex in (codex_bin, oldest_codex(monkeypatch)):
+        facts = gather_protocol(codex)
+        [row] = protocol_rows(facts)
+        assert row.status == "OK", row.finding
+        assert row.fix is None and "speaks what codexbridge uses" in row.finding
+        assert supported_range(CODEX_OLDEST, CODEX_VERSION) in row.finding
+        assert f"codex {facts['version']}" in row.finding
+
+
+def test_a_renamed_field_is_a_warn_naming_it(codex_bin: str, tmp_path: Path) -> None:
+    fake = tmp_path / "codex"
+    fake.write_text(RENAMING_CODEX.format(python=sys.executable, real=codex_bin))
+    fake.chmod(0o755)
+    [row] = protocol_rows(gather_protocol(str(fake)))
+    assert row.status == "WARN", row.finding
+    assert "in 2 place(s)" in row.finding
+    assert ("item/completed (read): ThreadItem.<agentMessage>.text is gone (renamed to "
+            "body?) — talk cannot read codex's reply") in row.finding
+    assert ("turn/steer (send): TurnSteerParams.expectedTurnId is gone (renamed to "
+            "expectedTurn?) — talk steer") in row.finding
+    assert row.fix and row.fix.startswith("update codexbridge")  # never "downgrade"
 
 
 def test_doctor_json_state_and_deep(codex_bin: str, tmp_path: Path) -> None:
