@@ -15,7 +15,6 @@ whole table silently (docs/fitting-in.md, "The Codex side") — hence our own bl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -40,15 +39,40 @@ def toml_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+        return basic_string(value)
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     raise TypeError(f"no TOML literal for {type(value).__name__}")
 
 
+# TOML basic strings allow no control character but tab (U+0000-U+001F, U+007F), nor a
+# bare `"` or `\`; JSON's escaping differs (it writes U+007F as is: invalid TOML).
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n",
+            "\f": "\\f", "\r": "\\r"}
+
+
+def basic_string(text: str) -> str:
+    """`text` as a TOML basic string ("…"), valid for every str of Unicode scalars."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        elif 0xD800 <= code <= 0xDFFF:
+            raise UsageError(f"{text!r} cannot go into config.toml: it holds a lone "
+                             "surrogate, not text (a name that is not UTF-8?); nothing was "
+                             "changed")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def _key(name: str) -> str:
-    bare = name and all(ch.isalnum() or ch in "-_" for ch in name)
-    return name if bare else json.dumps(name)
+    # TOML bare keys are ASCII letters, digits, `-` and `_` only (str.isalnum is wider).
+    bare = name and all(ch.isascii() and (ch.isalnum() or ch in "-_") for ch in name)
+    return name if bare else basic_string(name)
 
 
 def server_block(name: str, table: Mapping[str, Any], env: Mapping[str, str]) -> str:
