@@ -209,8 +209,9 @@ def _members(alt: Any, index: int) -> Iterator[tuple[tuple[str, str], Any]]:
 
 
 def _union(node: dict[str, Any]) -> dict[tuple[str, str], Any] | None:
-    """The members of a union (oneOf/anyOf, an enum, a nullable type list), else None.
-    A schema with properties beside its `anyOf` is an object first (see `_shape`)."""
+    """The members of a union (oneOf/anyOf, an enum), else None; null was split off
+    before (`_nullable`). A schema with properties beside its `anyOf` is an object
+    first (`_Walk.shape` compares the union after the properties)."""
     alts = next((node[k] for k in _UNIONS if isinstance(node.get(k), list)), None)
     if alts is not None and "properties" not in node:
         return dict(kv for i, alt in enumerate(alts) for kv in _members(alt, i))
