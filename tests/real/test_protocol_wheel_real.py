@@ -2,8 +2,8 @@
 beside the package — only the surface shipped in it (protocol/surface.json).
 
 The wheel is built from a copy of the package (the checkout gets no build/ or dist/),
-with build isolation: pyproject asks for setuptools>=77, newer than the .venv's, and
-pip fetches it from the configured index. Installed with --no-deps into a bare target
+offline: no build isolation and no index — the dev extra brings the setuptools pyproject
+asks for into the .venv, so nothing is fetched. Installed with --no-deps into a bare target
 directory and run from outside the checkout, it must judge the real codex OK — not
 "not checked"."""
 
@@ -45,7 +45,7 @@ def build_wheel(tmp: Path) -> Path:
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "codexbridge", src / "codexbridge",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    _pip("wheel", "--no-deps", "--quiet", "-w", str(tmp / "dist"), str(src), cwd=tmp)
+    _pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet", "-w", str(tmp / "dist"), str(src), cwd=tmp)
     [wheel] = (tmp / "dist").glob("codexbridge-*.whl")
     return wheel
 
