@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
@@ -33,8 +32,9 @@ from codexbridge.errors import (
     ServerOverloadedError,
     ThreadNotLoadedError,
 )
+from codexbridge.protocol.enums import ApprovalPolicy
 from codexbridge.protocol.envelopes import Invalid, Notification, ServerRequest
-from codexbridge.talk.client import AppServerClient
+from codexbridge.talk.client import AppServerClient, Subscription
 from codexbridge.talk.turn import say
 from tests.support import payloads
 from tests.support.schema_guard import schema_guard_fixture  # noqa: F401 - fixture
@@ -216,10 +216,9 @@ async def test_drop_mid_request_fails_the_waiter_promptly(how: str) -> None:
 
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
         sub = client.subscribe()
-        t0 = time.monotonic()
+        # Lost, not timed out: the waiter failed when the socket went, not after 3600 s.
         with pytest.raises(ConnectionLostError, match="lost while waiting"):
-            await client.request("thread/read", {"threadId": T}, timeout=10)
-        assert time.monotonic() - t0 < 2.0
+            await client.request("thread/read", {"threadId": T}, timeout=3600)
         assert await asyncio.wait_for(sub.get(), 1) is None
         # later requests and subscribers fail at once, not after a timeout
         with pytest.raises(ConnectionLostError, match="is closed"):
@@ -243,10 +242,8 @@ async def test_several_waiters_all_fail_when_the_socket_closes() -> None:
 
 async def test_request_without_answer_times_out() -> None:
     async with FakeAppServer(_hold) as fake, AppServerClient(fake.url) as client:
-        t0 = time.monotonic()
         with pytest.raises(RequestTimeoutError, match="thread/read got no answer"):
             await client.request("thread/read", {"threadId": T}, timeout=0.2)
-        assert time.monotonic() - t0 < 1.0
         assert client._waiters == {}  # the abandoned waiter is not leaked
 
 
@@ -265,11 +262,9 @@ async def test_connect_to_a_closed_port() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    t0 = time.monotonic()
     with pytest.raises(ConnectError, match="is it running"):
         async with AppServerClient(f"ws://127.0.0.1:{port}"):
             pass
-    assert time.monotonic() - t0 < 2.0
 
 
 async def test_connect_refused_at_the_http_handshake() -> None:
@@ -317,19 +312,25 @@ async def test_unix_socket_url(tmp_path: Path) -> None:
 
 
 async def test_say_when_the_socket_drops_mid_turn() -> None:
+    streamed = asyncio.Event()
+
     async def script(conn: Conn) -> None:
         await conn.join_and_start_turn()
         await conn.send({"method": "item/agentMessage/delta", "params": {
             "threadId": T, "turnId": U, "itemId": "msg_2", "delta": "MOCK "}})
-        await asyncio.sleep(0.05)
+        await streamed.wait()  # the delta reached say (an abort drops unsent frames)
         conn.abort()
 
     deltas: list[str] = []
+
+    def sink(chunk: str) -> None:
+        deltas.append(chunk)
+        streamed.set()
+
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
-        t0 = time.monotonic()
+        # Raised, not a TIMED_OUT result: say ended when the socket went, not after 3600 s.
         with pytest.raises(ConnectionLostError, match="lost during the turn"):
-            await say(client, T, "hello", on_delta=deltas.append, timeout=20)
-        assert time.monotonic() - t0 < 3.0
+            await say(client, T, "hello", on_delta=sink, timeout=3600)
     assert deltas == ["MOCK "]
 
 
@@ -398,17 +399,15 @@ async def test_slow_consumer_does_not_block_the_reader() -> None:
 
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
         stalled = client.subscribe()  # never read until the end
-        t0 = time.monotonic()
-        assert await client.request("thread/read", {"threadId": T}, timeout=10) == \
+        # Answered although nobody reads the subscription: a blocked reader would never
+        # get to the answer (how fast it comes is bench/bench_flood.py's to measure).
+        assert await client.request("thread/read", {"threadId": T}, timeout=3600) == \
             {"after": "flood"}
-        latency = time.monotonic() - t0
         assert stalled.qsize() == flood  # in order: every delta before the answer
-        # and the next request is not slowed by the backlog either
-        t1 = time.monotonic()
-        await client.request("thread/loaded/list", {}, timeout=5)
-        assert time.monotonic() - t1 < 0.5
+        # and the next request gets through the backlog too
+        assert await client.request("thread/loaded/list", {}, timeout=3600) == \
+            {"echo": "thread/loaded/list"}
         first = await stalled.get()
-    assert latency < 3.0, f"the answer took {latency:.2f} s behind 5,000 unread events"
     assert isinstance(first, Notification) and first.params["delta"] == "00000"
 
 
@@ -502,21 +501,27 @@ async def test_server_requests_reach_every_subscriber() -> None:
 
 
 async def test_say_when_the_socket_drops_right_after_an_approval_request() -> None:
-    # The answer to the approval cannot be sent any more; say must still end promptly
+    # The answer to the approval cannot be sent any more; say must still end at once
     # with ConnectionLostError, not wait out its turn timeout.
+    watch: list[Subscription] = []
+
     async def script(conn: Conn) -> None:
         await conn.join_and_start_turn()
-        await asyncio.sleep(0.1)  # the turn is bound: the pump task handles what follows
         await conn.send({"id": 0, "method": "item/commandExecution/requestApproval",
                          "params": payloads.server_request_params(T, U)[
                              "item/commandExecution/requestApproval"]})
+        # The client has the request (every subscriber gets it, say's pump too): only
+        # now drop the connection, which would discard a frame not yet sent.
+        while (seen := await watch[0].get()) is not None \
+                and not isinstance(seen, ServerRequest):
+            pass
         conn.abort()
 
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
-        t0 = time.monotonic()
+        watch.append(client.subscribe())
+        # Raised, not a TIMED_OUT result: say did not wait out its 3600 s.
         with pytest.raises(ConnectionLostError):
-            await say(client, T, "hello", approvals="decline", timeout=5)
-        assert time.monotonic() - t0 < 2.0
+            await say(client, T, "hello", approvals=ApprovalPolicy.DECLINE, timeout=3600)
 
 
 @pytest.mark.parametrize("fault", [BrokenPipeError(32, "Broken pipe"),
