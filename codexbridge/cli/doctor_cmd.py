@@ -34,10 +34,12 @@ def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
     Rows:
       state                                 the state home: private, not pointing at
                                             / ~ ~/.codex ~/.claude
-      protocol                              the installed codex's schema against the
-                                            one codexbridge was built on, for every
-                                            method it uses
-      codex, codex-version, listen-schemes   the codex binary and `--listen ws:// unix://`
+      protocol                              does the installed codex speak what
+                                            codexbridge sends and reads? (additions
+                                            are OK; a field we use gone is WARN)
+      codex, codex-version, listen-schemes   the codex binary against the supported
+                                            range (newer is OK, older WARN) and
+                                            `--listen ws:// unix://`
       bridge-json, app-server               a running `codexbridge serve` (optional);
                                             initialize on the app-server in force
                                             (codex's own daemon, or serve)
@@ -50,6 +52,8 @@ def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
                                             answer approvals first
       claude, claude-version,               Claude Code; the project's Stop hook and
         claude-settings, claude-hook        settings files Claude would ignore
+      claude-compat:peer-protocol,          what Claude Code last handed codexbridge:
+        :hook-input, :transcript            its inbox protocol, hook fields, records
       mailbox:NAME, max-chain               pending / rejected mail, listeners, chain limit
       tmux                                  only `demo` needs it
       deep (--deep)                         one real turn end to end: LIVE or BROKEN

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import BridgeError, ConnectError
+from ..errors import BridgeError, ConnectError, UsageError
 from ..host.binaries import find_claude, find_codex, parse_version, pinned_claude, pinned_codex
 from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
@@ -164,6 +164,8 @@ def endpoint(url: str | None, timeout: float = TIMEOUT) -> dict[str, Any]:
 
     try:
         ep = resolve_endpoint(url)
+    except UsageError as exc:  # --url / CODEX_BRIDGE_URL is not a URL: the user's typo
+        return {"url": None, "bad_url": exc.message, "reachable": False}
     except BridgeError as exc:
         return {"url": None, "resolve_error": exc.message, "reachable": False}
     facts: dict[str, Any] = {"url": ep.url, "source": ep.source, "token": ep.token is not None}

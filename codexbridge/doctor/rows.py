@@ -124,7 +124,7 @@ def _listen_row(f: Facts) -> Check:
 
 def serve_rows(serve: Facts, ep: Facts) -> list[Check]:
     """serve: `state_dir`, `bridge_file`, `exists`, `record` (None: unreadable),
-    `serve_alive`, `app_server_alive`. ep: `url`, `source`, `resolve_error`, `token`,
+    `serve_alive`, `app_server_alive`. ep: `url`, `source`, `resolve_error`, `bad_url`, `token`,
     `reachable`, `connect_error`, `user_agent`, `server_version`, `codex_home`."""
     return [bridge_row(serve), endpoint_row(serve, ep)]
 
@@ -172,6 +172,10 @@ START_FIX = ("open your TUI with `codex -C DIR`: it starts codex's own daemon (a
 
 def endpoint_row(s: Facts, ep: Facts) -> Check:
     url = ep.get("url")
+    if ep.get("bad_url"):
+        return Check("app-server", FAIL, str(ep["bad_url"]),
+                     "correct --url / CODEX_BRIDGE_URL (or leave both unset: talk finds "
+                     "codex's own daemon by itself)", {"error": ep["bad_url"]})
     if not url:
         return Check("app-server", WARN,
                      "no app-server running: neither codex's own daemon nor a "

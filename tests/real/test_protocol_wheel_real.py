@@ -45,7 +45,8 @@ def build_wheel(tmp: Path) -> Path:
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "codexbridge", src / "codexbridge",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    _pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet", "-w", str(tmp / "dist"), str(src), cwd=tmp)
+    _pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet", "-w",
+         str(tmp / "dist"), str(src), cwd=tmp)
     [wheel] = (tmp / "dist").glob("codexbridge-*.whl")
     return wheel
 

@@ -8,7 +8,6 @@ import os
 import socket
 import stat
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -161,8 +160,8 @@ def test_endpoint_closed_port_and_none(monkeypatch: pytest.MonkeyPatch) -> None:
     assert facts["url"] == url and facts["source"] == "CODEX_BRIDGE_URL"
     assert facts["reachable"] is False and facts["connect_error"]
     assert "serve` running" not in facts["connect_error"]  # the row gives the advice
-    assert gather.endpoint("ws://[::1", timeout=1)["connect_error"] == (
-        "ValueError: Invalid IPv6 URL")
+    # a URL that is not one is the user's typo, named (the row is a FAIL saying so)
+    assert "Invalid IPv6 URL" in gather.endpoint("ws://[::1", timeout=1)["bad_url"]
     assert gather.is_local("ws://[::1") is False
     assert gather.is_local("ws://localhost:1") and gather.is_local("unix:///s")
 
@@ -172,9 +171,7 @@ def test_endpoint_that_never_answers_times_out(monkeypatch: pytest.MonkeyPatch) 
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         url = f"ws://127.0.0.1:{listener.getsockname()[1]}"
-        started = time.monotonic()
-        facts = gather.endpoint(url, timeout=0.5)
-    assert time.monotonic() - started < 3
+        facts = gather.endpoint(url, timeout=0.5)  # returns while the socket still listens
     assert facts["source"] == "--url" and facts["reachable"] is False
     assert "0.5 s" in facts["connect_error"]
 

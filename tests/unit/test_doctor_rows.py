@@ -427,3 +427,10 @@ def test_mailbox_reach_live_next_stop_and_protocol_drift() -> None:
 def test_the_plugin_counts_as_the_hook() -> None:
     [row] = rows_claude.project_rows({"dir": "/p", "files": []}, {}, plugin_enabled=True)
     assert row.name == "claude-hook" and row.status == OK and "plugin" in row.finding
+
+
+def test_a_bad_url_is_a_fail_naming_it_not_no_server() -> None:
+    row = rows.endpoint_row({}, {"url": None, "reachable": False,
+                                 "bad_url": "--url 'ws://[::1' is not an app-server URL"})
+    assert row.status == FAIL and "ws://[::1" in row.finding
+    assert row.fix and "--url" in row.fix
