@@ -10,7 +10,6 @@ import resource
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from codexbridge.inbox import peek as reading
@@ -74,11 +73,11 @@ def test_a_live_process_holding_the_lock_never_hangs_the_stop() -> None:
         "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        started = time.monotonic()
         stuck = hook()
-        waited = time.monotonic() - started
         assert stuck.returncode == 0 and stuck.stdout == b""
-        assert waited < 20, waited  # bounded (the hook waits 3 s for the lock)
+        # The stop ended while the lock was still held (the holder sleeps on): the hook
+        # gave up waiting for it instead of waiting for it to be released.
+        assert holder.poll() is None
         assert "held by another process" in log_text()
     finally:
         holder.kill()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 
 import pytest
 
@@ -103,13 +102,11 @@ def test_claude_killed_while_answering_the_asking_thread_is_told(journey: Journe
         gate.wait_held()  # Claude took it in and is answering
         pid = j.claude["project"].pid
         assert pid is not None
-        killed_at = time.monotonic()
         kill(pid)
         j.claude.pop("project")
     screen = j.on_screen(codex, f"your request {rid} to Claude Code got no answer",
                          TOLD_WITHIN)
     told = " ".join(screen.split())
-    assert time.monotonic() - killed_at < TOLD_WITHIN
     # Killed mid-answer, Claude may not have written the mail's record yet: then the mail
     # counts as never taken in, goes back to the mailbox for the project's next session,
     # and the thread is told that instead — never silence, never a guess.

@@ -73,14 +73,11 @@ def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,
         watchers.append(_live_watcher("tui", timeout=20))
         wait_flock_held(watcher_path(inbox_dir(), "tui"))  # it claimed, now it holds the lock
         before = len(mock_messages.requests)
-        pushed = time.monotonic()
         _push("tui", text)
         request = mock_messages.wait_for(
             lambda r, text=text, before=before: r.index >= before and text in r.tail_text(),
             timeout=WAKE_BUDGET_S)
-        latency = time.monotonic() - pushed
         assert request is not None, (n, tmux_claude.screen())
-        assert latency < WAKE_BUDGET_S
         tail = request.tail_text()
         assert "Stop hook feedback" in tail and 'mailbox "tui"' in tail
         assert request.headers.get("user-agent", "").endswith("(external, cli)")  # the TUI

@@ -234,12 +234,10 @@ async def test_claude_asks_codex_and_the_stop_hook_brings_the_reply(
         user = await start_user_thread(tui, workdir, "first message from the human")
         since = tui.mark()
         pushed = cli("inbox", "push", "--to", name, bash_call(talk_send(user.thread_id, ask)))
-        started = time.monotonic()
         proc = await asyncio.to_thread(claude.run_p, cproject, "hello", "--allowedTools",
                                        "Bash", env={"CODEX_BRIDGE_URL": app_server.url,
                                                     **HOOK_PATH},
                                        timeout=60)
-        elapsed = time.monotonic() - started
         assert proc.returncode == 0, proc.stderr
         assert mock_messages.errors == []
         # The TUI stand-in saw the bridge's turn in the human's thread, envelope first.
@@ -291,7 +289,6 @@ async def test_claude_asks_codex_and_the_stop_hook_brings_the_reply(
     assert record["state"] == "delivered" and record["reply_mail_id"] == mail.mail_id
     assert [h["state"] for h in record["history"]][-1] == "delivered"
     courier_gone(record)
-    assert elapsed < 40, elapsed
 
 
 # --- 2. Claude → Codex from an interactive session that goes idle; the watcher wakes it --
@@ -353,11 +350,9 @@ async def test_an_idle_claude_is_woken_by_codexs_reply(
             mock_model.release("idle-wake")
             done = await tui.wait_for(turn_completed(user.thread_id), since=since,
                                       timeout=15)
-            released = time.monotonic()
             woken = await asyncio.to_thread(
                 mock_messages.wait_for,
                 lambda r: r.index >= before and "MOCK REPLY: " in r.tail_text(), 15)
-            latency = time.monotonic() - released
             assert woken is not None, session.screen()
     finally:
         mock_model.release("idle-wake")
@@ -381,7 +376,6 @@ async def test_an_idle_claude_is_woken_by_codexs_reply(
     record = final_delivery(did)
     assert record["state"] == "delivered" and record["reply_mail_id"]
     courier_gone(record)
-    assert latency < 10, latency
 
 
 # --- 3. Codex → Claude with expect-reply: Claude's final message goes back -------------

@@ -158,10 +158,8 @@ def test_a_warm_server_stands_in_for_the_cold_start(
 
     # Claude Code's stop: SIGINT, SIGTERM 100 ms later. The launcher leaves at once, and
     # with it the worker (its stdout, the agent's pipe, reaches EOF).
-    started = time.monotonic()
     second.proc.send_signal(signal.SIGINT)
     assert second.proc.wait(timeout=5) == 0
-    assert time.monotonic() - started < 0.1
     assert second.proc.stdout is not None and second.proc.stdout.read() == b""
     err = second.stderr()
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err

@@ -50,13 +50,11 @@ def test_parse_claim() -> None:
 
 
 def test_wakes_with_the_mail_on_stderr() -> None:
-    proc = start()
+    proc = start(timeout=3600)
     wait_claimed(proc)
-    pushed = time.monotonic()
     push("wake up")
-    out, err = proc.communicate(timeout=10)
-    assert proc.returncode == 2
-    assert time.monotonic() - pushed < 3
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2  # woken by the mail: its own timeout is an hour away
     assert b"wake up" in err and b'mailbox "box"' in err and out == b""
     assert reading.peek(inbox_dir(), "box").mails == []
 
@@ -97,11 +95,10 @@ def test_exits_when_claude_is_gone() -> None:
 def test_headless_claude_gets_no_watcher() -> None:
     """`claude -p` waits for asyncRewake hooks it cannot use: leave at once."""
     push("stays")
-    started = time.monotonic()
-    proc = start(env={"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"})
-    out, err = proc.communicate(timeout=10)
+    # With mail waiting and an hour to wait, only leaving at once ends it quietly.
+    proc = start(timeout=3600, env={"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"})
+    out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err) == (0, b"", b"")
-    assert time.monotonic() - started < 5
     assert [m.text for m in reading.peek(inbox_dir(), "box").mails] == ["stays"]
 
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -183,9 +182,8 @@ def test_stop_is_quick_with_open_keepalive_connection() -> None:
     conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=10)
     conn.request("POST", "/v1/responses", json.dumps(body("keep")))
     conn.getresponse().read()
-    started = time.monotonic()
-    mock.stop()
-    assert time.monotonic() - started < 1.0
+    mock.stop()  # returns although the client keeps its connection open...
+    assert conn.sock is not None and conn.sock.recv(1) == b""  # ...which stop closed
     mock.stop()  # idempotent
 
 
