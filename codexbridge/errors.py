@@ -37,6 +37,7 @@
     ├── DeliveryNotFoundError       no delivery record with that id          2  DELIVERY_NOT_FOUND
     ├── HandoffStateError           handoff ledger unreadable or newer       2  HANDOFF_STATE
     ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
+    ├── OutputClosedError           whoever read our output went away       74  OUTPUT_CLOSED
     └── InternalError               a bug in codexbridge                    70  INTERNAL_ERROR
         └── SchemaViolation         a message we built breaks schemas/      70  INTERNAL_ERROR
 
@@ -350,6 +351,16 @@ class UnhealthyError(BridgeError):
 
     exit_code = 1
     exit_meaning = "at least one FAIL row: the bridge cannot work until it is fixed"
+
+
+class OutputClosedError(BridgeError):
+    """Writing our own output failed (a closed pipe, a full disk): the reader is gone, not
+    codexbridge broken — and the turn being followed may well still be running."""
+
+    exit_code = 74  # EX_IOERR
+    exit_meaning = "writing codexbridge's output failed (the reader went away)"
+    mcp_code = "OUTPUT_CLOSED"
+    mcp_meaning = "writing the output failed; the turn may still be running"
 
 
 class InternalError(BridgeError):

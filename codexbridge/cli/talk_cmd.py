@@ -14,6 +14,7 @@ from ..errors import (
     BridgeError,
     ConnectError,
     NoThreadError,
+    OutputClosedError,
     TurnFailedError,
     TurnInterruptedError,
     TurnTimeoutError,
@@ -39,7 +40,7 @@ from .output import command, emit_json
 
 TALK_EXIT_HELP = exit_help(TurnFailedError, UsageError, NoThreadError, AmbiguousThreadError,
                            ConnectError, TurnTimeoutError, TurnInterruptedError,
-                           success="turn completed",
+                           OutputClosedError, success="turn completed",
                            extra={6: "timed out (the turn may still be running in the TUI)"})
 LIST_EXIT_HELP = exit_help(UsageError, ConnectError)
 READ_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError)

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, NoReturn
 
-from ..errors import BridgeError, ConnectionLostError, InternalError, RpcError, internal
+from ..errors import BridgeError, ConnectionLostError, OutputClosedError, RpcError, internal
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated import methods as m
@@ -340,8 +340,8 @@ def _pump_error(cause: BaseException) -> BridgeError:
     if not isinstance(cause, OSError):
         return internal(cause, "following the turn")
     where = ("writing codexbridge's output failed (did whoever read it go away?)"
-             if isinstance(cause, BrokenPipeError) else "following the turn failed")
-    return InternalError(
+             if isinstance(cause, BrokenPipeError) else "writing codexbridge's output failed")
+    return OutputClosedError(
         f"{where}: {type(cause).__name__}: {cause}; the turn may still be running — "
         "`codexbridge talk read` shows what the thread kept. Do not resend blindly",
         details={"type": type(cause).__name__})
