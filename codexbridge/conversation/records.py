@@ -185,6 +185,10 @@ class DeliveryStore:
             raise ValueError(f"not a delivery id: {delivery_id!r}")
         return self.root / f"{delivery_id}.json"
 
+    def text_path(self, delivery_id: str) -> Path:
+        """Where the whole message of a delivery is kept (its record holds a preview)."""
+        return self.root / f"{delivery_id}.text"
+
     def _lock(self, delivery_id: str) -> FileLock:
         ensure_private_dir(self.root)
         return FileLock(str(self.root / f".{delivery_id}.lock"))

@@ -88,8 +88,8 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     if not requests:
         return 0
     from ..conversation import courier_link
+    from ..conversation.answers import new_reply
     from ..conversation.records import DeliveryState, DeliveryStore, preview
-    from ..talk.deliveries import new_reply
 
     store = DeliveryStore()
     started = []

@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 from ..conversation import courier_link, envelope
+from ..conversation.answers import new_reply
 from ..conversation.limits import clip, mail_max
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..errors import BridgeError, ConnectError, RequestTimeoutError
@@ -43,7 +44,7 @@ from ..host.procs import pid_alive
 from ..inbox import service as inbox
 from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from .client import AppServerClient
-from .deliveries import get, new_reply, text_path
+from .deliveries import get
 from .endpoint import resolve_endpoint
 from .follow import SayResult
 from .turn import SayProgress, follow_queued
@@ -148,7 +149,7 @@ class Courier:
                 self.adopt([i for i in ids if isinstance(i, str)])
             writer.write(b'{"ok": true}\n')
             await writer.drain()
-        except (OSError, ValueError, asyncio.TimeoutError):
+        except (TimeoutError, OSError, ValueError):
             pass
         finally:
             writer.close()
@@ -216,7 +217,7 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
     recovered = before is not None and before != os.getpid() and not pid_alive(before)
     store.update(delivery_id, lambda r: setattr(r, "courier_pid", os.getpid()))
     text = envelope_of(get(store, delivery_id)).wrap(
-        text_path(store, delivery_id).read_text(encoding="utf-8"))
+        store.text_path(delivery_id).read_text(encoding="utf-8"))
     while True:
         record = get(store, delivery_id)
         if record.state.final:
@@ -369,7 +370,7 @@ def _tell_failure(store: DeliveryStore, record: Delivery, reason: str,
         return _notify(record, f"codexbridge: your answer to Codex's request "
                                f"{record.in_reply_to} did not reach thread "
                                f"{record.thread_id} — {reason}. Your answer is kept in "
-                               f"{text_path(store, record.id)}.")
+                               f"{store.text_path(record.id)}.")
     return _notify(record, f"DELIVERY FAILED: your request {record.id} to Codex (thread "
                            f"{record.thread_id}) — {reason}."
                    + (f" What to do: {todo}." if todo else ""))
@@ -475,7 +476,7 @@ def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
         if ran:
             r.move(DeliveryState.DELIVERED)
         else:
-            kept = text_path(store, reply.id) if reply is not None else None
+            kept = store.text_path(reply.id) if reply is not None else None
             r.move(DeliveryState.FAILED, reason=f"the answer did not reach thread "
                    f"{r.thread_id}: {why}" + (f" (the answer is kept in {kept})" if kept
                                                else ""))

@@ -22,7 +22,6 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from pathlib import Path
 from typing import NamedTuple
 
 from ..conversation import courier_link, envelope
@@ -57,10 +56,6 @@ class Receipt(NamedTuple):
                 "max_hops": d.max_hops, "reply_to": d.reply_to,
                 "reply_to_how": d.reply_to_how, "in_reply_to": d.in_reply_to,
                 "submission_id": d.submission_id, "warnings": d.warnings}
-
-
-def text_path(store: DeliveryStore, delivery_id: str) -> Path:
-    return store.root / f"{delivery_id}.text"
 
 
 async def choose(rpc: Rpc, selector: str | None, cwd: str | None = None, *,
@@ -123,7 +118,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     store.save(record)
     from ..host.private import write_private
 
-    write_private(text_path(store, token), text.encode("utf-8"))
+    write_private(store.text_path(token), text.encode("utf-8"))
     return Receipt(record, thread)
 
 
@@ -216,30 +211,6 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
             f"{state_dir() / 'logs' / 'courier.log'}); the message is in codex's queue, and "
             "the next codexbridge command or Claude stop starts one to route the answer"))
     return receipt._replace(delivery=get(store, record.id))
-
-
-def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: str | None,
-              text: str, *, app_server: str | None, reply_to: str | None,
-              notice: bool = False) -> Delivery:
-    """Record Claude's answer to Codex's `request` as a delivery into the asking thread
-    (no hop spent; nothing routed back), for the courier to queue and follow. `reply_to`:
-    the answering session's mailbox, told if the answer cannot be delivered."""
-    from ..conversation.limits import clip, text_max
-
-    text = clip(text, text_max(os.environ), "in the Claude Code session's transcript")
-    record = Delivery(id=envelope.request_token(), direction=Direction.TO_CODEX,
-                      conversation=conversation or envelope.conversation_id(), hop=0,
-                      max_hops=max_hops(dict(os.environ)), in_reply_to=request,
-                      thread_id=thread_id, chosen_by="asking-thread",
-                      text_preview=preview(text), reply_to=reply_to,
-                      reply_to_how="the answering session" if reply_to else None,
-                      app_server=app_server, notice=notice)
-    record.move(DeliveryState.QUEUED)
-    store.save(record)
-    from ..host.private import write_private
-
-    write_private(text_path(store, record.id), text.encode("utf-8"))
-    return record
 
 
 def status(store: DeliveryStore, delivery_id: str) -> Delivery:
