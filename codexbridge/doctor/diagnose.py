@@ -123,7 +123,7 @@ def _registered_command(project: Path) -> str | None:
     """The command of `[mcp_servers.codexbridge]` codex would start (the project's
     .codex/config.toml first, then CODEX_HOME's), if setup registered one."""
     from ..host.daemon import codex_home
-    from .parse import load_toml
+    from ..host.tomlfile import load_toml
 
     for config in (project / ".codex" / "config.toml", codex_home() / "config.toml"):
         try:

@@ -22,6 +22,7 @@ from ..errors import BridgeError, ConnectError, UsageError
 from ..host.binaries import find_claude, find_codex, parse_version, pinned_claude, pinned_codex
 from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
+from ..host.tomlfile import load_toml
 from . import parse
 
 TIMEOUT = 3.0
@@ -120,7 +121,7 @@ async def _probe(url: str, token: str | None, timeout: float) -> dict[str, Any]:
                              request_timeout=timeout)
     try:
         await asyncio.wait_for(client.connect(), timeout)
-    except (BridgeError, OSError, ValueError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, BridgeError, OSError, ValueError) as exc:
         # ValueError: a URL the WebSocket library cannot even parse (`ws://[::1`).
         await client.close()
         return {"reachable": False, "connect_error": _why(exc, timeout)}
@@ -136,7 +137,7 @@ async def _probe(url: str, token: str | None, timeout: float) -> dict[str, Any]:
             "codex_home": home if isinstance(home, str) else None}
         try:
             threads = await asyncio.wait_for(list_threads(client, include_all=True), timeout)
-        except (BridgeError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, BridgeError) as exc:
             facts["threads_error"] = _why(exc, timeout)
         else:
             facts["threads"] = [dict(t.as_dict(), user=t.is_user_thread) for t in threads]
@@ -215,7 +216,7 @@ def codex_home_layer(home: Path, used_by: list[str], suffix: str = "") -> dict[s
                               "error": error}
     if text is not None:
         try:
-            config.update(parse.codex_config_facts(parse.load_toml(text)))
+            config.update(parse.codex_config_facts(load_toml(text)))
         except ValueError as exc:
             config["error"] = f"not valid TOML ({exc})"
     layer.update(hooks_json=hooks, config=config)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from typing import Any
 
 from ..inbox.install_hook import ours
@@ -44,126 +43,6 @@ def listen_schemes(help_text: str) -> dict[str, bool]:
     text = "\n".join(block)
     return {"listen_option": True, "ws": "ws://" in text, "unix": "unix://" in text}
 
-
-# --- TOML ------------------------------------------------------------------------------
-
-def load_toml(text: str) -> dict[str, Any]:
-    """tomllib where it exists (3.11+); on 3.10 the tolerant scan below. Raises ValueError
-    on TOML that tomllib rejects (codex would refuse it too)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        try:
-            return tomllib.loads(text)
-        except RecursionError:  # tomllib recurses on nested arrays and inline tables
-            raise ValueError("nested too deeply to read") from None
-    return scan_toml(text)  # pragma: no cover - exercised directly by the unit tests
-
-
-def _split_key(raw: str) -> list[str]:
-    """`a."b.c".d` → ["a", "b.c", "d"]."""
-    parts: list[str] = []
-    current = ""
-    quote = ""
-    for ch in raw.strip():
-        if quote:
-            if ch == quote:
-                quote = ""
-            else:
-                current += ch
-        elif ch in "\"'":
-            quote = ch
-        elif ch == ".":
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    parts.append(current.strip())
-    return parts
-
-
-def _strip_comment(line: str) -> str:
-    quote = ""
-    for i, ch in enumerate(line):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            return line[:i]
-    return line
-
-
-def _scalar(raw: str) -> Any:
-    raw = raw.strip()
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
-        return raw[1:-1]
-    if raw in ("true", "false"):
-        return raw == "true"
-    return raw
-
-
-def _descend(root: dict[str, Any], path: list[str]) -> dict[str, Any]:
-    node = root
-    for part in path:
-        child = node.get(part)
-        if isinstance(child, list) and child and isinstance(child[-1], dict):
-            child = child[-1]
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    return node
-
-
-def scan_toml(text: str) -> dict[str, Any]:
-    """A tolerant line scan for Python 3.10 (no tomllib, and no dependency for it).
-
-    Understands what the doctor reads: `[table]` and `[[array.of.tables]]` headers,
-    dotted keys, and `key = "string" | 'string' | true | false`. Other values are kept as
-    raw text; multi-line values and lines it cannot read are skipped, never fatal.
-    """
-    root: dict[str, Any] = {}
-    table = root
-    closer = ""
-    for raw_line in text.splitlines():
-        if closer:
-            if closer in raw_line:
-                closer = ""
-            continue
-        line = _strip_comment(raw_line).strip()
-        if not line:
-            continue
-        if line.startswith("[["):
-            path = _split_key(line.strip("[] "))
-            parent = _descend(root, path[:-1])
-            items = parent.get(path[-1])
-            if not isinstance(items, list):
-                items = []
-                parent[path[-1]] = items
-            table = {}
-            items.append(table)
-            continue
-        if line.startswith("["):
-            table = _descend(root, _split_key(line.strip("[] ")))
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            continue
-        value = value.strip()
-        if value.startswith(('"""', "'''")) and value.count(value[:3]) < 2:
-            closer = value[:3]
-            continue
-        if value.startswith("[") and value.count("[") > value.count("]"):
-            closer = "]"
-            continue
-        path = _split_key(key)
-        _descend(table, path[:-1])[path[-1]] = _scalar(value)
-    return root
-
-
-# --- codex config.toml and hooks.json --------------------------------------------------
 
 def _count_handlers(groups: Any) -> int:
     """Handlers under one event: `[{matcher?, hooks: [...]}, …]` (a malformed group that

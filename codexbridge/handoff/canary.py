@@ -91,7 +91,7 @@ def facts(project: str, url: str | None = None, timeout: float = 3.0,
         try:
             out["codex"] = asyncio.run(asyncio.wait_for(_codex(url, threads, timeout),
                                                         timeout * (1 + len(threads))))
-        except (BridgeError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, BridgeError, OSError) as exc:
             out["codex_error"] = getattr(exc, "message", None) or str(exc) or type(exc).__name__
             out["codex_threads"] = threads
     out["pending"] = [{"target": t, **{k: p.get(k) for k in ("id", "via", "stage",

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 CLAUDE = "claude"
 CODEX = "codex"
 PEER = "peer"  # a message one agent sent the other through the bridge
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """What a canary says about a source's parse (docs/handoff.md, "Canaries")."""
 
     READABLE = "readable"  # messages were recognised

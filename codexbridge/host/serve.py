@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -259,7 +259,7 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
             "url": url, "pid": os.getpid(), "app_server_pid": child.proc.pid,
             "cwd": str(workdir), "codex_version": version,
             "codex_home": str(daemon_home(env)),
-            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         public = url
         if front is not None:

@@ -54,7 +54,7 @@ async def _probe(rt: Runtime) -> dict[str, Any]:
         info["codexVersion"] = parse_version((agent or "").split("/", 1)[-1])
     except BridgeError as exc:
         info["error"] = exc.message
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         info["error"] = f"no answer within {PROBE_TIMEOUT:g} s"
     except OSError as exc:
         info["error"] = str(exc)

@@ -7,13 +7,13 @@ became of one approval, and how following a turn ended.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import TypeVar
 
 E = TypeVar("E", bound="WireEnum")
 
 
-class WireEnum(str, Enum):
+class WireEnum(StrEnum):
     """A string enum that prints and serialises as its value."""
 
     def __str__(self) -> str:
@@ -22,6 +22,8 @@ class WireEnum(str, Enum):
     @classmethod
     def parse(cls: type[E], value: object) -> E | None:
         """The member for `value`, or None for anything unknown (a newer codex's value)."""
+        if not isinstance(value, str):
+            return None
         try:
             return cls(value)
         except ValueError:

@@ -105,7 +105,7 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
                 token_env: str | None = codex.TOKEN_ENV,
                 approval: str = codex.DEFAULT_APPROVAL, mailbox: str | None = None,
                 env: Mapping[str, str] | None = None) -> Report:
-    from ..doctor.parse import load_toml
+    from ..host.tomlfile import load_toml
 
     env = os.environ if env is None else env
     if not name or not all(ch.isalnum() or ch in "-_" for ch in name):

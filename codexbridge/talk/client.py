@@ -192,7 +192,7 @@ class AppServerClient:
             limit = self.request_timeout if timeout is None else timeout
             try:
                 return await asyncio.wait_for(fut, limit)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise RequestTimeoutError(
                     f"{method} got no answer from the app-server in {limit:g} s") from None
         finally:

@@ -129,14 +129,14 @@ async def _ask(server: Server, timeout: float) -> Holding:
     client = AppServerClient(server.url, token=server.token, request_timeout=timeout)
     try:
         await asyncio.wait_for(client.connect(), timeout)
-    except (BridgeError, OSError, ValueError, asyncio.TimeoutError):
+    except (TimeoutError, BridgeError, OSError, ValueError):
         await client.close()
         return Holding(server, False, None, ())
     try:
         home = client.server_info.get("codexHome")
         try:
             threads = tuple(await asyncio.wait_for(loaded(client), timeout))
-        except (BridgeError, asyncio.TimeoutError):
+        except (TimeoutError, BridgeError):
             threads = ()
         return Holding(server, True, home if isinstance(home, str) else None, threads)
     finally:
@@ -261,6 +261,6 @@ async def wait_idle(rpc: Rpc, thread_id: str, timeout: float | None) -> bool:
 
         try:
             await asyncio.wait_for(until_idle(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True

@@ -98,7 +98,7 @@ async def connect_websocket(url: str, headers: Mapping[str, str] | None = None) 
                 url, compression=None, additional_headers=extra, max_size=None,
                 open_timeout=CONNECT_TIMEOUT, proxy=None if _loopback(url) else True),
                 CONNECT_TIMEOUT)
-    except (OSError, InvalidHandshake, InvalidURI, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError, InvalidHandshake, InvalidURI) as exc:
         raise ConnectError(f"cannot connect to the app-server at {url}: "
                            f"{exc or type(exc).__name__}; is it running (`codexbridge "
                            "serve`, or codex's own daemon)?") from exc

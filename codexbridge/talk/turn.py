@@ -360,7 +360,7 @@ async def _refusable(progress: SayProgress, call: Any) -> Any:
 async def _wait(event: asyncio.Event, timeout: float) -> bool:
     try:
         await asyncio.wait_for(event.wait(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     return True
 

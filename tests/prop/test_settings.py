@@ -15,12 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from codexbridge.doctor import gather, parse
 from codexbridge.errors import UsageError
+from codexbridge.host.tomlfile import load_toml
 from codexbridge.setup import claude, jsonedit, ledger, tomledit
 
 from .strategies import deep_json, json_values, junk_bytes, junk_text, nasty_text
@@ -103,7 +103,8 @@ any_text = st.text(st.characters(exclude_categories=["Cs"]))
 @example("\x7f")  # was: written as is (JSON's escaping), which TOML forbids
 @example("\x00\x1f\t\n\r\b\f\"\\\u2028\ufeff\U0001f600")
 def test_toml_literals_read_back_as_the_string(text: str) -> None:
-    tomllib = pytest.importorskip("tomllib")
+    import tomllib
+
     assert tomllib.loads(f"k = {tomledit.toml_value(text)}")["k"] == text
     assert tomllib.loads(f"{tomledit._key(text)} = 1") == {text: 1}
 
@@ -137,21 +138,21 @@ BLOCK = tomledit.server_block("codexbridge", {"command": "codexbridge", "args": 
 @example(({"mcp_servers": 1}, {}, "", False))  # was: TypeError, not a UsageError
 def test_config_toml_edit_is_taken_back_exactly(config: tuple[Any, ...]) -> None:
     text = _toml(*config)
-    before = parse.load_toml(text)  # drawn without a clash: the writer must make it valid
+    before = load_toml(text)  # drawn without a clash: the writer must make it valid
     try:
-        new, separator = tomledit.merge(text, "codexbridge", BLOCK, parse.load_toml,
+        new, separator = tomledit.merge(text, "codexbridge", BLOCK, load_toml,
                                         "config.toml")
     except UsageError as exc:
         assert "config.toml" in str(exc) and "nothing was changed" in str(exc)
         return
-    after = parse.load_toml(new)
+    after = load_toml(new)
     assert after["mcp_servers"]["codexbridge"]["tool_timeout_sec"] == 3600
     # Every key the user had is still there with its value.
     for key, value in before.items():
         if key != "mcp_servers":
             assert _same(after[key], value) or isinstance(value, dict)
     # Merging again changes nothing; removing gives back the user's text.
-    assert tomledit.merge(new, "codexbridge", BLOCK, parse.load_toml, "config.toml")[0] == new
+    assert tomledit.merge(new, "codexbridge", BLOCK, load_toml, "config.toml")[0] == new
     cut = tomledit.cut(new, "codexbridge", separator)
     assert cut == (text if not text or text.endswith("\n") else text + "\n")
 
@@ -161,11 +162,11 @@ def test_config_toml_edit_is_taken_back_exactly(config: tuple[Any, ...]) -> None
 @example("a = " + "[" * 3000 + "]" * 3000)  # was: RecursionError out of tomllib
 def test_any_config_text_is_merged_or_refused(text: str) -> None:
     try:
-        new, _ = tomledit.merge(text, "codexbridge", BLOCK, parse.load_toml, "config.toml")
+        new, _ = tomledit.merge(text, "codexbridge", BLOCK, load_toml, "config.toml")
     except UsageError as exc:
         assert "config.toml" in str(exc)
         return
-    assert "codexbridge" in parse.load_toml(new)["mcp_servers"]
+    assert "codexbridge" in load_toml(new)["mcp_servers"]
 
 
 # --- doctor reads them all, and never raises --------------------------------------------

@@ -42,7 +42,7 @@ async def arun_cli(*args: str, env: Mapping[str, str] | None = None,
         stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         raise

@@ -72,8 +72,7 @@ def test_codex_home_layer_reads_both_files(tmp_path: Path) -> None:
     (home / "config.toml").write_text("a = = 1" if sys.version_info >= (3, 11) else "")
     layer = gather.codex_home_layer(home, ["yours"])
     assert "not valid JSON" in layer["hooks_json"]["error"]
-    if sys.version_info >= (3, 11):
-        assert "not valid TOML" in layer["config"]["error"]
+    assert "not valid TOML" in layer["config"]["error"]
 
 
 def test_codex_homes_caller_and_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import pytest
 
 from codexbridge.doctor import parse
 from codexbridge.host.binaries import parse_version
+from codexbridge.host.tomlfile import load_toml
 from codexbridge.inbox.install_hook import hook_command, watch_command
 
 HELP_0169 = """\
@@ -75,9 +75,8 @@ command = "secret-token-1234 approve"
 """
 
 
-@pytest.mark.parametrize("loader", ["load_toml", "scan_toml"])
-def test_codex_config_facts(loader: str) -> None:
-    data = getattr(parse, loader)(CONFIG)
+def test_codex_config_facts() -> None:
+    data = load_toml(CONFIG)
     facts = parse.codex_config_facts(data)
     assert facts["approvals_reviewer"] == "auto_review"
     assert facts["approvals_reviewer_key"] == "profiles.fast.approvals_reviewer"
@@ -88,18 +87,13 @@ def test_codex_config_facts(loader: str) -> None:
     assert "secret-token-1234" not in repr(facts)
 
 
-def test_scan_toml_is_tolerant() -> None:
-    data = parse.scan_toml('garbage line\n[a."b.c"]\nd.e = true\nx = 3\n[features]\n'
-                           "codex_hooks = true\n")
-    assert data["a"]["b.c"] == {"d": {"e": True}, "x": "3"}
-    assert parse.codex_config_facts(data)["hooks_enabled"] is True
-    assert parse.codex_config_facts(parse.scan_toml(""))["approvals_reviewer"] is None
-
-
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is 3.11+")
 def test_load_toml_rejects_invalid_toml() -> None:
+    # what codex would refuse is an error, never a tolerant guess
     with pytest.raises(ValueError):
-        parse.load_toml("a = = 1")
+        load_toml("a = = 1")
+    with pytest.raises(ValueError, match="nested too deeply"):
+        load_toml("a = " + "[" * 100_000)
+    assert parse.codex_config_facts(load_toml(""))["approvals_reviewer"] is None
 
 
 @pytest.mark.parametrize(("data", "count"), [

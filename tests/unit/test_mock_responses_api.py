@@ -207,7 +207,8 @@ def test_codex_home_config(tmp_path: Path) -> None:
     work = tmp_path / 'we"ird dir'
     work.mkdir()
     home = write_codex_home(tmp_path / "home", "http://127.0.0.1:9/v1", [work])
-    tomllib = pytest.importorskip("tomllib")
+    import tomllib
+
     config = tomllib.loads((home / "config.toml").read_text())
     assert config["model_provider"] == "mock"
     assert config["approval_policy"] == "on-request"

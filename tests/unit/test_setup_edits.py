@@ -4,14 +4,13 @@ block in config.toml in and out (bytes kept)."""
 from __future__ import annotations
 
 import json
+import tomllib
 
 import pytest
 
 from codexbridge.errors import UsageError
 from codexbridge.setup import jsonedit, tomledit
 from codexbridge.setup.jsonedit import Entry
-
-tomllib = pytest.importorskip("tomllib")  # 3.11+: the strict parser codex agrees with
 
 ON = Entry(("enabledPlugins", "codexbridge@codexbridge"), True)
 ALLOW = Entry(("permissions", "allow"), "mcp__x", in_list=True)

@@ -15,8 +15,6 @@ from codexbridge.setup import claude, ledger, where
 from codexbridge.setup.steps import setup_claude, setup_codex
 from codexbridge.setup.where import scope_for
 
-pytest.importorskip("tomllib")
-
 SETTINGS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo other"}]}]},
             "permissions": {"allow": ["Bash(ls:*)"]}}
 
