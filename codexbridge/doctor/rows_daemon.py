@@ -102,7 +102,7 @@ def daemon_rows(d: Facts, serve: Facts, ep: Facts, project: str) -> list[Check]:
 
 
 def plugin_row(p: Facts) -> Check:
-    """p: setup/status.py `plugin_facts` (marketplace_path, marketplace_ok, enabled_in,
+    """p: host/claude_plugin.py `plugin_facts` (marketplace_path, marketplace_ok, enabled_in,
     bin)."""
     details = dict(p)
     if not p.get("enabled_in"):

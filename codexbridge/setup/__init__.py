@@ -12,7 +12,9 @@
     steps.py     setup_claude / setup_codex end to end
     mailbox.py   the mailbox a plugin-run Claude session listens on (per project, per
                  session when the project's name is held by another live session)
-    status.py    is the plugin enabled for a project (read-only, for doctor)
+
+Whether the plugin is enabled for a project is `host/claude_plugin.py` (doctor and
+handoff ask it; neither may reach into a front end).
 
 The Claude Code plugin itself (hooks, MCP server, skill, commands) is in
 `codexbridge/claude_plugin/`.
