@@ -47,7 +47,7 @@ def setup_mailbox(argv: list[str]) -> int | None:
     if opts is None:
         return None
     from ..errors import BridgeError
-    from .statedirs import check_state_dirs
+    from ..host.private import check_state_dirs
 
     try:
         check_state_dirs()

@@ -9,51 +9,23 @@ keeps running in Codex).
 
 Start-up speed matters: Claude Code under `-p` waits for this server before its first
 model request. The SDK's import is nearly all of a cold start (bench/bench_mcp.py), so
-the cyclic garbage collector is kept off while it runs — see `_quiet_gc` — and a cold
+the cyclic garbage collector is kept off while it runs — see `mcp/stdio.quiet_gc` — and a cold
 stdio server leaves a warm one behind that the next `codexbridge mcp` is forked from
-(`mcp/warm.py`; `cli/__init__.py` tries it before click). `serve_stdio` is what both do.
+(`mcp/warm.py`; `cli/__init__.py` tries it before click). `mcp/stdio.serve_stdio` is
+what both do.
 """
 
 from __future__ import annotations
 
-import gc
 import os
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 import click
 
 from ..errors import UsageError
+from ..mcp.stdio import quiet_gc, serve_stdio
 from .output import command
-
-
-def _exit_now(signum: int, _frame: FrameType | None) -> None:
-    # os._exit: no atexit, no thread joins, no tracebacks from tasks torn down mid-await.
-    os._exit(0 if signum in (signal.SIGINT, signal.SIGTERM) else 128 + signum)
-
-
-@contextmanager
-def _quiet_gc() -> Iterator[None]:
-    """No cyclic GC while the SDK is imported and the server built.
-
-    That import defines thousands of pydantic models — some 80 000 tracked objects,
-    kept for the life of the process. The ~200 collections it triggers free under a
-    thousand objects between them (mcp 2.3), yet cost 10-15 % of the start-up.
-    Afterwards `gc.freeze()` moves what was built to the permanent generation, so no
-    later collection (during a tool call) walks it either.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 @click.command("mcp", context_settings={"help_option_names": ["-h", "--help"]})
@@ -94,26 +66,6 @@ def mcp(role: str | None, http_listen: str | None = None,
     serve_stdio(config, warm=warm.wanted(os.environ))
 
 
-def serve_stdio(config: Any, *, warm: bool, server: Any = None) -> None:
-    """Serve `server` (else one built for `config`) on stdin/stdout until EOF or a signal;
-    with `warm`, start a warm server once the tools are listed (`mcp/warm.py`)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _exit_now)
-    if server is None:
-        with _quiet_gc():
-            try:
-                from ..mcp.server import build_server
-            except ImportError as exc:  # pragma: no cover - a broken install
-                raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
-                                 "codexbridge") from exc
-            server = build_server(config)
-    if warm:
-        from ..mcp.warm import start_after_listing
-
-        server.middleware.append(start_after_listing())
-    server.run("stdio")
-
-
 def _serve_http(config: Any, listen_text: str | None, token_file: str | None) -> None:
     """The same server over streamable HTTP (`mcp/http.py`): checked, then served."""
     from ..mcp import http
@@ -123,7 +75,7 @@ def _serve_http(config: Any, listen_text: str | None, token_file: str | None) ->
     listen = http.parse_listen(listen_text)
     token = http.load_token(token_file)
     http.check_exposure(listen, token)
-    with _quiet_gc():
+    with quiet_gc():
         from ..mcp.server import build_server
 
         server = build_server(config)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import INTERRUPTED_EXIT, BridgeError
-from .statedirs import check_state_dirs
+from ..host.private import check_state_dirs
 
 F = TypeVar("F", bound=Callable[..., Any])
 

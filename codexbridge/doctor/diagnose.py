@@ -106,8 +106,8 @@ def _project_codex(project: Path) -> list[dict[str, Any]]:
 
 
 def _daemon_rows(serve: dict[str, Any], ep: dict[str, Any], project: Path) -> list[Check]:
-    from ..host.daemon import facts
     from ..host.claude_plugin import plugin_facts
+    from ..host.daemon import facts
 
     return [*rows_daemon.daemon_rows(facts(), serve, ep, str(project)),
             rows_daemon.plugin_row(plugin_facts(str(project)))]

@@ -16,6 +16,7 @@ command pays for the SDK (nor does the warm start's launcher, warm.py).
                     codex_delivery_status
     tools_codex.py  claude_mailboxes_list, claude_mailbox_peek, claude_message_send
     server.py       build_server(settings) for a role
+    stdio.py        serving one session on stdin/stdout (cold, or forked warm)
     http.py         `--http HOST:PORT`: the same server over streamable HTTP, behind a
                     bearer token (Codex on another machine)
     warm.py         the warm start: a stdio start is forked from a resident server that

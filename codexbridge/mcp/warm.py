@@ -335,8 +335,7 @@ def _prepare(warm: _Warm) -> bool:
         return False
     gc.disable()
     try:
-        from ..cli import mcp_cmd, output  # noqa: F401 - what a worker runs
-        from . import server, settings, tools_claude, tools_codex  # noqa: F401
+        from . import server, settings, stdio, tools_claude, tools_codex  # noqa: F401
 
         if _package_dir() != expected["package"]:
             return False  # sys.path found another codexbridge than the launcher's
@@ -636,18 +635,18 @@ def _watch_launcher(conn: socket.socket) -> None:
 def _serve_session(warm: _Warm, argv: list[str]) -> int:
     """What `codexbridge mcp [--role R]` does cold (cli/mcp_cmd.py), checks included; the
     prebuilt server when the session's settings are the defaults it was built with."""
-    from ..cli.mcp_cmd import serve_stdio
-    from ..cli.output import report
-    from ..cli.statedirs import check_state_dirs
     from ..errors import BridgeError
+    from ..host.private import check_state_dirs
     from . import settings
+    from .stdio import serve_stdio
 
     _, flag = role_flag(argv)
     try:
         check_state_dirs()
         config = settings.load(settings.resolve_role(flag, os.environ))
-    except BridgeError as exc:
-        return report(exc, False)
+    except BridgeError as exc:  # as a cold start reports it (cli/output.report)
+        print(f"codexbridge: {exc.message}", file=sys.stderr)
+        return exc.exit_code
     built, server = warm.prebuilt.get(config.role, (None, None))
     serve_stdio(config, warm=False, server=server if built == config else None)
     return 0
