@@ -46,6 +46,7 @@ KNOWN_TYPES = frozenset({
     "api-request", "api-request-shape", "api-request-blob", "atis-latch", "last-prompt",
     "cost-state", "mode", "tools-used", "file-history-snapshot", "custom-title",
     "agent-name", "tag", "pr-link", "progress",
+    "permission-mode",  # the session's permission mode changed (2.1.332, interactive)
 })
 EDIT_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
               "NotebookEdit": "notebook_path"}
