@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _dispatch(args: list[str]) -> None:
     if len(args) >= 2 and args[0] == "inbox" and args[1] == "hook":
-        from ..inbox.hook_main import run_hook_cli
+        from ..hooks.process import run_hook_cli
 
         sys.exit(run_hook_cli(args[2:]))
     if args[:2] == ["setup", "mailbox"]:

@@ -18,10 +18,11 @@ import click
 from ..error_tables import exit_help
 from ..errors import LoopGuardError, MailboxError, MailboxReadError, UsageError
 from ..inbox import service as inbox_service
+from ..inbox.hook import WATCH_INTERVAL as DEFAULT_INTERVAL
+from ..inbox.hook import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.hook import render_mail
 from ..inbox.lines import Mail, Rejected
 from ..inbox.location import rejected_path
-from ..inbox.watch import DEFAULT_INTERVAL, DEFAULT_TIMEOUT
 from .output import command, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -262,7 +263,7 @@ def hook(args: tuple[str, ...]) -> int:
     Reads the hook JSON on stdin, records the listener, and when mail is waiting
     prints {"decision":"block","reason":...} carrying all of it. See `--help`.
     """
-    from ..inbox.hook_main import run_hook_cli
+    from ..hooks.process import run_hook_cli
 
     return run_hook_cli(list(args))
 
@@ -284,9 +285,9 @@ def watch(name: str | None, timeout: float, interval: float) -> int:
     woken, yet would wait for us). A bad option also exits 2 (click's usage error).
     Runtime problems are logged in <state dir>/logs/inbox-hook.log and exit 0.
     """
-    from ..inbox.hook_main import log, parse_payload, read_stdin
+    from ..hooks.process import log, parse_payload, read_stdin
+    from ..hooks.watcher import run_watch
     from ..inbox.location import inbox_dir
-    from ..inbox.watch import run_watch
 
     mailbox = inbox_service.mailbox_name(name)
     try:

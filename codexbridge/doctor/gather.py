@@ -89,9 +89,9 @@ def claude(timeout: float = TIMEOUT) -> dict[str, Any]:
 
 
 def claude_seen() -> dict[str, Any]:
-    """What Claude Code handed codexbridge's hooks last time (`inbox/seen.py`: the hook
+    """What Claude Code handed codexbridge's hooks last time (`hooks/seen.py`: the hook
     records its input's field names and the session registry's protocol)."""
-    from ..inbox.seen import read_seen
+    from ..hooks.seen import read_seen
 
     return read_seen()
 

@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..hooks.seen import UNNAMED
 from ..host.binaries import (
     CLAUDE_OLDEST,
     CLAUDE_VERSION,
@@ -19,7 +20,6 @@ from ..host.binaries import (
 from ..inbox.hook import effective_max_chain
 from ..inbox.listeners import closest_name
 from ..inbox.live_rules import PEER_PROTOCOL
-from ..inbox.seen import UNNAMED
 from .parse import CHAIN_VARS
 from .report import INFO, OK, WARN, Check
 from .rows import Facts, pinned_fix, plural, version_row
@@ -45,7 +45,7 @@ def claude_rows(f: Facts) -> list[Check]:
 
 # --- 5b. does this Claude Code still offer what codexbridge relies on? --------------------
 # A Claude Code newer than the tested one is judged by evidence — what its sessions
-# handed our hooks (inbox/seen.py records it), what their transcripts hold (the handoff
+# handed our hooks (hooks/seen.py records it), what their transcripts hold (the handoff
 # canary) — never by its version number alone (SETUP.md, "Checking the set-up").
 
 COMPAT = "claude-compat"
@@ -89,7 +89,7 @@ LIVE_FALLBACK = ("live delivery stays off meanwhile: mail arrives through the St
 
 
 def claude_compat_rows(f: Facts) -> list[Check]:
-    """f: `claude` (`claude_rows`' facts: path, version), `seen` (inbox/seen.py
+    """f: `claude` (`claude_rows`' facts: path, version), `seen` (hooks/seen.py
     `read_seen`: path, exists, record), `transcripts` (the handoff canary's Claude
     entries; None: not checked). One row per concern — live delivery's protocol, the
     hooks' input, the transcript records — since each has its own evidence, its own

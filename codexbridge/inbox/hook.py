@@ -24,6 +24,11 @@ from typing import Any, NamedTuple
 from .chain import session_key
 from .lines import Mail, Rejected
 
+# The asyncRewake watcher's defaults (hooks/watcher.py; install-hook writes them into
+# the command it registers): how long it waits for mail, and how often it looks.
+WATCH_TIMEOUT = 600.0
+WATCH_INTERVAL = 0.1
+
 DEFAULT_MAX_CHAIN = 3
 CLAUDE_DEFAULT_BLOCK_CAP = 8
 

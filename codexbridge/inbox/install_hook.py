@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..host.jsonfile import loads_json
-from .watch import DEFAULT_TIMEOUT
+from .hook import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 
 # Claude kills a hook after its `timeout` (seconds); the watcher must be allowed to
 # outlive its own --timeout so it exits on its own terms.

@@ -20,8 +20,8 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from codexbridge.hooks.process import LOG_NAME, parse_payload, run_hook_cli
 from codexbridge.inbox import store
-from codexbridge.inbox.hook_main import LOG_NAME, parse_payload, run_hook_cli
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import log_dir, mail_path
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.hooks.seen import read_seen
 from codexbridge.host.binaries import CLAUDE_VERSION
 from codexbridge.inbox.live_rules import PEER_PROTOCOL
-from codexbridge.inbox.seen import read_seen
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import run_cli
 

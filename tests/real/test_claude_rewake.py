@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.hooks.watcher import parse_claim
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.location import inbox_dir, watcher_path
-from codexbridge.inbox.watch import parse_claim
 from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.mock_messages import MockMessages

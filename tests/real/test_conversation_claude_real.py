@@ -36,13 +36,13 @@ from typing import Any, TypeVar
 
 import pytest
 
+from codexbridge.hooks.watcher import parse_claim
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.lines import Mail
 from codexbridge.inbox.location import inbox_dir, session_path, watcher_path
-from codexbridge.inbox.watch import parse_claim
 from codexbridge.mock.rules import words_of
 from codexbridge.mock.server import MockResponsesServer
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude

@@ -1,5 +1,5 @@
 """doctor's claude-compat rows (every verdict path) and the evidence they judge: what the
-hook records of its input (`inbox/seen.py`), names only, without ever failing a stop."""
+hook records of its input (`hooks/seen.py`), names only, without ever failing a stop."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from codexbridge.doctor import rows_claude
 from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.doctor.rows_claude import HOOK_INPUT, REGISTRY_FIELDS, claude_compat_rows
+from codexbridge.hooks import seen
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
-from codexbridge.inbox import seen
 from codexbridge.inbox.live_rules import PEER_PROTOCOL
 
 SRC = Path(rows_claude.__file__).parents[1]
@@ -198,7 +198,7 @@ def test_no_version_literal_in_the_rows_source() -> None:
 
 def test_hook_input_lists_every_field_the_hook_reads() -> None:
     read: set[str] = set()
-    for name in ("inbox/hook.py", "inbox/hook_main.py", "inbox/listeners.py", "inbox/watch.py",
+    for name in ("inbox/hook.py", "hooks/process.py", "inbox/listeners.py", "hooks/watcher.py",
                  "handoff/resume.py"):
         text = (SRC / name).read_text()
         read |= set(re.findall(r'payload\.get\("(\w+)"\)', text))

@@ -165,7 +165,7 @@ def test_the_hook_process_prints_it_at_session_start_only_once() -> None:
 
 def test_session_start_without_a_pending_delta_stays_light() -> None:
     code = ("import json, sys\n"
-            "from codexbridge.inbox.hook_main import run_hook\n"
+            "from codexbridge.hooks.process import run_hook\n"
             f"run_hook('box', {{'session_id': '{SID}', 'hook_event_name': 'SessionStart'}})\n"
             "heavy = {'click', 'pydantic', 'portalocker', 'typing', 'dataclasses', 'mcp',"
             " 'websockets', 'tempfile', 'hashlib'}\n"

@@ -115,7 +115,7 @@ def test_leftover_chain_of_another_session_keeps_the_fast_path() -> None:
 
     chain.save(inbox_dir(), "box", "dead-session", 2, "p0")
     code = ("import json, sys\n"
-            "from codexbridge.inbox.hook_main import run_hook\n"
+            "from codexbridge.hooks.process import run_hook\n"
             "run_hook('box', {'session_id': 'live-session'})\n"
             "print(json.dumps('codexbridge.inbox.hook' in sys.modules))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -189,7 +189,7 @@ def test_default_mailbox_from_env() -> None:
 def test_fast_path_imports_stay_light() -> None:
     """No click, pydantic, portalocker, typing or dataclasses on the empty path."""
     code = ("import json, sys\n"
-            "from codexbridge.inbox.hook_main import run_hook\n"
+            "from codexbridge.hooks.process import run_hook\n"
             "run_hook('box', {'session_id': 's'})\n"
             "heavy = {'click', 'pydantic', 'portalocker', 'typing', 'dataclasses', 'mcp',"
             " 'websockets', 'tempfile'}\n"

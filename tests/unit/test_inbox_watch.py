@@ -7,11 +7,11 @@ import subprocess
 import sys
 import time
 
+from codexbridge.hooks.watcher import parse_claim
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, watcher_path
-from codexbridge.inbox.watch import parse_claim
 from tests.support.binaries import wait_flock_held
 
 

@@ -27,18 +27,16 @@ import time
 from ..conversation.handling import transcript_end
 from ..host.locking import lock
 from ..host.procs import pid_alive
-from .hook_main import courier_owed
-from .listeners import record_listener
-from .location import ensure_private_dir, rejected_path, watcher_path
-from .probe import has_pending
+from ..inbox.listeners import record_listener
+from ..inbox.location import ensure_private_dir, rejected_path, watcher_path
+from ..inbox.probe import has_pending
+from .process import courier_owed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 OWED_EVERY = 2.0  # s: how often an idle session's watcher looks after the courier
-DEFAULT_TIMEOUT = 600.0
-DEFAULT_INTERVAL = 0.1
 EXIT_WAKE = 2  # asyncRewake: exit 2 + stderr starts a new turn
 EXIT_QUIET = 0
 
@@ -79,9 +77,9 @@ class Claim:
 def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
               interval: float) -> int:
     """Wait for mail; EXIT_WAKE after writing it to stderr, EXIT_QUIET otherwise."""
-    from .hook import render_mail
-    from .spill import spilled
-    from .store import take
+    from ..inbox.hook import render_mail
+    from ..inbox.spill import spilled
+    from ..inbox.store import take
 
     ensure_private_dir(inbox)
     record_listener(inbox, name, payload, via="watch")
@@ -113,7 +111,7 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
                         sys.stderr.buffer.write(text.encode("utf-8") + b"\n")
                         sys.stderr.buffer.flush()
                         batch.commit()
-                        from .replies import note_handed
+                        from ..inbox.replies import note_handed
 
                         session = payload.get("session_id")
                         transcript = payload.get("transcript_path")

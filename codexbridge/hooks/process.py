@@ -20,9 +20,9 @@ from ..conversation.handling import path as handling_path
 from ..conversation.handling import transcript_end
 from ..host.jsonfile import loads_json
 from ..host.text import writable
-from .location import chain_path, ensure_private_dir, inbox_dir, log_dir
-from .names import default_mailbox, name_problem
-from .probe import has_live, has_pending
+from ..inbox.location import chain_path, ensure_private_dir, inbox_dir, log_dir
+from ..inbox.names import default_mailbox, name_problem
+from ..inbox.probe import has_live, has_pending
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -169,13 +169,13 @@ def run_hook_cli(argv: list[str]) -> int:
 
 def run_hook(name: str, payload: dict[str, Any]) -> int:
     inbox = inbox_dir()
-    from .listeners import record_listener
+    from ..inbox.listeners import record_listener
 
     try:
         record_listener(inbox, name, payload, via="hook")
     except OSError as exc:
         log(f"mailbox {name!r}: could not record the listener: {exc!r}")
-    try:  # the input's field names, for doctor's claude-compat rows (inbox/seen.py)
+    try:  # the input's field names, for doctor's claude-compat rows (hooks/seen.py)
         from .seen import note_seen
 
         note_seen(payload)
@@ -192,7 +192,7 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
         # twice, and its requests are noted as handled), put back what did not (so this
         # stop delivers it). Before the answers below: a frame the session took during
         # this turn is answered by this turn's final message.
-        from .live import reconcile
+        from ..inbox.live import reconcile
 
         try:
             reconcile(inbox, name)
@@ -202,7 +202,7 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
     if session and os.path.exists(handling_path(session)):
         # This stop may end the turn that took in peer mail: its final message answers
         # the requests that expect one (handling.due decides which, from the transcript).
-        from .replies import answer_pending
+        from ..inbox.replies import answer_pending
 
         last = payload.get("last_assistant_message")
         answered = answer_pending(session, last if isinstance(last, str) else None)
@@ -215,7 +215,7 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
         # (another session's leftover chain must not slow every stop down).
         if not os.path.exists(chain_path(inbox, name)):
             return 0
-        from . import chain
+        from ..inbox import chain
 
         if chain.load(inbox, name, chain.session_key(payload.get("session_id"))) is None:
             return 0
@@ -245,8 +245,8 @@ def courier_owed() -> None:
 
 def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
                         pending: bool) -> None:
-    from . import chain
-    from .hook import (
+    from ..inbox import chain
+    from ..inbox.hook import (
         DELIVER,
         HOLD,
         ChainState,
@@ -256,8 +256,8 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
         effective_max_chain,
         render_mail,
     )
-    from .location import rejected_path
-    from .store import take
+    from ..inbox.location import rejected_path
+    from ..inbox.store import take
 
     inp = HookInput.from_payload(payload)
     stored = chain.load(inbox, name, inp.session_key)
@@ -270,7 +270,7 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
             if batch.empty:
                 batch.commit()  # only already-delivered duplicates were left
             else:
-                from .spill import spilled
+                from ..inbox.spill import spilled
 
                 reason = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
                                      rejected_path(inbox, name))
@@ -278,7 +278,7 @@ def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
                 out.write(block_output(reason).encode("utf-8") + b"\n")
                 out.flush()
                 batch.commit()
-                from .replies import note_handed
+                from ..inbox.replies import note_handed
 
                 note_handed(inp.session_id, name, batch.mails,
                             transcript=_str(payload.get("transcript_path")),

@@ -25,7 +25,7 @@ import os
 
 from ..host.jsonfile import read_object
 from ..host.private import state_home, write_private
-from .clock import iso_utc
+from ..inbox.clock import iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
