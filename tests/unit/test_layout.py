@@ -1,5 +1,6 @@
-"""The shape of the package, kept by tests: a pure core, generated protocol types that
-match schemas/, small modules, and package files that import nothing."""
+"""The shape of the package, kept by tests: rooms whose imports point down (the
+import-linter contract), a pure core, generated protocol types that match schemas/,
+short functions, and package files that import nothing."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ def _imports(path: Path) -> set[str]:
 def test_protocol_does_no_io(path: Path) -> None:
     assert not (_imports(path) & IO_MODULES), path
     assert not IO_CALLS.search(path.read_text(encoding="utf-8")), path
+
+
+def test_rooms_point_down() -> None:
+    # the import-linter contract in pyproject.toml: no cycle between rooms, nothing
+    # imports a front end but the CLI (function-local imports included)
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml")], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 kept, 0 broken" in done.stdout
 
 
 def test_generated_protocol_matches_schemas() -> None:
