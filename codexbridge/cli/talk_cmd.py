@@ -11,7 +11,6 @@ import click
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
-    BridgeError,
     ConnectError,
     NoThreadError,
     OutputClosedError,
@@ -24,6 +23,7 @@ from ..protocol.approvals import approval_settings
 from ..protocol.enums import TurnOutcome
 from ..talk.client import AppServerClient
 from ..talk.endpoint import Endpoint, resolve_endpoint
+from ..talk.outcome import turn_error
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
 from .common import (
     approval_timeout_option,
@@ -190,7 +190,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         emit_json({"ok": result.status is TurnOutcome.COMPLETED, **result.as_dict()})
     else:
         out.finish(result)
-    error = turn_error(result)
+    error = turn_error(result, timeout=timeout, read_with="`codexbridge talk read`")
     if error is not None:
         error.reported = as_json  # the JSON result above already says what happened
         raise error
@@ -266,26 +266,6 @@ class _ReplyOutput:
             return True  # every delta was streamed; only the kept copy was cut
         want = result.reply.rstrip()[-self.TAIL:]
         return "".join(self._tail).rstrip().endswith(want)
-
-
-def turn_error(result: SayResult) -> BridgeError | None:
-    """The error a turn that did not complete exits with (None when it completed)."""
-    from ..host.envbaseline import auth_hint  # only a failed turn needs it
-
-    detail = (result.error or {}).get("message") if result.error else None
-    suffix = f": {detail}" if detail else ""
-    hint = auth_hint(str(detail)) if detail else None
-    if hint:
-        suffix += f"\ncodexbridge: {hint}"
-    kw: dict[str, Any] = {"thread_id": result.thread_id, "turn_id": result.turn_id,
-                          "partial_reply": result.reply, "error": result.error}
-    if result.status is TurnOutcome.COMPLETED:
-        return None
-    if result.status is TurnOutcome.INTERRUPTED:
-        return TurnInterruptedError(f"the turn was interrupted{suffix}", **kw)
-    if result.status in (TurnOutcome.TIMED_OUT, TurnOutcome.BUSY):
-        return TurnTimeoutError(f"timed out{suffix}", **kw)
-    return TurnFailedError(f"the turn failed{suffix}", **kw)
 
 
 @talk.command("read", epilog=READ_EXIT_HELP)

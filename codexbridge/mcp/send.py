@@ -21,16 +21,13 @@ from typing import Any
 
 from ..errors import (
     BridgeError,
-    QueueTimeoutError,
     RpcError,
-    TurnFailedError,
-    TurnInterruptedError,
     TurnStartFailedError,
-    TurnTimeoutError,
 )
 from ..protocol.approvals import MCP_POLICIES, parse_policy
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.threads import ThreadInfo
+from ..talk.outcome import turn_error
 from ..talk.threads import find_target
 from ..talk.turn import SayProgress, SayResult, say
 from .results import turn_started
@@ -70,8 +67,6 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
             raise
         except BridgeError as exc:
             raise (turn_started(exc) if progress.turn_start_sent else exc) from exc
-    if result.status is TurnOutcome.BUSY:
-        raise _queue_timeout(thread, rt.settings.queue_wait)
     return _outcome(rt, thread, result, timeout)
 
 
@@ -121,41 +116,20 @@ async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
     return Outcome(data, summary)
 
 
-def _queue_timeout(thread: ThreadInfo, waited: float) -> QueueTimeoutError:
-    return QueueTimeoutError(
-        f"waited {waited:g} s for thread {thread.id} and gave up: it stayed busy (a turn "
-        "running in the TUI, or earlier sends ahead in codex's queue); our message was taken "
-        "back out of the queue, nothing was sent (CODEX_BRIDGE_QUEUE_WAIT)",
-        details={"threadId": thread.id, "busy": True, "turnStarted": False})
-
-
 def _outcome(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float) -> Outcome:
     approvals = [a.as_dict() for a in result.approvals]
     where = {"threadId": result.thread_id, "turnId": result.turn_id,
              "thread": {"id": thread.id, "name": thread.name, "cwd": thread.cwd}}
-    if result.status is not TurnOutcome.COMPLETED:
-        partial = result.reply
-        details = {**where, "status": result.status.value, "turnStarted": True,
-                   "error": result.error, "approvals": approvals,
-                   "partialReply": partial[:PARTIAL_CHARS],
-                   "partialReplyBytes": len(partial.encode("utf-8"))}
-        kw: dict[str, Any] = {"thread_id": result.thread_id, "turn_id": result.turn_id,
-                              "partial_reply": partial}
-        error: BridgeError
-        if result.status is TurnOutcome.TIMED_OUT:
-            details["timeoutMs"] = int(timeout * 1000)
-            error = TurnTimeoutError(
-                f"turn {result.turn_id} did not finish within {timeout:g} s; it may still be "
-                "running in the Codex TUI — do not resend; read the thread later with "
-                "codex_thread_read", **kw)
-        else:
-            cls = (TurnInterruptedError if result.status is TurnOutcome.INTERRUPTED
-                   else TurnFailedError)
-            message = ((result.error or {}).get("message")
-                       if isinstance(result.error, dict) else None)
-            error = cls(f"turn {result.turn_id} ended {result.status}"
-                        + (f": {message}" if message else ""), **kw)
-        error.details = details
+    error = turn_error(result, timeout=timeout, read_with="codex_thread_read")
+    if error is not None:
+        if result.status is not TurnOutcome.BUSY:  # it started: say what came of it
+            partial = result.reply
+            error.details = {**where, "status": result.status.value, "turnStarted": True,
+                             "error": result.error, "approvals": approvals,
+                             "partialReply": partial[:PARTIAL_CHARS],
+                             "partialReplyBytes": len(partial.encode("utf-8"))}
+            if result.status is TurnOutcome.TIMED_OUT:
+                error.details["timeoutMs"] = int(timeout * 1000)
         raise error
     out, warnings = rt.deliver(result.reply, kind="codex_reply",
                                meta={"threadId": result.thread_id, "turnId": result.turn_id},

@@ -233,11 +233,15 @@ async def test_failed_turn_and_timeout_exit_codes(
     failed = await arun_cli("talk", "say", "--json", "-q", "FAIL_TURN please", env=url_env)
     assert failed.code == 1, failed.err
     assert json.loads(failed.out)["status"] == "failed"
-    assert "the turn failed" in failed.err
+    turn = json.loads(failed.out)["turn_id"]
+    assert f"turn {turn} failed" in failed.err
     slow = await arun_cli("talk", "say", "-q", "--timeout", "0.5", "SLOW " + "x" * 80,
                           env=url_env)
     assert slow.code == 6, slow.err
-    assert "timed out" in slow.err
+    # the same words MCP's codex_message_send uses (talk/outcome.py decides both), with
+    # the command a person reads the thread with
+    assert "timed out" in slow.err and "do not resend" in slow.err
+    assert "codexbridge talk read" in slow.err
 
 
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:
