@@ -22,7 +22,14 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from .. import __version__
-from ..errors import ConnectError, ConnectionLostError, RequestTimeoutError, RpcError
+from ..errors import (
+    BridgeError,
+    ConnectError,
+    ConnectionLostError,
+    RequestTimeoutError,
+    RpcError,
+    internal,
+)
 from ..protocol.envelopes import (
     Envelope,
     Invalid,
@@ -218,6 +225,7 @@ class AppServerClient:
     async def _read_loop(self) -> None:
         assert self._ws is not None
         reason = "server closed the connection"
+        bug: BridgeError | None = None
         try:
             recv, dispatch = self._ws.recv, self._dispatch  # (looked up once: per frame)
             while True:
@@ -225,10 +233,12 @@ class AppServerClient:
                     dispatch(env)
         except tp.TransportClosed as exc:
             reason = str(exc) or reason
-        except Exception as exc:  # never let the reader die silently
+        except Exception as exc:  # a bug of ours, not a lost connection: said as one
             reason = f"reader failed: {exc!r}"
+            bug = internal(exc, "reading the app-server's messages")
+            bug.__cause__ = exc
         finally:
-            self._fail_all(reason)
+            self._fail_all(reason, bug)
 
     def _dispatch(self, env: Envelope) -> None:
         if isinstance(env, Response):
@@ -245,12 +255,12 @@ class AppServerClient:
         else:
             self.on_invalid(env)
 
-    def _fail_all(self, reason: str) -> None:
+    def _fail_all(self, reason: str, bug: BridgeError | None = None) -> None:
         if self._closed_reason is None:
             self._closed_reason = reason
         for fut in self._waiters.values():
             if not fut.done():
-                fut.set_exception(ConnectionLostError(
+                fut.set_exception(bug or ConnectionLostError(
                     f"connection to {self.url} lost while waiting: {reason}"))
         self._waiters.clear()
         for sub in self._subscribers:

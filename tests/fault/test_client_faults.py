@@ -229,6 +229,29 @@ async def test_drop_mid_request_fails_the_waiter_promptly(how: str) -> None:
         assert await asyncio.wait_for(late.get(), 1) is None
 
 
+async def test_a_bug_in_dispatch_is_reported_as_a_bug_not_a_lost_connection(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async def script(conn: Conn) -> None:
+        request = await conn.expect("thread/read")
+        await conn.answer(request, {"thread": payloads.thread()})
+        await conn.ws.wait_closed()
+
+    real, broken = AppServerClient._dispatch, asyncio.Event()
+
+    def dispatch(self: AppServerClient, env: Any) -> None:
+        if broken.is_set():
+            raise KeyError("a bug in dispatch")
+        real(self, env)
+
+    monkeypatch.setattr(AppServerClient, "_dispatch", dispatch)
+    async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
+        broken.set()  # after the handshake: the next frame finds the bug
+        with pytest.raises(InternalError, match="a bug in dispatch") as caught:
+            await client.request("thread/read", {"threadId": T}, timeout=3600)
+    assert not isinstance(caught.value, ConnectionLostError)
+    assert isinstance(caught.value.__cause__, KeyError)
+
+
 async def test_several_waiters_all_fail_when_the_socket_closes() -> None:
     async def script(conn: Conn) -> None:
         for _ in range(3):
