@@ -49,9 +49,14 @@ if TYPE_CHECKING:
 # How many delivered ids are remembered for de-duplication. A recovered batch is
 # always recent, so a few thousand ids cover it with a wide margin.
 DELIVERED_KEEP = 8192
-# Test-only: "after_take=SECONDS" or "before_delete=SECONDS" makes a take pause there
-# (after announcing itself on stderr) so a test can SIGKILL it at that point.
-TEST_PAUSE_ENV = "CODEX_BRIDGE_TEST_PAUSE"
+# Where a crash would matter most (after_take, before_delete; live.py: after_send), the
+# store calls `reached(point)`: nothing in a user's process. The tests replace it in the
+# processes they start (tests/support/child_site) to SIGKILL them right there.
+def _passing(_point: str) -> None:
+    return None
+
+
+reached: Callable[[str], None] = _passing
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -78,14 +83,6 @@ def _read_fd(fd: int, start: int = 0) -> bytes:
             return b"".join(chunks)
         chunks.append(chunk)
         offset += len(chunk)
-
-
-def _test_pause(point: str) -> None:
-    spec = os.environ.get(TEST_PAUSE_ENV, "")
-    if not spec.startswith(point + "="):
-        return
-    os.write(2, f"codexbridge-test-pause: {point} pid={os.getpid()}\n".encode())
-    time.sleep(float(spec.split("=", 1)[1]))
 
 
 def push(inbox: str, mail: Mail) -> None:
@@ -150,7 +147,7 @@ class Batch:
                 late = _read_fd(taken.fd, taken.size)
                 if late:
                     _append(mail_path(self.inbox, self.name), late)
-        _test_pause("before_delete")
+        reached("before_delete")
         for taken in self._files:
             with suppress(FileNotFoundError):
                 os.unlink(taken.path)
@@ -264,7 +261,7 @@ def _take_batch(inbox: str, name: str, lock_timeout: float | None = None) -> Bat
             batch._files.append(current)
         if not batch._files:
             return batch
-        _test_pause("after_take")
+        reached("after_take")
         seen = delivered_ids(inbox, name)
         for taken in batch._files:
             data = _read_fd(taken.fd)

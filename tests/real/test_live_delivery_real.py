@@ -29,6 +29,7 @@ from codexbridge.inbox.live import live_files
 from codexbridge.inbox.location import inbox_dir
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.mock_messages import MockMessages, RecordedRequest
+from tests.support.pause import pause_env
 
 pytestmark = [pytest.mark.real_claude]
 
@@ -320,7 +321,7 @@ def test_a_pusher_killed_between_take_and_confirm_delivers_exactly_once(
         interactive: TmuxClaude, mock_messages: MockMessages, point: str) -> None:
     start_idle(interactive)
     before = len(mock_messages.requests)
-    env = {**os.environ, "CODEX_BRIDGE_TEST_PAUSE": f"{point}=30"}
+    env = pause_env(point, 30)
     proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "inbox", "push", "--to",
                              BOX, "KILLED PUSHER MAIL"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

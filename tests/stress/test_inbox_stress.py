@@ -25,6 +25,7 @@ from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, mail_path, taken_files
 from codexbridge.inbox.probe import has_pending
+from tests.support.pause import pause_env
 
 WRITERS = 50
 PER_WRITER = 200
@@ -33,9 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _drain(pause: str | None) -> tuple[list[str], str, dict[str, int]]:
     """One drain process; returns (delivered ids, how it ended, recovery counters)."""
-    env = dict(os.environ)
-    if pause:
-        env["CODEX_BRIDGE_TEST_PAUSE"] = f"{pause}=60"
+    env = pause_env(pause, 60) if pause else dict(os.environ)
     # stdout goes to a file: a big batch would fill a pipe nobody reads while we wait
     # on stderr for the pause marker.
     with tempfile.TemporaryFile() as out:

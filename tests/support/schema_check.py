@@ -90,7 +90,7 @@ class SchemaGuard:
 
 
 def install_in_child() -> None:
-    """Called by schema_guard_site/sitecustomize.py in a subprocess that has GUARD_ENV."""
+    """Called by child_site/sitecustomize.py in a subprocess that has GUARD_ENV."""
     report = os.environ.get(GUARD_ENV)
     if not report:
         return

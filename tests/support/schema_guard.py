@@ -8,7 +8,7 @@ test at teardown listing every violation. The message is still sent unchanged, s
 violation cannot turn into a hang that hides it.
 
 The CLI tests run `codexbridge` in subprocesses, so the fixture also puts
-`schema_guard_site/` on PYTHONPATH: its `sitecustomize` installs the same wrapper in any
+`child_site/` on PYTHONPATH: its `sitecustomize` installs the same wrapper in any
 Python child that inherits `CODEX_BRIDGE_TEST_SCHEMA_GUARD`, and the child appends what it
 finds to the JSONL file that variable names.
 
@@ -28,7 +28,7 @@ from codexbridge.talk import transport
 
 from .schema_check import GUARD_ENV, SchemaGuard
 
-SITE_DIR = Path(__file__).resolve().parent / "schema_guard_site"
+SITE_DIR = Path(__file__).resolve().parent / "child_site"
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 __all__ = ["GUARD_ENV", "SchemaGuard", "schema_guard_fixture"]

@@ -23,6 +23,7 @@ from codexbridge.inbox.location import (
     taken_files,
 )
 from codexbridge.inbox.probe import has_pending
+from tests.support.pause import pause_env
 
 from .test_inbox_lines import INTEROP_LINE
 
@@ -118,7 +119,7 @@ def test_orphan_named_for_a_dead_pid_is_recovered(inbox: str) -> None:
 def test_sigkilled_drain_loses_nothing(inbox: str, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = [push(inbox, f"m{i}") for i in range(3)]
     monkeypatch.setenv("CODEX_BRIDGE_INBOX_DIR", inbox)
-    env = {**os.environ, "CODEX_BRIDGE_TEST_PAUSE": "after_take=30"}
+    env = pause_env("after_take", 30)
     proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "inbox", "drain", "--as",
                              "box", "--json"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -134,7 +135,7 @@ def test_killed_after_recording_is_not_delivered_twice(inbox: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     push(inbox, "once")
     monkeypatch.setenv("CODEX_BRIDGE_INBOX_DIR", inbox)
-    env = {**os.environ, "CODEX_BRIDGE_TEST_PAUSE": "before_delete=30"}
+    env = pause_env("before_delete", 30)
     proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "inbox", "drain", "--as",
                              "box", "--json"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
