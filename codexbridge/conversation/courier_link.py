@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 
+from ..host.jsonfile import loads_json
 from ..host.private import ensure_private_dir, open_private_log, state_home
 
 START_WAIT = 10.0  # s: a cold Python start on a loaded 2-core box takes ~1 s
@@ -66,7 +67,7 @@ def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] |
         except OSError:
             return None
     try:
-        answer = json.loads(data)
+        answer = loads_json(data)
     except ValueError:
         return None
     return answer if isinstance(answer, dict) else None

@@ -25,6 +25,7 @@ import json
 import os
 import sys
 
+from ..host.jsonfile import loads_json, read_object
 from ..host.private import write_private
 from .paths import pending_dir, pending_path, valid_session_id
 
@@ -51,12 +52,7 @@ def write_pending(session_id: str, record: dict[str, Any]) -> str:
 
 
 def read_pending(session_id: str) -> dict[str, Any] | None:
-    try:
-        with open(pending_path(session_id), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_object(pending_path(session_id))
 
 
 def settle(session_id: str, handoff_id: str) -> str:
@@ -97,11 +93,8 @@ def settle(session_id: str, handoff_id: str) -> str:
 
 
 def _holds(path: str, handoff_id: str) -> bool:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return bool(json.load(fh).get("id") == handoff_id)
-    except (OSError, ValueError, AttributeError):
-        return False
+    held = read_object(path)
+    return held is not None and held.get("id") == handoff_id
 
 
 def on_session_start(payload: dict[str, Any], log: Callable[[str], None]) -> bool:
@@ -123,7 +116,7 @@ def on_session_start(payload: dict[str, Any], log: Callable[[str], None]) -> boo
         return False  # a newer handoff superseded it this very moment
     try:
         with open(claimed, encoding="utf-8") as fh:
-            record = json.load(fh)
+            record = loads_json(fh.read())
         text = str(record["text"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         os.replace(claimed, claimed + ".bad")

@@ -11,14 +11,13 @@ package data, so the check works from a wheel as from the checkout.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..protocol.schema import SchemaSet
 from .binaries import repo_root
-from .jsonfile import read_object
+from .jsonfile import loads_json, read_object
 
 SURFACE_FILE = Path(__file__).resolve().parent.parent / "protocol" / "surface.json"
 
@@ -36,7 +35,7 @@ def read_schema(name: str, directory: Path | None = None) -> dict[str, Any]:
     path = (directory or schema_dir()) / name
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            doc = loads_json(fh.read())
     except FileNotFoundError:
         raise FileNotFoundError(
             f"schema file {path} is missing; run scripts/update-schemas") from None

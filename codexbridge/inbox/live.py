@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from ..conversation.handling import transcript_end
-from ..host.jsonfile import read_object
+from ..host.jsonfile import loads_json, read_object
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from . import live_rules as rules
@@ -166,7 +166,7 @@ def _receipts(server: socket.socket, wait: float) -> Iterator[dict[str, Any]]:
             pass
     for line in data.splitlines():
         try:
-            receipt = json.loads(line)
+            receipt = loads_json(line)
         except ValueError:
             continue
         if isinstance(receipt, dict):

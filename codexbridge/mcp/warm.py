@@ -49,6 +49,8 @@ import socket
 import struct
 import sys
 
+from ..host.jsonfile import loads_json
+
 TYPE_CHECKING = False  # (no `typing` at run time: the launcher imports this first)
 if TYPE_CHECKING:
     from typing import Any, NoReturn
@@ -232,7 +234,7 @@ def _recv_line(conn: socket.socket) -> bytes | None:
 
 def _read_line(conn: socket.socket) -> dict[str, Any] | None:
     data = _recv_line(conn)
-    answer = json.loads(data) if data is not None else None
+    answer = loads_json(data) if data is not None else None
     return answer if isinstance(answer, dict) else None
 
 
@@ -516,7 +518,7 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
             if not chunk:
                 raise ValueError("request cut short")
             body += chunk
-        request = json.loads(body)
+        request = loads_json(body)
         if not isinstance(request, dict):
             raise ValueError("request is not an object")
     except BaseException:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import os
 import signal
 import time
@@ -37,6 +36,7 @@ from ..conversation.answers import new_reply
 from ..conversation.limits import clip, mail_max
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..errors import BridgeError, ConnectError, RequestTimeoutError
+from ..host.jsonfile import loads_json
 from ..host.locking import FileLock, LockTimeout
 from ..host.paths import state_dir
 from ..host.private import write_private
@@ -143,7 +143,7 @@ class Courier:
                       writer: asyncio.StreamWriter) -> None:
         try:
             line = await asyncio.wait_for(reader.readline(), 5.0)
-            message = json.loads(line) if line else {}
+            message = loads_json(line) if line else {}
             ids = message.get("ids") if isinstance(message, dict) else None
             if isinstance(ids, list):
                 self.adopt([i for i in ids if isinstance(i, str)])
