@@ -16,7 +16,6 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..errors import BridgeError, ConnectError, UsageError
 from ..host.binaries import find_claude, find_codex, parse_version, pinned_claude, pinned_codex
@@ -179,13 +178,9 @@ def is_local(url: str) -> bool:
     """A unix:// socket or a loopback host: the server's files are this machine's."""
     if url.startswith("unix://"):
         return True
-    from ..host.serve import is_loopback
+    from ..host.loopback import loopback_url
 
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    return is_loopback(host)
+    return loopback_url(url)
 
 
 # --- CODEX_HOME layers -------------------------------------------------------------------

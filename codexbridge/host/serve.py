@@ -9,7 +9,6 @@ removes bridge.json and returns the child's status.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
 from .daemon import codex_home as daemon_home
 from .envbaseline import auth_hint, child_env
+from .loopback import is_loopback
 from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
 from .procs import pid_alive
 
@@ -37,15 +37,6 @@ DEFAULT_PORT = 8787
 # A dead app-server child is started again, at most this many times within this window.
 RESTART_LIMIT = 3
 RESTART_WINDOW = 60.0
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_not_running() -> None:

@@ -67,7 +67,7 @@ def load_token(token_file: str | None, environ: MutableMapping[str, str] | None 
 
 
 def check_exposure(listen: Listen, token: str | None) -> None:
-    from ..host.serve import is_loopback
+    from ..host.loopback import is_loopback
 
     if token is None and not is_loopback(listen.host):
         raise UsageError(f"refusing to serve MCP on non-loopback address {listen.host!r} "

@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
-from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, unix_connect
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from ..errors import ConnectError
+from ..host.loopback import loopback_url
 
 CONNECT_TIMEOUT = 10.0
 
@@ -96,18 +96,13 @@ async def connect_websocket(url: str, headers: Mapping[str, str] | None = None) 
             # app-server is never reached through a proxy.
             ws = await asyncio.wait_for(ws_connect(
                 url, compression=None, additional_headers=extra, max_size=None,
-                open_timeout=CONNECT_TIMEOUT, proxy=None if _loopback(url) else True),
+                open_timeout=CONNECT_TIMEOUT, proxy=None if loopback_url(url) else True),
                 CONNECT_TIMEOUT)
     except (TimeoutError, OSError, InvalidHandshake, InvalidURI) as exc:
         raise ConnectError(f"cannot connect to the app-server at {url}: "
                            f"{exc or type(exc).__name__}; is it running (`codexbridge "
                            "serve`, or codex's own daemon)?") from exc
     return _WebSocket(ws)
-
-
-def _loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def observed(transport: Transport) -> Transport:

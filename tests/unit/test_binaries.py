@@ -103,3 +103,16 @@ def test_version_fit(version: str, fit: binaries.VersionFit) -> None:
     assert binaries.version_fit(version, "1.2.3", "1.4.0") is fit
     assert binaries.supported_range("1.2.3", "1.4.0") == "1.2.3 – 1.4.0"
     assert binaries.supported_range("1.4.0", "1.4.0") == "1.4.0"
+
+
+# --- one loopback answer ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("url", "local"), [
+    ("ws://127.0.0.1:8787", True), ("ws://127.1.2.3:1", True), ("ws://localhost:1", True),
+    ("ws://[::1]:8787", True), ("wss://example.com:443", False), ("ws://10.0.0.1:1", False),
+    ("ws://[::1", False),  # does not parse: not loopback, and no traceback
+])
+def test_loopback_urls(url: str, local: bool) -> None:
+    from codexbridge.host.loopback import loopback_url
+
+    assert loopback_url(url) is local
