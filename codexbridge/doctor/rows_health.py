@@ -73,6 +73,7 @@ def gather_protocol(codex: str | None, timeout: float = 20.0) -> Facts:
     codexbridge uses and judge it against the surface shipped in the package."""
     from ..host.binaries import parse_version
     from ..host.schemas import bundle_loader, shipped_surface
+    from .answers import check_answers
     from .compat import judge
     from .surface import extract
     from .uses import used_methods
@@ -87,12 +88,14 @@ def gather_protocol(codex: str | None, timeout: float = 20.0) -> Facts:
             _run([codex, "app-server", "generate-json-schema", "--experimental", "--out",
                   tmp], timeout)
             theirs = extract(bundle_loader(Path(tmp)), used_methods(), said.strip())
+            checked, refused = check_answers(Path(tmp))
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         return {"error": str(exc)}
     if not any(theirs["catalog"].values()):
         return {"error": "codex app-server generate-json-schema wrote no method schemas"}
     return {"codex": codex, "version": version, "built_on": ours.get("codex"),
-            "findings": [f.as_dict() for f in judge(ours, theirs)]}
+            "findings": [f.as_dict() for f in judge(ours, theirs)],
+            "answers_checked": checked, "answers_refused": refused}
 
 
 def _run(argv: list[str], timeout: float) -> str:
@@ -116,11 +119,18 @@ def protocol_rows(p: Facts) -> list[Check]:
     codex = f"codex {p.get('version') or '(version unknown)'}"
     scope = (f"supported: {supported_range(CODEX_OLDEST, CODEX_VERSION)}; codexbridge's "
              f"surface is from {p.get('built_on') or '?'}")
-    if not bad:
+    refused: list[dict[str, Any]] = p.get("answers_refused") or []
+    answers = (f"; it takes all {p['answers_checked']} answers codexbridge gives its "
+               "approval requests" if p.get("answers_checked") and not refused else "")
+    if not bad and not refused:
         return [Check("protocol", OK, f"{codex} speaks what codexbridge uses ({scope}): "
-                      f"{_compatible_summary(findings)}", None, p)]
-    listed = "; ".join(f"{f['method']} ({f['direction'] or 'method'}): {f['where']} "
-                       f"{f['detail']} — {f['consequence']}" for f in bad[:4])
+                      f"{_compatible_summary(findings)}{answers}", None, p)]
+    listed = "; ".join([f"{f['method']} ({f['direction'] or 'method'}): {f['where']} "
+                        f"{f['detail']} — {f['consequence']}" for f in bad[:4]]
+                       + [f"{r['method']}: codex would refuse codexbridge's {r['answer']} "
+                          f"answer ({'; '.join(r['errors'])}) — a turn waiting on that "
+                          "approval would hang" for r in refused[:3]])
+    bad = bad + refused
     return [Check("protocol", WARN,
                   f"{codex} changed what codexbridge uses in {len(bad)} place(s) ({scope}): "
                   f"{listed}" + (" …" if len(bad) > 4 else ""),
