@@ -1,10 +1,8 @@
 """The one cross-process lock primitive the mailbox uses.
 
-On POSIX it is `fcntl.flock` — the primitive portalocker itself uses there by default —
-called directly because importing portalocker costs about 45 ms (it reads package
-metadata at import), and the Stop hook runs at every Claude stop. Locks taken here and
-locks taken with `portalocker.lock(..., LOCK_EX)` on POSIX exclude each other (a test
-proves it). Elsewhere (Windows) we defer to portalocker.
+It is `fcntl.flock`: codexbridge runs on POSIX only (Linux, macOS — unix sockets,
+`/proc`, process groups everywhere), and flock is what portalocker itself would call
+there, minus the ~45 ms its import costs at every Claude stop.
 
 flock locks belong to the open file and vanish when the process dies, which is exactly
 what lets a later drain tell a dead owner's taken batch from a live one.
@@ -12,43 +10,25 @@ what lets a later drain tell a dead owner's taken batch from a live one.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
 
 def lock(fd: int, *, blocking: bool = True) -> bool:
     """Take an exclusive lock on `fd`. Non-blocking: False when someone else holds it."""
-    if fcntl is not None:
-        flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
-        try:
-            fcntl.flock(fd, flags)
-        except BlockingIOError:
-            return False
-        return True
-    import portalocker  # pragma: no cover - Windows
-
-    pflags = portalocker.LOCK_EX if blocking else portalocker.LOCK_EX | portalocker.LOCK_NB
-    try:  # pragma: no cover
-        portalocker.lock(fd, pflags)
-    except portalocker.LockException:  # pragma: no cover
+    flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
+    try:
+        fcntl.flock(fd, flags)
+    except BlockingIOError:
         return False
-    return True  # pragma: no cover
+    return True
 
 
 def unlock(fd: int) -> None:
-    if fcntl is not None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return
-    import portalocker  # pragma: no cover
-
-    portalocker.unlock(fd)  # pragma: no cover
+    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def lock_with_timeout(fd: int, timeout: float, poll: float = 0.02) -> bool:

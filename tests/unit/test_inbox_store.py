@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.host.locking import lock
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
@@ -215,34 +214,3 @@ def test_summarize_lists_every_mailbox(inbox: str) -> None:
     assert rows["alpha"].pending == 1 and rows["beta"].pending == 2
     assert rows["gamma"].pending == 0 and rows["gamma"].listener == {"name": "gamma",
                                                                      "cwd": "/g"}
-
-
-def test_our_lock_and_portalocker_exclude_each_other(tmp_path: Path) -> None:
-    """On POSIX our fcntl.flock and portalocker's default lock are the same lock."""
-    path = tmp_path / "x.lock"
-    path.touch()
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import portalocker,sys,time\n"
-         f"f=open({str(path)!r},'r+')\n"
-         "portalocker.lock(f, portalocker.LOCK_EX)\n"
-         "print('locked', flush=True)\n"
-         "sys.stdin.readline()\n"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout is not None and holder.stdin is not None
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        fd = os.open(path, os.O_RDWR)
-        try:
-            assert lock(fd, blocking=False) is False
-        finally:
-            os.close(fd)
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=10)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        assert lock(fd, blocking=False) is True
-    finally:
-        os.close(fd)
