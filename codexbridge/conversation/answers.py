@@ -32,5 +32,5 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       app_server=app_server, notice=notice)
     record.move(DeliveryState.QUEUED)
     store.save(record)
-    write_private(store.text_path(record.id), text.encode("utf-8"))
+    write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)
     return record

@@ -201,7 +201,7 @@ class DeliveryStore:
         except UnicodeEncodeError:  # a reply holding a lone surrogate (a frame's `\\ud800`
             # escape) was a traceback in the courier: it is kept as that escape
             data = json.dumps(record.as_dict(), indent=2).encode("ascii")
-        write_private(self.path(record.id), data)
+        write_private(self.path(record.id), data, durable=True)
         self._mark(record)
         self.sweep()
 

@@ -88,7 +88,7 @@ def save(key: str, state: State) -> None:
     except UnicodeEncodeError:  # a lone surrogate (read from a `\\ud800` escape) was a
         # traceback on every save: it is written back as the escape it was read as
         raw = (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("ascii")
-    write_private(state_path(key), raw)
+    write_private(state_path(key), raw, durable=True)
 
 
 @contextmanager

@@ -47,7 +47,7 @@ def consumed_path(session_id: str, handoff_id: str) -> str:
 
 def write_pending(session_id: str, record: dict[str, Any]) -> str:
     path = pending_path(session_id)
-    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=True)
     return path
 
 

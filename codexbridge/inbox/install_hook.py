@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..host.jsonfile import loads_json
+from ..host.private import write_atomic
 from .hook import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 
 # Claude kills a hook after its `timeout` (seconds); the watcher must be allowed to
@@ -194,11 +195,7 @@ def install(project: str, name: str, *, rewake: bool = False, dry_run: bool = Fa
         with open(backup, "w", encoding="utf-8") as fh:
             fh.write(old_text)
         result.backup = backup
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(new_text)
-    if os.path.exists(path):
-        os.chmod(tmp, os.stat(path).st_mode & 0o777)
-    os.replace(tmp, path)
+    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
+    write_atomic(path, new_text.encode("utf-8"), mode=mode, durable=True)
     result.written = True
     return result

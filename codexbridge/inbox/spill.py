@@ -44,7 +44,7 @@ def spilled(inbox: str, name: str, mails: list[Mail]) -> list[Mail]:
         ensure_private_dir(directory)
         safe = "".join(ch for ch in (mail.mail_id or "") if ch.isalnum() or ch in "-_")
         path = os.path.join(directory, f"{safe or int(time.time() * 1000)}.txt")
-        write_private(path, mail.text.encode("utf-8"))
+        write_private(path, mail.text.encode("utf-8"), durable=True)
         wrote = True
         out.append(mail._replace(text=preview_text(mail.text, path)))
     if wrote:

@@ -67,9 +67,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _append(path: str, data: bytes) -> None:
+    """Append a mail line, synced: a push that returned is on disk (an OS crash keeps it)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         _write_all(fd, data)
+        os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -173,7 +175,7 @@ def _remember_delivered(inbox: str, name: str, ids: list[str]) -> None:
         return
     with open(path, "rb") as fh:
         keep = fh.read().splitlines()[-DELIVERED_KEEP:]
-    write_private(path, b"\n".join(keep) + b"\n")
+    write_private(path, b"\n".join(keep) + b"\n", durable=True)
 
 
 def confirm(inbox: str, name: str, ids: list[str]) -> None:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..host.private import write_atomic
 
 
 @dataclass
@@ -87,18 +88,8 @@ def backup(path: str, text: str) -> str:
 def write(path: str, text: str) -> None:
     """Atomically replace (or create) `path`, keeping an existing file's mode."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.codexbridge-{os.getpid()}.tmp"
     mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text.encode("utf-8"), mode=mode, durable=True)
 
 
 def apply(change: FileChange) -> None:

@@ -104,4 +104,4 @@ def save(path: str, ledger: Ledger) -> None:
     from ..host.private import write_private
 
     text = json.dumps(ledger.as_json(), indent=2, sort_keys=True) + "\n"
-    write_private(path, text.encode("utf-8"))
+    write_private(path, text.encode("utf-8"), durable=True)

@@ -118,7 +118,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     store.save(record)
     from ..host.private import write_private
 
-    write_private(store.text_path(token), text.encode("utf-8"))
+    write_private(store.text_path(token), text.encode("utf-8"), durable=True)
     return Receipt(record, thread)
 
 
