@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
@@ -111,23 +112,42 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
     return [str(r["request"]) for r in fresh]
 
 
-def due(session_id: str) -> tuple[list[dict[str, Any]], str | None]:
-    """At a stop: take out the requests this turn's final message answers — those whose
-    mail the transcript shows Claude took in — and the conversation they are in. The rest
+# How long a stop waits for the transcript to show mail it has not written yet: Claude
+# Code writes its transcript a moment after the turn (measured in the journeys: the
+# Stop hook ran before the record of the live mail that started the turn was written,
+# and the answer was never sent). Only stops that hold a request pay it.
+SETTLE = 1.0
+SETTLE_POLL = 0.05
+
+
+def due(session_id: str, answer: str | None = None,
+        settle: float = SETTLE) -> tuple[list[dict[str, Any]], str | None]:
+    """At a stop: take out the requests this turn's final message `answer` answers — those
+    it names (the envelope asks Claude to echo the request token), and those whose mail
+    the transcript shows Claude took in — and the conversation they are in. The rest
     stay. Without a transcript to look at, every request is due (the old rule: the next
     stop after handing answers)."""
     if not os.path.exists(path(session_id)):
         return [], None
-    with _lock(session_id):
-        current = read(session_id)
-        if current is None:
-            _write(session_id, None)
-            return [], None
-        held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
-        now = [r for r in held if _taken_in(r)]
-        later = [r for r in held if r not in now]
-        _write(session_id, {**current, "requests": later} if later else None)
-    return now, current.get("conversation")
+    deadline = time.monotonic() + settle
+    while True:
+        with _lock(session_id):
+            current = read(session_id)
+            if current is None:
+                _write(session_id, None)
+                return [], None
+            held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
+            now = [r for r in held if _named(r, answer) or _taken_in(r)]
+            if now or not held or time.monotonic() >= deadline:
+                later = [r for r in held if r not in now]
+                _write(session_id, {**current, "requests": later} if later else None)
+                return now, current.get("conversation")
+        time.sleep(SETTLE_POLL)  # the transcript may not show the mail yet
+
+
+def _named(request: dict[str, Any], answer: str | None) -> bool:
+    token = request.get("request")
+    return bool(answer) and isinstance(token, str) and bool(token) and token in str(answer)
 
 
 def _taken_in(request: dict[str, Any]) -> bool:

@@ -201,7 +201,8 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     if session and os.path.exists(handling_path(session)):
         # This stop may end the turn that took in peer mail: its final message answers
-        # the requests that expect one (handling.due decides which, from the transcript).
+        # the requests that expect one (handling.due decides which: those the message names,
+        # and those whose mail the transcript shows this turn took in).
         from ..inbox.replies import answer_pending
 
         last = payload.get("last_assistant_message")

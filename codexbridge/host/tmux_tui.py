@@ -319,13 +319,16 @@ def approve_claude(tui: ClaudeTUI, timeout: float = 30.0, *,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         screen = pane.capture()
-        if STAY_IN_AUTO in screen:
+        # The permission prompt first: auto mode's notice can still be on screen beside
+        # it, and an Enter meant for the notice lands on the prompt — where, behind a
+        # gateway, "No" is preselected (the journeys caught a tool rejected that way).
+        if PROCEED not in screen and STAY_IN_AUTO in screen:
             pane.keys("Enter")
             time.sleep(0.2)
             continue
         if PROCEED in screen:
             choice = _selected(screen)
-            if "Yes" in choice:
+            if "Yes" in choice and "Yes" in _selected(pane.capture()):
                 pane.keys("Enter")
                 # A key that lands while the dialog is still settling is ignored
                 # (measured: the prompt stayed, Yes selected): look again, press again.

@@ -83,7 +83,7 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     # The session's own mailbox (before due() may remove the file): told if an answer
     # cannot reach its thread.
     mailbox = (handling.read(session_id) or {}).get("mailbox")
-    requests, _ = handling.due(session_id)
+    requests, _ = handling.due(session_id, answer)
     requests = [r for r in requests if r.get("thread") and r.get("request")]
     if not requests:
         return 0

@@ -272,7 +272,7 @@ def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
     _transcript(tr, {"type": "queue-operation", "content": "… id mail-7 …"},
                 {"type": "assistant", "message": {"content": "about hi"}},
                 {"type": "system", "subtype": "stop_hook_summary", "hookErrors": ["mail-7"]})
-    assert handling.due("s2") == ([], None)  # the earlier turn's stop: not yet
+    assert handling.due("s2", settle=0) == ([], None)  # the earlier turn's stop: not yet
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-7 …"}})
     due, _ = handling.due("s2")
     assert [r["request"] for r in due] == ["req_7_a"]
@@ -282,6 +282,44 @@ def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
                   tr.stat().st_size)
     _transcript(tr, {"type": "attachment", "attachment": {"prompt": "… id mail-8 …"}})
     assert [r["request"] for r in handling.due("s2")[0]] == ["req_8_a"]
+
+
+def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_shows_it(
+        tmp_path: Path) -> None:
+    # The journeys caught it: a live mail started the turn, Claude answered (echoing the
+    # request token, as the envelope asks), and the Stop hook ran before Claude Code had
+    # written the mail's record — the answer was never sent.
+    tr = tmp_path / "t.jsonl"
+    _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
+    handling.note("s3", "box", [{"id": "mail-9", "request": "req_9_a",
+                                 "expect_reply": {"thread": "T"}}], str(tr), tr.stat().st_size)
+    assert handling.due("s3", "something else entirely", settle=0) == ([], None)
+    due, _ = handling.due("s3", "CLAUDE ANSWER to req_9_a: yes", settle=0)
+    assert [r["request"] for r in due] == ["req_9_a"]
+
+
+def test_a_stop_waits_a_moment_for_the_transcript_to_show_the_mail(tmp_path: Path) -> None:
+    import threading
+
+    tr = tmp_path / "t.jsonl"
+    _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
+    handling.note("s4", "box", [{"id": "mail-10", "request": "req_10_a",
+                                 "expect_reply": {"thread": "T"}}], str(tr), tr.stat().st_size)
+    polled = threading.Event()
+    real_sleep = handling.time.sleep
+
+    def sleep(seconds: float) -> None:  # the first poll finds nothing: the record arrives
+        if not polled.is_set():
+            polled.set()
+            _transcript(tr, {"type": "user", "message": {"content": "… id mail-10 …"}})
+        real_sleep(seconds)
+
+    handling.time.sleep = sleep  # type: ignore[assignment]
+    try:
+        due, _ = handling.due("s4", "an answer without the token", settle=3600)
+    finally:
+        handling.time.sleep = real_sleep  # type: ignore[assignment]
+    assert polled.is_set() and [r["request"] for r in due] == ["req_10_a"]
 
 
 # -- limits --------------------------------------------------------------------------------
