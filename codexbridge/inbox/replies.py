@@ -110,11 +110,19 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
             out.append(r)
 
         store.update(request, claim)
-        if not claimed or not answer:
+        if not claimed:
             continue
-        reply = new_reply(store, str(req["thread"]), request, _str(req.get("conversation")),
-                          answer, app_server=_app_server(),
-                          reply_to=mailbox if isinstance(mailbox, str) else None)
+        if answer:
+            reply = new_reply(store, str(req["thread"]), request,
+                              _str(req.get("conversation")), answer, app_server=_app_server(),
+                              reply_to=mailbox if isinstance(mailbox, str) else None)
+        else:  # nothing to send back: the asking thread is told so, not left waiting
+            reply = new_reply(store, str(req["thread"]), request,
+                              _str(req.get("conversation")),
+                              f"codexbridge: your request {request} to Claude Code got no "
+                              "answer — the Claude Code session ended its turn without a "
+                              "final message. Ask again if you still need it.",
+                              app_server=_app_server(), reply_to=None, notice=True)
         started.append(reply.id)
     if started:
         courier_link.ensure(started)

@@ -189,9 +189,9 @@ def test_forty_exchanges_with_faults_end_delivered_or_told_and_never_twice(
     for rec in records:
         outcome[f"{rec['direction']} {rec['state']}"] += 1
         if rec["direction"] == "to-codex" and rec["state"] != "delivered":
-            assert rec["reply_mail_id"], rec  # Claude was told
+            assert rec["reply_mail_id"], json.dumps(rec)  # Claude was told
         if rec["direction"] == "to-claude" and rec["state"] != "delivered":
-            assert _told(j, rec), rec  # the asking thread was told
+            assert _told(j, rec), json.dumps(rec)  # the asking thread was told
     # nothing twice: each message one turn in Codex; each reply / notice one turn in Claude
     codex_turns = collections.Counter(
         t.split("\n\n", 1)[-1] for t in j.codex_user_texts() if "CHAOS-" in t)
