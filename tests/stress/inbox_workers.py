@@ -4,8 +4,9 @@
         pushes N mails through the store (the same code path as `inbox push`) and prints
         each id on its own line.
     python -m tests.stress.inbox_workers raw --to NAME --count N --tag TAG
-        appends N lines under the same mailbox lock with no mail logic at all — the
-        baseline the bench compares push+drain against.
+        appends N lines under the same mailbox lock with no mail logic at all, each
+        synced as a push is (durable on return) — the baseline the bench compares
+        push+drain against.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main(argv: list[str]) -> int:
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
                     os.write(fd, line)
+                    os.fsync(fd)
                 finally:
                     os.close(fd)
         return 0
