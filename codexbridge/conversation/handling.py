@@ -87,7 +87,7 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
     """The session was just handed `mails` (each mail's JSON object), which show up in
     `transcript` after byte `offset`. Returns the requests newly noted (a mail noted
     twice — by the pusher and by the hook settling the same live frame — counts once)."""
-    requests = []
+    requests, carried = [], []
     conversation = None
     for mail in mails:
         conv = mail.get("conversation")
@@ -99,6 +99,10 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
                              "thread": expect["thread"], "conversation": conv,
                              "mail": mail.get("id"), "transcript": transcript,
                              "offset": offset})
+        elif isinstance(conv, str) and isinstance(mail.get("id"), str):
+            # mail that expects no answer still carries its conversation into the turn
+            # that handles it: kept until that turn's stop (see `due`)
+            carried.append({"mail": mail["id"], "transcript": transcript, "offset": offset})
     if conversation is None and not requests:
         return []
     with _lock(session_id):
@@ -106,9 +110,12 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
         held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
         known = {r.get("request") for r in held}
         fresh = [r for r in requests if r["request"] not in known]
+        kept = [c for c in current.get("carried") or [] if isinstance(c, dict)]
+        seen = {c.get("mail") for c in kept}
         _write(session_id, {"mailbox": mailbox,
                             "conversation": conversation or current.get("conversation"),
-                            "requests": held + fresh})
+                            "requests": held + fresh,
+                            "carried": kept + [c for c in carried if c["mail"] not in seen]})
     return [str(r["request"]) for r in fresh]
 
 
@@ -140,7 +147,12 @@ def due(session_id: str, answer: str | None = None,
             now = [r for r in held if _named(r, answer) or _taken_in(r)]
             if now or not held or time.monotonic() >= deadline:
                 later = [r for r in held if r not in now]
-                _write(session_id, {**current, "requests": later} if later else None)
+                # mail this turn took in is done with; mail not taken in yet (handed at
+                # this very stop, e.g. by the watcher) keeps the conversation for its turn
+                carried = [c for c in current.get("carried") or []
+                           if isinstance(c, dict) and not _taken_in(c)]
+                _write(session_id, {**current, "requests": later, "carried": carried}
+                       if later or carried else None)
                 return now, current.get("conversation")
         time.sleep(SETTLE_POLL)  # the transcript may not show the mail yet
 

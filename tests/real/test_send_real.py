@@ -376,7 +376,7 @@ async def test_say_on_timeout_leave_or_interrupt_and_name(
     async with RawClient(app_server.url) as peer:
         human = await start_user_thread(peer, workdir, "first")
         left = await arun_cli("talk", "say", "--timeout", "1", "HOLD:t1 leave me", env=url_env)
-        assert left.code == 6 and "may still be running in the TUI" in left.err
+        assert left.code == 6 and "may still be running in the Codex TUI" in left.err
         thread = (await peer.request("thread/read", {"threadId": human.thread_id}))["thread"]
         assert thread["status"]["type"] == "active"  # left running for the human
         since = peer.mark()

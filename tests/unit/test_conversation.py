@@ -284,6 +284,23 @@ def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
     assert [r["request"] for r in handling.due("s2")[0]] == ["req_8_a"]
 
 
+def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_it(
+        tmp_path: Path) -> None:
+    # The journeys caught it: the watcher handed Codex's hop-4 mail (no answer expected)
+    # as the turn ended, the Stop hook of that same turn then found nothing to answer and
+    # dropped the marker — Claude's next send started a new conversation, so hop 5 was
+    # not refused.
+    tr = tmp_path / "t.jsonl"
+    _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
+    handling.note("s5", "box", [{"id": "mail-11", "conversation": "conv_hops"}], str(tr),
+                  tr.stat().st_size)
+    assert handling.due("s5", "the turn that was ending", settle=0) == ([], "conv_hops")
+    assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "s5"}) == "conv_hops"
+    _transcript(tr, {"type": "user", "message": {"content": "… id mail-11 …"}})
+    handling.due("s5", "the turn that handled it", settle=0)  # its stop: done with it
+    assert handling.read("s5") is None
+
+
 def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_shows_it(
         tmp_path: Path) -> None:
     # The journeys caught it: a live mail started the turn, Claude answered (echoing the
