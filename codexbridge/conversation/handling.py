@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
@@ -119,42 +118,34 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
     return [str(r["request"]) for r in fresh]
 
 
-# How long a stop waits for the transcript to show mail it has not written yet: Claude
-# Code writes its transcript a moment after the turn (measured in the journeys: the
-# Stop hook ran before the record of the live mail that started the turn was written,
-# and the answer was never sent). Only stops that hold a request pay it.
-SETTLE = 1.0
-SETTLE_POLL = 0.05
-
-
-def due(session_id: str, answer: str | None = None,
-        settle: float = SETTLE) -> tuple[list[dict[str, Any]], str | None]:
+def due(session_id: str, answer: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """At a stop: take out the requests this turn's final message `answer` answers — those
     it names (the envelope asks Claude to echo the request token), and those whose mail
     the transcript shows Claude took in — and the conversation they are in. The rest
     stay. Without a transcript to look at, every request is due (the old rule: the next
-    stop after handing answers)."""
+    stop after handing answers).
+
+    The token is the evidence that does not wait on Claude Code's transcript, which can
+    lag the Stop hook (the journeys caught a live mail's turn answered before its record
+    was written: the answer was never sent). Waiting for the record instead would let a
+    mail dequeued while this stop's hook runs be answered by the wrong turn."""
     if not os.path.exists(path(session_id)):
         return [], None
-    deadline = time.monotonic() + settle
-    while True:
-        with _lock(session_id):
-            current = read(session_id)
-            if current is None:
-                _write(session_id, None)
-                return [], None
-            held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
-            now = [r for r in held if _named(r, answer) or _taken_in(r)]
-            if now or not held or time.monotonic() >= deadline:
-                later = [r for r in held if r not in now]
-                # mail this turn took in is done with; mail not taken in yet (handed at
-                # this very stop, e.g. by the watcher) keeps the conversation for its turn
-                carried = [c for c in current.get("carried") or []
-                           if isinstance(c, dict) and not _taken_in(c)]
-                _write(session_id, {**current, "requests": later, "carried": carried}
-                       if later or carried else None)
-                return now, current.get("conversation")
-        time.sleep(SETTLE_POLL)  # the transcript may not show the mail yet
+    with _lock(session_id):
+        current = read(session_id)
+        if current is None:
+            _write(session_id, None)
+            return [], None
+        held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
+        now = [r for r in held if _named(r, answer) or _taken_in(r)]
+        later = [r for r in held if r not in now]
+        # mail this turn took in is done with; mail not taken in yet (handed at this
+        # very stop, e.g. by the watcher) keeps the conversation for its turn
+        carried = [c for c in current.get("carried") or []
+                   if isinstance(c, dict) and not _taken_in(c)]
+        _write(session_id, {**current, "requests": later, "carried": carried}
+               if later or carried else None)
+    return now, current.get("conversation")
 
 
 def _named(request: dict[str, Any], answer: str | None) -> bool:

@@ -272,7 +272,7 @@ def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
     _transcript(tr, {"type": "queue-operation", "content": "… id mail-7 …"},
                 {"type": "assistant", "message": {"content": "about hi"}},
                 {"type": "system", "subtype": "stop_hook_summary", "hookErrors": ["mail-7"]})
-    assert handling.due("s2", settle=0) == ([], None)  # the earlier turn's stop: not yet
+    assert handling.due("s2") == ([], None)  # the earlier turn's stop: not yet
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-7 …"}})
     due, _ = handling.due("s2")
     assert [r["request"] for r in due] == ["req_7_a"]
@@ -294,10 +294,10 @@ def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s5", "box", [{"id": "mail-11", "conversation": "conv_hops"}], str(tr),
                   tr.stat().st_size)
-    assert handling.due("s5", "the turn that was ending", settle=0) == ([], "conv_hops")
+    assert handling.due("s5", "the turn that was ending") == ([], "conv_hops")
     assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "s5"}) == "conv_hops"
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-11 …"}})
-    handling.due("s5", "the turn that handled it", settle=0)  # its stop: done with it
+    handling.due("s5", "the turn that handled it")  # its stop: done with it
     assert handling.read("s5") is None
 
 
@@ -310,33 +310,9 @@ def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s3", "box", [{"id": "mail-9", "request": "req_9_a",
                                  "expect_reply": {"thread": "T"}}], str(tr), tr.stat().st_size)
-    assert handling.due("s3", "something else entirely", settle=0) == ([], None)
-    due, _ = handling.due("s3", "CLAUDE ANSWER to req_9_a: yes", settle=0)
+    assert handling.due("s3", "something else entirely") == ([], None)
+    due, _ = handling.due("s3", "CLAUDE ANSWER to req_9_a: yes")
     assert [r["request"] for r in due] == ["req_9_a"]
-
-
-def test_a_stop_waits_a_moment_for_the_transcript_to_show_the_mail(tmp_path: Path) -> None:
-    import threading
-
-    tr = tmp_path / "t.jsonl"
-    _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
-    handling.note("s4", "box", [{"id": "mail-10", "request": "req_10_a",
-                                 "expect_reply": {"thread": "T"}}], str(tr), tr.stat().st_size)
-    polled = threading.Event()
-    real_sleep = handling.time.sleep
-
-    def sleep(seconds: float) -> None:  # the first poll finds nothing: the record arrives
-        if not polled.is_set():
-            polled.set()
-            _transcript(tr, {"type": "user", "message": {"content": "… id mail-10 …"}})
-        real_sleep(seconds)
-
-    handling.time.sleep = sleep  # type: ignore[assignment]
-    try:
-        due, _ = handling.due("s4", "an answer without the token", settle=3600)
-    finally:
-        handling.time.sleep = real_sleep  # type: ignore[assignment]
-    assert polled.is_set() and [r["request"] for r in due] == ["req_10_a"]
 
 
 # -- limits --------------------------------------------------------------------------------
