@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         reply = asyncio.run(raw_say(args.url, args.thread, args.text, stream=sys.stderr,
                                     timeout=args.timeout))
-    except (RawSayError, OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, RawSayError, OSError) as exc:
         print(f"\nraw_say: {exc or type(exc).__name__}", file=sys.stderr)
         return 1
     print(file=sys.stderr)

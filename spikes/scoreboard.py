@@ -160,7 +160,7 @@ class Recorder:
 
         try:
             return await asyncio.wait_for(find(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TimeoutError(f"no {method} within {timeout:g} s") from None
 
     def close(self) -> None:
