@@ -104,9 +104,11 @@ def test_claude_killed_while_answering_the_asking_thread_is_told(journey: Journe
         assert pid is not None
         kill(pid)
         j.claude.pop("project")
-    screen = j.on_screen(codex, f"your request {rid} to Claude Code got no answer",
-                         TOLD_WITHIN)
-    told = " ".join(screen.split())
+    j.on_screen(codex, f"your request {rid} to Claude Code got no answer", TOLD_WITHIN)
+    # the whole notice from its record: the TUI may show an older turn cut to one line
+    [notice] = [r for r in j.records() if r.get("in_reply_to") == rid]
+    text = (j.world.bridge_home / "deliveries" / f"{notice['id']}.text").read_text()
+    told = " ".join(text.split())
     # Killed mid-answer, Claude may not have written the mail's record yet: then the mail
     # counts as never taken in, goes back to the mailbox for the project's next session,
     # and the thread is told that instead — never silence, never a guess.
