@@ -466,8 +466,10 @@ def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
                   failure: str | None = None) -> None:
     """Claude's answer to `request` reached the asking thread (a turn ran with it), or
     did not — then the request says so, and where the answer is kept."""
-    ran = reply is not None and reply.turn_id is not None and failure is None \
-        and reply.state is DeliveryState.DELIVERED
+    # The answer reached the asking thread once a turn started with it: it is in the
+    # thread's history, whatever became of that turn (a daemon killed mid-turn leaves it
+    # `interrupted`; the answering session is told that on its own record).
+    ran = reply is not None and reply.turn_id is not None and failure is None
     why = failure or (reply.reason if reply is not None else None) or "unknown"
 
     def change(r: Delivery) -> None:

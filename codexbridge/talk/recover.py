@@ -9,6 +9,7 @@ what Codex answered — only text of that turn counts.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, NamedTuple
 
 from ..errors import RpcError
@@ -78,15 +79,30 @@ async def turn_status(rpc: Rpc, thread_id: str, turn_id: str) -> Found:
             status = str(turn.get("status") or status)
             error = turn.get("error") if isinstance(turn.get("error"), dict) else None
             break
-    reply = ""
+    reply = await _last_agent_message(rpc, thread_id, turn_id)
+    # A turn listed completed a moment before its final message is (codex 0.169.0, seen
+    # in the journeys: an empty reply was delivered): look again, briefly, before taking
+    # a completed turn for one that said nothing.
+    for _ in range(SETTLE_LOOKS):
+        if reply or status != TurnStatus.COMPLETED.value:
+            break
+        await asyncio.sleep(SETTLE_POLL)
+        reply = await _last_agent_message(rpc, thread_id, turn_id)
+    return Found(turn_id, status, reply, error)
+
+
+SETTLE_LOOKS = 10
+SETTLE_POLL = 0.2
+
+
+async def _last_agent_message(rpc: Rpc, thread_id: str, turn_id: str) -> str:
     page = await rpc.request(m.THREAD_ITEMS_LIST, {"threadId": thread_id, "turnId": turn_id,
                                                    "sortDirection": "desc", "limit": PAGE})
     for entry in page.get("data") or []:
         item = entry.get("item") if isinstance(entry, dict) else None
         if isinstance(item, dict) and item.get("type") == ThreadItemType.AGENT_MESSAGE:
-            reply = str(item.get("text") or "")
-            break
-    return Found(turn_id, status, reply, error)
+            return str(item.get("text") or "")
+    return ""
 
 
 async def still_queued(rpc: Rpc, thread_id: str, submission_id: str | None,
