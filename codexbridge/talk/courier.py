@@ -280,6 +280,18 @@ async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
     if result is None:
         raise Orphaned("codex no longer has the message (not in the thread, not in its "
                        "queue); it is not resent")
+    if (result.status is TurnOutcome.COMPLETED and not result.reply and result.turn_id
+            and not result.truncated):
+        # A completed turn that seems to have said nothing: the follower bound it as it
+        # ended (a courier that took over mid-turn) and its final message went by
+        # unseen. codex's thread has it: read it there rather than deliver an empty
+        # reply (seen in the journeys on both codex versions).
+        from .recover import turn_status
+
+        found = await turn_status(client, record.thread_id, result.turn_id)
+        if found.reply:
+            result = result._replace(reply=found.reply,
+                                     reply_bytes=len(found.reply.encode("utf-8")))
     return result
 
 
