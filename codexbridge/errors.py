@@ -51,7 +51,7 @@ with -32600 (docs/protocol-notes.md, "Errors").
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 INTERRUPTED_EXIT = 130  # Ctrl-C
 
@@ -70,11 +70,12 @@ class BridgeError(Exception):
     # failed turn): the handler then prints only the message, not an error object.
     reported = False
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None,
+    def __init__(self, message: str, *, details: Mapping[str, object] | None = None,
                  retryable: bool | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.details: dict[str, Any] = details or {}
+        # What a script needs beyond the message: `--json` and MCP show it as is.
+        self.details: dict[str, object] = dict(details) if details else {}
         if retryable is not None:
             self.retryable = retryable
 
@@ -163,13 +164,13 @@ class RpcError(BridgeError):
     mcp_code = "THREAD_READ_FAILED"
     mcp_meaning = "the app-server could not list or read the thread"
 
-    def __init__(self, rpc_code: int, message: str, data: Any = None) -> None:
+    def __init__(self, rpc_code: int, message: str, data: object = None) -> None:
         super().__init__(message, details={"rpc_code": rpc_code, "data": data})
         self.rpc_code = rpc_code
         self.data = data
 
     @staticmethod
-    def from_wire(error: Any) -> RpcError:
+    def from_wire(error: object) -> RpcError:
         if not isinstance(error, dict):
             return RpcError(-32603, f"malformed error object: {error!r}")
         rpc_code = error.get("code")
@@ -235,7 +236,7 @@ class AmbiguousThreadError(TargetError):
     mcp_meaning = "several threads fit; pass threadId (details.candidates lists them)"
     retryable = False
 
-    def __init__(self, message: str, candidates: list[dict[str, Any]]) -> None:
+    def __init__(self, message: str, candidates: Sequence[Mapping[str, object]]) -> None:
         super().__init__(message, details={"candidates": candidates})
         self.candidates = candidates
 
@@ -254,14 +255,14 @@ class AmbiguousSessionError(TargetError):
                    "(details.candidates lists them)")
     retryable = False
 
-    def __init__(self, message: str, candidates: list[dict[str, Any]]) -> None:
+    def __init__(self, message: str, candidates: Sequence[Mapping[str, object]]) -> None:
         super().__init__(message, details={"candidates": candidates})
         self.candidates = candidates
 
 
 class TurnError(BridgeError):
     def __init__(self, message: str, *, thread_id: str, turn_id: str | None,
-                 partial_reply: str = "", error: Any = None) -> None:
+                 partial_reply: str = "", error: object = None) -> None:
         super().__init__(message, details={"thread_id": thread_id, "turn_id": turn_id,
                                            "error": error})
         self.thread_id = thread_id
