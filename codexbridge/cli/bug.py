@@ -62,7 +62,7 @@ def report_bug(exc: BaseException, *, as_json: bool, where: str = "codexbridge")
             "please report it)") if said else (
             f"codexbridge: a bug in codexbridge: {kind} ({where_tb}; please report it)")
     if as_json:
-        from .output import error_payload
+        from .command import error_payload
 
         _write(sys.stdout, json.dumps(error_payload(error), ensure_ascii=False, indent=2,
                                       default=str))

@@ -41,7 +41,7 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import INTERRUPTED_EXIT, BinaryNotFoundError, ServeError, UsageError
-from .output import command
+from .command import command
 
 if TYPE_CHECKING:
     from ..host.tmux_tui import ClaudeTUI, CodexTUI

@@ -8,8 +8,7 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import UnhealthyError, UsageError
-from .common import ensure_dir, json_option, url_option
-from .output import diagnosing, emit_json
+from .command import diagnosing, emit_json, ensure_dir, json_option, url_option
 
 DOCTOR_EXIT_HELP = exit_help(UnhealthyError, UsageError,
                              success="no FAIL row (WARN and INFO rows do not change it)")

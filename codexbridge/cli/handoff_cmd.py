@@ -20,8 +20,15 @@ from ..errors import (
     UsageError,
 )
 from ..protocol.approvals import approval_settings
-from .common import approval_timeout_option, approvals_option, json_option, run_async, url_option
-from .output import command, emit_json
+from .command import (
+    approval_timeout_option,
+    approvals_option,
+    command,
+    emit_json,
+    json_option,
+    run_async,
+    url_option,
+)
 
 HANDOFF_EXIT_HELP = exit_help(
     UsageError, HandoffStateError, AmbiguousSessionError, ConnectError, QueueTimeoutError,
@@ -104,7 +111,7 @@ def run(to: str | None, selector: str | None, from_session: str | None,
         approval_timeout: float | None, dry_run: bool, url: str | None,
         as_json: bool) -> None:
     from ..handoff.note import parse_note
-    from .common import ensure_dir
+    from .command import ensure_dir
 
     if to is None:
         raise UsageError("pass --to codex or --to claude (or run `handoff status`)")
@@ -185,7 +192,7 @@ def status_cmd(project: str, as_json: bool) -> None:
     """The project's handoff ledger: agents, what each target knows (knownBy), the git
     checkpoints, pending handoffs (and where a resume delta waits), recent handoffs."""
     from ..handoff.status import render, status
-    from .common import ensure_dir
+    from .command import ensure_dir
 
     data = status(ensure_dir(project, "--project"))
     if as_json:

@@ -23,7 +23,7 @@ from ..inbox.hook import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.hook import render_mail
 from ..inbox.lines import Mail, Rejected
 from ..inbox.location import rejected_path
-from .output import command, emit_json
+from .command import command, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 INBOX_EXIT_HELP = exit_help(UsageError, MailboxError, LoopGuardError)

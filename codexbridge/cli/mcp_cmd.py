@@ -25,7 +25,7 @@ import click
 
 from ..errors import UsageError
 from ..mcp.stdio import quiet_gc, serve_stdio
-from .output import command
+from .command import command
 
 
 @click.command("mcp", context_settings={"help_option_names": ["-h", "--help"]})

@@ -9,7 +9,7 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import UsageError
-from .output import command, emit_json
+from .command import command, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 SETUP_EXIT_HELP = exit_help(UsageError, success="done (or, with --dry-run, shown)",
@@ -141,6 +141,6 @@ def codex_cmd(project: str | None, user: bool, dry_run: bool, remove: bool, as_j
 def mailbox_cmd(session: str, project: str | None) -> None:
     """(internal) Print this Claude session's mailbox name, claiming it (the plugin's
     hooks run this once per session)."""
-    from .fast import mailbox_name  # (cli/__init__.py runs it without click first)
+    from . import mailbox_name  # (cli/__init__.py runs it without click first)
 
     click.echo(mailbox_name(session, project))

@@ -25,9 +25,12 @@ from ..talk.client import AppServerClient
 from ..talk.endpoint import Endpoint, resolve_endpoint
 from ..talk.outcome import turn_error
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
-from .common import (
+from .app import LazyGroup
+from .command import (
     approval_timeout_option,
     approvals_option,
+    command,
+    emit_json,
     ensure_dir,
     json_option,
     read_text_arg,
@@ -35,8 +38,6 @@ from .common import (
     url_option,
     wait_thread_option,
 )
-from .lazy import LazyGroup
-from .output import command, emit_json
 
 TALK_EXIT_HELP = exit_help(TurnFailedError, UsageError, NoThreadError, AmbiguousThreadError,
                            ConnectError, TurnTimeoutError, TurnInterruptedError,

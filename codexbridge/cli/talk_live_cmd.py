@@ -25,16 +25,17 @@ from ..errors import (
 from ..protocol.approvals import approval_settings
 from ..talk.client import AppServerClient
 from ..talk.endpoint import resolve_endpoint
-from .common import (
+from .command import (
     approval_timeout_option,
     approvals_option,
+    command,
+    emit_json,
     json_option,
     read_text_arg,
     run_async,
     url_option,
     wait_thread_option,
 )
-from .output import command, emit_json
 
 SEND_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError,
                            LoopGuardError, success="the message is on its way (see the receipt)")

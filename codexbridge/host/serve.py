@@ -4,11 +4,16 @@ The serve process is a thin supervisor: it starts codex with a baseline environm
 waits until it listens, writes bridge.json, forwards SIGINT/SIGTERM/SIGHUP to the child's
 process group, relays the child's stderr (watching for auth failures), and on exit
 removes bridge.json and returns the child's status.
+
+What it says to the person goes two ways: the greeting (where to point the TUI) through
+the caller's `echo`, on stdout; warnings (an auth hint, a restart) to this module's
+logger, which the CLI shows on stderr as `codexbridge: …` (cli/command.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -19,7 +24,8 @@ from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from types import FrameType
+from typing import IO, TYPE_CHECKING
 
 from ..errors import ServeError, UsageError
 from .appserver import AppServerProcess, codex_version, free_port
@@ -32,6 +38,8 @@ from .procs import pid_alive
 
 if TYPE_CHECKING:
     from .tls_relay import TlsRelay
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8787
 # A dead app-server child is started again, at most this many times within this window.
@@ -63,8 +71,10 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def _relay_stderr(stream: IO[bytes], tail: deque[str], warn: Callable[[str], None]) -> None:
-    """Copy the child's stderr through, keep a tail, and point auth failures to the fix."""
+def _relay_stderr(stream: IO[bytes], tail: deque[str]) -> None:
+    """Copy the child's stderr through, keep a tail, and point auth failures to the fix.
+
+    The child's lines are copied as they are, not logged: they are codex's own words."""
     hinted = False
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", errors="replace")
@@ -74,7 +84,7 @@ def _relay_stderr(stream: IO[bytes], tail: deque[str], warn: Callable[[str], Non
         hint = None if hinted else auth_hint(line)
         if hint:
             hinted = True
-            warn(f"codexbridge: {hint}")
+            log.warning(hint)
 
 
 def attach_lines(url: str, workdir: str, token: bool, tls: bool) -> list[str]:
@@ -111,16 +121,15 @@ class _Child:
     The thread a client had is not lost: codex keeps rollouts on disk, `thread/resume`
     loads it into the new process."""
 
-    def __init__(self, make: Callable[[], AppServerProcess],
-                 warn: Callable[[str], None]) -> None:
-        self.make, self.warn = make, warn
+    def __init__(self, make: Callable[[], AppServerProcess]) -> None:
+        self.make = make
         self.proc: AppServerProcess | None = None
         self.relay: threading.Thread | None = None
         self.tail: deque[str] = deque(maxlen=40)
         self.forwarded: list[int] = []  # signals serve passed on: a stop asked for
         self.restarts: deque[float] = deque()  # when each restart happened (monotonic)
 
-    def forward(self, signum: int, _frame: Any) -> None:
+    def forward(self, signum: int, _frame: FrameType | None) -> None:
         self.forwarded.append(signum)
         if self.proc is not None:
             self.proc.signal(signum)
@@ -131,7 +140,7 @@ class _Child:
         proc.start()
         assert proc.proc is not None and proc.proc.stderr is not None
         self.relay = threading.Thread(target=_relay_stderr,
-                                      args=(proc.proc.stderr, self.tail, self.warn),
+                                      args=(proc.proc.stderr, self.tail),
                                       daemon=True)
         self.relay.start()
         try:
@@ -168,10 +177,10 @@ class _Child:
             while self.restarts and now - self.restarts[0] > RESTART_WINDOW:
                 self.restarts.popleft()
             if len(self.restarts) >= RESTART_LIMIT:
-                self.warn(f"codexbridge: the codex app-server (pid {old}) {_how(code)}; it "
-                          f"died {len(self.restarts) + 1} times within {RESTART_WINDOW:g} s, "
-                          f"more than serve restarts it ({RESTART_LIMIT}): serve stops"
-                          + _tail_text(self.tail))
+                log.warning("the codex app-server (pid %d) %s; it died %d times within "
+                            "%g s, more than serve restarts it (%d): serve stops%s",
+                            old, _how(code), len(self.restarts) + 1, RESTART_WINDOW,
+                            RESTART_LIMIT, _tail_text(self.tail))
                 return _status(code) or 1
             self.restarts.append(now)
             self.start()
@@ -179,10 +188,10 @@ class _Child:
                 continue
             assert self.proc.pid is not None
             restarted(self.proc.pid)
-            self.warn(f"codexbridge: the codex app-server (pid {old}) {_how(code)}; "
-                      f"restarted it on {self.proc.url} as pid {self.proc.pid} (restart "
-                      f"{len(self.restarts)} of at most {RESTART_LIMIT} within "
-                      f"{RESTART_WINDOW:g} s)")
+            log.warning("the codex app-server (pid %d) %s; restarted it on %s as pid %d "
+                        "(restart %d of at most %d within %g s)", old, _how(code),
+                        self.proc.url, self.proc.pid, len(self.restarts), RESTART_LIMIT,
+                        RESTART_WINDOW)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -204,9 +213,7 @@ def _how(code: int) -> str:
 
 
 def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[str, ...] = (),
-              echo: Callable[[str], None] = print,
-              warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
-              tls: tuple[str, str] | None = None) -> int:
+              *, echo: Callable[[str], None], tls: tuple[str, str] | None = None) -> int:
     """Run until stopped (SIGINT/SIGTERM/SIGHUP: the app-server's status) or until the
     app-server dies more often than serve restarts it (non-zero). `tls` = (cert, key):
     codex listens on loopback and a TLS relay serves wss://HOST:PORT (tls_relay.py)."""
@@ -237,16 +244,15 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
     extra, token_file = _auth_args(list(codex_args), token)
     env = child_env(os.environ)
     child = _Child(lambda: AppServerProcess(codex, workdir, host, port, env, extra,
-                                            stderr=subprocess.PIPE), warn)
+                                            stderr=subprocess.PIPE))
     previous = {s: signal.signal(s, child.forward) for s in (signal.SIGINT, signal.SIGTERM,
                                                             signal.SIGHUP)}
     record_path = bridge_file()
     try:
         child.start()
         assert child.proc is not None
-        url_host = f"[{host}]" if ":" in host else host
-        url = f"ws://{url_host}:{port}"
-        record: dict[str, Any] = {
+        url = f"ws://{_url_host(host)}:{port}"
+        record: dict[str, object] = {
             "url": url, "pid": os.getpid(), "app_server_pid": child.proc.pid,
             "cwd": str(workdir), "codex_version": version,
             "codex_home": str(daemon_home(env)),
@@ -255,16 +261,17 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
         public = url
         if front is not None:
             front.start()
-            shown = f"[{public_host}]" if ":" in public_host else public_host
-            public = record["public_url"] = f"wss://{shown}:{public_port}"
+            public = record["public_url"] = f"wss://{_url_host(public_host)}:{public_port}"
         if token_file is not None:
             record["token_file"] = str(token_file)
         write_private_json(record_path, record)
         _greet(echo, version, public, url, workdir, bool(token), front is not None)
+        restarts = 0
 
         def restarted(pid: int) -> None:
-            record["app_server_pid"] = pid
-            record["app_server_restarts"] = record.get("app_server_restarts", 0) + 1
+            nonlocal restarts
+            restarts += 1
+            record.update(app_server_pid=pid, app_server_restarts=restarts)
             write_private_json(record_path, record)
 
         return child.run(restarted)
@@ -278,6 +285,10 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
         if current and current.get("pid") == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 record_path.unlink()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _auth_args(extra: list[str], token: str | None) -> tuple[list[str], Path | None]:
@@ -314,14 +325,3 @@ def _quote(path: str) -> str:
     import shlex
 
     return shlex.quote(path)
-
-
-def wait_for_bridge_file(timeout: float) -> dict[str, Any] | None:
-    """Poll for bridge.json (used by the demo and tests that start serve as a process)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        record = read_bridge_file()
-        if record:
-            return record
-        time.sleep(0.05)
-    return None

@@ -646,7 +646,7 @@ def _serve_session(warm: _Warm, argv: list[str]) -> int:
     try:
         check_state_dirs()
         config = settings.load(settings.resolve_role(flag, os.environ))
-    except BridgeError as exc:  # as a cold start reports it (cli/output.report)
+    except BridgeError as exc:  # as a cold start reports it (cli/command.report)
         print(f"codexbridge: {exc.message}", file=sys.stderr)
         return exc.exit_code
     built, server = warm.prebuilt.get(config.role, (None, None))

@@ -1,4 +1,4 @@
-"""The plugin's hot commands before click (cli/fast.py): the same answers as the click
+"""The plugin's hot commands before click (cli/__init__.py): the same answers as the click
 commands, without importing click; anything else still goes to click."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.cli.fast import _options
+from codexbridge.cli import _options
 from codexbridge.setup.mailbox import project_mailbox
 
 SID = "746d1776-8ea2-437e-b6a7-9732a034ca4d"

@@ -62,12 +62,12 @@ def test_a_bug_with_json_is_the_error_object(broken_list: None) -> None:
 def test_a_bug_outside_a_command_is_caught_by_main(monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]
                                                    ) -> None:
-    from codexbridge.cli import fast
+    import codexbridge.cli as entry  # setup_mailbox runs there, before click
 
     def boom(_: list[str]) -> int:
         raise KeyError("k")
 
-    monkeypatch.setattr(fast, "setup_mailbox", boom)
+    monkeypatch.setattr(entry, "setup_mailbox", boom)
     with pytest.raises(SystemExit) as exited:
         main(["setup", "mailbox"])
     assert exited.value.code == 70
@@ -78,12 +78,12 @@ def test_a_bug_outside_a_command_is_caught_by_main(monkeypatch: pytest.MonkeyPat
 def test_a_known_error_outside_a_command_keeps_its_code(monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
-    from codexbridge.cli import fast
+    import codexbridge.cli as entry  # setup_mailbox runs there, before click
 
     def refuse(_: list[str]) -> int:
         raise UsageError("no such thing")
 
-    monkeypatch.setattr(fast, "setup_mailbox", refuse)
+    monkeypatch.setattr(entry, "setup_mailbox", refuse)
     with pytest.raises(SystemExit) as exited:
         main(["setup", "mailbox"])
     assert exited.value.code == 2 and "no such thing" in capsys.readouterr().err
