@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
+from ..jsontypes import obj, opt_str
 from .jsonfile import read_object
 
 PLUGIN = "codexbridge"
 MARKETPLACE = "codexbridge"
 PLUGIN_ID = f"{PLUGIN}@{MARKETPLACE}"
+
+
+class PluginFacts(TypedDict):
+    marketplace_path: str | None  # the marketplace the user's settings declare
+    marketplace_ok: bool  # it holds a plugin
+    enabled_in: list[str]  # the scopes that enable it: user, project, local
+    bin: str | None  # the CODEX_BRIDGE_BIN the user's settings give the plugin's hooks
+    files: dict[str, str]  # scope → its settings file
 
 
 def claude_config_dir(env: Mapping[str, str] | None = None) -> str:
@@ -31,26 +40,21 @@ def claude_user_settings(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(claude_config_dir(env), "settings.json")
 
 
-def plugin_facts(project: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """marketplace_path, marketplace_ok (it holds a plugin), enabled_in (scopes), bin,
-    files (scope → settings file)."""
+def plugin_facts(project: str, env: Mapping[str, str] | None = None) -> PluginFacts:
+    """What the user's, the project's and the project's local settings say of the plugin."""
     user_file = claude_user_settings(env)
     files = {"user": user_file,
              "project": os.path.join(project, ".claude", "settings.json"),
              "local": os.path.join(project, ".claude", "settings.local.json")}
-    loaded = {scope: read_object(path) for scope, path in files.items()}
-    user = loaded["user"] or {}
-    markets = user.get("extraKnownMarketplaces")
-    market = markets.get(MARKETPLACE) if isinstance(markets, dict) else None
-    path = None
-    if isinstance(market, dict) and isinstance(market.get("source"), dict):
-        path = market["source"].get("path")
-    enabled_in = [scope for scope, data in loaded.items() if data and isinstance(
-        data.get("enabledPlugins"), dict) and data["enabledPlugins"].get(PLUGIN_ID) is True]
+    loaded = {scope: read_object(path) or {} for scope, path in files.items()}
+    user = loaded["user"]
+    market = obj(obj(user.get("extraKnownMarketplaces")).get(MARKETPLACE))
+    path = opt_str(obj(market.get("source")).get("path"))
+    enabled_in = [scope for scope, data in loaded.items()
+                  if obj(data.get("enabledPlugins")).get(PLUGIN_ID) is True]
     return {"marketplace_path": path,
             "marketplace_ok": bool(path) and os.path.isfile(
                 os.path.join(str(path), ".claude-plugin", "plugin.json")),
             "enabled_in": enabled_in,
-            "bin": user["env"].get("CODEX_BRIDGE_BIN") if isinstance(user.get("env"), dict)
-            else None,
+            "bin": opt_str(obj(user.get("env")).get("CODEX_BRIDGE_BIN")),
             "files": files}

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .jsonfile import loads_json
+from .jsonfile import read_object
 from .private import ensure_private_dir, state_home, write_private
 
 BRIDGE_FILE = "bridge.json"
@@ -28,7 +28,7 @@ def state_dir(create: bool = True) -> Path:
     return path
 
 
-def write_private_json(path: Path, data: Any) -> None:
+def write_private_json(path: Path, data: object) -> None:
     """Atomically replace `path` with `data` as JSON, mode 0600."""
     write_private(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
@@ -39,9 +39,4 @@ def bridge_file() -> Path:
 
 def read_bridge_file() -> dict[str, Any] | None:
     """The running serve's record, or None when there is none (or it is unreadable)."""
-    try:
-        with open(bridge_file(), encoding="utf-8") as fh:
-            data = loads_json(fh.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_object(str(bridge_file()))

@@ -13,11 +13,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..protocol.schema import SchemaSet
 from .binaries import repo_root
 from .jsonfile import loads_json, read_object
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 SURFACE_FILE = Path(__file__).resolve().parent.parent / "protocol" / "surface.json"
 
@@ -30,7 +33,7 @@ def schema_dir(experimental: bool = False) -> Path:
     return stable / "experimental" if experimental else stable
 
 
-def read_schema(name: str, directory: Path | None = None) -> dict[str, Any]:
+def read_schema(name: str, directory: Path | None = None) -> JsonObject:
     """One schema file (relative to `directory`, default `schema_dir()`), parsed."""
     path = (directory or schema_dir()) / name
     try:
@@ -52,13 +55,13 @@ def repo_schemas(experimental: bool = True) -> SchemaSet:
     return SchemaSet(lambda name: read_schema(name, directory))
 
 
-def bundle_loader(directory: Path) -> Callable[[str], dict[str, Any] | None]:
+def bundle_loader(directory: Path) -> Callable[[str], JsonObject | None]:
     """A loader over a generated bundle (`schemas/experimental`, or the directory a
     codex just wrote): relative path → parsed object, None when absent or unreadable."""
     return lambda name: read_object(str(directory / name))
 
 
-def shipped_surface(path: Path = SURFACE_FILE) -> dict[str, Any]:
+def shipped_surface(path: Path = SURFACE_FILE) -> JsonObject:
     """The protocol surface codexbridge was built on (package data)."""
     surface = read_object(str(path))
     if surface is None or not isinstance(surface.get("methods"), dict):

@@ -28,6 +28,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING
 
 from ..errors import ServeError, UsageError
+from ..jsontypes import opt_int
 from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
 from .daemon import codex_home as daemon_home
@@ -48,10 +49,11 @@ RESTART_WINDOW = 60.0
 
 
 def check_not_running() -> None:
-    record = read_bridge_file()
-    if record and isinstance(record.get("pid"), int) and pid_alive(record["pid"]):
+    record = read_bridge_file() or {}
+    pid = opt_int(record.get("pid"))
+    if pid is not None and pid_alive(pid):
         raise UsageError(
-            f"a codexbridge serve is already running (pid {record['pid']}, {record.get('url')}); "
+            f"a codexbridge serve is already running (pid {pid}, {record.get('url')}); "
             "stop it first, or give this one its own CODEX_BRIDGE_HOME")
 
 

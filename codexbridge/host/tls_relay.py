@@ -19,9 +19,14 @@ import hmac
 import ssl
 import threading
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ServeError, UsageError
+
+if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
+    from websockets.asyncio.server import ServerConnection
+    from websockets.http11 import Request, Response
 
 FORWARDED = ("authorization",)
 
@@ -87,17 +92,18 @@ class TlsRelay:
             self._ready.set()
             await self._stop.wait()
 
-    def _check(self, connection: Any, request: Any) -> Any:
+    def _check(self, connection: ServerConnection, request: Request) -> Response | None:
         if token_ok(request.headers.get("Authorization"), self.token):
             return None
         return connection.respond(HTTPStatus.UNAUTHORIZED, "a valid capability token is "
                                                            "required\n")
 
-    async def _handle(self, downstream: Any) -> None:
+    async def _handle(self, downstream: ServerConnection) -> None:
         from websockets.asyncio.client import connect
         from websockets.exceptions import ConnectionClosed
 
-        headers = {k: v for k, v in downstream.request.headers.raw_items()
+        request = downstream.request  # (always there once the handshake is done)
+        headers = {k: v for k, v in (request.headers.raw_items() if request else ())
                    if k.lower() in FORWARDED}
         try:
             upstream = await connect(self.upstream, additional_headers=headers,
@@ -106,7 +112,8 @@ class TlsRelay:
             await downstream.close(1011, "the app-server behind the relay is not reachable")
             return
 
-        async def pump(src: Any, dst: Any) -> None:
+        async def pump(src: ServerConnection | ClientConnection,
+                       dst: ServerConnection | ClientConnection) -> None:
             try:
                 async for frame in src:
                     await dst.send(frame)

@@ -7,10 +7,9 @@ file tomllib rejects is one codex refuses too, so it is a ValueError here, never
 from __future__ import annotations
 
 import tomllib
-from typing import Any
 
 
-def load_toml(text: str) -> dict[str, Any]:
+def load_toml(text: str) -> dict[str, object]:
     """The parsed document. Raises ValueError on TOML that tomllib (and codex) rejects."""
     try:
         return tomllib.loads(text)
