@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -29,6 +29,9 @@ from .command import (
     run_async,
     url_option,
 )
+
+if TYPE_CHECKING:
+    from ..handoff.flow import Outcome
 
 HANDOFF_EXIT_HELP = exit_help(
     UsageError, HandoffStateError, AmbiguousSessionError, ConnectError, QueueTimeoutError,
@@ -89,7 +92,7 @@ def read_note(note: str | None) -> str | None:
 @url_option
 @json_option
 @click.pass_context
-def handoff(ctx: click.Context, /, **options: Any) -> None:
+def handoff(ctx: click.Context, /, **options: object) -> None:
     """Hand the work to the other agent: only what it has not seen crosses.
 
     \b
@@ -101,7 +104,7 @@ def handoff(ctx: click.Context, /, **options: Any) -> None:
     Watermarks move only once the delta is delivered. `handoff status` shows them.
     """
     if ctx.invoked_subcommand is None:
-        run(**options)
+        ctx.invoke(run, **options)
 
 
 @command
@@ -125,7 +128,7 @@ def run(to: str | None, selector: str | None, from_session: str | None,
     policy, deadline = approval_settings(os.environ, policy=approvals,
                                          timeout=approval_timeout)
 
-    async def go() -> Any:
+    async def go() -> Outcome:
         from ..talk.client import AppServerClient
         from ..talk.endpoint import resolve_endpoint
 
@@ -153,11 +156,13 @@ def run(to: str | None, selector: str | None, from_session: str | None,
     _say(outcome)
 
 
-def _say(outcome: Any) -> None:
+def _say(outcome: Outcome) -> None:
+    from ..jsontypes import arr, obj
+
     data = outcome.as_dict()
-    for line in data.get("settled") or []:
+    for line in outcome.settled:
         click.echo(f"codexbridge: earlier handoff {line}", err=True)
-    for warning in data.get("warnings") or []:
+    for warning in arr(data.get("warnings")):
         click.echo(f"codexbridge: {warning}", err=True)
     if outcome.dry_run and outcome.prepared is not None:
         click.echo(outcome.prepared.built.delta, nl=False)
@@ -169,14 +174,14 @@ def _say(outcome: Any) -> None:
                    "(pass --note to send one anyway)")
         return
     where = (f"thread {data.get('threadId')}" if outcome.to == "codex"
-             else f"Claude session {data['session']['session_id']} "
+             else f"Claude session {obj(data['session']).get('session_id')} "
                   f"(mailbox {data.get('mailbox')})")
     click.echo(f"handoff {outcome.handoff_id} → {where} via {outcome.via}: "
                f"{outcome.state_text()}; "
                f"{data['messages']} message(s), delta {data['chars']} characters"
                + (f" ({data['cutMessages']} cut from the middle)" if data["cutMessages"]
                   else "") + f"; every message in full: {data['full']}")
-    turn = data.get("turn")
+    turn = outcome.turn
     if turn:
         click.echo(f"visible turn {turn.get('turnId') or '(queued)'}: {turn.get('status')}")
         if turn.get("reply"):
@@ -191,11 +196,11 @@ def _say(outcome: Any) -> None:
 def status_cmd(project: str, as_json: bool) -> None:
     """The project's handoff ledger: agents, what each target knows (knownBy), the git
     checkpoints, pending handoffs (and where a resume delta waits), recent handoffs."""
-    from ..handoff.status import render, status
+    from ..handoff.ledger import render_status, status
     from .command import ensure_dir
 
     data = status(ensure_dir(project, "--project"))
     if as_json:
         emit_json(data)
     else:
-        click.echo(render(data))
+        click.echo(render_status(data))

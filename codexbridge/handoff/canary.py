@@ -14,56 +14,60 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import BridgeError
 from ..inbox.location import inbox_dir
+from ..jsontypes import opt_str
 from . import claude_source, codex_source, ledger
-from .messages import CLAUDE, CODEX, SourceRead, Verdict
-from .paths import project_dir, project_key, state_path
-from .sessions import in_project
+from .claude_source import in_project
+from .delta import CLAUDE, CODEX, SourceRead, Verdict
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonArray, JsonObject
 
 CANARY_PAGES = 2  # of 100 items: enough to see what the thread's rows look like
 
 
-def _facts(read: SourceRead, roles: tuple[str, str], started: float) -> dict[str, Any]:
+def _facts(read: SourceRead, roles: tuple[str, str], started: float) -> JsonObject:
     s = read.stats
     verdict, why = s.verdict(roles)
     if read.problem:
         verdict, why = Verdict.MISSING, read.problem
+    unknown: JsonObject = {**s.unknown}
     return {"verdict": verdict.value, "why": why, "where": read.where, "said": s.said,
-            "records": s.records, "unknown": dict(s.unknown), "unreadable": s.unreadable,
+            "records": s.records, "unknown": unknown, "unreadable": s.unreadable,
             "bad_rows": s.bad_rows, "ms": round((time.monotonic() - started) * 1000, 1)}
 
 
-def claude_facts(project: str, state: ledger.State, inbox: str) -> list[dict[str, Any]]:
-    seen: dict[str, dict[str, Any]] = {}
+def claude_facts(project: str, state: ledger.State, inbox: str) -> JsonArray:
+    seen: dict[str, JsonObject] = {}
     for s in in_project(project, inbox):
         seen[s.session_id] = {"session_id": s.session_id, "mailbox": s.mailbox,
                               "transcript": s.transcript}
-    for agent in state["agents"].values():
-        if isinstance(agent, dict) and agent.get("kind") == CLAUDE and agent.get("id"):
-            seen.setdefault(str(agent["id"]), {"session_id": str(agent["id"]),
-                                               "mailbox": agent.get("mailbox"),
-                                               "transcript": agent.get("where")})
-    out = []
-    for entry in seen.values():
-        path = entry["transcript"]
-        if not isinstance(path, str):
-            out.append({**entry, "verdict": "missing", "why": "no transcript path recorded"})
+    for _, agent in ledger.agents_of(state, CLAUDE):
+        sid = str(agent["id"])
+        seen.setdefault(sid, {"session_id": sid, "mailbox": agent.get("mailbox"),
+                              "transcript": agent.get("where")})
+    out: JsonArray = []
+    for sid, entry in seen.items():
+        path = opt_str(entry["transcript"])
+        if path is None:
+            out.append({**entry, "verdict": Verdict.MISSING.value,
+                        "why": "no transcript path recorded"})
             continue
         started = time.monotonic()
-        read = claude_source.read_transcript(path, entry["session_id"], None)
+        read = claude_source.read_transcript(path, sid, None)
         out.append({**entry, **_facts(read, claude_source.ROLES, started)})
     return out
 
 
-async def _codex(url: str | None, threads: list[str], timeout: float) -> list[dict[str, Any]]:
+async def _codex(url: str | None, threads: list[str], timeout: float) -> JsonArray:
     from ..talk.client import AppServerClient
     from ..talk.endpoint import resolve_endpoint
 
     ep = resolve_endpoint(url)
-    out = []
+    out: JsonArray = []
     async with AppServerClient(ep.url, token=ep.token, client_name="codexbridge-doctor",
                                request_timeout=timeout) as client:
         for tid in threads:
@@ -74,27 +78,27 @@ async def _codex(url: str | None, threads: list[str], timeout: float) -> list[di
 
 
 def facts(project: str, url: str | None = None, timeout: float = 3.0,
-          inbox: str | None = None) -> dict[str, Any]:
-    project = project_dir(project)
-    key = project_key(project)
-    out: dict[str, Any] = {"project": project, "state_file": state_path(key),
-                           "claude": [], "codex": [], "codex_error": None, "pending": []}
+          inbox: str | None = None) -> JsonObject:
+    project = ledger.project_dir(project)
+    key = ledger.project_key(project)
+    out: JsonObject = {"project": project, "state_file": ledger.state_path(key),
+                       "claude": [], "codex": [], "codex_error": None, "pending": []}
     try:
         state = ledger.load(key, project)
     except BridgeError as exc:
         out["state_error"] = exc.message
         state = ledger.empty(project)
     out["claude"] = claude_facts(project, state, inbox or inbox_dir())
-    threads = [str(a["id"]) for a in state["agents"].values()
-               if isinstance(a, dict) and a.get("kind") == CODEX and a.get("id")]
+    threads = [str(a["id"]) for _, a in ledger.agents_of(state, CODEX)]
     if threads:
         try:
             out["codex"] = asyncio.run(asyncio.wait_for(_codex(url, threads, timeout),
                                                         timeout * (1 + len(threads))))
         except (TimeoutError, BridgeError, OSError) as exc:
             out["codex_error"] = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            out["codex_threads"] = threads
-    out["pending"] = [{"target": t, **{k: p.get(k) for k in ("id", "via", "stage",
-                                                             "created", "session_id")}}
-                      for t, p in state["pending"].items() if isinstance(p, dict)]
+            out["codex_threads"] = [*threads]
+    pending: JsonArray = [{"target": t, **{k: p.get(k) for k in ("id", "via", "stage",
+                                                                 "created", "session_id")}}
+                          for t in state["pending"] if (p := ledger.pending(state, t)) is not None]
+    out["pending"] = pending
     return out

@@ -1,4 +1,17 @@
-"""A Claude Code session as a handoff source: its transcript, read since a watermark.
+"""A Claude Code session in a handoff: which one, its transcript read since a watermark,
+and what it already has from Codex.
+
+## Which session
+
+The Stop hook (and, since it also runs at SessionStart, the session's very start)
+records each session in its mailbox's listener record (`inbox/listeners.py`): session
+id, `transcript_path`, cwd, `CLAUDE_PID`, config dir. So the session is looked up,
+never guessed: an explicit id or mailbox, else the session running this command
+(`CLAUDE_CODE_SESSION_ID`), else the one session whose cwd is the project. Several
+candidates → refused with the list (a second session in another terminal must never
+be taken by accident); none → refused, saying how to hook one.
+
+## Its transcript
 
 The transcript is `$CLAUDE_CONFIG_DIR/projects/<slug>/<session>.jsonl`, one JSON record
 a line; the Stop hook records its path (`transcript_path`) in the mailbox's listener
@@ -26,18 +39,244 @@ record, so nothing here guesses where it is. Measured on Claude Code 2.1.332
 The watermark is the uuid of the last message packed. `parse` is pure (bytes lines in);
 `read_transcript` opens the file. Memory stays at the messages after the mark plus one
 uuid → parent entry per record: tool output is parsed and dropped line by line.
+
+## What it already has
+
+Two kinds of turn in a thread went through the bridge, each a delivery record
+(`conversation/records.py`, direction to-codex) whose id is also the turn's
+userMessage `clientId`:
+
+    a request    Claude's `talk send` / `codex_message_send`: when the turn completed,
+                 the courier mailed Codex's final message to the asking session
+                 (`reply_to`, `reply_mail_id`, `turn_id`, state delivered)
+    an answer    Claude's answer to Codex's own request (`in_reply_to` = that request's
+                 token), sent back as a turn
+
+The target has them when its transcript holds the reply mail's id (every mail reaches
+Claude under a header `· id <mail id>`, by the Stop hook, the watcher or live) or the
+reply still waits in its mailbox (it arrives anyway); an answer is its own when its
+transcript holds the request it answered (`request <token>` in the mail's envelope).
+Then the request and the answer are words the target wrote, and the reply's final
+agentMessage one it received: none of them crosses. Records expire with the delivery
+store (7 days by default); older ones cross again, labelled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+import glob
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
+from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
+from ..conversation.routing import SESSION_ENV, SOCKET_ENV
+from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.jsonfile import loads_json
+from ..host.procs import pid_alive
 from ..host.text import writable
-from .messages import CLAUDE, Said, SourceRead, Stats, source_key
+from ..inbox.listeners import read_listeners
+from .delta import CLAUDE, Received, Said, SourceRead, Stats, source_key
+from .ledger import project_dir
 
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
+
+
+# --- which session ------------------------------------------------------------------
+
+# A session registers itself through our SessionStart / Stop hook: the plugin's (what
+# `codexbridge setup claude` enables, README's way) or one `install-hook` wrote.
+SETUP_HINT = "run `codexbridge setup claude --project {project}`, then start claude there"
+PLUGIN_HINT = ("start Claude Code in {project} (the codexbridge plugin registers the "
+               "session when it starts)")
+PLUGIN = "plugin"  # what runs our hook at SessionStart: codexbridge's Claude Code plugin
+PROJECT_HOOK = "project-hook"  # ... or the hook `install-hook` put in the project settings
+
+
+@dataclass(frozen=True)
+class ClaudeSession:
+    session_id: str
+    transcript: str | None
+    mailbox: str | None = None
+    cwd: str | None = None
+    pid: int | None = None
+    last_seen: str | None = None
+    config_dir: str | None = None  # the session's CLAUDE_CONFIG_DIR (None: the default)
+
+    @property
+    def running(self) -> bool:
+        """Its Claude Code process is alive (the pid the hook last recorded)."""
+        return self.pid is not None and pid_alive(self.pid)
+
+    def as_dict(self) -> JsonObject:
+        return {**asdict(self), "running": self.running}
+
+
+def _from_listener(name: str, rec: Mapping[str, object]) -> ClaudeSession | None:
+    sid = rec.get("session_id")
+    if not isinstance(sid, str) or not sid:
+        return None
+    pid = rec.get("claude_pid")
+
+    def text(key: str) -> str | None:
+        value = rec.get(key)
+        return value if isinstance(value, str) else None
+
+    return ClaudeSession(sid, text("transcript_path"), name, text("cwd"),
+                         int(pid) if isinstance(pid, (int, str)) and str(pid).isdigit()
+                         else None, text("last_seen"), text("config_dir") or None)
+
+
+def known_sessions(inbox: str) -> list[ClaudeSession]:
+    """Every session a listener record names, newest first, one per session id."""
+    found: dict[str, ClaudeSession] = {}
+    for name, rec in read_listeners(inbox).items():
+        session = _from_listener(name, rec)
+        if session is None:
+            continue
+        old = found.get(session.session_id)
+        if old is None or (session.last_seen or "") > (old.last_seen or ""):
+            found[session.session_id] = session
+    return sorted(found.values(), key=lambda s: s.last_seen or "", reverse=True)
+
+
+def _inside(cwd: str | None, project: str) -> bool:
+    if not cwd:
+        return False
+    here = project_dir(cwd)
+    return here == project or here.startswith(project.rstrip(os.sep) + os.sep)
+
+
+def in_project(project: str, inbox: str) -> list[ClaudeSession]:
+    return [s for s in known_sessions(inbox) if _inside(s.cwd, project)]
+
+
+def hook_hint(project: str) -> str:
+    """How a session in `project` gets registered, given what is set up there."""
+    return (PLUGIN_HINT if plugin_enabled(project) else SETUP_HINT).format(project=project)
+
+
+def _none_here(project: str, inbox: str, what: str) -> NoSessionError:
+    others = [s.as_dict() for s in known_sessions(inbox)]
+    elsewhere = ", ".join(f"{s['session_id']} (cwd {s['cwd']})" for s in others[:5])
+    return NoSessionError(
+        f"no Claude Code session to {what} in {project}: none has run the codexbridge hook "
+        f"there ({hook_hint(project)})"
+        + (f"; sessions elsewhere: {elsewhere}" if others else ""),
+        details={"project": project, "sessions": others})
+
+
+def _several(project: str, found: list[ClaudeSession], flag: str) -> AmbiguousSessionError:
+    listed = "; ".join(f"{s.session_id} (mailbox {s.mailbox}, last seen {s.last_seen})"
+                       for s in found)
+    return AmbiguousSessionError(
+        f"{len(found)} Claude Code sessions in {project}: {listed} — pass {flag}",
+        [s.as_dict() for s in found])
+
+
+def _transcript_for(session_id: str, config_dirs: list[str]) -> str | None:
+    for base in config_dirs:
+        hits = glob.glob(os.path.join(glob.escape(base), "projects", "*",
+                                      glob.escape(session_id) + ".jsonl"))
+        if hits:
+            return hits[0]
+    return None
+
+
+def source_session(project: str, inbox: str, session_id: str | None = None,
+                   env: Mapping[str, str] | None = None,
+                   linked: Mapping[str, object] | None = None) -> ClaudeSession:
+    """The departing Claude session (see the module docstring)."""
+    env = os.environ if env is None else env
+    sessions = known_sessions(inbox)
+    if session_id:
+        for s in sessions:
+            if s.session_id == session_id:
+                return s
+        agent = (linked or {}).get(f"claude:{session_id}")
+        where = agent.get("where") if isinstance(agent, dict) else None
+        dirs = [d for d in (env.get("CLAUDE_CONFIG_DIR"),
+                            os.path.join(os.path.expanduser("~"), ".claude")) if d]
+        where = where if isinstance(where, str) else _transcript_for(session_id, dirs)
+        if where:
+            return ClaudeSession(session_id, where)
+        raise NoSessionError(f"no Claude Code session {session_id} is known (no listener "
+                             "record names it and no transcript was found)",
+                             details={"session": session_id,
+                                      "sessions": [s.as_dict() for s in sessions]})
+    socket, mine = env.get(SOCKET_ENV), env.get(SESSION_ENV)
+    records = read_listeners(inbox)
+    for s in sessions:
+        rec = records.get(s.mailbox or "") or {}
+        if (mine and s.session_id == mine) or (socket and rec.get("messaging_socket") == socket):
+            return s
+    here = in_project(project, inbox)
+    if len(here) == 1:
+        return here[0]
+    if not here:
+        raise _none_here(project, inbox, "hand from")
+    raise _several(project, here, "--from-session ID")
+
+
+def target_session(project: str, inbox: str, mailbox: str | None = None) -> ClaudeSession:
+    """The Claude session a handoff goes to: mailbox `mailbox`'s, else the project's one."""
+    if mailbox:
+        rec = read_listeners(inbox).get(mailbox)
+        session = _from_listener(mailbox, rec) if isinstance(rec, dict) else None
+        if session is None:
+            raise NoSessionError(
+                f'no Claude Code session has listened on mailbox "{mailbox}" yet '
+                f"({hook_hint(project)})", details={"mailbox": mailbox,
+                                           "sessions": [s.as_dict() for s in
+                                                        known_sessions(inbox)]})
+        return session
+    here = in_project(project, inbox)
+    if len(here) == 1:
+        return here[0]
+    if not here:
+        raise _none_here(project, inbox, "hand to")
+    raise _several(project, here, "--as MAILBOX")
+
+
+def plugin_enabled(project: str, config_dir: str | None = None) -> bool:
+    """Is codexbridge's Claude Code plugin (its SessionStart and Stop hooks, its watcher)
+    enabled for `project`, in the user's settings (`config_dir`'s, else this process's
+    Claude config dir) or the project's own?"""
+    from ..host.claude_plugin import plugin_facts
+
+    env = {"CLAUDE_CONFIG_DIR": config_dir} if config_dir else None
+    facts = plugin_facts(project, env)
+    return bool(facts["enabled_in"]) and bool(facts["marketplace_ok"])
+
+
+def session_start_hook(project: str, session: ClaudeSession) -> str | None:
+    """What runs our hook when `session` starts (so it is handed a pending delta):
+    PLUGIN, PROJECT_HOOK, or None."""
+    if plugin_enabled(project, session.config_dir):
+        return PLUGIN
+    return PROJECT_HOOK if session_start_hooked(project, session.mailbox) else None
+
+
+def session_start_hooked(project: str, mailbox: str | None) -> bool:
+    """Does the project's settings run our hook at SessionStart (for `mailbox`)?"""
+    from ..host.jsonfile import read_object
+    from ..inbox.listeners import ours
+
+    for name in ("settings.json", "settings.local.json"):
+        settings = read_object(os.path.join(project, ".claude", name))
+        hooks = settings.get("hooks") if settings else None
+        groups = hooks.get("SessionStart") if isinstance(hooks, dict) else None
+        for group in groups if isinstance(groups, list) else []:
+            for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
+                cmd = hook.get("command") if isinstance(hook, dict) else None
+                found = ours(cmd) if isinstance(cmd, str) else None
+                if found and found[0] == "hook" and mailbox in (None, found[1]):
+                    return True
+    return False
+
+
+# --- its transcript -----------------------------------------------------------------
 ROLES = ("user", "assistant")
 # Every record type seen in 2.1.332 transcripts (and a few older ones): anything else
 # is counted as unknown, the canary's evidence that the format moved.
@@ -75,11 +314,11 @@ class ClaudeParse:
     stats: Stats = field(default_factory=Stats)
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return writable(value) if isinstance(value, str) else None
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
+def _blocks(content: object) -> list[JsonObject]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if isinstance(content, list):
@@ -87,7 +326,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return []
 
 
-def from_the_human(rec: dict[str, Any]) -> bool:
+def from_the_human(rec: JsonObject) -> bool:
     """Did the human write this user record (not a hook, the watcher, a peer)?"""
     if rec.get("isMeta") is True or "toolUseResult" in rec:
         return False
@@ -102,7 +341,7 @@ def from_the_human(rec: dict[str, Any]) -> bool:
                 or (isinstance(source, str) and source in NOT_HUMAN_SOURCES))
 
 
-def _user_text(rec: dict[str, Any], msg: dict[str, Any]) -> str | None:
+def _user_text(rec: JsonObject, msg: JsonObject) -> str | None:
     if not from_the_human(rec):
         return None
     blocks = _blocks(msg.get("content"))
@@ -117,7 +356,7 @@ def _user_text(rec: dict[str, Any], msg: dict[str, Any]) -> str | None:
     return text
 
 
-def _assistant_text(msg: dict[str, Any], files: list[str]) -> str | None:
+def _assistant_text(msg: JsonObject, files: list[str]) -> str | None:
     blocks = _blocks(msg.get("content"))
     for b in blocks:
         name = b.get("name")  # any JSON value: a list in `in EDIT_TOOLS` was a TypeError
@@ -133,7 +372,7 @@ def _assistant_text(msg: dict[str, Any], files: list[str]) -> str | None:
     return writable(text) or None
 
 
-def _parent(rec: dict[str, Any]) -> str | None:
+def _parent(rec: JsonObject) -> str | None:
     parent = rec.get("parentUuid") or rec.get("logicalParentUuid")
     return _str(parent)
 
@@ -164,7 +403,7 @@ def parse(lines: Iterable[bytes], since: str | None) -> ClaudeParse:
             continue
         stats.records += 1
         try:
-            rec = loads_json(raw)
+            rec: JsonValue = loads_json(raw)
         except ValueError:
             stats.bad_rows += 1
             continue
@@ -220,3 +459,67 @@ def read_transcript(path: str, session_id: str, since: str | None,
                                                          parsed.files, parsed.stats)
     read.found = since is None or parsed.found
     return read
+
+
+# --- what it already has ------------------------------------------------------------
+
+ALL_RECORDS = 1_000_000
+
+
+@dataclass
+class _Found:
+    client_ids: set[str] = field(default_factory=set)
+    reply_turns: set[str] = field(default_factory=set)
+
+
+def _needles(records: Iterable[Delivery], mailbox: str | None) -> dict[str, Delivery]:
+    """The string whose presence in the target's transcript proves it has the record's
+    turn: the reply mail's id (a request it asked), or the request token (an answer)."""
+    out: dict[str, Delivery] = {}
+    for r in records:
+        if r.direction is not Direction.TO_CODEX or not r.thread_id:
+            continue
+        if r.in_reply_to:
+            out[r.in_reply_to] = r
+        elif (r.reply_mail_id and r.turn_id and r.state is DeliveryState.DELIVERED
+              and mailbox is not None and r.reply_to == mailbox):
+            out[r.reply_mail_id] = r
+    return out
+
+
+def seen_in(path: str | None, needles: Iterable[str]) -> set[str]:
+    """Which of `needles` the file holds (line by line: a transcript can be large)."""
+    left = {n.encode("utf-8"): n for n in needles}
+    found: set[str] = set()
+    if not path or not left:
+        return found
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                for raw in [raw for raw in left if raw in line]:
+                    found.add(left.pop(raw))
+                if not left:
+                    break
+    except OSError:
+        pass  # an unreadable transcript proves nothing: everything crosses
+    return found
+
+
+def received_by(transcript: str | None, mailbox: str | None, waiting: Iterable[str],
+                store: DeliveryStore | None = None) -> dict[str, Received]:
+    """thread id → what the session (its transcript, its mailbox; `waiting`: the mail
+    ids still in that mailbox) already has from it."""
+    store = store or DeliveryStore()
+    needles = _needles(store.recent(ALL_RECORDS), mailbox)
+    if not needles:
+        return {}
+    have = seen_in(transcript, needles) | (set(waiting) & set(needles))
+    found: dict[str, _Found] = {}
+    for needle in have:
+        record = needles[needle]
+        entry = found.setdefault(str(record.thread_id), _Found())
+        entry.client_ids.add(record.id)
+        if not record.in_reply_to and record.turn_id:
+            entry.reply_turns.add(record.turn_id)
+    return {thread: Received(frozenset(f.client_ids), frozenset(f.reply_turns))
+            for thread, f in found.items()}

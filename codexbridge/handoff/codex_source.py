@@ -7,8 +7,8 @@ Items `thread/inject_items` added are not in the list at all, so a delta that we
 into the thread never comes back out of it; our own handoff notice turns are left out
 too (their `clientId` is the handoff id) — Codex's answer to one is kept. A message a
 peer agent sent through the bridge (it opens with the envelope line) is labelled so,
-not as the human's. What the target already has (`received.py`: its own requests and
-answers, and the replies the courier mailed it) is left out.
+not as the human's. What the target already has (`claude_source.received_by`: its own
+requests and answers, and the replies the courier mailed it) is left out.
 
 The watermark is `<turn id>:<item id>` of the last item packed. Pages are read newest
 first until the mark shows up, so a long thread costs what is new, not its length.
@@ -19,15 +19,17 @@ never passes what is still being written. `parse` is pure; `read_thread` pages.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import RpcError
 from ..host.text import writable
 from ..protocol.generated import methods as m
 from ..protocol.generated.enums import ThreadItemType
 from ..talk.client import Rpc
-from .messages import CODEX, PEER, Said, SourceRead, Stats, is_handoff_id, source_key
-from .received import Received
+from .delta import CODEX, PEER, Received, Said, SourceRead, Stats, is_handoff_id, source_key
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
 
 ROLES = (ThreadItemType.USER_MESSAGE.value, ThreadItemType.AGENT_MESSAGE.value)
 ENVELOPE_MARK = "[codexbridge] from "  # a message a peer agent sent through the bridge
@@ -45,14 +47,14 @@ class CodexParse:
     stats: Stats = field(default_factory=Stats)
 
 
-def entry_mark(entry: dict[str, Any]) -> str | None:
+def entry_mark(entry: JsonObject) -> str | None:
     item = entry.get("item")
     if not isinstance(item, dict) or not item.get("id"):
         return None
     return writable(f"{entry.get('turnId')}:{item['id']}")
 
 
-def _user_text(item: dict[str, Any]) -> str | None:
+def _user_text(item: JsonObject) -> str | None:
     content = item.get("content")
     if not isinstance(content, list):
         return None
@@ -60,7 +62,7 @@ def _user_text(item: dict[str, Any]) -> str | None:
                          if isinstance(c, dict) and c.get("type") == "text"))
 
 
-def parse(entries: list[dict[str, Any]], since: str | None,
+def parse(entries: list[JsonObject], since: str | None,
           received: Received | None = None) -> CodexParse:
     """Messages after the item `since` (all when it is not found); entries oldest first.
     `received`: what the target already has from this thread (left out)."""
@@ -87,7 +89,7 @@ def parse(entries: list[dict[str, Any]], since: str | None,
         mark = entry_mark(entry)
         if parsed is ThreadItemType.USER_MESSAGE or parsed is ThreadItemType.AGENT_MESSAGE:
             text = (_user_text(item) if parsed is ThreadItemType.USER_MESSAGE
-                    else writable(item["text"]) if isinstance(item.get("text"), str) else None)
+                    else writable(said) if isinstance(said := item.get("text"), str) else None)
             if text is None or mark is None:
                 stats.unreadable += 1
             else:
@@ -123,10 +125,10 @@ def parse(entries: list[dict[str, Any]], since: str | None,
 
 
 async def recent_entries(rpc: Rpc, thread_id: str, since: str | None,
-                         max_pages: int = MAX_PAGES) -> list[dict[str, Any]]:
+                         max_pages: int = MAX_PAGES) -> list[JsonObject]:
     """Items oldest first: newest pages until the one holding `since` (or all)."""
-    pages: list[list[dict[str, Any]]] = []
-    cursor: Any = None
+    pages: list[list[JsonObject]] = []
+    cursor: JsonValue = None
     try:
         for _ in range(max_pages):
             page = await rpc.request(m.THREAD_ITEMS_LIST, {

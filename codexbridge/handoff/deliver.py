@@ -20,27 +20,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import QueueTimeoutError
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
-from ..protocol.enums import ApprovalPolicy, TurnOutcome
+from ..protocol.enums import ApprovalPolicy, TurnOutcome, WireEnum
 from ..protocol.generated import methods as m
 from ..talk.client import Rpc
 from ..talk.threads import join, wait_idle
 from ..talk.turn import SayProgress, say
 
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
 NOTICE_MAX = 600  # characters of the Next section quoted in the visible turn
 START_WAIT = 30.0  # s for codex to start the visible turn before we stop watching
 
 
+class NotFollowed(WireEnum):
+    """Where the visible turn was when we stopped watching it (no `--wait`)."""
+
+    STARTED = "started"  # codex started it; it runs on in the TUI
+    QUEUED = "queued"  # still in codex's queue after START_WAIT
+
+
 class IntoThread(NamedTuple):
     turn_id: str | None
-    status: str  # "started" (not followed), a TurnOutcome value, or "queued"
+    status: TurnOutcome | NotFollowed  # how the followed turn ended, or NotFollowed
     reply: str
 
 
-def injected_item(text: str) -> dict[str, Any]:
+def injected_item(text: str) -> JsonObject:
     """The Responses API item the delta goes in as (a user message: the human's other
     agent speaking, not an instruction of the system)."""
     return {"type": "message", "role": "user",
@@ -65,20 +75,20 @@ async def into_thread(rpc: Rpc, thread_id: str, delta_text: str, notice_text: st
                       client_id: str, *, busy_timeout: float, wait: bool,
                       timeout: float, approvals: ApprovalPolicy = ApprovalPolicy.TUI,
                       approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
-                      on_stage: Callable[[str], None] | None = None) -> IntoThread:
-    """Inject the delta, then queue the visible turn; follow it to its end with `wait`,
-    else return once codex started it (or after START_WAIT, still queued)."""
-    stage = on_stage or (lambda _: None)
+                      on_injected: Callable[[], None] | None = None) -> IntoThread:
+    """Inject the delta (then call `on_injected`), then queue the visible turn; follow it
+    to its end with `wait`, else return once codex started it (or after START_WAIT, still
+    queued)."""
     await join(rpc, thread_id)
     if not await wait_idle(rpc, thread_id, busy_timeout):
         raise QueueTimeoutError(
             f"thread {thread_id} stayed busy for {busy_timeout:g} s; nothing was handed "
             "over (run the handoff again, or pass --busy-timeout)",
             details={"threadId": thread_id})
-    stage("injecting")
-    await rpc.request(m.THREAD_INJECT_ITEMS, {"threadId": thread_id,
-                                              "items": [injected_item(delta_text)]})
-    stage("injected")
+    await Calls(rpc).thread_inject_items(thread_id=thread_id,
+                                         items=[injected_item(delta_text)])
+    if on_injected is not None:
+        on_injected()
     started = asyncio.Event()
 
     def changed(what: str, _: SayProgress) -> None:
@@ -91,7 +101,7 @@ async def into_thread(rpc: Rpc, thread_id: str, delta_text: str, notice_text: st
                                    join_first=False, progress=progress))
     if wait:
         result = await task
-        return IntoThread(result.turn_id, result.status.value, result.reply)
+        return IntoThread(result.turn_id, result.status, result.reply)
     waiter = asyncio.ensure_future(started.wait())
     try:
         await asyncio.wait([task, waiter], timeout=START_WAIT,
@@ -100,12 +110,13 @@ async def into_thread(rpc: Rpc, thread_id: str, delta_text: str, notice_text: st
         waiter.cancel()
     if task.done():
         result = task.result()
-        return IntoThread(result.turn_id, result.status.value, result.reply)
+        return IntoThread(result.turn_id, result.status, result.reply)
     task.cancel()  # the turn runs on in the TUI; nobody here needs its answer
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
-    return IntoThread(progress.turn_id, "started" if progress.turn_id else "queued", "")
+    return IntoThread(progress.turn_id,
+                      NotFollowed.STARTED if progress.turn_id else NotFollowed.QUEUED, "")
 
 
-def completed(status: str) -> bool:
-    return status in ("started", "queued", TurnOutcome.COMPLETED.value)
+def completed(status: TurnOutcome | NotFollowed) -> bool:
+    return isinstance(status, NotFollowed) or status is TurnOutcome.COMPLETED

@@ -1,47 +1,310 @@
-"""The steps every handoff takes around its delivery, in one place.
+"""The steps every handoff takes, whichever side it goes to, and what it reports.
 
     settle    a pending handoff left by an earlier run to the same target is decided
               first: delivered (commit its marks), or not (drop it: its material is
               built again), or still being carried by a live process (refuse)
     claim     under the ledger lock: link the agents, take the target's marks, and
               write our own pending record — the journal a crash leaves behind
-    deliver   without the lock (a SessionStart hook must never wait on a slow handoff)
+    gather    every source behind the target, read since its mark, and what git shows
+              since the checkpoint, built into one delta and its companion (0600)
+    deliver   without the lock (a SessionStart hook must never wait on a slow handoff):
+              `to_codex.py`, `to_claude.py`
     commit    under the lock, only once the road says it arrived
+
+A handoff gathers from the departing agent *and* every other agent linked to the
+project whose stream has moved past the target's watermark for it, each block labelled
+by who produced it — so a chain (Claude → Codex → another Claude session) loses
+nothing the target never saw. The departing agent's block comes last: its latest
+exchange is the tail the cap keeps.
+
+The Work section is deterministic, no summarising: `git status --porcelain`, the
+commits since the checkpoint and `git diff --stat <checkpoint>` (the working tree
+against it, so what is not committed yet shows too). The first handoff to a target has
+no checkpoint: it shows the uncommitted changes and the latest commits. `git_work` runs
+git (read-only, no optional locks, a timeout each); `render_work` is pure and bounded.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ..errors import UsageError
-from ..host.procs import pid_alive
+from ..conversation.limits import env_int, text_max
+from ..conversation.records import DeliveryState
+from ..host.private import ensure_private_dir, write_private
 from ..inbox.clock import iso_utc
-from . import ledger
-from .gather import Prepared
+from ..jsontypes import opt_str
+from ..protocol.enums import WireEnum
+from ..talk.client import Rpc
+from . import claude_source, codex_source, delta, ledger
+from .delta import CLAUDE, CODEX, Received, SourceRead
+from .ledger import Via
+from .note import Note
 
-PREPARING = "preparing"  # nothing sent yet
-SENDING = "sending"  # the road is being used (maybe half-way: see each direction)
-INJECTED = "injected"  # codex has the delta in its history
-WAITING = "waiting"  # the SessionStart pending file is written; nothing consumed yet
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
 
-# Where the delta is once a handoff returns (`Outcome.state`): delivered only when the
-# target has it; otherwise where it waits and, in `action`, what brings it in.
-DELIVERED = "delivered"  # in the Codex thread, or pushed live into the running session
-QUEUED = "queued"  # in the running session's mailbox: its watcher or next stop takes it
-PARKED = "parked"  # in the mailbox of a session that is not running
-WAITING_FOR_RESUME = "waiting-for-resume"  # its SessionStart hook hands it over on resume
-STATE_TEXT = {
-    DELIVERED: "delivered",
-    QUEUED: "queued in the running session's mailbox: its watcher or its next stop "
-            "brings it in",
-    PARKED: "parked in the mailbox: the session is not running, and it arrives at its "
-            "first stop once resumed",
-    WAITING_FOR_RESUME: "waiting for the session to resume: its SessionStart hook hands "
+CAP_ENV = "CODEX_BRIDGE_HANDOFF_MAX"
+KEEP_ENV = "CODEX_BRIDGE_HANDOFF_KEEP"
+DEFAULT_KEEP = 20
+NAMES = {CLAUDE: "Claude Code", CODEX: "Codex"}
+GIT_TIMEOUT = 5.0
+MAX_LINES = 40  # per list: a rename storm must not crowd out the conversation
+RECENT = 5
+
+Reader = Callable[[str | None], Awaitable[SourceRead]]
+
+
+class Waiting(WireEnum):
+    """Where a delta waits when the target does not have it yet (`Outcome.state`)."""
+
+    PARKED = "parked"  # in the mailbox of a session that is not running
+    FOR_RESUME = "waiting-for-resume"  # its SessionStart hook hands it over on resume
+
+
+# Where the delta is once a handoff returns: delivered only when the target has it
+# (in the Codex thread, or pushed live into the running session); else queued in the
+# running session's mailbox (its watcher or next stop takes it), or Waiting — and, in
+# `Outcome.action`, what brings it in.
+STATE_TEXT: dict[DeliveryState | Waiting, str] = {
+    DeliveryState.DELIVERED: "delivered",
+    DeliveryState.QUEUED: "queued in the running session's mailbox: its watcher or its "
+                          "next stop brings it in",
+    Waiting.PARKED: "parked in the mailbox: the session is not running, and it arrives at "
+                    "its first stop once resumed",
+    Waiting.FOR_RESUME: "waiting for the session to resume: its SessionStart hook hands "
                         "it over",
 }
 
+
+# --- the Work section: git since the checkpoint ------------------------------------------
+
+@dataclass
+class Work:
+    repo: bool = False
+    head: str | None = None
+    branch: str | None = None
+    checkpoint: str | None = None  # the recorded one
+    checkpoint_known: bool = False  # still in this repository's history
+    commits: list[str] = field(default_factory=list)
+    diffstat: list[str] = field(default_factory=list)
+    status: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def _git(project: str, *args: str, timeout: float) -> tuple[int, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "LC_ALL": "C",
+                "GIT_TERMINAL_PROMPT": "0"})
+    try:
+        done = subprocess.run(["git", "-C", project, *args], capture_output=True,
+                              text=True, errors="replace", timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, str(exc)
+    return done.returncode, done.stdout if done.returncode == 0 else done.stderr
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+
+def git_work(project: str, checkpoint: str | None, timeout: float = GIT_TIMEOUT) -> Work:
+    work = Work(checkpoint=checkpoint)
+    code, out = _git(project, "rev-parse", "--is-inside-work-tree", timeout=timeout)
+    if code != 0 or out.strip() != "true":
+        work.error = None if code > 0 else (out.strip() or None)
+        return work
+    work.repo = True
+    code, out = _git(project, "rev-parse", "HEAD", timeout=timeout)
+    work.head = out.strip() if code == 0 else None
+    code, out = _git(project, "rev-parse", "--abbrev-ref", "HEAD", timeout=timeout)
+    work.branch = out.strip() if code == 0 else None
+    code, out = _git(project, "status", "--porcelain=v1", timeout=timeout)
+    work.status = _lines(out) if code == 0 else []
+    if checkpoint:
+        code, _ = _git(project, "cat-file", "-e", f"{checkpoint}^{{commit}}", timeout=timeout)
+        work.checkpoint_known = code == 0
+    if work.checkpoint_known:
+        code, out = _git(project, "log", "--oneline", "--no-decorate", "-n", "200",
+                         f"{checkpoint}..HEAD", timeout=timeout)
+        work.commits = _lines(out) if code == 0 else []
+        code, out = _git(project, "diff", "--stat=100", str(checkpoint), timeout=timeout)
+    else:
+        if work.head:
+            code, out = _git(project, "log", "--oneline", "--no-decorate", "-n", str(RECENT),
+                             timeout=timeout)
+            work.commits = _lines(out) if code == 0 else []
+        code, out = _git(project, "diff", "--stat=100", "HEAD", timeout=timeout) \
+            if work.head else (0, "")
+    work.diffstat = _lines(out) if code == 0 else []
+    return work
+
+
+def _bounded(lines: list[str], limit: int = MAX_LINES) -> list[str]:
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit - 1], f"… and {len(lines) - limit + 1} more"]
+
+
+def render_work(work: Work, files: list[str]) -> str:
+    """The Work section's text. `files`: what the agents' tools changed (names only)."""
+    out: list[str] = []
+    if not work.repo:
+        out.append("not a git repository" + (f" ({work.error})" if work.error else ""))
+    else:
+        head = (work.head or "no commit yet")[:12]
+        at = f"branch {work.branch} at {head}" if work.branch else f"at {head}"
+        if work.checkpoint and work.checkpoint_known:
+            out.append(f"git: {at}; checkpoint {work.checkpoint[:12]} (the previous handoff)")
+            out.append(f"commits since the checkpoint: {len(work.commits) or 'none'}")
+        elif work.checkpoint:
+            out.append(f"git: {at}; the checkpoint {work.checkpoint[:12]} is no longer in "
+                       "the history (rebased?): showing the latest commits")
+            out.append("latest commits:")
+        else:
+            out.append(f"git: {at}; no checkpoint yet (first handoff): the latest commits")
+        out += [f"  {c}" for c in _bounded(work.commits)]
+        against = work.checkpoint[:12] if work.checkpoint_known and work.checkpoint else "HEAD"
+        if work.diffstat:
+            out.append(f"changed (git diff --stat {against}):")
+            out += [f"  {d.strip()}" for d in _bounded(work.diffstat)]
+        out.append("uncommitted (git status --porcelain):" if work.status
+                   else "nothing uncommitted")
+        out += [f"  {s}" for s in _bounded(work.status)]
+    if files:
+        out.append("files the agents' tools edited: " + ", ".join(_bounded(files, 30)))
+    return "\n".join(out)
+
+
+# --- gather: every source behind the target, built into the delta ----------------------
+
+def new_id(now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"h_{stamp}_{secrets.token_hex(3)}"
+
+
+def cap_for(via_cap: int | None = None) -> int:
+    """The delta's cap: $CODEX_BRIDGE_HANDOFF_MAX (24,000), within the text limit every
+    message to a model obeys, and within what the delivery road carries whole."""
+    cap = min(env_int(os.environ, CAP_ENV, delta.DEFAULT_CAP), text_max(os.environ) - 2_000)
+    return min(cap, via_cap) if via_cap else cap
+
+
+@dataclass
+class Prepared:
+    handoff_id: str
+    target: str
+    reads: list[SourceRead]
+    built: delta.Built
+    marks: dict[str, str]
+    head: str | None
+    delta_path: str
+    full_path: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def new_messages(self) -> int:
+        return sum(len(r.messages) for r in self.reads)
+
+    def pending(self, via: Via, **extra: JsonValue) -> JsonObject:
+        """The ledger's pending record (what `commit` applies once delivered)."""
+        marks: JsonObject = {**self.marks}
+        return {"id": self.handoff_id, "via": via.value, "stage": ledger.Stage.SENDING.value,
+                "pid": os.getpid(), "created": iso_utc(), "marks": marks, "git": self.head,
+                "sources": [r.key for r in self.reads if r.messages],
+                "chars": len(self.built.delta), "messages": self.built.messages,
+                "cut_messages": self.built.cut_messages, "delta": self.delta_path,
+                "full": self.full_path, **extra}
+
+    def as_dict(self) -> JsonObject:
+        warnings: JsonValue = [*self.warnings]
+        return {"handoffId": self.handoff_id, "target": self.target,
+                "messages": self.built.messages, "cutMessages": self.built.cut_messages,
+                "chars": len(self.built.delta), "delta": self.delta_path,
+                "full": self.full_path, "warnings": warnings,
+                "sources": [{"source": r.key, "label": r.label, "new": len(r.messages),
+                             "since": r.since, "mark": r.mark, "found": r.found,
+                             "problem": r.problem} for r in self.reads]}
+
+
+def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None,
+                   received: dict[str, Received] | None = None) -> dict[str, Reader]:
+    """Readers for the other agents the ledger links to this project (`received`:
+    thread id → what the target already has from that thread)."""
+    out: dict[str, Reader] = {}
+    for key, agent in state["agents"].items():
+        if key in skip or not isinstance(agent, dict):
+            continue
+        ident, where = str(agent.get("id") or ""), opt_str(agent.get("where"))
+        label = opt_str(agent.get("label"))
+        if agent.get("kind") == CLAUDE and where is not None and ident:
+            out[key] = _claude_reader(where, ident, label)
+        elif agent.get("kind") == CODEX and ident and rpc is not None:
+            out[key] = _codex_reader(rpc, ident, label, (received or {}).get(ident))
+    return out
+
+
+def _claude_reader(path: str, ident: str, label: str | None) -> Reader:
+    async def read(since: str | None) -> SourceRead:
+        return claude_source.read_transcript(path, ident, since, label)
+    return read
+
+
+def _codex_reader(rpc: Rpc, ident: str, label: str | None,
+                  received: Received | None = None) -> Reader:
+    async def read(since: str | None) -> SourceRead:
+        return await codex_source.read_thread(rpc, ident, since, label, received=received)
+    return read
+
+
+async def read_all(marks: dict[str, str], departing: tuple[str, Reader],
+                   others: dict[str, Reader]) -> list[SourceRead]:
+    """Each source since the target's mark for it; the departing one last."""
+    reads = []
+    for key, reader in others.items():
+        reads.append(await reader(marks.get(key)))
+    reads.append(await departing[1](marks.get(departing[0])))
+    return reads
+
+
+def prepare(key: str, project: str, state: ledger.State, target: str, target_name: str,
+            departing: str, reads: list[SourceRead], note: Note, cap: int,
+            handoff_id: str | None = None) -> Prepared:
+    """Build the delta and its companion, and write both (0600)."""
+    hid = handoff_id or new_id()
+    directory = ledger.files_dir(key)
+    delta_path = os.path.join(directory, f"{hid}.delta.txt")
+    full_path = os.path.join(directory, f"{hid}.full.txt")
+    git = git_work(project, ledger.checkpoint(state, target))
+    files = [f for r in reads for f in r.files]
+    blocks, warnings = [], []
+    for r in reads:
+        if r.problem:
+            warnings.append(r.problem)
+        remark = None if r.found else ("the previous handoff's watermark is no longer in "
+                                       "this stream: everything from its start")
+        if r.messages or (remark and r.since):
+            blocks.append(delta.Block(r.label, r.messages, remark))
+    inp = delta.DeltaInput(hid, NAMES.get(departing, departing), target_name, iso_utc(),
+                           full_path, blocks, note, render_work(git, files))
+    built = delta.build(inp, cap)
+    ensure_private_dir(directory)
+    write_private(delta_path, built.delta.encode("utf-8"))
+    write_private(full_path, built.full.encode("utf-8"))
+    ledger.prune_files(directory, env_int(os.environ, KEEP_ENV, DEFAULT_KEEP),
+                       ledger.files_in_use(state) | {delta_path, full_path})
+    marks = {r.key: r.mark for r in reads if r.mark}
+    return Prepared(hid, target, reads, built, marks, git.head, delta_path, full_path,
+                    warnings)
+
+
+# --- one handoff under way, and what it did ---------------------------------------------
 
 @dataclass
 class Outcome:
@@ -50,33 +313,35 @@ class Outcome:
     handoff_id: str
     target: str  # the ledger key
     to: str  # "codex" / "claude"
-    via: str  # inject | mail | resume | none
+    via: Via
     delivered: bool  # the target has it (inject, live mail) — see `state` when not
     prepared: Prepared | None = None
     nothing_new: bool = False
     dry_run: bool = False
-    where: dict[str, Any] = field(default_factory=dict)  # thread / session / mailbox
-    turn: dict[str, Any] | None = None
+    where: JsonObject = field(default_factory=dict)  # thread / session / mailbox
+    turn: JsonObject | None = None
     settled: list[str] = field(default_factory=list)  # what became of an older pending
     warnings: list[str] = field(default_factory=list)
-    state: str | None = None  # DELIVERED, QUEUED, PARKED, WAITING_FOR_RESUME (None: nothing sent)
+    state: DeliveryState | Waiting | None = None  # None: nothing sent
     action: str | None = None  # what the human runs so that it arrives, if anything
 
     def arrived(self) -> None:
-        self.delivered, self.state = True, DELIVERED
+        self.delivered, self.state = True, DeliveryState.DELIVERED
 
     def state_text(self) -> str:
         """The state for a person, with what to run."""
-        text = STATE_TEXT.get(self.state or "", self.state or "nothing sent")
+        text = STATE_TEXT[self.state] if self.state is not None else "nothing sent"
         return text + (f" — run `{self.action}`" if self.action else "")
 
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def as_dict(self) -> JsonObject:
+        settled: JsonValue = [*self.settled]
+        data: JsonObject = {
             "ok": True, "handoffId": self.handoff_id, "to": self.to, "target": self.target,
-            "via": self.via, "delivered": self.delivered, "state": self.state,
+            "via": self.via.value, "delivered": self.delivered,
+            "state": None if self.state is None else self.state.value,
             "action": self.action, "nothingNew": self.nothing_new,
             "dryRun": self.dry_run, **self.where, "turn": self.turn,
-            "settled": self.settled, "warnings": self.warnings}
+            "settled": settled, "warnings": [*self.warnings]}
         if self.prepared is not None:
             data.update({k: v for k, v in self.prepared.as_dict().items()
                          if k not in ("handoffId", "target", "warnings")})
@@ -84,57 +349,70 @@ class Outcome:
         return data
 
 
-def busy_elsewhere(pending: dict[str, Any]) -> bool:
-    """Another live process is carrying this pending handoff right now."""
-    pid = pending.get("pid")
-    return (pending.get("stage") in (PREPARING, SENDING, INJECTED) and isinstance(pid, int)
-            and pid != os.getpid() and pid_alive(pid))
+@dataclass
+class Handoff:
+    """One handoff from claim to outcome: the ledger's side of it, for both directions."""
+
+    key: str  # the project's ledger
+    project: str
+    hid: str
+    target: str  # the receiving agent's ledger key
+    source: str  # the departing agent's
+    links: dict[str, JsonObject]  # both agents, as the ledger records them
+    dry_run: bool = False
+    settled: list[str] = field(default_factory=list)
+
+    def claim(self, earlier: tuple[JsonObject, str | None] | None
+              ) -> tuple[dict[str, str], ledger.State]:
+        """Under the lock: settle an earlier handoff ((its record, why it did not
+        arrive or None)), claim the target (a dry run only reads its marks). The marks,
+        and the state as it reads with our links."""
+        with ledger.locked(self.key, self.project) as state:
+            if earlier is not None:
+                ledger.apply_verdict(state, self.target, *earlier, self.settled)
+            marks = (ledger.known_by(state, self.target) if self.dry_run
+                     else ledger.claim(state, self.target, self.hid, self.links))
+            snapshot = state.copy()
+            snapshot["agents"] = {**state["agents"], **self.links}
+        return marks, snapshot
+
+    def unclaim(self) -> None:
+        if not self.dry_run:
+            with ledger.locked(self.key, self.project) as state:
+                ledger.unclaim(state, self.target, self.hid)
+
+    async def gather(self, earlier: tuple[JsonObject, str | None] | None, departing: Reader,
+                     rpc: Rpc, *, names: tuple[str, str], note: Note, cap: int,
+                     received: dict[str, Received] | None = None) -> Prepared:
+        """Claim, read every source behind the target, and build the delta (`names`: the
+        target as the text names it, and the departing agent's kind). Nothing stays
+        claimed when this fails."""
+        marks, snapshot = self.claim(earlier)
+        try:
+            others = linked_readers(snapshot, {self.source, self.target}, rpc, received)
+            reads = await read_all(marks, (self.source, departing), others)
+            return prepare(self.key, self.project, snapshot, self.target, names[0], names[1],
+                           reads, note, cap, self.hid)
+        except BaseException:
+            self.unclaim()
+            raise
+
+    def set_pending(self, record: JsonObject) -> None:
+        with ledger.locked(self.key, self.project) as state:
+            state["pending"][self.target] = record
+
+    def nothing_to_send(self, outcome: Outcome, note: Note) -> bool:
+        """A dry run, or nothing new and no note: the claim goes, and nothing is sent."""
+        assert outcome.prepared is not None
+        if not self.dry_run and (outcome.prepared.new_messages or not note.empty):
+            return False
+        outcome.dry_run, outcome.nothing_new, outcome.via = (self.dry_run, not self.dry_run,
+                                                             Via.NONE)
+        self.unclaim()
+        return True
 
 
-def refuse_busy(target: str, pending: dict[str, Any]) -> UsageError:
-    return UsageError(f"another handoff to {target} ({pending.get('id')}) is being delivered "
-                      f"by process {pending.get('pid')}; wait for it, then hand off again",
-                      details={"pending": pending}, retryable=True)
-
-
-def apply_verdict(state: ledger.State, target: str, old: dict[str, Any], verdict: str,
-                  settled: list[str]) -> None:
-    """`verdict`: "delivered" or any reason it did not arrive."""
-    current = state["pending"].get(target)
-    if not isinstance(current, dict) or current.get("id") != old.get("id"):
-        return  # someone else settled it meanwhile
-    if verdict == "delivered":
-        ledger.commit(state, target, current, "a later handoff's check")
-        settled.append(f"{old.get('id')}: had arrived; its watermarks are now recorded")
-    else:
-        ledger.drop(state, target, current, verdict)
-        settled.append(f"{old.get('id')}: {verdict}; its material is in this handoff")
-
-
-def claim(state: ledger.State, target: str, hid: str, links: dict[str, dict[str, Any]]
-          ) -> dict[str, str]:
-    """Link the agents, journal our handoff as preparing; the target's current marks."""
-    current = state["pending"].get(target)
-    if isinstance(current, dict) and busy_elsewhere(current):
-        raise refuse_busy(target, current)
-    for key, record in links.items():
-        ledger.link(state, key, record)
-    state["pending"][target] = {"id": hid, "stage": PREPARING, "pid": os.getpid(),
-                                "created": iso_utc()}
-    return ledger.known_by(state, target)
-
-
-def unclaim(state: ledger.State, target: str, hid: str) -> None:
-    current = state["pending"].get(target)
-    if isinstance(current, dict) and current.get("id") == hid:
-        state["pending"].pop(target, None)
-
-
-def set_pending(state: ledger.State, target: str, record: dict[str, Any]) -> None:
-    state["pending"][target] = record
-
-
-def stage(state: ledger.State, target: str, hid: str, value: str) -> None:
-    current = state["pending"].get(target)
-    if isinstance(current, dict) and current.get("id") == hid:
-        current["stage"] = value
+def start(project: str, env: Mapping[str, str] | None) -> tuple[str, str, Mapping[str, str]]:
+    """The project's canonical path, its ledger key, and the environment to read."""
+    project = ledger.project_dir(project)
+    return project, ledger.project_key(project), os.environ if env is None else env

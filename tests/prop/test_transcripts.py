@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from codexbridge.errors import RpcError
 from codexbridge.handoff import claude_source, codex_source
-from codexbridge.handoff.messages import CLAUDE, CODEX, PEER, Said
+from codexbridge.handoff.delta import CLAUDE, CODEX, PEER, Said
 
 from .strategies import deep_json, json_values, junk_bytes, lone_surrogate_json, nasty_text
 

@@ -9,10 +9,8 @@ import os
 from typing import Any
 
 from codexbridge.handoff import ledger
-from codexbridge.handoff.paths import project_dir, project_key
-from codexbridge.mock.rules import Reply, plan_reply
-from codexbridge.mock.server import MockRequest
-from codexbridge.mock.sse import text_frames
+from codexbridge.handoff.ledger import project_dir, project_key
+from codexbridge.mock.responses import MockRequest, Reply, plan_reply, text_frames
 from tests.support.cli import arun_cli
 from tests.support.mock_messages import Reply as ClaudeReply
 from tests.support.mock_messages import Text

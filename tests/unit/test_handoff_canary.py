@@ -8,7 +8,7 @@ from codexbridge.doctor.report import FAIL, INFO, OK, WARN
 from codexbridge.doctor.rows_handoff import handoff_rows
 from codexbridge.handoff import ledger
 from codexbridge.handoff.canary import facts
-from codexbridge.handoff.paths import project_key
+from codexbridge.handoff.ledger import project_key
 from tests.support.handoff_fakes import claude_work, hook_session
 
 

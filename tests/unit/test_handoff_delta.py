@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codexbridge.handoff import delta, work
-from codexbridge.handoff.messages import Said
+from codexbridge.handoff import delta, flow
+from codexbridge.handoff.delta import Said
 from codexbridge.handoff.note import parse_note
 
 COMPANION = "/state/handoff/abc/h_1.full.txt"
@@ -90,14 +90,14 @@ def test_cut_text_keeps_both_ends() -> None:
 
 
 def test_work_section_rendering() -> None:
-    w = work.Work(repo=True, head="a" * 40, branch="main", checkpoint="b" * 40,
+    w = flow.Work(repo=True, head="a" * 40, branch="main", checkpoint="b" * 40,
                   checkpoint_known=True, commits=["aaaaaaa fix"], diffstat=[" x.py | 2 +-"],
                   status=[" M x.py"])
-    text = work.render(w, ["/p/x.py"])
+    text = flow.render_work(w, ["/p/x.py"])
     assert "checkpoint bbbbbbbbbbbb" in text and "aaaaaaa fix" in text
     assert "git diff --stat bbbbbbbbbbbb" in text and " M x.py" in text
     assert "files the agents' tools edited: /p/x.py" in text
-    assert work.render(work.Work(), []) == "not a git repository"
-    many = work.render(work.Work(repo=True, head="c" * 40, status=[f"?? f{i}" for i in
+    assert flow.render_work(flow.Work(), []) == "not a git repository"
+    many = flow.render_work(flow.Work(repo=True, head="c" * 40, status=[f"?? f{i}" for i in
                                                                     range(100)]), [])
     assert "… and 61 more" in many

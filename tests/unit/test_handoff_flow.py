@@ -23,13 +23,14 @@ from codexbridge.errors import (
     UsageError,
 )
 from codexbridge.handoff import ledger, resume
+from codexbridge.handoff.ledger import project_key
 from codexbridge.handoff.note import parse_note
-from codexbridge.handoff.paths import pending_path, project_key
+from codexbridge.handoff.resume import pending_path
 from codexbridge.handoff.to_claude import handoff_to_claude
 from codexbridge.handoff.to_codex import handoff_to_codex
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.location import inbox_dir
+from codexbridge.setup.claude import install_hooks as install
 from codexbridge.talk.client import AppServerClient
 from tests.support import payloads
 from tests.support.handoff_fakes import (

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from codexbridge.errors import HandoffStateError
-from codexbridge.handoff import ledger, resume, work
-from codexbridge.handoff.paths import pending_path, project_key, state_path
+from codexbridge.handoff import flow, ledger, resume
+from codexbridge.handoff.ledger import project_key, state_path
+from codexbridge.handoff.resume import pending_path
 
 PROJECT = "/home/dev/project"
 SID = "5e55a0a1-0000-4000-8000-000000000001"
@@ -194,19 +195,19 @@ def git(repo: Path, *args: str) -> str:
 
 
 def test_git_work_since_the_checkpoint(tmp_path: Path) -> None:
-    assert work.git_work(str(tmp_path), None).repo is False
+    assert flow.git_work(str(tmp_path), None).repo is False
     git(tmp_path, "init", "-q")
     (tmp_path / "a.py").write_text("a\n")
     git(tmp_path, "add", "a.py")
     git(tmp_path, "commit", "-qm", "first")
     first = git(tmp_path, "rev-parse", "HEAD")
-    fresh = work.git_work(str(tmp_path), None)
+    fresh = flow.git_work(str(tmp_path), None)
     assert fresh.repo and fresh.head == first and fresh.commits[0].endswith("first")
     (tmp_path / "a.py").write_text("a\nb\n")
     git(tmp_path, "commit", "-qam", "second")
     (tmp_path / "new.txt").write_text("n")
-    since = work.git_work(str(tmp_path), first)
+    since = flow.git_work(str(tmp_path), first)
     assert since.checkpoint_known and [c.split(" ", 1)[1] for c in since.commits] == ["second"]
     assert any("a.py" in d for d in since.diffstat) and since.status == ["?? new.txt"]
-    gone = work.git_work(str(tmp_path), "0" * 40)
-    assert not gone.checkpoint_known and "no longer in the history" in work.render(gone, [])
+    gone = flow.git_work(str(tmp_path), "0" * 40)
+    assert not gone.checkpoint_known and "no longer in the history" in flow.render_work(gone, [])

@@ -22,8 +22,9 @@ import pytest
 
 from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.handoff import claude_source, codex_source, delta
+from codexbridge.handoff.claude_source import received_by
+from codexbridge.handoff.delta import Received
 from codexbridge.handoff.note import parse_note
-from codexbridge.handoff.received import Received, received_by
 from codexbridge.handoff.to_claude import handoff_to_claude
 from codexbridge.inbox import service
 from codexbridge.inbox.location import inbox_dir

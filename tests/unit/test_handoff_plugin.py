@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from codexbridge.cli.handoff_cmd import _say
+from codexbridge.conversation.records import DeliveryState
 from codexbridge.handoff import flow, resume
+from codexbridge.handoff.claude_source import plugin_enabled
 from codexbridge.handoff.note import parse_note
-from codexbridge.handoff.sessions import plugin_enabled
 from codexbridge.handoff.to_claude import handoff_to_claude
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.location import inbox_dir
-from codexbridge.mcp.tools_handoff import _outcome
+from codexbridge.mcp.bridge_tools import handoff_outcome
 from codexbridge.talk.client import AppServerClient
 from tests.support import payloads
 from tests.support.cli import run_cli
@@ -78,7 +79,7 @@ async def test_a_stopped_session_under_the_plugin_waits_for_its_resume(
     async with client(server) as c:
         out = await handoff_to_claude(c, project=project, note=NOTE, env={})
     assert out.via == "resume" and not out.delivered
-    assert out.state == flow.WAITING_FOR_RESUME
+    assert out.state == flow.Waiting.FOR_RESUME
     assert out.action == f"cd {project} && claude --resume {SESSION}"
     said = " ".join(out.warnings)
     assert "install-hook" not in said and "SessionStart hook" not in said
@@ -92,7 +93,7 @@ async def test_a_stopped_session_under_the_plugin_waits_for_its_resume(
     assert "waiting for the session to resume" in printed.out
     assert f"claude --resume {SESSION}" in printed.out and "delivered" not in printed.out
     assert "install-hook" not in printed.out + printed.err
-    mcp = _outcome(out, False)
+    mcp = handoff_outcome(out, False)
     assert "waiting for the session to resume" in mcp.summary
     assert f"claude --resume {SESSION}" in mcp.summary
 
@@ -102,7 +103,7 @@ async def test_without_the_plugin_or_a_hook_it_parks_as_mail_and_says_so(
     hook_session(project, tmp_path / "c.jsonl")
     async with client(server) as c:
         out = await handoff_to_claude(c, project=project, note=NOTE, env={})
-    assert out.via == "mail" and not out.delivered and out.state == flow.PARKED
+    assert out.via == "mail" and not out.delivered and out.state == flow.Waiting.PARKED
     assert out.action == f"cd {project} && claude --resume {SESSION}"
     assert f"setup claude --project {project}" in out.warnings[0]
     assert "install-hook" not in out.warnings[0]
@@ -114,7 +115,7 @@ async def test_a_running_session_not_reachable_live_is_queued_not_delivered(
     hook_session(project, tmp_path / "c.jsonl", pid=os.getpid())  # no inbox socket
     async with client(server) as c:
         out = await handoff_to_claude(c, project=project, note=NOTE, env={})
-    assert out.via == "mail" and not out.delivered and out.state == flow.QUEUED
+    assert out.via == "mail" and not out.delivered and out.state == DeliveryState.QUEUED
     assert out.action is None and len(reading.peek(inbox_dir(), "web").mails) == 1
 
 

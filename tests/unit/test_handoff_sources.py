@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from codexbridge.handoff import claude_source, codex_source, gather
-from codexbridge.handoff.messages import Verdict, is_handoff_id
+from codexbridge.handoff import claude_source, codex_source, flow
+from codexbridge.handoff.delta import Verdict, is_handoff_id
 from tests.support import payloads
 from tests.support.transcripts import Transcript
 
@@ -166,7 +166,7 @@ def test_a_peer_message_is_labelled_and_handoff_ids_are_recognised() -> None:
     peer = payloads.item_entry(T1, payloads.user_message(
         "[codexbridge] from Claude Code — a peer AI agent\n\nreview this", "u5"))
     assert [m.role for m in codex_source.parse([peer], None).messages] == ["peer"]
-    assert is_handoff_id(gather.new_id()) and not is_handoff_id("cb_0123") \
+    assert is_handoff_id(flow.new_id()) and not is_handoff_id("cb_0123") \
         and not is_handoff_id("req_1796119192908_vvd6pb")
 
 
