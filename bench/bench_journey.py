@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from codexbridge.host.binaries import pinned_claude, pinned_codex  # noqa: E402
 from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI  # noqa: E402
-from codexbridge.mock.messages_rules import peer_answer  # noqa: E402
+from codexbridge.mock.messages import peer_answer  # noqa: E402
 from codexbridge.mock.world import World  # noqa: E402
 
 POLL = 0.02

@@ -32,7 +32,7 @@ from codexbridge.inbox.install_hook import install  # noqa: E402
 from codexbridge.inbox.listeners import read_listeners  # noqa: E402
 from codexbridge.inbox.location import inbox_dir, watcher_path  # noqa: E402
 from codexbridge.mock.claude_env import offline_env, seed_interactive  # noqa: E402
-from codexbridge.mock.messages_server import MockMessages  # noqa: E402
+from codexbridge.mock.messages import MockMessages  # noqa: E402
 
 BOX = "bench"
 

@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from codexbridge.host.binaries import pinned_claude  # noqa: E402
 from codexbridge.mock.claude_env import offline_env  # noqa: E402
-from codexbridge.mock.messages_server import MockMessages  # noqa: E402
+from codexbridge.mock.messages import MockMessages  # noqa: E402
 from codexbridge.mock.world import signal_naming  # noqa: E402
 from codexbridge.setup.where import plugin_dir  # noqa: E402
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from codexbridge.errors import RpcError
-from codexbridge.mock.server import MockRequest
+from codexbridge.mock.responses import MockRequest
 from codexbridge.mock.stack import OfflineStack
 from codexbridge.protocol.enums import ApprovalPolicy, TurnOutcome
 from codexbridge.protocol.generated import methods as m

@@ -16,7 +16,7 @@ plays the human at both keyboards:
 
 The mock models do what the typed text says (`CALL_TOOL …` for Claude, `MCP_CALL: …`
 for Codex), and the mock Claude answers a Codex request that waits for an answer
-(`mock.messages_rules.peer_answer`). Every step waits on a readiness signal (a model
+(`mock.messages.peer_answer`). Every step waits on a readiness signal (a model
 request, a delivery record, text on a TUI screen) within a bound; one that never comes
 is a ServeError naming the step and showing the end of the screen.
 """
@@ -387,7 +387,7 @@ def step_status(d: Demo, asked_codex: str, asked_claude: str) -> None:
 
 def run_demo(*, tui: bool, echo: Callable[[str], None]) -> int:
     codex_bin, claude_bin, _tmux = binaries()
-    from ..mock.messages_rules import peer_answer
+    from ..mock.messages import peer_answer
     from ..mock.world import World
 
     world = World(codex_bin, claude_bin, responder=peer_answer)

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from ..host.appserver import AppServerProcess, launch
 from .codex_home import isolated_env, write_codex_home
-from .rules import plan_reply
-from .server import MockResponsesServer, Planner
+from .responses import MockResponsesServer, Planner, plan_reply
 
 
 class OfflineStack:

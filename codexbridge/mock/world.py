@@ -32,16 +32,14 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from ..host.daemon import socket_path, socket_url
 from ..host.procs import pid_alive
 from ..host.tmux_tui import ClaudeTUI, CodexTUI, TmuxServer
 from .claude_env import API_KEY, QUIET, seed_interactive
 from .codex_home import MOCK_API_KEY, MOCK_API_KEY_VAR, write_codex_home
-from .messages_server import MockMessages, Responder
-from .rules import plan_reply
-from .server import MockResponsesServer, Planner
+from .messages import MockMessages, Responder
+from .responses import MockResponsesServer, Planner, plan_reply
 
 LOOPBACK = "127.0.0.1,localhost"
 # A closed port on loopback: whatever codex's daemon would fetch from the internet fails
@@ -161,7 +159,7 @@ class World:
             self.tmux = TmuxServer(str(self.home))
         return self.tmux
 
-    def codex_tui(self, project: str = "project", *, beside: Any = None,
+    def codex_tui(self, project: str = "project", *, beside: CodexTUI | ClaudeTUI | None = None,
                   resume: str | None = None) -> CodexTUI:
         """`codex -C ~/project`: the TUI on codex's own daemon (started if none runs);
         `resume`: `codex -C ~/project resume ID`, back on that thread."""
@@ -171,7 +169,8 @@ class World:
         self.tuis.append(tui)
         return tui
 
-    def claude_tui(self, project: str = "project", *args: str, beside: Any = None
+    def claude_tui(self, project: str = "project", *args: str,
+                   beside: CodexTUI | ClaudeTUI | None = None
                    ) -> ClaudeTUI:
         """`claude` started in ~/project (`args` e.g. `--resume ID`)."""
         tui = ClaudeTUI(self.claude_bin, self.projects[project], self.env, args=list(args))

@@ -14,7 +14,7 @@ import pytest
 from codexbridge.host.appserver import AppServerProcess, launch
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.inbox.peek import peek
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from tests.support.cli import arun_cli
 from tests.support.raw_client import RawClient, start_user_thread
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pytest
 
 from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI, approve_claude
-from codexbridge.mock.messages_rules import RecordedRequest, peer_answer
+from codexbridge.mock.messages import RecordedRequest, peer_answer
 from codexbridge.mock.world import World
 from tests.support.binaries import require_claude, require_codex, require_tmux
 

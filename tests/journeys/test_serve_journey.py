@@ -23,7 +23,7 @@ import pytest
 from codexbridge.host.procs import pid_alive
 from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.codex_home import MOCK_API_KEY_VAR
-from codexbridge.mock.messages_rules import peer_answer
+from codexbridge.mock.messages import peer_answer
 from codexbridge.mock.world import World
 from tests.support.binaries import require_claude, require_codex, require_tmux
 

@@ -43,8 +43,7 @@ from codexbridge.inbox import peek as reading
 from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.lines import Mail
 from codexbridge.inbox.location import inbox_dir, session_path, watcher_path
-from codexbridge.mock.rules import words_of
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer, words_of
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.mock_messages import MockMessages, RecordedRequest
 from tests.support.raw_client import Message, RawClient, start_user_thread

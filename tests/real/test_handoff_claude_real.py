@@ -27,7 +27,7 @@ from codexbridge.inbox import peek as reading
 from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.listeners import record_listener
 from codexbridge.inbox.location import inbox_dir, session_path
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import arun_cli
 from tests.support.handoff_real import CODEX_SAID_AFTER_TOOL, handoff, quiet_planner, state

@@ -24,7 +24,7 @@ import pytest
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.inbox.install_hook import install
-from codexbridge.mock.server import MockRequest, MockResponsesServer
+from codexbridge.mock.responses import MockRequest, MockResponsesServer
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.handoff_fakes import hook_session
 from tests.support.handoff_real import (

@@ -23,7 +23,7 @@ import pytest
 from codexbridge.host.appserver import launch
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.inbox.peek import peek
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from tests.support.cli import run_cli
 from tests.support.raw_client import RawClient, start_turn
 

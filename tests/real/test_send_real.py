@@ -25,7 +25,7 @@ from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.location import inbox_dir
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from codexbridge.protocol.threads import ThreadInfo
 from codexbridge.talk.deliveries import prepare
 from tests.support.cli import CliResult, arun_cli, run_cli

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from tests.support.binaries import codex_version
 from tests.support.cli import run_cli
 from tests.support.raw_client import RawClient, start_user_thread

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from tests.support.cli import arun_cli, run_cli
 from tests.support.raw_client import RawClient, run_turn, start_user_thread
 

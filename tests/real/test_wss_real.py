@@ -19,7 +19,7 @@ import pytest
 
 from codexbridge.host.appserver import free_port
 from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from tests.support.binaries import require_tmux
 from tests.support.cli import arun_cli, run_cli
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = pytest.mark.real_codex

@@ -22,7 +22,7 @@ import pytest
 from codexbridge.host.appserver import AppServerProcess, launch
 from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.codex_home import isolated_env, write_codex_home
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer
 
 from .binaries import require_codex, require_tmux
 

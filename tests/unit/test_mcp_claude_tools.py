@@ -26,7 +26,7 @@ from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
 from codexbridge.mcp.settings import load
-from codexbridge.mock.rules import big_text
+from codexbridge.mock.responses import big_text
 from codexbridge.protocol.envelopes import Notification, ServerRequest
 from codexbridge.talk.endpoint import Endpoint
 

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from codexbridge.mock.codex_home import isolated_env, mock_env, write_codex_home
-from codexbridge.mock.rules import big_text, extract_user_text, plan_reply
-from codexbridge.mock.server import MockResponsesServer
+from codexbridge.mock.responses import MockResponsesServer, big_text, extract_user_text, plan_reply
 
 
 def body(user_text: str, *, tools: bool = True, **extra: Any) -> dict[str, Any]:
@@ -188,7 +187,7 @@ def test_stop_is_quick_with_open_keepalive_connection() -> None:
 
 
 def test_runs_as_a_module_until_sigterm() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "codexbridge.mock.server",
+    proc = subprocess.Popen([sys.executable, "-m", "codexbridge.mock.responses",
                              "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
