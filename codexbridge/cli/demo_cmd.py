@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -44,8 +44,12 @@ from ..errors import INTERRUPTED_EXIT, BinaryNotFoundError, ServeError, UsageErr
 from .command import command
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ..host.tmux_tui import ClaudeTUI, CodexTUI
     from ..mock.world import World
+
+    TUI: TypeAlias = CodexTUI | ClaudeTUI
 
 T = TypeVar("T")
 STEPS = 5
@@ -132,7 +136,7 @@ class Demo:
         self.step, self.title = step, title
         self.echo(f"demo: {step}/{STEPS} {title} {detail}")
 
-    def fail(self, what: str, bound: float, tui: Any = None) -> ServeError:
+    def fail(self, what: str, bound: float, tui: TUI | None = None) -> ServeError:
         """The step that never came: named, with the last lines of the screen it shows on."""
         where = f"demo step {self.step}/{STEPS} ({self.title})"
         if tui is None:
@@ -147,7 +151,7 @@ class Demo:
                           f"the {tui.what} screen ended:\n{tail}")
 
     def until(self, probe: Callable[[], T | None], what: str, bound: float = STEP_S,
-              tui: Any = None) -> T:
+              tui: TUI | None = None) -> T:
         """Poll `probe` (a screen, a record) until it gives something; watch the TUIs."""
         deadline = time.monotonic() + bound
         while True:
@@ -161,7 +165,7 @@ class Demo:
                 raise self.fail(what, bound, tui)
             time.sleep(0.05)
 
-    def on_screen(self, tui: Any, text: str, bound: float = STEP_S) -> str:
+    def on_screen(self, tui: TUI, text: str, bound: float = STEP_S) -> str:
         def probe() -> str | None:
             screen = str(tui.capture(scrollback=True))
             return screen if one_line(text) in one_line(screen) else None
@@ -262,7 +266,7 @@ def bash(command_line: str) -> str:
     return "CALL_TOOL Bash " + json.dumps({"command": command_line})
 
 
-def records(world: World) -> list[dict[str, Any]]:
+def records(world: World) -> list[dict[str, object]]:
     """codexbridge's delivery records in the world, oldest first."""
     from ..host.jsonfile import read_object
 
@@ -358,7 +362,8 @@ def step_status(d: Demo, asked_codex: str, asked_claude: str) -> None:
     w = d.world
     d.begin(5, "where each message went:", "codexbridge talk status")
 
-    def final(pick: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]] | None:
+    def final(pick: Callable[[dict[str, object]], bool]
+              ) -> list[dict[str, object]] | None:
         done = [r for r in records(w) if pick(r)]
         return done if done and all(r.get("state") in FINAL_STATES for r in done) else None
 
