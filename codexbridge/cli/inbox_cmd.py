@@ -18,11 +18,11 @@ import click
 from ..error_tables import exit_help
 from ..errors import LoopGuardError, MailboxError, MailboxReadError, UsageError
 from ..inbox import service as inbox_service
-from ..inbox.hook import WATCH_INTERVAL as DEFAULT_INTERVAL
-from ..inbox.hook import WATCH_TIMEOUT as DEFAULT_TIMEOUT
-from ..inbox.hook import render_mail
 from ..inbox.lines import Mail, Rejected
+from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
+from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.location import rejected_path
+from ..inbox.render import render_mail
 from .command import command, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -321,11 +321,11 @@ def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
     settings.json.bak-<time>. The hook command uses this interpreter by absolute
     path, so it works from any project.
     """
-    from ..inbox.install_hook import install
+    from ..setup.claude import install_hooks
 
     mailbox = inbox_service.mailbox_name(name)
     with inbox_service.mailbox_io("update the settings file"):
-        result = install(project, mailbox, rewake=rewake, dry_run=dry_run,
+        result = install_hooks(project, mailbox, rewake=rewake, dry_run=dry_run,
                          watch_timeout=watch_timeout)
     if as_json:
         emit_json({"ok": True, "settings": result.settings_path, "changes": result.changes,

@@ -85,7 +85,7 @@ def claude_cmd(project: str | None, user: bool, dry_run: bool, remove: bool,
       the scope's settings.json: enabledPlugins["codexbridge@codexbridge"] and the
         plugin's read-only tools in permissions.allow
     """
-    from ..setup.steps import setup_claude
+    from ..setup.claude import setup_claude
     from ..setup.where import scope_for
 
     _show(setup_claude(scope_for("claude", project, user), dry_run=dry_run, remove=remove),
@@ -122,8 +122,8 @@ def codex_cmd(project: str | None, user: bool, dry_run: bool, remove: bool, as_j
     cannot set (docs/fitting-in.md of codexbridge's source, "The Codex side"). Comments
     and formatting of the rest of the file are kept byte for byte.
     """
-    from ..inbox.names import validate_name
-    from ..setup.steps import setup_codex
+    from ..inbox.location import validate_name
+    from ..setup.codex import setup_codex
     from ..setup.where import scope_for
 
     if mailbox:

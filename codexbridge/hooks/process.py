@@ -12,6 +12,8 @@ one `{"decision":"block","reason":…}` object; our own problems go to
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
 import time
@@ -19,14 +21,24 @@ import time
 from ..conversation.handling import path as handling_path
 from ..conversation.handling import transcript_end
 from ..host.jsonfile import loads_json
+from ..host.private import write_private
 from ..host.text import writable
-from ..inbox.location import chain_path, ensure_private_dir, inbox_dir, log_dir
-from ..inbox.names import default_mailbox, name_problem
-from ..inbox.probe import has_live, has_pending
+from ..inbox.clock import iso_utc
+from ..inbox.location import (
+    chain_path,
+    default_mailbox,
+    ensure_private_dir,
+    has_live,
+    has_pending,
+    inbox_dir,
+    log_dir,
+    name_problem,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from ..jsontypes import JsonObject
+    from .loop_guard import HookInput
 
 USAGE = """\
 Usage: codexbridge inbox hook [--as NAME]
@@ -90,7 +102,7 @@ def read_stdin() -> bytes:
         return b""
 
 
-def parse_payload(raw: bytes) -> dict[str, Any]:
+def parse_payload(raw: bytes) -> JsonObject:
     """The hook JSON as a dict; empty or garbage input gives {}."""
     if not raw.strip():
         return {}
@@ -167,7 +179,7 @@ def run_hook_cli(argv: list[str]) -> int:
         return 0
 
 
-def run_hook(name: str, payload: dict[str, Any]) -> int:
+def run_hook(name: str, payload: JsonObject) -> int:
     inbox = inbox_dir()
     from ..inbox.listeners import record_listener
 
@@ -198,7 +210,7 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
             reconcile(inbox, name)
         except Exception as exc:  # the mail stays in its record for the next try
             log(f"mailbox {name!r}: could not settle live deliveries: {exc!r}")
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    session = _str(payload.get("session_id"))
     if session and os.path.exists(handling_path(session)):
         # This stop may end the turn that took in peer mail: its final message answers
         # the requests that expect one (handling.due decides which: those the message names,
@@ -216,9 +228,7 @@ def run_hook(name: str, payload: dict[str, Any]) -> int:
         # (another session's leftover chain must not slow every stop down).
         if not os.path.exists(chain_path(inbox, name)):
             return 0
-        from ..inbox import chain
-
-        if chain.load(inbox, name, chain.session_key(payload.get("session_id"))) is None:
+        if load_chain(inbox, name, session_key(payload.get("session_id"))) is None:
             return 0
     _decide_and_deliver(inbox, name, payload, pending)
     return 0
@@ -244,62 +254,168 @@ def courier_owed() -> None:
         log(f"could not look after the courier: {exc!r}")
 
 
-def _decide_and_deliver(inbox: str, name: str, payload: dict[str, Any],
-                        pending: bool) -> None:
-    from ..inbox import chain
-    from ..inbox.hook import (
-        DELIVER,
-        HOLD,
-        ChainState,
-        HookInput,
-        block_output,
-        decide,
-        effective_max_chain,
-        render_mail,
-    )
-    from ..inbox.location import rejected_path
-    from ..inbox.store import take
+# --- the chain of blocks (the loop guard's count: hooks/loop_guard.py) -------------------
+#
+# `NAME.chain.json` exists only while a chain of blocks runs: the hook writes it when it
+# blocks and deletes its session's entry when it lets Claude stop. So the empty-mailbox
+# fast path only has to check that the file is absent.
 
-    inp = HookInput.from_payload(payload)
-    stored = chain.load(inbox, name, inp.session_key)
-    max_chain, note = effective_max_chain(os.environ)
+# Sessions whose chain never ended (Claude killed mid-chain) are forgotten past these.
+MAX_SESSIONS = 32
+MAX_AGE_S = 24 * 3600
+UNKNOWN_SESSION = "unknown-session"
+# What a damaged file counts as: over any CODEX_BRIDGE_MAX_CHAIN (fails closed).
+DAMAGED_BLOCKS = 1 << 30
+
+
+def session_key(session_id: object) -> str:
+    """The key a session's chain is counted under (garbage stdin still gets one)."""
+    return session_id if isinstance(session_id, str) and session_id else UNKNOWN_SESSION
+
+
+class _Damaged(Exception):
+    """The chain file is there but cannot be read as ours."""
+
+
+def _load_all(inbox: str, name: str) -> dict[str, JsonObject]:
+    """Every session's chain; {} when there is no file. _Damaged when the file is there
+    but unreadable, not JSON (or nested past reading), or not shaped as we write it."""
+    try:
+        with open(chain_path(inbox, name), encoding="utf-8") as fh:
+            data = loads_json(fh.read())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise _Damaged(str(exc)) from None
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, dict) or not all(map(_sound, sessions.values())):
+        raise _Damaged('not {"sessions": {SESSION: {"blocks": COUNT, ...}}}')
+    return sessions
+
+
+def _sound(entry: object) -> bool:
+    blocks = entry.get("blocks") if isinstance(entry, dict) else None
+    return isinstance(blocks, int) and not isinstance(blocks, bool) and blocks >= 0
+
+
+def damage_note(inbox: str, name: str, why: str) -> str:
+    """What the hook log says about a damaged chain file: which, and what to do."""
+    import shlex  # only now: the Stop hook's usual path does without it
+
+    path = chain_path(inbox, name)
+    return (f"{path} is damaged ({why}): the loop guard cannot count this mailbox's chain "
+            "of blocks, so no mail is delivered at a stop (it waits, nothing is lost) "
+            f"until the file is gone — delete it: rm {shlex.quote(path)}")
+
+
+def _store_all(inbox: str, name: str, sessions: dict[str, JsonObject]) -> None:
+    path = chain_path(inbox, name)
+    if not sessions:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    write_private(path, json.dumps({"sessions": sessions}).encode("utf-8"))
+
+
+def load_chain(inbox: str, name: str,
+               session_key: str) -> tuple[int, str | None] | tuple[int, str | None, str] | None:
+    """(blocks so far, prompt_id of the chain) for this session, or None. A damaged file
+    fails closed: (DAMAGED_BLOCKS, None, what to do) — over any limit, whatever the
+    prompt (loop_guard.ChainState's `damaged`)."""
+    try:
+        entry = _load_all(inbox, name).get(session_key)
+    except _Damaged as exc:
+        return DAMAGED_BLOCKS, None, damage_note(inbox, name, str(exc))
+    if entry is None:
+        return None
+    prompt = entry.get("prompt_id")
+    blocks = entry["blocks"]  # _sound: an int
+    return (blocks if isinstance(blocks, int) else 0,
+            prompt if isinstance(prompt, str) else None)
+
+
+def save_chain(inbox: str, name: str, session_key: str, blocks: int, prompt_id: str | None) -> None:
+    """Count one more block. A damaged file is left as it is (the person deletes it)."""
+    try:
+        sessions = _load_all(inbox, name)
+    except _Damaged:
+        return
+    stale = iso_utc(time.time() - MAX_AGE_S)
+    sessions = {k: v for k, v in sessions.items() if str(v.get("at", "")) >= stale}
+    sessions[session_key] = {"blocks": blocks, "prompt_id": prompt_id, "at": iso_utc()}
+    if len(sessions) > MAX_SESSIONS:
+        oldest = sorted(sessions, key=lambda k: str(sessions[k].get("at", "")))
+        for key in oldest[: len(sessions) - MAX_SESSIONS]:
+            del sessions[key]
+    _store_all(inbox, name, sessions)
+
+
+def clear_chain(inbox: str, name: str, session_key: str) -> None:
+    """End the session's chain. A damaged file is left as it is: removing it by ourselves
+    would reset every session's count (fail open) without anyone knowing why."""
+    if not os.path.exists(chain_path(inbox, name)):
+        return
+    try:
+        sessions = _load_all(inbox, name)
+    except _Damaged:
+        return
+    if sessions.pop(session_key, None) is not None or not sessions:
+        _store_all(inbox, name, sessions)
+
+
+# --- delivering ----------------------------------------------------------------------------
+
+def _decide_and_deliver(inbox: str, name: str, payload: JsonObject, pending: bool) -> None:
+    from . import loop_guard as guard
+
+    inp = guard.HookInput.from_payload(payload)
+    stored = load_chain(inbox, name, inp.session_key)
+    max_chain, note = guard.effective_max_chain(os.environ)
     if note:
         log(f"mailbox {name!r}: {note}")
-    decision = decide(inp, ChainState(*stored) if stored else None, pending, max_chain)
-    if decision.action == DELIVER:
-        with take(inbox, name, lock_timeout=LOCK_WAIT) as batch:
-            if batch.empty:
-                batch.commit()  # only already-delivered duplicates were left
-            else:
-                from ..inbox.spill import spilled
-
-                reason = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
-                                     rejected_path(inbox, name))
-                out = sys.stdout.buffer
-                out.write(block_output(reason).encode("utf-8") + b"\n")
-                out.flush()
-                batch.commit()
-                from ..inbox.replies import note_handed
-
-                note_handed(inp.session_id, name, batch.mails,
-                            transcript=_str(payload.get("transcript_path")),
-                            offset=transcript_end(payload.get("transcript_path")),
-                            claude_pid=_claude_pid())
-                chain.save(inbox, name, inp.session_key, decision.chain_before + 1,
-                           inp.prompt_id)
-                if batch.duplicates or batch.recovered_files:
-                    log(f"mailbox {name!r}: recovered {batch.recovered_files} batch(es), "
-                        f"skipped {batch.duplicates} duplicate(s)")
-                return
-    elif decision.action == HOLD:
+    decision = guard.decide(inp, guard.ChainState(*stored) if stored else None, pending,
+                            max_chain)
+    if decision.action is guard.Action.DELIVER:
+        if _deliver(inbox, name, payload, inp):
+            save_chain(inbox, name, inp.session_key, decision.chain_before + 1, inp.prompt_id)
+            return
+    elif decision.action is guard.Action.HOLD:
         log(f"mailbox {name!r}: session {inp.session_key}: {decision.why}")
-    chain.clear(inbox, name, inp.session_key)
+    clear_chain(inbox, name, inp.session_key)
+
+
+def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool:
+    """Block with every waiting mail (True), or find only duplicates left (False)."""
+    from ..inbox.location import rejected_path
+    from ..inbox.render import render_mail, spilled
+    from ..inbox.replies import note_handed
+    from ..inbox.store import take
+    from .loop_guard import block_output
+
+    with take(inbox, name, lock_timeout=LOCK_WAIT) as batch:
+        if batch.empty:
+            batch.commit()  # only already-delivered duplicates were left
+            return False
+        reason = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
+                             rejected_path(inbox, name))
+        out = sys.stdout.buffer
+        out.write(block_output(reason).encode("utf-8") + b"\n")
+        out.flush()
+        batch.commit()
+        transcript = _str(payload.get("transcript_path"))
+        note_handed(inp.session_id, name, batch.mails, transcript=transcript,
+                    offset=transcript_end(transcript), claude_pid=claude_pid())
+        if batch.duplicates or batch.recovered_files:
+            log(f"mailbox {name!r}: recovered {batch.recovered_files} batch(es), "
+                f"skipped {batch.duplicates} duplicate(s)")
+        return True
 
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _claude_pid() -> int | None:
+def claude_pid() -> int | None:
+    """The Claude Code process that ran this hook ($CLAUDE_PID), if it says."""
     raw = os.environ.get("CLAUDE_PID", "")
     return int(raw) if raw.isdigit() else None

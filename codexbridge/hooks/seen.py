@@ -26,11 +26,19 @@ import os
 from ..host.jsonfile import read_object
 from ..host.private import state_home, write_private
 from ..inbox.clock import iso_utc
+from ..jsontypes import obj
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
+    from typing import TypedDict
+
+    from ..jsontypes import JsonObject
+
+    class Seen(TypedDict):
+        path: str
+        exists: bool
+        record: JsonObject | None  # None when unreadable
 
 SEEN_NAME = "claude-seen.json"
 UNNAMED = "(no hook_event_name)"  # where input without an event name is recorded
@@ -54,7 +62,7 @@ def registry_path(env: Mapping[str, str]) -> str | None:
     return os.path.join(config, "sessions", f"{pid}.json")
 
 
-def peer_facts(env: Mapping[str, str], registry: Mapping[str, Any] | None) -> dict[str, Any]:
+def peer_facts(env: Mapping[str, str], registry: Mapping[str, object] | None) -> JsonObject:
     """What the hook's environment and the session's registry say about live delivery's
     address and protocol (names and the protocol number only)."""
     registry = registry or {}
@@ -62,19 +70,19 @@ def peer_facts(env: Mapping[str, str], registry: Mapping[str, Any] | None) -> di
     version = registry.get("version")
     socket = env.get(SOCKET_ENV) or None
     return {"socket_env": socket is not None, "pid_env": env.get("CLAUDE_PID", "").isdigit(),
-            "registry": bool(registry), "registry_fields": sorted(registry),
+            "registry": bool(registry), "registry_fields": [*sorted(registry)],
             "protocol": protocol if isinstance(protocol, (int, str)) else None,
             "socket_matches": bool(socket) and registry.get("messagingSocketPath") == socket,
             "claude_version": version if isinstance(version, str) else None}
 
 
-def merged(old: Mapping[str, Any] | None, event: str, fields: list[str],
-           peer: dict[str, Any], now: str) -> dict[str, Any] | None:
+def merged(old: Mapping[str, object] | None, event: str, fields: list[str],
+           peer: JsonObject, now: str) -> JsonObject | None:
     """`old` with this run's evidence in it, or None when it would say nothing new (the
     same names, the same peer facts, already seen today)."""
-    record: dict[str, Any] = dict(old or {})
-    hooks = dict(record.get("hooks") or {}) if isinstance(record.get("hooks"), dict) else {}
-    entry = {"fields": fields, "claude_version": peer.get("claude_version")}
+    record: JsonObject = dict(obj(old))
+    hooks = dict(obj(record.get("hooks")))
+    entry: JsonObject = {"fields": [*fields], "claude_version": peer.get("claude_version")}
     day = now[:10]
     before = hooks.get(event)
     prior = record.get("peer")
@@ -90,7 +98,7 @@ def merged(old: Mapping[str, Any] | None, event: str, fields: list[str],
     return record
 
 
-def note_seen(payload: Mapping[str, Any], env: Mapping[str, str] | None = None) -> bool:
+def note_seen(payload: Mapping[str, object], env: Mapping[str, str] | None = None) -> bool:
     """Record what this hook run received (True when the file was rewritten). A run that
     is not Claude Code's — empty input, none of its variables — records nothing."""
     env = os.environ if env is None else env
@@ -109,7 +117,7 @@ def note_seen(payload: Mapping[str, Any], env: Mapping[str, str] | None = None) 
     return True
 
 
-def read_seen() -> dict[str, Any]:
+def read_seen() -> Seen:
     """For doctor: {"path", "exists", "record"} (record None when unreadable)."""
     path = seen_path()
     return {"path": path, "exists": os.path.exists(path), "record": read_object(path)}

@@ -28,13 +28,14 @@ from ..conversation.handling import transcript_end
 from ..host.locking import lock
 from ..host.procs import pid_alive
 from ..inbox.listeners import record_listener
-from ..inbox.location import ensure_private_dir, rejected_path, watcher_path
-from ..inbox.probe import has_pending
-from .process import courier_owed
+from ..inbox.location import ensure_private_dir, has_pending, rejected_path, watcher_path
+from .process import claude_pid, courier_owed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
+
+    from ..jsontypes import JsonObject
 
 OWED_EVERY = 2.0  # s: how often an idle session's watcher looks after the courier
 EXIT_WAKE = 2  # asyncRewake: exit 2 + stderr starts a new turn
@@ -47,15 +48,10 @@ def parse_claim(data: bytes) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def headless(environ: dict[str, str] | None = None) -> bool:
+def headless(environ: Mapping[str, str] | None = None) -> bool:
     """True when the Claude that started us is `claude -p` / an SDK run."""
     env = os.environ if environ is None else environ
     return env.get("CLAUDE_CODE_ENTRYPOINT", "").startswith("sdk-")
-
-
-def _claude_pid() -> int | None:
-    raw = os.environ.get("CLAUDE_PID", "")
-    return int(raw) if raw.isdigit() else None
 
 
 class Claim:
@@ -74,19 +70,15 @@ class Claim:
         os.close(self.fd)  # drops the flock for the next watcher
 
 
-def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
+def run_watch(name: str, *, inbox: str, payload: JsonObject, timeout: float,
               interval: float) -> int:
     """Wait for mail; EXIT_WAKE after writing it to stderr, EXIT_QUIET otherwise."""
-    from ..inbox.hook import render_mail
-    from ..inbox.spill import spilled
-    from ..inbox.store import take
-
     ensure_private_dir(inbox)
     record_listener(inbox, name, payload, via="watch")
     if headless():
         return EXIT_QUIET  # nothing to wake, and Claude would wait for us
     deadline = time.monotonic() + max(0.0, timeout)
-    claude = _claude_pid()
+    claude = claude_pid()
     claim = Claim(watcher_path(inbox, name))
     owed_check = 0.0
     try:
@@ -101,26 +93,32 @@ def run_watch(name: str, *, inbox: str, payload: dict[str, Any], timeout: float,
                 return EXIT_QUIET  # the session we serve is gone
             if not holding:
                 holding = lock(claim.fd, blocking=False)
-            if holding and has_pending(inbox, name):
-                with take(inbox, name) as batch:
-                    if batch.empty:
-                        batch.commit()
-                    else:
-                        text = render_mail(name, spilled(inbox, name, batch.mails),
-                                           batch.rejected, rejected_path(inbox, name))
-                        sys.stderr.buffer.write(text.encode("utf-8") + b"\n")
-                        sys.stderr.buffer.flush()
-                        batch.commit()
-                        from ..inbox.replies import note_handed
-
-                        session = payload.get("session_id")
-                        transcript = payload.get("transcript_path")
-                        transcript = transcript if isinstance(transcript, str) else None
-                        note_handed(session if isinstance(session, str) else None, name,
-                                    batch.mails, transcript=transcript,
-                                    offset=transcript_end(transcript), claude_pid=claude)
-                        return EXIT_WAKE
+            if holding and has_pending(inbox, name) and _wake(inbox, name, payload, claude):
+                return EXIT_WAKE
             time.sleep(interval)
         return EXIT_QUIET
     finally:
         claim.close()
+
+
+def _wake(inbox: str, name: str, payload: JsonObject, claude: int | None) -> bool:
+    """Hand every waiting mail to Claude on stderr (True), or find only duplicates."""
+    from ..inbox.render import render_mail, spilled
+    from ..inbox.replies import note_handed
+    from ..inbox.store import take
+
+    with take(inbox, name) as batch:
+        if batch.empty:
+            batch.commit()
+            return False
+        text = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
+                           rejected_path(inbox, name))
+        sys.stderr.buffer.write(text.encode("utf-8") + b"\n")
+        sys.stderr.buffer.flush()
+        batch.commit()
+        session, transcript = payload.get("session_id"), payload.get("transcript_path")
+        transcript = transcript if isinstance(transcript, str) else None
+        note_handed(session if isinstance(session, str) else None, name, batch.mails,
+                    transcript=transcript, offset=transcript_end(transcript),
+                    claude_pid=claude)
+        return True

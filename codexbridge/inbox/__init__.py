@@ -2,26 +2,27 @@
 
 Layout of the package, core first:
 
-    names.py      what a mailbox may be called (pure)
-    lines.py      one mail line: parse, encode, reject (pure)
+    location.py   a mailbox: what it may be called, where each of its files lives, and
+                  the cheap "is anything there?" looks (stdlib only: the Stop hook's
+                  fast path)
     clock.py      the timestamps mail and records carry (pure)
-    hook.py       what a stop decides and prints (pure)
-    install_hook.py  merging our hooks into a settings.json (pure) and writing it
-    location.py   where the files of a mailbox live
-    store.py      push / take-by-rename / recovery / de-dup / rejected lines
-    spill.py      big mail reaches Claude as a preview and a private file
+    lines.py      one mail line: parse, encode, reject (pure)
+    store.py      where mail is written and taken: push / take-by-rename / recovery /
+                  de-dup / rejected lines
     peek.py       looking without consuming: peek, counts, names, rejected lines
-    probe.py      is there anything to deliver? (cheap: before any heavy import)
-    listeners.py  who listens as which name (`<name>.session.json`)
-    chain.py      the Stop hook's count of consecutive blocks per session
-    live.py       live delivery into a running session's cross-session inbox
-    live_rules.py what live delivery may send when (pure)
+    render.py     the text Claude is handed for a batch of mail; big mail as a preview
+                  and a private file
+    listeners.py  the hook commands that make a session listen (built and recognised),
+                  and who listens as which name (`<name>.session.json`)
+    live.py       live delivery into a running session's cross-session inbox: what it
+                  may send when (pure), then sending, confirming, putting back
     replies.py    a request put in front of Claude is noted as handled; at its stop,
                   Claude's answer goes back as a reply delivery
     service.py    what the CLI and the MCP role codex both call: names validated, the
                   one push rule, file errors as MailboxError
 
-The processes Claude Code runs (the hook, the watcher) are `hooks/`.
+The processes Claude Code runs (the Stop hook and its loop guard, the watcher) are
+`hooks/`; what writes the hooks into Claude's settings is `setup/claude.py`.
 
 This package is imported by the Stop hook on every Claude Code stop, so this file
 imports nothing.

@@ -19,7 +19,9 @@ from .clock import iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
+
+    from ..jsontypes import JsonObject, JsonValue
 
 UNKNOWN_SENDER = "unknown"
 KNOWN_FIELDS = ("id", "at", "from", "to", "text")
@@ -40,11 +42,11 @@ class Mail(NamedTuple):
     to: str | None = None
     mail_id: str | None = None
     at: str | None = None
-    extra: dict[str, Any] = {}  # noqa: RUF012 - never mutated; new_mail passes its own
+    extra: JsonObject = {}  # noqa: RUF012 - never mutated; new_mail passes its own
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The wire object: known fields in their usual order, then any extras."""
-        data: dict[str, Any] = {"id": self.mail_id, "at": self.at, "from": self.sender,
+        data: JsonObject = {"id": self.mail_id, "at": self.at, "from": self.sender,
                                 "to": self.to, "text": self.text}
         for key, value in self.extra.items():
             data.setdefault(key, value)
@@ -64,9 +66,9 @@ class Rejected(NamedTuple):
         text = self.raw.decode("utf-8", errors="replace").strip()
         return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
 
-    def to_record(self, rejected_at: str) -> dict[str, Any]:
+    def to_record(self, rejected_at: str) -> JsonObject:
         """The line written to `<name>.rejected.jsonl`; keeps the raw bytes exactly."""
-        record: dict[str, Any] = {"at": rejected_at, "reason": self.reason,
+        record: JsonObject = {"at": rejected_at, "reason": self.reason,
                                   "source": self.source, "lineno": self.lineno}
         try:
             record["line"] = self.raw.decode("utf-8")
@@ -88,7 +90,7 @@ def uuid4() -> str:
 
 
 def new_mail(text: str, *, to: str, sender: str, at: str | None = None,
-             mail_id: str | None = None, extra: dict[str, Any] | None = None) -> Mail:
+             mail_id: str | None = None, extra: Mapping[str, JsonValue] | None = None) -> Mail:
     """A fresh mail with a uuid4 id and the current time; `extra` are more fields
     (conversation, request, expect_reply, in_reply_to …) kept on the line."""
     return Mail(text=text, sender=sender, to=to, mail_id=mail_id or uuid4(),
@@ -101,7 +103,7 @@ def encode_line(mail: Mail) -> bytes:
             + "\n").encode("utf-8")
 
 
-def _optional_str(value: Any) -> str | None:
+def _optional_str(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):

@@ -1,14 +1,22 @@
-"""Who listens as which mailbox name: `NAME.session.json`.
+"""Who listens as which mailbox name: the commands that make a Claude session listen,
+and the record each run leaves (`NAME.session.json`).
 
-The Stop hook (and the watcher) rewrite it on every run, so `inbox list` can show each
-listener's cwd, session and last-seen time, and `inbox push` can warn when a name has
-never been listened on. The writer half is on the hook's fast path: stdlib only.
+The commands are `codexbridge inbox hook --as NAME` (the Stop / SessionStart hook) and
+`… inbox watch --as NAME --timeout S` (the asyncRewake watcher): `hook_command` /
+`watch_command` build them (for `install-hook`), `ours` recognises them in any settings
+file (setup, doctor and handoff look for them).
+
+The Stop hook (and the watcher) rewrite the record on every run, so `inbox list` can
+show each listener's cwd, session and last-seen time, and `inbox push` can warn when a
+name has never been listened on. The writer half is on the hook's fast path: stdlib
+only, `shlex` imported only where a command is built or read.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 
 from ..host.jsonfile import read_object
 from ..host.private import write_private
@@ -17,15 +25,75 @@ from .location import SESSION_SUFFIX, session_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
+
+    from ..jsontypes import JsonObject
+
+# The asyncRewake watcher's defaults (hooks/watcher.py; install-hook writes them into
+# the command it registers): how long it waits for mail, and how often it looks.
+WATCH_TIMEOUT = 600.0
+WATCH_INTERVAL = 0.1
+
+
+def python_invocation(python: str | None = None) -> str:
+    """The current interpreter, absolute, running codexbridge as a module.
+
+    `-P` (3.11+) keeps the hooked project's own directory off `sys.path`, so a folder
+    there named `codexbridge` cannot shadow ours.
+    """
+    import shlex
+
+    exe = os.path.abspath(python or sys.executable)  # not resolved: keep the venv path
+    safe_path = " -P" if sys.version_info >= (3, 11) else ""
+    return f"{shlex.quote(exe)}{safe_path} -m codexbridge"
+
+
+def hook_command(name: str, python: str | None = None) -> str:
+    import shlex
+
+    return f"{python_invocation(python)} inbox hook --as {shlex.quote(name)}"
+
+
+def watch_command(name: str, timeout: float = WATCH_TIMEOUT,
+                  python: str | None = None) -> str:
+    import shlex
+
+    return (f"{python_invocation(python)} inbox watch --as {shlex.quote(name)} "
+            f"--timeout {timeout:g}")
+
+
+def ours(command: str) -> tuple[str, str] | None:
+    """("hook"|"watch", mailbox) if `command` runs a codexbridge inbox hook, else None."""
+    import shlex
+
+    try:
+        # punctuation_chars: `--as bridge; exit 0` must give "bridge", not "bridge;".
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return None
+    if not any(w == "codexbridge" or w.endswith("/codexbridge") for w in words):
+        return None
+    for i in range(len(words) - 1):
+        if words[i] == "inbox" and words[i + 1] in ("hook", "watch"):
+            name = "default"
+            rest = words[i + 2:]
+            for j, word in enumerate(rest):
+                if word == "--as" and j + 1 < len(rest):
+                    name = rest[j + 1]
+                elif word.startswith("--as="):
+                    name = word[len("--as="):]
+            return words[i + 1], name
+    return None
 
 
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def listener_record(name: str, payload: dict[str, Any], via: str,
-                    now: str | None = None) -> dict[str, Any]:
+def listener_record(name: str, payload: Mapping[str, object], via: str,
+                    now: str | None = None) -> JsonObject:
     """The session.json content for a hook run that received `payload` on stdin."""
     return {
         "name": name,
@@ -45,15 +113,15 @@ def listener_record(name: str, payload: dict[str, Any], via: str,
     }
 
 
-def record_listener(inbox: str, name: str, payload: dict[str, Any], via: str) -> None:
+def record_listener(inbox: str, name: str, payload: Mapping[str, object], via: str) -> None:
     """Atomically replace NAME.session.json (temp file + rename, mode 0600)."""
     data = json.dumps(listener_record(name, payload, via), ensure_ascii=False, indent=2)
     write_private(session_path(inbox, name), data.encode("utf-8") + b"\n")
 
 
-def read_listeners(inbox: str) -> dict[str, dict[str, Any]]:
+def read_listeners(inbox: str) -> dict[str, JsonObject]:
     """name → its session.json content, for every name that was ever listened on."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     try:
         entries = sorted(os.listdir(inbox))
     except FileNotFoundError:

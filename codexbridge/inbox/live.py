@@ -1,28 +1,44 @@
 """Live delivery: mail pushed into the running Claude session's cross-session inbox.
 
+Claude Code 2.1.332 runs a cross-session inbox on a unix socket in every session (the
+mechanism behind its own SendMessage tool; measured in docs/protocol-notes.md, "Claude
+Code's cross-session inbox"). Writing one frame there starts a turn within ~0.1 s when
+the session is idle, lands right after the turn (or inside it, at the next tool result)
+when it is busy. It is an internal protocol, so it is a fast path over the mailbox,
+never the only path: anything here that is not exactly as measured means "the Stop hook
+delivers it", with the reason said.
+
     deliver_now(inbox, name)   after a push: take the mailbox's pending mail, send it as
                                one frame, confirm it; else put it back for the Stop hook
     reconcile(inbox, name)     settle what earlier pushes left in flight (the hook and
                                every push call it first)
     status(inbox, name)        reachable now (busy / idle) or only at the next stop, and why
 
+The decisions are pure functions of data read elsewhere (first section below):
+`target` (may this mailbox's session be reached now, and where), `frame` (the one frame
+for a batch of mail, never a forged mode), `transcript_state` (has the session received
+or queued our frame, by its msg_id), `receipt_problem` (what a peer_message_status
+receipt says went wrong).
+
 Exactly once, never lost. The mailbox stays the durable record:
 
 1. The batch is taken (the Stop hook's take-by-rename) and written, with the frame's
-   `msg_id`, into `NAME.live-<msg_id>.json` before the frame is sent; only then are the
-   taken files removed. A pusher killed at any point leaves either the taken files (the
-   next take recovers them) or the live record (the next reconcile settles it).
+   `msg_id`, into `NAME.live-<msg_id>.json` (state `delivering`) before the frame is
+   sent; only then are the taken files removed. A pusher killed at any point leaves
+   either the taken files (the next take recovers them) or the live record (the next
+   reconcile settles it).
 2. Confirmation comes from the session's transcript (measured: the one reliable
    signal — Claude's receipts only ever report bad news): a `user` record or an in-turn
    attachment with our `msg_id` → delivered, the ids are remembered so no later take
-   repeats them; an `enqueue` of our text → in the session's own queue, it arrives when
-   the running turn ends, settled by a later reconcile.
+   repeats them; an `enqueue` of our text → `queued` in the session's own queue, it
+   arrives when the running turn ends, settled by a later reconcile.
 3. A bad receipt (held, refused, dropped …), the session gone, or no sign of the frame
-   in the transcript for 30 s → the mail goes back into the mailbox for the Stop hook.
-   The record stays a while: should the frame surface in the transcript after all, its
-   ids are remembered and the hook skips them. Mere slowness is not a failure: a push
-   waits `CODEX_BRIDGE_LIVE_CONFIRM` seconds for a sign and then reports the frame as
-   handed to the session, still in flight; later stops and pushes settle it.
+   in the transcript for 30 s → the mail goes back into the mailbox for the Stop hook
+   (state `failed`). The record stays a while: should the frame surface in the
+   transcript after all, its ids are remembered and the hook skips them. Mere slowness
+   is not a failure: a push waits `CODEX_BRIDGE_LIVE_CONFIRM` seconds for a sign and
+   then reports the frame as handed to the session, still in flight; later stops and
+   pushes settle it.
 """
 
 from __future__ import annotations
@@ -35,18 +51,26 @@ import select
 import socket
 import time
 import uuid
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping
+from typing import NamedTuple, TypedDict
 
 from ..conversation.handling import transcript_end
+from ..conversation.records import DeliveryState
 from ..host.jsonfile import loads_json, read_object
 from ..host.private import write_private
 from ..host.procs import pid_alive
-from . import live_rules as rules
+from ..jsontypes import arr, objs, opt_float, opt_int, opt_str
+from ..protocol.enums import WireEnum
 from . import store
 from .lines import Mail, parse_line
 from .listeners import read_listeners
+from .location import live_files, live_path
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
+LIVE_ENV = "CODEX_BRIDGE_LIVE"  # "0" turns live delivery off
 CONFIRM_ENV = "CODEX_BRIDGE_LIVE_CONFIRM"
 DEFAULT_CONFIRM = 2.0  # s: an idle session takes a frame in 0.05–0.2 s (measured)
 KEEP_S = 120.0  # how long a put-back record is kept to catch a late arrival
@@ -55,19 +79,171 @@ KEEP_S = 120.0  # how long a put-back record is kept to catch a late arrival
 # back for the hook then delivered it twice. Only this long a silence — no enqueue, no
 # delivery in the transcript — counts as "never taken".
 NEVER_TAKEN_S = 30.0
-LIVE_MARK = ".live-"
+PEER_PROTOCOL = 1  # the registry's peerProtocol we speak (msgV 1 frames)
+BYPASS = "bypassPermissions"
+# The receipt statuses that mean "not delivered" (delivered comes only for a released
+# hold, which we never cause: we do not push to sessions that hold).
+BAD_STATUSES = ("held", "denied", "expired", "refused", "dropped")
+FRAME_MAX = 900_000  # bytes; Claude Code reads at most 1 MiB a line (measured)
 
-SENT = "sent"  # written to the socket, nothing seen yet
-QUEUED = "queued"  # in the session's own queue
-PUT_BACK = "put-back"  # returned to the mailbox; kept to catch a late arrival
+# A live record's state: DELIVERING (written to the socket, nothing seen yet), QUEUED (in
+# the session's own queue), FAILED (put back into the mailbox; kept to catch a late
+# arrival). A record seen DELIVERED is removed.
+
+
+class Route(WireEnum):
+    """How a push's mail goes to the session."""
+
+    LIVE = "live"  # in the running session (or its own queue) now
+    NEXT_STOP = "next-stop"  # waits for the session's next stop (the Stop hook)
+    NONE = "none"  # nothing was pending
+    TAKEN = "taken"  # the hook, the watcher or another push took it first
 
 
 class Outcome(NamedTuple):
-    delivery: str  # "live" | "next-stop" | "none" (nothing was pending)
+    delivery: Route
     reason: str | None
     msg_id: str | None = None
     mails: int = 0
 
+
+class Reach(TypedDict):
+    """How mail for a mailbox would be delivered right now (`inbox list`, doctor, MCP)."""
+
+    live: bool
+    session: str | None  # the registry's busy | idle, when live
+    reason: str | None  # why not live
+    drift: bool  # the session speaks a protocol we do not know
+
+
+# --- the decisions (pure) ------------------------------------------------------------------
+
+class Target(NamedTuple):
+    socket: str
+    session_id: str
+    pid: int
+    transcript: str
+    status: str  # the registry's: busy | idle
+
+
+class Verdict(NamedTuple):
+    target: Target | None
+    reason: str | None  # why not live (None when target is set)
+    drift: bool = False  # the session speaks a protocol we do not know
+
+
+def _policy(settings: Iterable[tuple[str, Mapping[str, object]]]) -> tuple[str, str] | None:
+    """The strictest crossSessionInbound among the settings files, with its file."""
+    rank = {"accept": 0, "hold": 1, "refuse": 2}
+    worst: tuple[str, str] | None = None
+    for path, data in settings:
+        value = data.get("crossSessionInbound")
+        if isinstance(value, str) and value in rank and value != "accept" and (
+                worst is None or rank[value] > rank[worst[0]]):
+            worst = (value, path)
+    return worst
+
+
+def target(listener: Mapping[str, object] | None, registry: Mapping[str, object] | None,
+           settings: Iterable[tuple[str, Mapping[str, object]]], env: Mapping[str, str],
+           socket_exists: bool) -> Verdict:
+    """Whether mail for this listener may go live, and to which socket."""
+    if env.get(LIVE_ENV, "").strip() == "0":
+        return Verdict(None, f"live delivery is off (${LIVE_ENV}=0)")
+    if not listener:
+        return Verdict(None, "no Claude session has listened on this mailbox yet")
+    socket = listener.get("messaging_socket")
+    session = listener.get("session_id")
+    pid_raw = listener.get("claude_pid")
+    transcript = listener.get("transcript_path")
+    if not (isinstance(socket, str) and isinstance(session, str) and isinstance(transcript, str)
+            and str(pid_raw or "").isdigit()):
+        return Verdict(None, "the session has no cross-session inbox address (started with "
+                             "--bare, the kill switch CLAUDE_CODE_HARBOR_KITE=0, or an older "
+                             "hook)")
+    if listener.get("permission_mode") == BYPASS:
+        return Verdict(None, "the session runs in bypassPermissions mode, which holds peer "
+                             "messages for the user (codexbridge never asserts a mode)")
+    if not registry or registry.get("sessionId") != session:
+        return Verdict(None, "the session is not running (the next session on this mailbox "
+                             "gets the mail at its first stop)")
+    protocol = registry.get("peerProtocol")
+    if protocol != PEER_PROTOCOL:
+        return Verdict(None, f"Claude Code's cross-session protocol changed (peerProtocol "
+                             f"{protocol!r}, codexbridge speaks {PEER_PROTOCOL})", drift=True)
+    if registry.get("messagingSocketPath") != socket or not socket_exists:
+        return Verdict(None, "the session's inbox socket is gone")
+    policy = _policy(settings)
+    if policy is not None:
+        return Verdict(None, f'the user\'s setting crossSessionInbound="{policy[0]}" '
+                             f"({policy[1]}) wins: not pushed")
+    status = registry.get("status")
+    return Verdict(Target(socket, session, int(str(pid_raw)), transcript,
+                          status if isinstance(status, str) else "unknown"), None)
+
+
+def frame(text: str, msg_id: str, session_id: str, reply_path: str | None, *,
+          interrupt: bool = False) -> bytes | None:
+    """One msgV-1 frame: our mail as a peer message, or None when it would not fit in
+    one line. `next` lands after the running turn (or at its next tool result); `now`
+    would cut the reply the user is watching, so only an explicit interrupt asks for
+    it. `session_id` guards against a reused pid. No `from-mode` envelope, ever."""
+    body: JsonObject = {"msgV": 1, "msg_id": msg_id, "type": "user",
+                            "message": {"role": "user", "content": text},
+                            "priority": "now" if interrupt else "next",
+                            "session_id": session_id}
+    if reply_path:
+        body["from"] = f"uds:{reply_path}"  # where Claude sends its receipts
+    data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
+    return data if len(data) <= FRAME_MAX else None
+
+
+def transcript_state(lines: Iterable[bytes], msg_id: str) -> DeliveryState | None:
+    """What the transcript lines say about our frame: DELIVERED (the session turned it
+    into a user turn / an in-turn attachment), QUEUED (in the session's own queue: it
+    arrives when the running turn ends) or None.
+
+    Measured: a frame delivered as its own turn leaves a `user` record whose
+    `origin.msg_id` is ours; one delivered mid-tool a `queued_command` attachment with
+    it; one still waiting only a `queue-operation` enqueue whose content (our text)
+    carries the id. Dropped and held frames leave nothing of the kind.
+    """
+    needle = msg_id.encode("ascii")
+    state: DeliveryState | None = None
+    for raw in lines:
+        if needle not in raw:
+            continue
+        try:
+            record = loads_json(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        kind = record.get("type")
+        origin = record.get("origin")
+        if kind == "attachment" and isinstance(record.get("attachment"), dict):
+            origin = record["attachment"].get("origin")
+        if (kind in ("user", "attachment") and isinstance(origin, dict)
+                and origin.get("msg_id") == msg_id):
+            return DeliveryState.DELIVERED
+        if kind == "queue-operation" and record.get("operation") == "enqueue":
+            state = DeliveryState.QUEUED
+    return state
+
+
+def receipt_problem(receipt: Mapping[str, object], msg_id: str) -> str | None:
+    """Why a `peer_message_status` receipt says our frame was not delivered, or None."""
+    if receipt.get("action") != "peer_message_status":
+        return None
+    ours = receipt.get("orig_msg_id") == msg_id or msg_id in arr(receipt.get("dropped_msg_ids"))
+    status = receipt.get("status")
+    if not ours or status not in BAD_STATUSES:
+        return None
+    detail = receipt.get("drop_reason") or receipt.get("status_detail")
+    return f"Claude Code {status} it" + (f" ({detail})" if detail else "")
+
+
+# --- carrying it out -----------------------------------------------------------------------
 
 def _confirm_window() -> float:
     try:
@@ -76,20 +252,14 @@ def _confirm_window() -> float:
         return DEFAULT_CONFIRM
 
 
-def live_files(inbox: str, name: str) -> list[str]:
-    prefix = f"{name}{LIVE_MARK}"
-    try:
-        with os.scandir(inbox) as entries:
-            return sorted(e.path for e in entries
-                          if e.name.startswith(prefix) and e.name.endswith(".json"))
-    except FileNotFoundError:
-        return []
+def _claude_config(listener: JsonObject) -> str:
+    return opt_str(listener.get("config_dir")) or os.path.join(os.path.expanduser("~"),
+                                                               ".claude")
 
 
-def _settings(listener: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _settings(listener: JsonObject) -> list[tuple[str, JsonObject]]:
     """The settings files whose crossSessionInbound counts: the user's, the project's."""
-    config = listener.get("config_dir") or os.path.join(os.path.expanduser("~"), ".claude")
-    paths = [os.path.join(config, "settings.json")]
+    paths = [os.path.join(_claude_config(listener), "settings.json")]
     cwd = listener.get("cwd")
     if isinstance(cwd, str):
         paths += [os.path.join(cwd, ".claude", n) for n in ("settings.json",
@@ -97,26 +267,25 @@ def _settings(listener: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(p, d) for p in paths if (d := read_object(p)) is not None]
 
 
-def _registry(listener: dict[str, Any]) -> dict[str, Any] | None:
+def _registry(listener: JsonObject) -> JsonObject | None:
     """The session's registry entry — None once its process is gone: a Claude killed
     (SIGKILL) leaves the file and the socket behind (measured)."""
-    config = listener.get("config_dir") or os.path.join(os.path.expanduser("~"), ".claude")
     pid = str(listener.get("claude_pid") or "")
     if not pid.isdigit() or not pid_alive(int(pid)):
         return None
-    return read_object(os.path.join(config, "sessions", f"{pid}.json"))
+    return read_object(os.path.join(_claude_config(listener), "sessions", f"{pid}.json"))
 
 
-def verdict(inbox: str, name: str) -> rules.Verdict:
+def verdict(inbox: str, name: str) -> Verdict:
     listener = read_listeners(inbox).get(name)
     if not listener:
-        return rules.target(None, None, [], os.environ, False)
+        return target(None, None, [], os.environ, False)
     sock = listener.get("messaging_socket")
-    return rules.target(listener, _registry(listener), _settings(listener), os.environ,
-                        isinstance(sock, str) and os.path.exists(sock))
+    return target(listener, _registry(listener), _settings(listener), os.environ,
+                  isinstance(sock, str) and os.path.exists(sock))
 
 
-def status(inbox: str, name: str) -> dict[str, Any]:
+def status(inbox: str, name: str) -> Reach:
     """For `inbox list` / doctor / MCP: how mail for NAME would be delivered right now."""
     v = verdict(inbox, name)
     if v.target is not None:
@@ -124,7 +293,9 @@ def status(inbox: str, name: str) -> dict[str, Any]:
     return {"live": False, "session": None, "reason": v.reason, "drift": v.drift}
 
 
-def _transcript_lines(path: str, offset: int) -> Iterator[bytes]:
+def _transcript_lines(path: str | None, offset: int) -> Iterator[bytes]:
+    if not path:
+        return
     try:
         with open(path, "rb") as fh:
             fh.seek(offset)
@@ -148,7 +319,7 @@ def _bind_reply(session_socket: str) -> tuple[socket.socket, str] | None:
     return sock, path
 
 
-def _receipts(server: socket.socket, wait: float) -> Iterator[dict[str, Any]]:
+def _receipts(server: socket.socket, wait: float) -> Iterator[JsonObject]:
     ready, _, _ = select.select([server], [], [], wait)
     if not ready:
         return
@@ -181,42 +352,48 @@ def _send(path: str, data: bytes) -> None:
         conn.shutdown(socket.SHUT_WR)
 
 
-def _mails(record: dict[str, Any]) -> list[Mail]:
+def _mails(record: JsonObject) -> list[Mail]:
     out = []
-    for raw in record.get("mails") or []:
+    for raw in objs(record.get("mails")):
         parsed = parse_line(json.dumps(raw).encode("utf-8"))
         if isinstance(parsed, Mail):
             out.append(parsed)
     return out
 
 
-def _settle(inbox: str, name: str, path: str, record: dict[str, Any], state: str | None,
-            why: str | None) -> None:
+def _record_state(record: JsonObject) -> DeliveryState | None:
+    return DeliveryState.parse(record.get("state"))
+
+
+def _save(path: str, record: JsonObject) -> None:
+    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+
+
+def _settle(inbox: str, name: str, path: str, record: JsonObject,
+            state: DeliveryState | None, why: str | None) -> None:
     """Apply what we now know about one live record."""
     mails = _mails(record)
-    if state == rules.DELIVERED:
+    if state is DeliveryState.DELIVERED:
         store.confirm(inbox, name, [m.mail_id for m in mails if m.mail_id])
         # The frame is in front of Claude: its requests are being handled now, and the
         # turn that took it in answers them (whoever settles it first notes it; noting
         # twice counts once).
         from .replies import note_handed
 
-        session, transcript = record.get("session_id"), record.get("transcript")
-        pid = record.get("claude_pid")
-        note_handed(session if isinstance(session, str) else None, name, mails,
-                    transcript=transcript if isinstance(transcript, str) else None,
-                    offset=int(record.get("offset") or 0),
-                    claude_pid=pid if isinstance(pid, int) else None)
+        note_handed(opt_str(record.get("session_id")), name, mails,
+                    transcript=opt_str(record.get("transcript")),
+                    offset=opt_int(record.get("offset")) or 0,
+                    claude_pid=opt_int(record.get("claude_pid")))
         _remove(path)
         return
-    if why is not None and record.get("state") != PUT_BACK:
+    if why is not None and _record_state(record) is not DeliveryState.FAILED:
         store.put_back(inbox, name, mails)
-        record.update(state=PUT_BACK, reason=why, settled_at=time.time())
-        write_private(path, json.dumps(record).encode("utf-8"))
+        record.update(state=DeliveryState.FAILED.value, reason=why, settled_at=time.time())
+        _save(path, record)
         return
-    if state == rules.QUEUED and record.get("state") == SENT:
-        record["state"] = QUEUED
-        write_private(path, json.dumps(record).encode("utf-8"))
+    if state is DeliveryState.QUEUED and _record_state(record) is DeliveryState.DELIVERING:
+        record["state"] = DeliveryState.QUEUED.value
+        _save(path, record)
 
 
 def _remove(path: str) -> None:
@@ -234,21 +411,22 @@ def reconcile(inbox: str, name: str) -> None:
     now = time.time()
     for path in paths:
         record = read_object(path)
-        if record is None or not isinstance(record.get("msg_id"), str):
+        msg_id = opt_str(record.get("msg_id")) if record is not None else None
+        if record is None or msg_id is None:
             continue  # being written right now (atomic rename), or not ours
-        state = rules.transcript_state(
-            _transcript_lines(str(record.get("transcript")), int(record.get("offset") or 0)),
-            record["msg_id"])
+        state = transcript_state(_transcript_lines(opt_str(record.get("transcript")),
+                                                   opt_int(record.get("offset")) or 0), msg_id)
         gone = current is None or current.session_id != record.get("session_id")
-        age = now - float(record.get("at") or now)
+        age = now - (opt_float(record.get("at")) or now)
         why = None
-        if state != rules.DELIVERED:
+        if state is not DeliveryState.DELIVERED:
             if gone:
                 why = "the session ended before the message reached it"
-            elif state is None and record.get("state") == SENT and age > NEVER_TAKEN_S:
+            elif (state is None and _record_state(record) is DeliveryState.DELIVERING
+                    and age > NEVER_TAKEN_S):
                 why = "the session never took the message"
         _settle(inbox, name, path, record, state, why)
-        if record.get("state") == PUT_BACK and age > KEEP_S:
+        if _record_state(record) is DeliveryState.FAILED and age > KEEP_S:
             _remove(path)
 
 
@@ -257,78 +435,84 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
     reconcile(inbox, name)
     v = verdict(inbox, name)
     if v.target is None:
-        return Outcome("next-stop", v.reason)
-    target = v.target
-    from .hook import render_mail
-    from .spill import spilled
-
+        return Outcome(Route.NEXT_STOP, v.reason)
     msg_id = str(uuid.uuid4())  # Claude keeps a msg_id only if it is a UUID (measured)
-    path = os.path.join(inbox, f"{name}{LIVE_MARK}{msg_id}.json")
-    reply = _bind_reply(target.socket)
+    reply = _bind_reply(v.target.socket)
     try:
-        with store.take(inbox, name) as batch:
-            if not batch.mails:
-                batch.commit()  # only duplicates or bad lines: nothing to say
-                return Outcome("none", None)
-            text = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected, None,
-                               live_id=msg_id)
-            count = len(batch.mails)
-            record = {"msg_id": msg_id, "mailbox": name, "state": SENT, "at": time.time(),
-                      "socket": target.socket, "session_id": target.session_id,
-                      "claude_pid": target.pid,
-                      "transcript": target.transcript, "offset": transcript_end(target.transcript),
-                      "mails": [m.to_json() for m in batch.mails]}
-            write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
-            batch.commit(delivered=False)  # the live record holds the mail now
-        data = rules.frame(text, msg_id, target.session_id, reply[1] if reply else None,
-                           interrupt=interrupt)
-        if data is None:
-            why = "too large for one live frame"
-            _settle(inbox, name, path, record, None, why)
-            return Outcome("next-stop", why, msg_id, count)
-        try:
-            _send(target.socket, data)
-            store.reached("after_send")  # a pusher killed here: the tests stop it there
-        except OSError as exc:
-            _settle(inbox, name, path, record, None, f"the session's socket refused it ({exc})")
-            return Outcome("next-stop", "the session's inbox did not answer", msg_id, count)
-        from .replies import note_sent
-
-        note_sent(target.session_id, target.pid, _mails(record))
-        return _confirm(inbox, name, path, record, reply[0] if reply else None, count)
+        return _push(inbox, name, v.target, msg_id, reply, interrupt)
     finally:
         if reply is not None:
             reply[0].close()
             _remove(reply[1])
 
 
-def _confirm(inbox: str, name: str, path: str, record: dict[str, Any],
+def _push(inbox: str, name: str, to: Target, msg_id: str,
+          reply: tuple[socket.socket, str] | None, interrupt: bool) -> Outcome:
+    """Take the mailbox into a live record, send it as one frame, and confirm it."""
+    from .render import render_mail, spilled
+
+    path = live_path(inbox, name, msg_id)
+    with store.take(inbox, name) as batch:
+        if not batch.mails:
+            batch.commit()  # only duplicates or bad lines: nothing to say
+            return Outcome(Route.NONE, None)
+        text = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected, None,
+                           live_id=msg_id)
+        count = len(batch.mails)
+        record: JsonObject = {
+            "msg_id": msg_id, "mailbox": name, "state": DeliveryState.DELIVERING.value,
+            "at": time.time(), "socket": to.socket, "session_id": to.session_id,
+            "claude_pid": to.pid, "transcript": to.transcript,
+            "offset": transcript_end(to.transcript),
+            "mails": [m.to_json() for m in batch.mails]}
+        _save(path, record)
+        batch.commit(delivered=False)  # the live record holds the mail now
+    data = frame(text, msg_id, to.session_id, reply[1] if reply else None,
+                 interrupt=interrupt)
+    if data is None:
+        why = "too large for one live frame"
+        _settle(inbox, name, path, record, None, why)
+        return Outcome(Route.NEXT_STOP, why, msg_id, count)
+    try:
+        _send(to.socket, data)
+        store.reached("after_send")  # a pusher killed here: the tests stop it there
+    except OSError as exc:
+        _settle(inbox, name, path, record, None, f"the session's socket refused it ({exc})")
+        return Outcome(Route.NEXT_STOP, "the session's inbox did not answer", msg_id, count)
+    from .replies import note_sent
+
+    note_sent(to.session_id, to.pid, _mails(record))
+    return _confirm(inbox, name, path, record, reply[0] if reply else None, count)
+
+
+def _confirm(inbox: str, name: str, path: str, record: JsonObject,
              server: socket.socket | None, count: int) -> Outcome:
-    msg_id = record["msg_id"]
+    msg_id = str(record["msg_id"])
     end = time.monotonic() + _confirm_window()
-    offset = int(record["offset"])
-    state: str | None = None
+    transcript, offset = opt_str(record.get("transcript")), opt_int(record.get("offset")) or 0
+    state: DeliveryState | None = None
     while True:
         for receipt in (_receipts(server, 0.02) if server else ()):
-            problem = rules.receipt_problem(receipt, msg_id)
+            problem = receipt_problem(receipt, msg_id)
             if problem:
                 _settle(inbox, name, path, record, None, problem)
-                return Outcome("next-stop", problem, msg_id, count)
+                return Outcome(Route.NEXT_STOP, problem, msg_id, count)
         if server is None:
             time.sleep(0.02)
-        seen = rules.transcript_state(_transcript_lines(record["transcript"], offset), msg_id)
-        state = seen or state
-        if state == rules.DELIVERED:
+        state = transcript_state(_transcript_lines(transcript, offset), msg_id) or state
+        if state is DeliveryState.DELIVERED:
             _settle(inbox, name, path, record, state, None)
-            return Outcome("live", None, msg_id, count)
+            return Outcome(Route.LIVE, None, msg_id, count)
         if time.monotonic() >= end:
             break
-    if state == rules.QUEUED:
+    if state is DeliveryState.QUEUED:
         _settle(inbox, name, path, record, state, None)
-        return Outcome("live", "in the session's queue: it reaches Claude as soon as the "
-                               "running turn ends (or at its next tool result)", msg_id, count)
+        return Outcome(Route.LIVE, "in the session's queue: it reaches Claude as soon as the "
+                                   "running turn ends (or at its next tool result)",
+                       msg_id, count)
     # Written, no bad receipt, the session alive: in its hands, not yet in its
     # transcript. Later reconciles settle it (delivered; or back to the mailbox if the
     # session ends or never shows it).
-    return Outcome("live", "handed to the running session; not yet in its transcript "
-                           f"after {_confirm_window():g} s (it is busy or slow)", msg_id, count)
+    return Outcome(Route.LIVE, "handed to the running session; not yet in its transcript "
+                               f"after {_confirm_window():g} s (it is busy or slow)",
+                   msg_id, count)

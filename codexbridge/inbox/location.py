@@ -1,29 +1,87 @@
-"""Where a mailbox's files live.
+"""A mailbox: what it may be called, where its files live, and the cheap "is anything
+there?" looks the Stop hook makes before any heavy import.
 
-Paths here are plain `str`: this module is on the Stop hook's fast path and pathlib
-costs several milliseconds of import in a normal (non-editable) install.
+Names are `[A-Za-z0-9._-]{1,64}`, never `.` or `..`, checked by hand instead of with a
+regex; paths are plain `str` (pathlib costs several milliseconds of import in a normal,
+non-editable install): this module is on the Stop hook's fast path, stdlib only.
 
-Per mailbox NAME, in the inbox directory:
+Per mailbox NAME, in the inbox directory (`$CODEX_BRIDGE_INBOX_DIR`, else
+`<state home>/inbox`):
 
-    NAME.jsonl                  pending mail, one JSON object a line
+    NAME.jsonl                  pending mail, one JSON object a line (`store.py` writes it)
     NAME.jsonl.taken-PID-NONCE  a batch being delivered by process PID (flock held)
     NAME.rejected.jsonl         lines that could not be read, with the reason
-    NAME.session.json           the last listener (Stop hook / watcher)
+    NAME.session.json           the last listener (Stop hook / watcher; `listeners.py`)
     NAME.lock                   the writers' lock; never renamed
     NAME.delivered              recently delivered ids (bounded), for de-dup
     NAME.chain.json             the Stop hook's consecutive-block count, while a chain runs
     NAME.watcher                the asyncRewake watcher's claim and lock
+    NAME.live-<msg id>.json     a live delivery in flight (`live.py`)
+    NAME.spill/                 the whole text of big mail (`render.py`)
 """
 
 from __future__ import annotations
 
 import os
 
+from ..host.locking import lock, unlock
 from ..host.private import ensure_private_dir, state_home
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["ensure_private_dir", "state_home"]  # re-exported: the hook's one import path
 
+# --- names ---------------------------------------------------------------------------------
+
+ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+MAX_LENGTH = 64
+DEFAULT_MAILBOX = "default"
+MAILBOX_ENV = "CODEX_BRIDGE_MAILBOX"
+# `<x>.rejected.jsonl` is both mailbox x's rejected file and mailbox `x.rejected`'s mail
+# file, so that one suffix is reserved.
+RESERVED_SUFFIX = ".rejected"
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` is not a valid mailbox name, or None when it is."""
+    if not name:
+        return "a mailbox name cannot be empty"
+    if len(name) > MAX_LENGTH:
+        return f"a mailbox name is at most {MAX_LENGTH} characters (got {len(name)})"
+    if name in (".", ".."):
+        return f"{name!r} is not a mailbox name"
+    bad = sorted(set(name) - ALLOWED)
+    if bad:
+        shown = " ".join(repr(ch) for ch in bad[:5])
+        return f"mailbox names use only letters, digits, '.', '_' and '-' (found {shown})"
+    if name.endswith(RESERVED_SUFFIX):
+        return f"mailbox names cannot end in {RESERVED_SUFFIX!r} (that is the rejected-lines file)"
+    return None
+
+
+def validate_name(name: str) -> str:
+    """Return `name` unchanged, or raise MailboxNameError (exit 2) saying what is wrong."""
+    problem = name_problem(name)
+    if problem is None:
+        return name
+    from ..errors import MailboxNameError  # lazily: errors imports typing (~3 ms)
+
+    raise MailboxNameError(f"invalid mailbox name {name!r}: {problem}",
+                           details={"name": name})
+
+
+def default_mailbox(environ: Mapping[str, str] | None = None) -> str:
+    """`$CODEX_BRIDGE_MAILBOX`, else `default` — used when --to / --as is not given."""
+    env = os.environ if environ is None else environ
+    return env.get(MAILBOX_ENV) or DEFAULT_MAILBOX
+
+
+# --- files -----------------------------------------------------------------------------------
+
 MAIL_SUFFIX = ".jsonl"
+LIVE_MARK = ".live-"
 TAKEN_MARK = ".jsonl.taken-"
 REJECTED_SUFFIX = ".rejected.jsonl"
 SESSION_SUFFIX = ".session.json"
@@ -87,3 +145,57 @@ def taken_files(inbox: str, name: str) -> list[str]:
         return []
     found.sort()
     return [path for _, path in found]
+
+
+# --- is anything there? --------------------------------------------------------------------
+
+def has_pending(inbox: str, name: str) -> bool:
+    """True if NAME.jsonl holds bytes or a dead taker left a batch behind."""
+    try:
+        if os.stat(mail_path(inbox, name)).st_size > 0:
+            return True
+    except FileNotFoundError:
+        pass
+    for path in taken_files(inbox, name):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            if lock(fd, blocking=False):  # nobody holds it: an orphan to recover
+                unlock(fd)
+                return True
+        finally:
+            os.close(fd)
+    return False
+
+
+def has_live(inbox: str, name: str) -> bool:
+    """True if a live delivery of NAME is still in flight (`live.py` settles it)."""
+    prefix = f"{name}{LIVE_MARK}"
+    try:
+        with os.scandir(inbox) as entries:
+            return any(e.name.startswith(prefix) for e in entries)
+    except FileNotFoundError:
+        return False
+
+
+def spill_dir(inbox: str, name: str) -> str:
+    """Where the whole text of NAME's big mail is kept (render.py)."""
+    return os.path.join(inbox, f"{name}.spill")
+
+
+def live_path(inbox: str, name: str, msg_id: str) -> str:
+    """The record of one live delivery while it is in flight (live.py)."""
+    return os.path.join(inbox, f"{name}{LIVE_MARK}{msg_id}.json")
+
+
+def live_files(inbox: str, name: str) -> list[str]:
+    """NAME's live delivery records, sorted."""
+    prefix = f"{name}{LIVE_MARK}"
+    try:
+        with os.scandir(inbox) as entries:
+            return sorted(e.path for e in entries
+                          if e.name.startswith(prefix) and e.name.endswith(".json"))
+    except FileNotFoundError:
+        return []

@@ -20,15 +20,17 @@ from .location import (
     TAKEN_MARK,
     lock_path,
     mail_path,
+    name_problem,
     rejected_path,
     taken_files,
 )
-from .names import name_problem
 from .store import delivered_ids
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
+
+    from ..jsontypes import JsonObject
 
 
 class Peek(NamedTuple):
@@ -97,9 +99,9 @@ def peek(inbox: str, name: str) -> Peek:
     return Peek(name, mails, unreadable, count_lines(rejected_path(inbox, name)), in_flight)
 
 
-def read_rejected(inbox: str, name: str) -> list[dict[str, Any]]:
+def read_rejected(inbox: str, name: str) -> list[JsonObject]:
     """The records in NAME.rejected.jsonl (a broken record is shown as-is)."""
-    records: list[dict[str, Any]] = []
+    records: list[JsonObject] = []
     try:
         with open(rejected_path(inbox, name), "rb") as fh:
             for line in fh:
@@ -120,7 +122,7 @@ class MailboxSummary(NamedTuple):
     pending: int
     rejected: int
     in_flight: int
-    listener: dict[str, Any] | None
+    listener: JsonObject | None
 
 
 def mailbox_names(inbox: str) -> list[str]:
@@ -144,7 +146,7 @@ def mailbox_names(inbox: str) -> list[str]:
     return sorted(n for n in names if name_problem(n) is None)
 
 
-def summarize(inbox: str, listeners: dict[str, dict[str, Any]]) -> list[MailboxSummary]:
+def summarize(inbox: str, listeners: Mapping[str, JsonObject]) -> list[MailboxSummary]:
     """One summary per known mailbox (see `mailbox_names`), sorted by name."""
     out = []
     for name in sorted(set(mailbox_names(inbox)) | set(listeners)):

@@ -22,7 +22,7 @@ from .lines import Mail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from ..conversation.records import Delivery
 
 
 def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
@@ -43,7 +43,7 @@ def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
 
     store = DeliveryStore()
 
-    def handed(r: Any) -> None:
+    def handed(r: Delivery) -> None:
         if not r.state.final:
             r.move(DeliveryState.AWAITING_REPLY, session_id=session_id,
                    claude_pid=claude_pid or r.claude_pid)
@@ -66,7 +66,7 @@ def note_sent(session_id: str | None, claude_pid: int | None, mails: list[Mail])
 
     store = DeliveryStore()
 
-    def sent(r: Any) -> None:
+    def sent(r: Delivery) -> None:
         if not r.state.final and r.answered_at is None:
             r.session_id, r.claude_pid = session_id or r.session_id, claude_pid
 
@@ -95,9 +95,10 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     started = []
     for req in requests:
         request = str(req["request"])
-        claimed: list[Any] = []
+        claimed: list[Delivery] = []
 
-        def claim(r: Any, text: str | None = answer, out: list[Any] = claimed) -> None:
+        def claim(r: Delivery, text: str | None = answer, out: list[Delivery] = claimed
+                  ) -> None:
             if r.state.final or r.answered_at is not None:
                 return  # answered already (by an earlier stop, or another path)
             r.answered_at = time.time()

@@ -15,7 +15,7 @@ import errno
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..errors import (
     AmbiguousSessionError,
@@ -30,8 +30,20 @@ from . import peek as reading
 from . import store
 from .lines import Mail, new_mail
 from .listeners import closest_name, read_listeners
-from .location import ensure_private_dir, inbox_dir, mail_path
-from .names import MAILBOX_ENV, default_mailbox, name_problem, validate_name
+from .location import (
+    MAILBOX_ENV,
+    default_mailbox,
+    ensure_private_dir,
+    inbox_dir,
+    mail_path,
+    name_problem,
+    validate_name,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+    from .live import Reach
 
 DEFAULT_SENDER = "codex"
 FROM_ENV = "CODEX_BRIDGE_FROM"
@@ -74,7 +86,7 @@ class Directory(NamedTuple):
     """What an inbox directory holds: who listens, and every name with files."""
 
     path: str
-    listeners: dict[str, dict[str, Any]]
+    listeners: dict[str, JsonObject]
     names: list[str]
 
     def knows(self, name: str) -> bool:
@@ -125,7 +137,7 @@ def scan(inbox: str | None = None) -> Directory:
 class PushReceipt(NamedTuple):
     mail: Mail
     mailbox_file: str
-    listener: dict[str, Any] | None
+    listener: JsonObject | None
     warning: str | None
     delivery: str = "next-stop"  # "live": already in the running Claude session
     delivery_reason: str | None = None  # why not live (or how it is on its way)
@@ -133,7 +145,7 @@ class PushReceipt(NamedTuple):
 
 def push(text: str, *, to: str | None = None, sender: str | None = None,
          inbox: str | None = None, new: bool = False,
-         fields: dict[str, Any] | None = None, interrupt: bool = False,
+         fields: JsonObject | None = None, interrupt: bool = False,
          project: str | None = None) -> PushReceipt:
     """Store one mail for mailbox `to`, under the push rule above; `fields` travel on
     the mail line (conversation, request, in_reply_to …). Then, when the listening
@@ -191,7 +203,7 @@ def resolve_mailbox(to: str | None, known: Directory, project: str | None,
     return validate_name(default_mailbox(dict(source)))
 
 
-def _running(listener: dict[str, Any]) -> bool:
+def _running(listener: JsonObject) -> bool:
     from ..host.procs import pid_alive
 
     pid = str(listener.get("claude_pid") or "")
@@ -199,7 +211,7 @@ def _running(listener: dict[str, Any]) -> bool:
 
 
 def _store(known: Directory, name: str, who: str, text: str,
-           fields: dict[str, Any] | None, interrupt: bool = False) -> PushReceipt:
+           fields: JsonObject | None, interrupt: bool = False) -> PushReceipt:
     mail = new_mail(text, to=name, sender=who, extra=fields)
     with mailbox_io(f"write to mailbox {name!r}"):
         ensure_private_dir(known.path)
@@ -268,7 +280,7 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     conv, hop = Conversations().spend(current_conversation(conversation, source), {
         "direction": "codex→claude", "delivery": token, "mailbox": name, "thread": asking},
         limit)
-    fields: dict[str, Any] = {"request": token, "conversation": conv, "hop": hop,
+    fields: JsonObject = {"request": token, "conversation": conv, "hop": hop,
                               "max_hops": limit}
     store = DeliveryStore()
     if expect_reply:
@@ -302,7 +314,7 @@ def peek(name: str | None, *, inbox: str | None = None, project: str | None = No
         return known, reading.peek(known.path, mailbox)
 
 
-def reach(inbox: str, name: str) -> dict[str, Any]:
+def reach(inbox: str, name: str) -> Reach:
     """How mail for `name` would reach its session right now: `live` (with the
     session's busy / idle status) or at its next stop, and why (`live.status`)."""
     from . import live

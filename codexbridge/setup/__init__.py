@@ -2,14 +2,17 @@
 
     where.py     scopes (--user / --project DIR), the files each one writes, the plugin
                  shipped in this package, the installed command the agents run
-    claude.py    what Claude Code's settings need to load the plugin (pure)
-    codex.py     the role-codex MCP table for codex's config.toml (pure)
-    jsonedit.py  adding / taking out keys of a JSON settings file, its style kept (pure)
+    claude.py    everything written into Claude Code's settings.json: `setup claude`
+                 (the plugin's entries, planned against the record) and `install-hook`
+                 (the mailbox hook commands merged into a project's settings)
+    codex.py     `setup codex`: the role-codex MCP table in codex's config.toml
+    jsonedit.py  the JSON settings editor: adding / taking out keys, the file's style
+                 kept (pure)
     tomledit.py  one marked block in config.toml, added / replaced / cut (pure)
-    ledger.py    what setup put where, so --remove takes out exactly that
-    files.py     read, back up, write atomically, restore
-    run.py       planning a settings file's change and committing a whole report
-    steps.py     setup_claude / setup_codex end to end
+    files.py     read, back up, write atomically (one place that keeps a file's mode),
+                 restore
+    ledger.py    what setup put where, so --remove takes out exactly that; a report's
+                 changes carried out and recorded
     mailbox.py   the mailbox a plugin-run Claude session listens on (per project, per
                  session when the project's name is held by another live session)
 

@@ -1,4 +1,6 @@
-"""What `codexbridge setup claude` puts into Claude Code's settings. Pure.
+"""`codexbridge setup claude` and `codexbridge install-hook`: everything codexbridge writes
+into Claude Code's settings.json, through one editor (`jsonedit.py` for the keys, the
+style kept; `files.py` for backup and atomic write).
 
 The Claude side is the plugin shipped in this package (`codexbridge/claude_plugin/`):
 its hooks, MCP server, skill and commands. Enabling it takes (measured on 2.1.332,
@@ -14,12 +16,41 @@ docs/fitting-in.md, "The Claude side"):
   (a path on this machine, so never in a project file that may be shared);
 * the read-only tools pre-approved in the chosen scope (`permissions.allow`); sending
   to Codex still asks, unless you allow it yourself.
+
+`install-hook` is the older way, without the plugin: the mailbox hook commands merged
+into one project's `.claude/settings.json` (`merge_hooks`, pure; `install_hooks` does the
+file work). Our hooks are recognised by their command (`inbox/listeners.py`, `ours`), so
+re-running replaces our entry for the same mailbox in place (say, a new interpreter
+path) and touches nothing else: every other hook, matcher and setting is kept.
 """
 
 from __future__ import annotations
 
+import copy
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
 from ..host.claude_plugin import MARKETPLACE, PLUGIN, PLUGIN_ID
+from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
+from ..jsontypes import arr, obj, objs, opt_str
+from . import files, jsonedit, ledger
+from .files import FileChange
 from .jsonedit import Entry
+from .ledger import Report
+from .where import (
+    Scope,
+    claude_settings,
+    claude_user_settings,
+    installed_command,
+    ledger_path,
+    plugin_dir,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 SERVER = "codex"  # the plugin's MCP server: tools are mcp__plugin_codexbridge_codex__<tool>
 TOOL_PREFIX = f"mcp__plugin_{PLUGIN}_{SERVER}__"
@@ -58,3 +89,239 @@ def plan(user_file: str, scope_file: str, marketplace_dir: str,
 KNOWN_CONTAINERS: tuple[tuple[str, ...], ...] = (
     ("extraKnownMarketplaces",), ("enabledPlugins",), ("env",), ("permissions", "allow"),
     ("permissions",))
+
+
+# --- planning a settings file's change, with the record ----------------------------------
+
+def _entries(raw: object) -> list[Entry]:
+    return [Entry.from_json(e) for e in objs(raw)]
+
+
+def _paths(raw: object) -> list[tuple[str, ...]]:
+    return [tuple(str(k) for k in arr(p)) for p in arr(raw)]
+
+
+def _union(*groups: list[Entry]) -> list[Entry]:
+    out: list[Entry] = []
+    for group in groups:
+        out += [x for x in group if x not in out]
+    return out
+
+
+def plan_json_add(book: ledger.Ledger, scope: Scope, path: str, wanted: list[Entry]
+                  ) -> tuple[FileChange, JsonObject]:
+    """The change for one settings file, and what to record for this scope."""
+    before = files.read_text(path)
+    doc = jsonedit.parse(before or "", path)
+    style = jsonedit.style_of(before or "")
+    recorded = [e for rec in (book.scope(path, scope.key), *book.others(path, scope.key))
+                if rec for e in _entries(rec.get("entries"))]
+    # Our own earlier value at a key we now want elsewhere (a moved install): replace it.
+    stale = [e for e in recorded if not e.in_list and any(
+        w.path == e.path and not w.in_list and w.value != e.value for w in wanted)]
+    doc, replaced = jsonedit.remove(doc, stale, [])
+    added = jsonedit.add(doc, wanted, path)
+    # Present already because another of our scopes put it there: this scope needs it too.
+    shared = [w for w in wanted if w in recorded and w not in added.entries]
+    lines = [f"added {e.describe()}" for e in added.entries]
+    lines = [f"replaced {e.describe()}" for e in replaced] + lines
+    after = jsonedit.render(added.doc, style) if (added.entries or replaced) else before
+    mine = book.scope(path, scope.key) or {}
+    keep = [e for e in _entries(mine.get("entries")) if e not in replaced]
+    created = _paths(mine.get("created"))
+    created += [p for p in added.created if p not in created]
+    record: JsonObject = {
+        "entries": [e.as_json() for e in _union(keep, added.entries, shared)],
+        "created": [[*p] for p in created]}
+    return FileChange(path, before, after, lines), record
+
+
+def plan_json_remove(book: ledger.Ledger, scope: Scope, path: str,
+                     fallback: list[Entry], fallback_created: list[tuple[str, ...]]
+                     ) -> FileChange | None:
+    """Take this scope's entries out of `path` (all of them, or `fallback` when there is
+    no record); None when there is nothing to do."""
+    current = files.read_text(path)
+    if current is None:
+        return None
+    rec = book.files.get(path)
+    mine = book.scope(path, scope.key)
+    if rec is not None and mine is not None and len(rec.scopes) == 1 \
+            and ledger.digest(current) == rec.written:
+        original = files.read_backup(rec.original_backup) if rec.existed else None
+        if not rec.existed or original is not None:
+            return FileChange(path, current, original,
+                              ["restored the bytes it had before setup" if rec.existed
+                               else "deleted (setup created it)"], keep_backup=False)
+    doc = jsonedit.parse(current, path)
+    if mine is None:
+        entries, created = fallback, fallback_created
+    else:
+        others = [e for o in book.others(path, scope.key) for e in _entries(o.get("entries"))]
+        entries = [e for e in _entries(mine.get("entries")) if e not in others]
+        created = _paths(mine.get("created"))
+    new, removed = jsonedit.remove(doc, entries, created)
+    after = jsonedit.render(new, jsonedit.style_of(current)) if new != doc else current
+    return FileChange(path, current, after, [f"removed {e.describe()}" for e in removed])
+
+
+# --- setup claude ------------------------------------------------------------------------
+
+def _legacy_hooks(text: str | None) -> list[str]:
+    """Our own older hooks (`install-hook`) in a settings file: with the plugin on too,
+    every stop would run two codexbridge hooks on two mailboxes."""
+    if not text:
+        return []
+    try:
+        hooks = obj(obj(jsonedit.parse(text, "")).get("hooks"))
+    except UsageError:
+        return []
+    found = []
+    for event, groups in hooks.items():
+        for group in objs(groups):
+            for hook in objs(group.get("hooks")):
+                command = opt_str(hook.get("command"))
+                if command and ours(command):
+                    found.append(f"{event}: {command}")
+    return found
+
+
+def setup_claude(scope: Scope, *, dry_run: bool = False, remove: bool = False,
+                 env: Mapping[str, str] | None = None) -> Report:
+    env = os.environ if env is None else env
+    report = Report(scope, remove, dry_run)
+    user_file, scope_file = claude_user_settings(env), claude_settings(scope, env)
+    book = ledger.load(ledger_path())
+    binary = installed_command()
+    wanted = plan(user_file, scope_file, plugin_dir(), binary)
+    records: ledger.Records = {}
+    if remove:
+        for path in ledger.scoped_files(book, scope.key) or list(wanted):
+            change = plan_json_remove(book, scope, path, wanted.get(path, []),
+                                      list(KNOWN_CONTAINERS))
+            if change is not None:
+                report.changes.append(change)
+                records[path] = ("json", None)
+        if not ledger.scoped_files(book, scope.key):
+            report.notes.append("no record of an earlier `setup claude` for this scope: "
+                                "took out codexbridge's entries where they hold setup's "
+                                "values")
+    else:
+        if binary is None:
+            report.notes.append("no installed `codexbridge` command beside this python or "
+                                "on PATH: the plugin will look on PATH and in "
+                                "~/.local/bin when it runs (pipx install codexbridge)")
+        for path, entries in wanted.items():
+            change, record = plan_json_add(book, scope, path, entries)
+            report.changes.append(change)
+            records[path] = ("json", record)
+        for change in report.changes:
+            for hook in _legacy_hooks(change.after):
+                report.notes.append(f"{change.path} still has an older codexbridge hook "
+                                    f"({hook}); with the plugin it would run twice — take "
+                                    "it out by hand")
+        report.notes.append("restart Claude Code sessions; the plugin's tools are "
+                            f"{TOOL_PREFIX}<tool> (the read-only ones are allowed, "
+                            "codex_message_send asks)")
+    ledger.commit(report, records, scope.key)
+    return report
+
+
+# --- install-hook ------------------------------------------------------------------------
+
+# Claude kills a hook after its `timeout` (seconds); the watcher must be allowed to
+# outlive its own --timeout so it exits on its own terms.
+WATCH_TIMEOUT_MARGIN = 60
+
+
+def wanted_hooks(name: str, rewake: bool, python: str | None = None,
+                 watch_timeout: float = WATCH_TIMEOUT) -> dict[str, list[JsonObject]]:
+    """Event → the hook entries codexbridge needs there."""
+    stop: JsonObject = {"type": "command", "command": hook_command(name, python)}
+    # The same hook at SessionStart only records the session as this mailbox's
+    # listener, so a `talk send` in the session's very first turn already finds the
+    # mailbox its reply goes to.
+    wanted: dict[str, list[JsonObject]] = {"Stop": [stop], "SessionStart": [dict(stop)]}
+    if rewake:
+        watcher: JsonObject = {
+            "type": "command", "command": watch_command(name, watch_timeout, python),
+            "asyncRewake": True, "timeout": int(watch_timeout) + WATCH_TIMEOUT_MARGIN}
+        wanted["Stop"].append(dict(watcher))
+        wanted["SessionStart"].append(dict(watcher))
+    return wanted
+
+
+def _not_shaped(what: str, shape: str) -> UsageError:
+    return UsageError(f'"{what}" in the settings file is not a {shape}; fix it by hand '
+                      "first (nothing was changed)")
+
+
+def _replace_ours(groups: list[JsonObject], entry: JsonObject, event: str,
+                  changes: list[str]) -> bool:
+    """Put `entry` where our hook for the same mailbox already is; False if it is not."""
+    key = ours(str(entry["command"]))
+    found = False
+    for group in groups:
+        hooks = group.get("hooks")
+        for i, existing in enumerate(hooks if isinstance(hooks, list) else []):
+            command = opt_str(obj(existing).get("command"))
+            if command is not None and ours(command) == key:
+                found = True
+                if existing != entry:
+                    arr(hooks)[i] = entry
+                    changes.append(f"{event}: updated {key[0] if key else ''} "
+                                   f"hook: {entry['command']}")
+    return found
+
+
+def merge_hooks(settings: JsonObject, wanted: dict[str, list[JsonObject]]
+                ) -> tuple[JsonObject, list[str]]:
+    """`settings` with our hooks in it, and a sentence per change (empty: no change)."""
+    merged = copy.deepcopy(settings)
+    hooks = merged.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise _not_shaped("hooks", "JSON object")
+    changes: list[str] = []
+    for event, entries in wanted.items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise _not_shaped(f"hooks.{event}", "list")
+        to_add = [e for e in entries if not _replace_ours(objs(groups), e, event, changes)]
+        if to_add:
+            groups.append({"hooks": [*to_add]})
+            for entry in to_add:
+                kind = "watcher (asyncRewake)" if entry.get("asyncRewake") else "Stop hook"
+                changes.append(f"{event}: added {kind}: {entry['command']}")
+    return merged, changes
+
+
+@dataclass
+class InstallResult:
+    settings_path: str
+    changes: list[str]
+    diff: str
+    backup: str | None = None
+    written: bool = False
+    commands: dict[str, list[str]] = field(default_factory=dict)  # event → our commands
+
+
+def install_hooks(project: str, name: str, *, rewake: bool = False, dry_run: bool = False,
+                  python: str | None = None, watch_timeout: float = WATCH_TIMEOUT
+                  ) -> InstallResult:
+    """Merge our hooks into PROJECT/.claude/settings.json, the rest of the file kept as
+    it is (style included); the old file backed up first."""
+    if not os.path.isdir(project):
+        raise UsageError(f"--project {project!r} is not a directory")
+    path = os.path.join(os.path.abspath(project), ".claude", "settings.json")
+    before = files.read_text(path)
+    wanted = wanted_hooks(name, rewake, python, watch_timeout)
+    merged, changes = merge_hooks(jsonedit.parse(before or "", path), wanted)
+    after = jsonedit.render(merged, jsonedit.style_of(before or "")) if changes else before
+    change = FileChange(path, before, after, changes)
+    result = InstallResult(path, changes, change.diff(),
+                           commands={event: [str(e["command"]) for e in entries]
+                                     for event, entries in wanted.items()})
+    if not dry_run:
+        files.apply(change)
+        result.backup, result.written = change.backup, change.written
+    return result

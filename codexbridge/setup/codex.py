@@ -1,4 +1,5 @@
-"""What `codexbridge setup codex` registers in codex's config.toml. Pure.
+"""`codexbridge setup codex`: the role-codex MCP table in codex's config.toml (written as
+one marked block by `tomledit.py`, recorded in `ledger.py` for `--remove`).
 
 The role-codex MCP server, as the `[mcp_servers.codexbridge]` table `codex mcp add`
 would write, plus what it cannot write (measured on 0.169.0, docs/fitting-in.md, "The
@@ -20,8 +21,19 @@ Two transports:
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Mapping
-from typing import Any
+
+from ..errors import UsageError
+from ..jsontypes import arr, text
+from . import files, ledger, tomledit
+from .ledger import Report
+from .where import Scope, codex_config, command_argv, ledger_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 SERVER = "codexbridge"
 TOOL_TIMEOUT = 360
@@ -32,14 +44,14 @@ PASSED_ENV = ("CODEX_BRIDGE_HOME", "CODEX_BRIDGE_INBOX_DIR")
 
 
 def stdio_table(command: list[str], approval: str = DEFAULT_APPROVAL,
-                timeout: int = TOOL_TIMEOUT) -> dict[str, Any]:
+                timeout: int = TOOL_TIMEOUT) -> JsonObject:
     return {"command": command[0], "args": [*command[1:], "mcp", "--role", "codex"],
             "tool_timeout_sec": timeout, "default_tools_approval_mode": approval}
 
 
 def url_table(url: str, token_env: str | None = TOKEN_ENV, approval: str = DEFAULT_APPROVAL,
-              timeout: int = TOOL_TIMEOUT) -> dict[str, Any]:
-    table: dict[str, Any] = {"url": url}
+              timeout: int = TOOL_TIMEOUT) -> JsonObject:
+    table: JsonObject = {"url": url}
     if token_env:
         # Without it `codex mcp list` probes the server for OAuth (8 GETs, measured).
         table["bearer_token_env_var"] = token_env
@@ -54,3 +66,88 @@ def server_env(environ: Mapping[str, str], mailbox: str | None = None) -> dict[s
     if mailbox:
         env["CODEX_BRIDGE_MAILBOX"] = mailbox
     return env
+
+
+def codex_table(url: str | None, token_env: str | None, approval: str) -> JsonObject:
+    if approval not in APPROVAL_MODES:
+        raise UsageError(f"--approval {approval!r}: one of {', '.join(APPROVAL_MODES)}")
+    if url:
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"--url {url!r}: the role-codex server's URL is http(s)://HOST:"
+                             "PORT/mcp (what `codexbridge mcp --role codex --http` prints)")
+        return url_table(url, token_env, approval)
+    return stdio_table(command_argv(), approval)
+
+
+def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
+                name: str = SERVER, url: str | None = None,
+                token_env: str | None = TOKEN_ENV,
+                approval: str = DEFAULT_APPROVAL, mailbox: str | None = None,
+                env: Mapping[str, str] | None = None) -> Report:
+    from ..host.tomlfile import load_toml
+
+    env = os.environ if env is None else env
+    if not name or not all(ch.isalnum() or ch in "-_" for ch in name):
+        raise UsageError(f"--name {name!r}: use letters, digits, '-' and '_'")
+    report = Report(scope, remove, dry_run)
+    path = codex_config(scope, env)
+    book = ledger.load(ledger_path())
+    scope_key = f"{scope.key}:{name}"
+    before = files.read_text(path)
+    current = before or ""
+    tomledit.check(current, load_toml, path)  # malformed: refuse before anything else
+    mine = book.scope(path, scope_key)
+    if remove:
+        if before is not None:
+            report.changes.append(_removal(book, path, scope_key, name, before))
+            ledger.commit(report, {path: ("toml", None)}, scope_key)
+        return report
+    table = codex_table(url, token_env, approval)
+    if mailbox is None and scope.project and not url:
+        from .mailbox import project_mailbox
+
+        mailbox = project_mailbox(scope.project)
+    # An MCP server's env only reaches a command codex starts, not a URL.
+    block = tomledit.server_block(name, table, {} if url else server_env(env, mailbox))
+    after, separator = tomledit.merge(current, name, block, load_toml, path)
+    if mine is not None:
+        separator = bool(mine.get("separator"))  # as the first run left it
+    lines = [f"[mcp_servers.{name}] " + ("updated" if tomledit.find_block(current, name)
+                                          else "added") + ": " + _summary(table)]
+    change = files.FileChange(path, before, after if after != current else before,
+                              lines if after != current else [])
+    report.changes.append(change)
+    if url and token_env:
+        report.notes.append(f"codex reads the token from ${token_env} of its own process: "
+                            f"export it before `codex app-server daemon start` / `codex`")
+    if scope.project:
+        report.notes.append(f"codex reads {path} only once it trusts {scope.project}")
+    ledger.commit(report, {path: ("toml", {"server": name, "separator": separator})},
+                  scope_key)
+    return report
+
+
+def _removal(book: ledger.Ledger, path: str, scope_key: str, name: str, before: str
+             ) -> files.FileChange:
+    """Our block cut out of `path` — or, when nobody touched the file since setup wrote
+    it and no other scope shares it, the bytes it had before setup (None: it made it)."""
+    rec = book.files.get(path)
+    mine = book.scope(path, scope_key)
+    separator = bool(mine.get("separator")) if mine else True
+    untouched = rec is not None and mine is not None and len(rec.scopes) == 1 \
+        and ledger.digest(before) == rec.written
+    original = files.read_backup(rec.original_backup) if rec and rec.existed else None
+    if untouched and rec is not None and (original is not None or not rec.existed):
+        after = original
+    else:
+        untouched = False
+        after = tomledit.cut(before, name, separator)
+    lines = [f"removed [mcp_servers.{name}]"] if after != before else []
+    return files.FileChange(path, before, after, lines, keep_backup=not untouched)
+
+
+def _summary(table: JsonObject) -> str:
+    where = text(table.get("url")) or shlex.join(
+        [text(table.get("command")), *(text(a) for a in arr(table.get("args")))])
+    return (f"{where}, tool_timeout_sec {table['tool_timeout_sec']}, approval mode "
+            f"{table['default_tools_approval_mode']}")

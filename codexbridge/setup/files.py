@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from ..errors import UsageError
 from ..host.private import write_atomic
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
 
 @dataclass
 class FileChange:
@@ -37,8 +41,8 @@ class FileChange:
         return "".join(difflib.unified_diff(old, new, fromfile=f"{self.path} (before)",
                                             tofile=f"{self.path} (after)"))
 
-    def as_json(self) -> dict[str, object]:
-        return {"file": self.path, "changed": self.changed, "changes": self.lines,
+    def as_json(self) -> JsonObject:
+        return {"file": self.path, "changed": self.changed, "changes": [*self.lines],
                 "backup": self.backup, "written": self.written, "diff": self.diff(),
                 "deleted": self.after is None and self.before is not None}
 
@@ -86,7 +90,8 @@ def backup(path: str, text: str) -> str:
 
 
 def write(path: str, text: str) -> None:
-    """Atomically replace (or create) `path`, keeping an existing file's mode."""
+    """Atomically replace (or create) `path`, keeping an existing file's mode (a new
+    settings file is 0644, as the agents' own are)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
     write_atomic(path, text.encode("utf-8"), mode=mode, durable=True)

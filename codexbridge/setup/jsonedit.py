@@ -16,10 +16,15 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..errors import UsageError
 from ..host.jsonfile import loads_json
+from ..jsontypes import arr
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
 
 Path_ = tuple[str, ...]
 
@@ -27,7 +32,7 @@ Path_ = tuple[str, ...]
 @dataclass(frozen=True)
 class Entry:
     path: Path_
-    value: Any
+    value: JsonValue
     in_list: bool = False  # value is one item of the list at `path`
 
     def describe(self) -> str:
@@ -35,12 +40,13 @@ class Entry:
         shown = json.dumps(self.value, ensure_ascii=False)
         return f"{where} += {shown}" if self.in_list else f"{where} = {shown}"
 
-    def as_json(self) -> dict[str, Any]:
-        return {"path": list(self.path), "value": self.value, "in_list": self.in_list}
+    def as_json(self) -> JsonObject:
+        return {"path": [*self.path], "value": self.value, "in_list": self.in_list}
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> Entry:
-        return Entry(tuple(data["path"]), data["value"], bool(data.get("in_list")))
+    def from_json(data: JsonObject) -> Entry:
+        return Entry(tuple(str(p) for p in arr(data["path"])), data["value"],
+                     bool(data.get("in_list")))
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Style:
     newline: bool
 
 
-def parse(text: str, where: str) -> dict[str, Any]:
+def parse(text: str, where: str) -> JsonObject:
     """The settings object; empty text is `{}`. UsageError (nothing changed) otherwise."""
     if not text.strip():
         return {}
@@ -75,14 +81,14 @@ def style_of(text: str) -> Style:
     return Style(indent, text.endswith("\n") or not text.strip())
 
 
-def render(data: dict[str, Any], style: Style) -> str:
+def render(data: JsonObject, style: Style) -> str:
     text = json.dumps(data, indent=style.indent, ensure_ascii=False)
     return text + "\n" if style.newline else text
 
 
-def _container(doc: dict[str, Any], path: Path_, where: str, create: bool,
-               created: list[Path_] | None = None) -> Any:
-    node: Any = doc
+def _container(doc: JsonObject, path: Path_, where: str, create: bool,
+               created: list[Path_] | None = None) -> JsonValue:
+    node: JsonValue = doc
     for i, key in enumerate(path):
         if not isinstance(node, dict):
             shown = ".".join(path[:i])
@@ -99,12 +105,12 @@ def _container(doc: dict[str, Any], path: Path_, where: str, create: bool,
 
 
 class Added(NamedTuple):
-    doc: dict[str, Any]
+    doc: JsonObject
     entries: list[Entry]  # what was not there already: ours to take out again
     created: list[Path_]  # objects and lists made for them
 
 
-def add(doc: dict[str, Any], entries: list[Entry], where: str) -> Added:
+def add(doc: JsonObject, entries: list[Entry], where: str) -> Added:
     """`doc` with every entry in it, the entries that were not there already, and the
     containers made for them.
 
@@ -146,8 +152,8 @@ def add(doc: dict[str, Any], entries: list[Entry], where: str) -> Added:
     return Added(out, added, created)
 
 
-def remove(doc: dict[str, Any], entries: list[Entry], created: list[Path_]
-           ) -> tuple[dict[str, Any], list[Entry]]:
+def remove(doc: JsonObject, entries: list[Entry], created: list[Path_]
+           ) -> tuple[JsonObject, list[Entry]]:
     """`doc` without the entries that still hold our value, and those taken out; then the
     containers `add` created, deepest first, when nothing else went into them."""
     out = copy.deepcopy(doc)

@@ -1,5 +1,5 @@
-"""What `codexbridge setup` put where, so `--remove` takes out exactly that. Pure record
-plus its load/save.
+"""What `codexbridge setup` put where, so `--remove` takes out exactly that: the record,
+its load/save, and carrying out a whole report while keeping the record true.
 
 `<CODEX_BRIDGE_HOME>/setup.json` holds, per file setup changed: whether the file existed
 before setup first wrote it, the backup of those original bytes, the hash of what setup
@@ -8,6 +8,10 @@ that scope added. Two scopes can need one thing (the marketplace entry in the us
 Claude settings serves `--user` and every `--project`): it goes only when the last of
 them is removed. A file nobody touched since setup's last write gets its original bytes
 back on the last removal; otherwise only our entries are taken out of it.
+
+A `Report` is every file's planned change (read and checked before the first write:
+malformed → UsageError, nothing written; `dry_run` stops there); `commit` writes them
+and records them under the scope.
 """
 
 from __future__ import annotations
@@ -15,10 +19,17 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import UsageError
 from ..host.jsonfile import loads_json
+from ..jsontypes import obj
+from . import files
+from .files import FileChange
+from .where import Scope, ledger_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 VERSION = 1
 
@@ -34,17 +45,19 @@ class FileRecord:
     original_backup: str | None  # its bytes then (None: it did not exist)
     written: str  # sha256 of what setup last wrote
     created_dirs: list[str] = field(default_factory=list)  # made for the file, outermost first
-    scopes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    scopes: dict[str, JsonObject] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {"kind": self.kind, "existed": self.existed,
                 "original_backup": self.original_backup, "written": self.written,
-                "created_dirs": self.created_dirs, "scopes": self.scopes}
+                "created_dirs": list(self.created_dirs), "scopes": dict(self.scopes)}
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> FileRecord:
-        backup, dirs = data.get("original_backup"), list(data.get("created_dirs") or [])
-        scopes = dict(data.get("scopes") or {})
+    def from_json(data: JsonObject) -> FileRecord:
+        backup, dirs = data.get("original_backup"), data.get("created_dirs") or []
+        scopes = data.get("scopes") or {}
+        if not isinstance(scopes, dict) or not isinstance(dirs, list):
+            raise ValueError("a file record holds a value of the wrong type")
         # Checked, not trusted: an int backup path would open() a file descriptor, and a
         # scope that is not an object would fail half-way through a removal.
         if not (backup is None or isinstance(backup, str)) \
@@ -52,33 +65,41 @@ class FileRecord:
                 or not all(isinstance(v, dict) for v in scopes.values()):
             raise ValueError("a file record holds a value of the wrong type")
         return FileRecord(str(data["kind"]), bool(data["existed"]), backup,
-                          str(data["written"]), dirs, scopes)
+                          str(data["written"]), [str(d) for d in dirs],
+                          {k: obj(v) for k, v in scopes.items()})
 
 
 @dataclass
 class Ledger:
     files: dict[str, FileRecord] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {"version": VERSION, "files": {p: r.as_json() for p, r in self.files.items()}}
 
     @staticmethod
-    def from_json(data: Any, where: str) -> Ledger:
+    def from_json(data: object, where: str) -> Ledger:
         try:
-            files = {str(p): FileRecord.from_json(r) for p, r in data["files"].items()}
+            records = {str(p): FileRecord.from_json(_object(r))
+                       for p, r in _object(_object(data)["files"]).items()}
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise UsageError(f"{where} is damaged ({type(exc).__name__}: {exc}); move it "
                              "aside to let setup start a new record (nothing was changed)"
                              ) from exc
-        return Ledger(files)
+        return Ledger(records)
 
-    def scope(self, path: str, scope: str) -> dict[str, Any] | None:
+    def scope(self, path: str, scope: str) -> JsonObject | None:
         record = self.files.get(path)
         return record.scopes.get(scope) if record else None
 
-    def others(self, path: str, scope: str) -> list[dict[str, Any]]:
+    def others(self, path: str, scope: str) -> list[JsonObject]:
         record = self.files.get(path)
         return [v for k, v in record.scopes.items() if k != scope] if record else []
+
+
+def _object(value: object) -> JsonObject:
+    if not isinstance(value, dict):
+        raise TypeError(f"{type(value).__name__} where an object belongs")
+    return value
 
 
 def load(path: str) -> Ledger:
@@ -105,3 +126,63 @@ def save(path: str, ledger: Ledger) -> None:
 
     text = json.dumps(ledger.as_json(), indent=2, sort_keys=True) + "\n"
     write_private(path, text.encode("utf-8"), durable=True)
+
+
+# --- carrying out a report ---------------------------------------------------------------
+
+@dataclass
+class Report:
+    scope: Scope
+    removing: bool
+    dry_run: bool
+    changes: list[FileChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(c.changed for c in self.changes)
+
+    def as_json(self) -> JsonObject:
+        return {"ok": True, "agent": self.scope.agent, "scope": self.scope.label,
+                "remove": self.removing, "dry_run": self.dry_run, "changed": self.changed,
+                "files": [c.as_json() for c in self.changes], "notes": list(self.notes)}
+
+
+# path → (kind, this scope's record, or None to drop the scope)
+Records = dict[str, tuple[str, "JsonObject | None"]]
+
+
+def commit(report: Report, records: Records, key: str) -> None:
+    """Write every change and update the record under the scope `key` (nothing at all
+    for a dry run)."""
+    if report.dry_run:
+        return
+    book = load(ledger_path())
+    for change in report.changes:
+        dirs = files.missing_dirs(change.path) if change.after is not None else []
+        files.apply(change)
+        kind, scope_record = records.get(change.path, ("json", None))
+        rec = book.files.get(change.path)
+        if scope_record is not None:
+            if rec is None:
+                if not change.changed:
+                    continue  # all there already, none of it ours: nothing to record
+                rec = FileRecord(kind, change.before is not None, change.backup, "", dirs)
+                book.files[change.path] = rec
+            rec.scopes[key] = scope_record
+            if change.changed:
+                # Only what we wrote: a file edited since must not pass for untouched.
+                rec.written = digest(change.after or "")
+        elif rec is not None:
+            rec.scopes.pop(key, None)
+            if change.after is None:
+                files.remove_empty_dirs(rec.created_dirs)
+            if not rec.scopes:
+                del book.files[change.path]
+            elif change.changed:
+                rec.written = digest(change.after or "")
+    save(ledger_path(), book)
+
+
+def scoped_files(book: Ledger, key: str) -> list[str]:
+    return [p for p, r in book.files.items() if key in r.scopes]

@@ -16,7 +16,7 @@ whole table silently (docs/fitting-in.md, "The Codex side") — hence our own bl
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..errors import UsageError
 
@@ -29,10 +29,10 @@ def end_marker(name: str) -> str:
     return f"# <<< codexbridge setup: {name} <<<"
 
 
-Loader = Callable[[str], dict[str, Any]]
+Loader = Callable[[str], Mapping[str, object]]
 
 
-def toml_value(value: Any) -> str:
+def toml_value(value: object) -> str:
     """A TOML literal for str / bool / int / float / list of those."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -75,7 +75,7 @@ def _key(name: str) -> str:
     return name if bare else basic_string(name)
 
 
-def server_block(name: str, table: Mapping[str, Any], env: Mapping[str, str]) -> str:
+def server_block(name: str, table: Mapping[str, object], env: Mapping[str, str]) -> str:
     """The marked block: `[mcp_servers.NAME]` with `table`, then `.env` when given."""
     lines = [begin_marker(name), f"[mcp_servers.{_key(name)}]"]
     lines += [f"{_key(k)} = {toml_value(v)}" for k, v in table.items()]
@@ -150,12 +150,13 @@ def cut(text: str, name: str, separator: bool) -> str:
     return text[:start] + text[span.end:]
 
 
-def check(text: str, load: Loader, where: str) -> dict[str, Any]:
+def check(text: str, load: Loader, where: str) -> Mapping[str, object]:
     """The parsed file; UsageError naming it when it is not valid TOML."""
     return _load(text, load, where) if text.strip() else {}
 
 
-def _load(text: str, load: Loader, where: str, merged: bool = False) -> dict[str, Any]:
+def _load(text: str, load: Loader, where: str, merged: bool = False
+          ) -> Mapping[str, object]:
     try:
         return load(text)
     except ValueError as exc:

@@ -441,7 +441,7 @@ def _approvals_note(result: SayResult, record: Delivery) -> str:
 
 def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
     """The reply as mail can carry it: whole up to the mail cap (over 64 KiB the mailbox
-    hands Claude a preview and a file, inbox/spill.py), else cut with the path of the
+    hands Claude a preview and a file, inbox/render.py), else cut with the path of the
     whole text (kept beside the record, 0600)."""
     limit = mail_max(os.environ) // 4  # characters, so the mail stays under the byte cap
     if len(reply) <= limit:

@@ -21,8 +21,8 @@ import pytest
 
 from codexbridge.hooks.watcher import parse_claim
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.location import inbox_dir, watcher_path
+from codexbridge.setup.claude import install_hooks as install
 from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.mock_messages import MockMessages

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.install_hook import hook_command
+from codexbridge.inbox.listeners import hook_command
 from codexbridge.inbox.location import inbox_dir, session_path
 from tests.support.claude_fixtures import ClaudeHarness, hook_settings, write_project_settings
 from tests.support.mock_messages import MockMessages, RecordedRequest

@@ -24,10 +24,10 @@ from mcp import Client, StdioServerParameters
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.listeners import record_listener
 from codexbridge.inbox.location import inbox_dir, session_path
 from codexbridge.mock.responses import MockResponsesServer
+from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import arun_cli
 from tests.support.handoff_real import CODEX_SAID_AFTER_TOOL, handoff, quiet_planner, state

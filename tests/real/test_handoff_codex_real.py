@@ -23,8 +23,8 @@ import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.inbox.install_hook import install
 from codexbridge.mock.responses import MockRequest, MockResponsesServer
+from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.handoff_fakes import hook_session
 from tests.support.handoff_real import (

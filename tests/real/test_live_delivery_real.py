@@ -23,10 +23,9 @@ from typing import Any, TypeVar
 import pytest
 
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.install_hook import install
 from codexbridge.inbox.listeners import read_listeners
-from codexbridge.inbox.live import live_files
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.inbox.location import inbox_dir, live_files
+from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.mock_messages import MockMessages, RecordedRequest
 from tests.support.pause import pause_env

@@ -23,8 +23,7 @@ from pathlib import Path
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.location import inbox_dir, mail_path, taken_files
-from codexbridge.inbox.probe import has_pending
+from codexbridge.inbox.location import has_pending, inbox_dir, mail_path, taken_files
 from tests.support.pause import pause_env
 
 WRITERS = 50

@@ -18,7 +18,7 @@ from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.doctor.rows_claude import HOOK_INPUT, REGISTRY_FIELDS, claude_compat_rows
 from codexbridge.hooks import seen
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
-from codexbridge.inbox.live_rules import PEER_PROTOCOL
+from codexbridge.inbox.live import PEER_PROTOCOL
 
 SRC = Path(rows_claude.__file__).parents[1]
 DAY = "2026-12-01"
@@ -198,17 +198,18 @@ def test_no_version_literal_in_the_rows_source() -> None:
 
 def test_hook_input_lists_every_field_the_hook_reads() -> None:
     read: set[str] = set()
-    for name in ("inbox/hook.py", "hooks/process.py", "inbox/listeners.py", "hooks/watcher.py",
-                 "handoff/resume.py"):
+    for name in ("hooks/loop_guard.py", "hooks/process.py", "inbox/listeners.py",
+                 "hooks/watcher.py", "handoff/resume.py"):
         text = (SRC / name).read_text()
         read |= set(re.findall(r'payload\.get\("(\w+)"\)', text))
-        read |= set(re.findall(r'\btext\("(\w+)"\)', text)) if name == "inbox/hook.py" else set()
+        if name == "hooks/loop_guard.py":
+            read |= set(re.findall(r'\btext\("(\w+)"\)', text))
     listed = {f for fields in HOOK_INPUT.values() for f in fields}
     assert read == listed
 
 
 def test_registry_fields_are_what_live_delivery_reads() -> None:
-    text = (SRC / "inbox" / "live_rules.py").read_text()
+    text = (SRC / "inbox" / "live.py").read_text()
     read = set(re.findall(r'registry\.get\("(\w+)"\)', text))
     assert read - {"status"} == set(REGISTRY_FIELDS)  # status only labels the session
 

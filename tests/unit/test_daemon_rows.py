@@ -4,45 +4,50 @@ message for an install without a checkout."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from codexbridge.doctor import rows_daemon
+from codexbridge.doctor import claude_side
+from codexbridge.doctor import codex_side as rows_daemon
+from codexbridge.doctor.codex_side import DaemonFacts, EndpointFacts, ServeFacts
 from codexbridge.doctor.report import INFO, OK, WARN
 from codexbridge.errors import BinaryNotFoundError
 from codexbridge.host import binaries
+from codexbridge.talk.endpoint import EndpointKind
 
 SOCK = "unix:///h/app-server-control/app-server-control.sock"
-UP = {"home": "/h", "socket": "/h/app-server-control/app-server-control.sock", "url": SOCK,
-      "enabled": True, "listening": True}
-DOWN = {**UP, "listening": False}
+UP = DaemonFacts("/h", "/h/app-server-control/app-server-control.sock", SOCK, True, True)
+DOWN = replace(UP, listening=False)
+ALIVE = ServeFacts(serve_alive=True)
 
 
 def test_daemon_row() -> None:
     assert rows_daemon.daemon_row(UP).status == OK
     down = rows_daemon.daemon_row(DOWN)
     assert down.status == INFO and "codex app-server daemon start" in str(down.fix)
-    off = rows_daemon.daemon_row({**UP, "enabled": False})
+    off = rows_daemon.daemon_row(replace(UP, enabled=False))
     assert off.status == INFO and "CODEX_BRIDGE_DAEMON=off" in off.finding
 
 
 def test_pick_row_only_when_both_run() -> None:
-    ep = {"url": "ws://127.0.0.1:8787", "source": "/s/bridge.json"}
-    [row] = rows_daemon.pick_row(UP, {"serve_alive": True}, ep)
+    ep = EndpointFacts(url="ws://127.0.0.1:8787", source="/s/bridge.json")
+    [row] = rows_daemon.pick_row(UP, ALIVE, ep)
     assert row.name == "endpoint-pick" and f"--url {SOCK}" in str(row.fix)
     assert row.status == INFO  # an older serve's record names no CODEX_HOME
-    assert rows_daemon.pick_row(DOWN, {"serve_alive": True}, ep) == []
-    assert rows_daemon.pick_row(UP, {"serve_alive": False}, ep) == []
-    assert rows_daemon.pick_row(UP, {}, {"url": SOCK}) == []
+    assert rows_daemon.pick_row(DOWN, ALIVE, ep) == []
+    assert rows_daemon.pick_row(UP, ServeFacts(serve_alive=False), ep) == []
+    assert rows_daemon.pick_row(UP, ServeFacts(), EndpointFacts(url=SOCK)) == []
 
 
 def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
-    record = {"url": "ws://127.0.0.1:8787", "pid": 4242, "codex_home": "/h"}
-    serve = {"serve_alive": True, "record": record}
+    record: dict[str, Any] = {"url": "ws://127.0.0.1:8787", "pid": 4242, "codex_home": "/h"}
+    serve = ServeFacts(record=record, serve_alive=True)
     tui = {"id": "t1", "user": True}
     # the TUI on the daemon, a leftover serve: talk uses the daemon; stop serve
-    [row] = rows_daemon.pick_row(UP, serve, {"url": SOCK, "threads": [tui]})
+    [row] = rows_daemon.pick_row(UP, serve, EndpointFacts(url=SOCK, threads=(tui,)))
     assert row.status == WARN
     assert row.finding.startswith("two app-servers run on one CODEX_HOME (/h): "
                                   "`codexbridge serve` (ws://127.0.0.1:8787, pid 4242) and "
@@ -51,33 +56,33 @@ def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
     assert row.fix is not None and row.fix.startswith("stop the leftover serve")
     assert "`kill 4242`" in row.fix
     # in use: serve — either may be the leftover: both ways out
-    [row] = rows_daemon.pick_row(UP, serve, {"url": record["url"], "threads": []})
+    [row] = rows_daemon.pick_row(UP, serve, EndpointFacts(url=record["url"]))
     assert row.status == WARN and "codex app-server daemon stop" in str(row.fix)
     assert "`kill 4242`" in str(row.fix)
     # another CODEX_HOME: no writer conflict, only which one is used
-    other = {"serve_alive": True, "record": {**record, "codex_home": "/elsewhere"}}
-    [row] = rows_daemon.pick_row(UP, other, {"url": SOCK, "threads": [tui]})
+    other = ServeFacts(record={**record, "codex_home": "/elsewhere"}, serve_alive=True)
+    [row] = rows_daemon.pick_row(UP, other, EndpointFacts(url=SOCK, threads=(tui,)))
     assert row.status == INFO and "--url ws://127.0.0.1:8787" in str(row.fix)
 
 
 def test_attach_row_leads_with_plain_codex_for_the_daemon() -> None:
-    row = rows_daemon.attach_row({"url": SOCK, "source": "codex daemon (/h)"}, "/p", {})
+    row = rows_daemon.attach_row(EndpointFacts(url=SOCK, source="codex daemon (/h)",
+                                               kind=EndpointKind.DAEMON), "/p", ServeFacts())
     assert row.details["line"] == "codex -C /p"
     assert row.details["explicit"] == f"codex --remote {SOCK} -C /p"
     assert row.finding.startswith("open the TUI with: codex -C /p (plain `codex`")
     record = {"url": "ws://127.0.0.1:9", "public_url": "wss://h:443"}
-    row = rows_daemon.attach_row({"url": "ws://127.0.0.1:9", "token": True, "source": "b"},
-                                 "/p", {"record": record})
+    row = rows_daemon.attach_row(EndpointFacts(url="ws://127.0.0.1:9", token=True, source="b",
+                                               kind=EndpointKind.URL),
+                                 "/p", ServeFacts(record=record))
     assert row.details["line"] == ("CODEX_BRIDGE_TOKEN=<token> codex --remote wss://h:443 "
                                    "-C /p --remote-auth-token-env CODEX_BRIDGE_TOKEN")
-    none = rows_daemon.attach_row({}, "/p", {})
+    none = rows_daemon.attach_row(EndpointFacts(), "/p", ServeFacts())
     assert none.status == INFO and "daemon start" in str(none.fix)
 
 
 def test_no_user_thread_on_the_daemon_says_plain_codex() -> None:
-    from codexbridge.doctor.rows import thread_rows
-
-    [row] = thread_rows({"reachable": True, "url": SOCK, "threads": []})
+    [row] = rows_daemon.thread_rows(EndpointFacts(reachable=True, url=SOCK))
     assert row.status == WARN
     assert str(row.fix).startswith("open the Codex TUI with `codex -C DIR` (plain `codex` "
                                    "attaches to codex's own daemon by itself)")
@@ -113,17 +118,17 @@ def test_serve_prints_the_attach_line_and_the_daemon_notes() -> None:
 def test_plugin_row_reads_what_setup_claude_wrote(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from codexbridge.host.claude_plugin import plugin_facts
-    from codexbridge.setup.steps import setup_claude
+    from codexbridge.setup.claude import setup_claude
     from codexbridge.setup.where import scope_for
 
     project = tmp_path / "proj"
     project.mkdir()
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
-    row = rows_daemon.plugin_row(plugin_facts(str(project)))
+    row = claude_side.plugin_row(plugin_facts(str(project)))
     assert row.status == INFO and "setup claude" in str(row.fix)
     setup_claude(scope_for("claude", str(project), False))
     facts = plugin_facts(str(project))
     assert facts["enabled_in"] == ["project"] and facts["marketplace_ok"] is True
-    assert rows_daemon.plugin_row(facts).status == OK
+    assert claude_side.plugin_row(facts).status == OK
     broken = {**facts, "marketplace_ok": False}
-    assert rows_daemon.plugin_row(broken).status == WARN
+    assert claude_side.plugin_row(broken).status == WARN

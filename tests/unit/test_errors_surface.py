@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.inbox import chain, store
+from codexbridge.hooks import process as chain
+from codexbridge.hooks.loop_guard import Action, ChainState, HookInput, decide
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.hook import ALLOW, HOLD, ChainState, HookInput, decide
+from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.listeners import read_listeners, record_listener
 from codexbridge.inbox.location import chain_path, inbox_dir, session_path
@@ -52,18 +53,18 @@ def _log() -> str:
 @pytest.mark.parametrize("text", DAMAGED)
 def test_a_damaged_chain_file_counts_as_over_the_limit(text: str) -> None:
     path = _write_chain(text)
-    stored = chain.load(inbox_dir(), "box", "sess-1")
+    stored = chain.load_chain(inbox_dir(), "box", "sess-1")
     assert stored is not None
     state = ChainState(*stored)
     assert state.damaged and path in state.damaged and "rm " in state.damaged
     # Whatever the prompt (a new one would start a new chain): held, not delivered.
     fresh = HookInput.from_payload({**STOP, "prompt_id": "another"})
     held = decide(fresh, state, True, 3)
-    assert held.action == HOLD and held.why == state.damaged
-    assert decide(fresh, state, False, 3).action == ALLOW  # nothing waiting: stop
+    assert held.action is Action.HOLD and held.why == state.damaged
+    assert decide(fresh, state, False, 3).action is Action.ALLOW  # nothing waiting: stop
     # Neither counting nor ending a chain repairs it behind the person's back.
-    chain.save(inbox_dir(), "box", "sess-1", 1, "p1")
-    chain.clear(inbox_dir(), "box", "sess-1")
+    chain.save_chain(inbox_dir(), "box", "sess-1", 1, "p1")
+    chain.clear_chain(inbox_dir(), "box", "sess-1")
     assert Path(path).read_text() == text
 
 
@@ -84,9 +85,9 @@ def test_the_stop_hook_holds_the_mail_and_names_the_damaged_file(text: str) -> N
 
 
 def test_a_sound_chain_file_still_reads_as_before() -> None:
-    chain.save(inbox_dir(), "box", "sess-1", 2, "p1")
-    assert chain.load(inbox_dir(), "box", "sess-1") == (2, "p1")
-    assert chain.load(inbox_dir(), "box", "other") is None
+    chain.save_chain(inbox_dir(), "box", "sess-1", 2, "p1")
+    assert chain.load_chain(inbox_dir(), "box", "sess-1") == (2, "p1")
+    assert chain.load_chain(inbox_dir(), "box", "other") is None
 
 
 @pytest.mark.parametrize("text", ["{not json", "[" * 100000, "[1]", ""])

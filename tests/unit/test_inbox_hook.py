@@ -6,19 +6,17 @@ import json
 
 import pytest
 
-from codexbridge.inbox.hook import (
-    ALLOW,
-    DELIVER,
-    HOLD,
+from codexbridge.hooks.loop_guard import (
+    Action,
     ChainState,
     HookInput,
     block_output,
     chain_before,
     decide,
     effective_max_chain,
-    render_mail,
 )
 from codexbridge.inbox.lines import Mail, parse_line
+from codexbridge.inbox.render import render_mail
 
 STOP = {"session_id": "s1", "cwd": "/p", "prompt_id": "p1", "hook_event_name": "Stop",
         "stop_hook_active": False}
@@ -40,15 +38,15 @@ def test_input_tolerates_garbage(payload: dict[str, object]) -> None:
 
 def test_first_stop_delivers_and_empty_allows() -> None:
     inp = HookInput.from_payload(STOP)
-    assert decide(inp, None, True, 3).action == DELIVER
-    assert decide(inp, None, False, 3).action == ALLOW
+    assert decide(inp, None, True, 3).action == Action.DELIVER
+    assert decide(inp, None, False, 3).action == Action.ALLOW
 
 
 def test_chain_limit_holds_mail_when_stop_hook_active() -> None:
     inp = HookInput.from_payload({**STOP, "stop_hook_active": True})
-    assert decide(inp, ChainState(2, "p1"), True, 3).action == DELIVER
+    assert decide(inp, ChainState(2, "p1"), True, 3).action == Action.DELIVER
     held = decide(inp, ChainState(3, "p1"), True, 3)
-    assert held.action == HOLD and held.chain_before == 3
+    assert held.action == Action.HOLD and held.chain_before == 3
 
 
 def test_measured_sequence_with_max_chain_3() -> None:
@@ -59,21 +57,21 @@ def test_measured_sequence_with_max_chain_3() -> None:
         inp = HookInput.from_payload({**STOP, "stop_hook_active": active})
         d = decide(inp, stored, True, 3)
         actions.append(d.action)
-        stored = ChainState(d.chain_before + 1, "p1") if d.action == DELIVER else None
-    assert actions == [DELIVER, DELIVER, DELIVER, HOLD]
+        stored = ChainState(d.chain_before + 1, "p1") if d.action == Action.DELIVER else None
+    assert actions == [Action.DELIVER, Action.DELIVER, Action.DELIVER, Action.HOLD]
 
 
 def test_new_turn_resets_the_chain() -> None:
     inp = HookInput.from_payload({**STOP, "prompt_id": "p2"})
     assert chain_before(inp, ChainState(3, "p1")) == 0
-    assert decide(inp, ChainState(3, "p1"), True, 3).action == DELIVER
+    assert decide(inp, ChainState(3, "p1"), True, 3).action == Action.DELIVER
 
 
 def test_stuck_stop_hook_active_still_counts_by_prompt() -> None:
     """claude-code#54360: stop_hook_active stays false, the prompt is the same."""
     inp = HookInput.from_payload(STOP)  # active false, prompt p1
     assert chain_before(inp, ChainState(3, "p1")) == 3
-    assert decide(inp, ChainState(3, "p1"), True, 3).action == HOLD
+    assert decide(inp, ChainState(3, "p1"), True, 3).action == Action.HOLD
 
 
 @pytest.mark.parametrize(("env", "value", "noted"), [

@@ -111,29 +111,29 @@ def test_chain_is_counted_per_session() -> None:
 
 
 def test_leftover_chain_of_another_session_keeps_the_fast_path() -> None:
-    from codexbridge.inbox import chain
+    from codexbridge.hooks import process as chain
 
-    chain.save(inbox_dir(), "box", "dead-session", 2, "p0")
+    chain.save_chain(inbox_dir(), "box", "dead-session", 2, "p0")
     code = ("import json, sys\n"
             "from codexbridge.hooks.process import run_hook\n"
             "run_hook('box', {'session_id': 'live-session'})\n"
-            "print(json.dumps('codexbridge.inbox.hook' in sys.modules))\n")
+            "print(json.dumps('codexbridge.hooks.loop_guard' in sys.modules))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert json.loads(proc.stdout) is False
-    assert chain.load(inbox_dir(), "box", "dead-session") == (2, "p0")
+    assert chain.load_chain(inbox_dir(), "box", "dead-session") == (2, "p0")
 
 
 def test_stale_chains_are_pruned() -> None:
-    from codexbridge.inbox import chain
+    from codexbridge.hooks import process as chain
 
     path = chain_path(inbox_dir(), "box")
     os.makedirs(inbox_dir(), exist_ok=True)
     with open(path, "w") as fh:
         json.dump({"sessions": {"old": {"blocks": 1, "at": "2000-01-01T00:00:00.000Z"}}}, fh)
-    chain.save(inbox_dir(), "box", "new", 1, None)
-    assert chain.load(inbox_dir(), "box", "old") is None
-    assert chain.load(inbox_dir(), "box", "new") == (1, None)
+    chain.save_chain(inbox_dir(), "box", "new", 1, None)
+    assert chain.load_chain(inbox_dir(), "box", "old") is None
+    assert chain.load_chain(inbox_dir(), "box", "new") == (1, None)
 
 
 def test_claude_cap_is_respected_even_if_max_chain_is_higher() -> None:
@@ -202,7 +202,7 @@ def test_fast_path_imports_stay_light() -> None:
 def test_big_mail_is_handed_over_as_a_preview_and_a_private_file() -> None:
     import stat
 
-    from codexbridge.inbox.spill import INLINE_MAX, PREVIEW_CHARS
+    from codexbridge.inbox.render import INLINE_MAX, PREVIEW_CHARS
 
     big = "B" * (INLINE_MAX + 10)
     mail_id = push(big)

@@ -11,14 +11,9 @@ from typing import Any
 import pytest
 
 from codexbridge.errors import UsageError
-from codexbridge.inbox.install_hook import (
-    hook_command,
-    install,
-    merge_hooks,
-    ours,
-    wanted_hooks,
-    watch_command,
-)
+from codexbridge.inbox.listeners import hook_command, ours, watch_command
+from codexbridge.setup.claude import install_hooks as install
+from codexbridge.setup.claude import merge_hooks, wanted_hooks
 
 EXISTING: dict[str, Any] = {
     "model": "opus",
@@ -132,8 +127,6 @@ def test_install_refuses_broken_json_and_changes_nothing(tmp_path: Path) -> None
 
 
 def test_ours_reads_the_mailbox_of_a_shell_one_liner() -> None:
-    from codexbridge.inbox.install_hook import ours
-
     repo_hook = ('cd "$CLAUDE_PROJECT_DIR" 2>/dev/null && [ -x .venv/bin/python ] && exec '
                  ".venv/bin/python -m codexbridge inbox hook --as bridge; exit 0")
     assert ours(repo_hook) == ("hook", "bridge")

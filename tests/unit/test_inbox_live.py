@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from codexbridge.conversation.records import DeliveryState
 from codexbridge.inbox import live, store
-from codexbridge.inbox import live_rules as rules
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.location import inbox_dir, session_path
+from codexbridge.inbox.location import inbox_dir, live_files, session_path
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 
@@ -45,7 +45,7 @@ def registry(tmp: Path, **over: Any) -> dict[str, Any]:
 # -- target ----------------------------------------------------------------------------------
 
 def test_target_when_everything_is_as_measured(tmp_path: Path) -> None:
-    v = rules.target(listener(tmp_path), registry(tmp_path), [], {}, True)
+    v = live.target(listener(tmp_path), registry(tmp_path), [], {}, True)
     assert v.target is not None and v.reason is None
     assert v.target.pid == PID and v.target.status == "idle"
 
@@ -64,7 +64,7 @@ def test_every_doubt_means_the_stop_hook(tmp_path: Path, change: dict[str, Any],
     lst = listener(tmp_path, **change.get("listener", {}))
     reg = None if change.get("registry", 1) is None else registry(
         tmp_path, **change.get("registry", {}))
-    v = rules.target(lst, reg, [], change.get("env", {}), change.get("exists", True))
+    v = live.target(lst, reg, [], change.get("env", {}), change.get("exists", True))
     assert v.target is None and v.reason and needle in v.reason, v
     assert v.drift is drift
 
@@ -73,10 +73,10 @@ def test_the_strictest_crossSessionInbound_wins(tmp_path: Path) -> None:
     settings = [("/u/settings.json", {"crossSessionInbound": "hold"}),
                 ("/p/.claude/settings.json", {"crossSessionInbound": "refuse"}),
                 ("/p/.claude/settings.local.json", {"crossSessionInbound": "accept"})]
-    v = rules.target(listener(tmp_path), registry(tmp_path), settings, {}, True)
+    v = live.target(listener(tmp_path), registry(tmp_path), settings, {}, True)
     assert v.target is None and v.reason is not None
     assert 'crossSessionInbound="refuse"' in v.reason and "/p/.claude/settings.json" in v.reason
-    ok = rules.target(listener(tmp_path), registry(tmp_path),
+    ok = live.target(listener(tmp_path), registry(tmp_path),
                       [("/u", {"crossSessionInbound": "accept"})], {}, True)
     assert ok.target is not None
 
@@ -84,17 +84,17 @@ def test_the_strictest_crossSessionInbound_wins(tmp_path: Path) -> None:
 # -- frame, transcript, receipts ---------------------------------------------------------------
 
 def test_frame_is_msgv1_next_and_never_asserts_a_mode() -> None:
-    data = rules.frame("hello", "m-1", SESSION, "/s/cb.sock")
+    data = live.frame("hello", "m-1", SESSION, "/s/cb.sock")
     assert data is not None and data.endswith(b"\n")
     body = json.loads(data)
     assert body == {"msgV": 1, "msg_id": "m-1", "type": "user", "priority": "next",
                     "message": {"role": "user", "content": "hello"},
                     "session_id": SESSION, "from": "uds:/s/cb.sock"}
     assert "from-mode" not in data.decode() and "cross-session-message" not in data.decode()
-    assert json.loads(rules.frame("x", "m", SESSION, None, interrupt=True) or b"")[
+    assert json.loads(live.frame("x", "m", SESSION, None, interrupt=True) or b"")[
         "priority"] == "now"
-    assert "from" not in json.loads(rules.frame("x", "m", SESSION, None) or b"")
-    assert rules.frame("x" * (rules.FRAME_MAX + 1), "m", SESSION, None) is None
+    assert "from" not in json.loads(live.frame("x", "m", SESSION, None) or b"")
+    assert live.frame("x" * (live.FRAME_MAX + 1), "m", SESSION, None) is None
 
 
 def test_transcript_state_by_msg_id() -> None:
@@ -105,27 +105,27 @@ def test_transcript_state_by_msg_id() -> None:
     enqueued = json.dumps({"type": "queue-operation", "operation": "enqueue",
                            "content": f"… delivery {mid} …"}).encode()
     other = json.dumps({"type": "user", "origin": {"msg_id": "zzz"}}).encode()
-    assert rules.transcript_state([other, b"{not json " + mid.encode(), user], mid) == \
-        rules.DELIVERED
-    assert rules.transcript_state([mid_tool], mid) == rules.DELIVERED
-    assert rules.transcript_state([enqueued], mid) == rules.QUEUED
-    assert rules.transcript_state([enqueued, user], mid) == rules.DELIVERED
-    assert rules.transcript_state([other], mid) is None
+    assert live.transcript_state([other, b"{not json " + mid.encode(), user], mid) == \
+        DeliveryState.DELIVERED
+    assert live.transcript_state([mid_tool], mid) == DeliveryState.DELIVERED
+    assert live.transcript_state([enqueued], mid) == DeliveryState.QUEUED
+    assert live.transcript_state([enqueued, user], mid) == DeliveryState.DELIVERED
+    assert live.transcript_state([other], mid) is None
 
 
 def test_receipts_only_bring_bad_news() -> None:
     base = {"type": "control", "action": "peer_message_status"}
-    assert rules.receipt_problem({**base, "status": "held", "orig_msg_id": "m"}, "m") == \
+    assert live.receipt_problem({**base, "status": "held", "orig_msg_id": "m"}, "m") == \
         "Claude Code held it"
     dropped = {**base, "status": "dropped", "drop_reason": "rate-limited",
                "orig_msg_id": "x", "dropped_msg_ids": ["y", "m"]}
-    assert rules.receipt_problem(dropped, "m") == "Claude Code dropped it (rate-limited)"
+    assert live.receipt_problem(dropped, "m") == "Claude Code dropped it (rate-limited)"
     refused = {**base, "status": "expired", "status_detail": "refused", "orig_msg_id": "m"}
-    assert rules.receipt_problem(refused, "m") == "Claude Code expired it (refused)"
-    assert rules.receipt_problem({**base, "status": "delivered", "orig_msg_id": "m"},
+    assert live.receipt_problem(refused, "m") == "Claude Code expired it (refused)"
+    assert live.receipt_problem({**base, "status": "delivered", "orig_msg_id": "m"},
                                  "m") is None
-    assert rules.receipt_problem({**base, "status": "held", "orig_msg_id": "n"}, "m") is None
-    assert rules.receipt_problem({"action": "peer_idle_notice"}, "m") is None
+    assert live.receipt_problem({**base, "status": "held", "orig_msg_id": "n"}, "m") is None
+    assert live.receipt_problem({"action": "peer_idle_notice"}, "m") is None
 
 
 # -- against a fake session ---------------------------------------------------------------------
@@ -206,11 +206,11 @@ def test_delivered_live_is_remembered_and_never_taken_again(box: Path, tmp_path:
         out = live.deliver_now(str(box), "box")
     finally:
         fake.close()
-    assert out.delivery == "live" and out.mails == 2
+    assert out.delivery is live.Route.LIVE and out.mails == 2
     [frame] = fake.frames  # one frame for the batch
     text = frame["message"]["content"]
     assert all(i in text for i in ids) and out.msg_id in text
-    assert live.live_files(str(box), "box") == []
+    assert live_files(str(box), "box") == []
     assert store.delivered_ids(str(box), "box") >= set(ids)
     assert reading.peek(str(box), "box").mails == []
 
@@ -222,7 +222,7 @@ def test_a_dropped_frame_goes_back_to_the_mailbox(box: Path, tmp_path: Path) -> 
         out = live.deliver_now(str(box), "box")
     finally:
         fake.close()
-    assert out.delivery == "next-stop" and "dropped it (duplicate)" in (out.reason or "")
+    assert out.delivery is live.Route.NEXT_STOP and "dropped it (duplicate)" in (out.reason or "")
     assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
 
 
@@ -236,14 +236,14 @@ def test_a_slow_session_keeps_the_frame_and_its_late_arrival_is_delivered_once(
         out = live.deliver_now(str(box), "box")
     finally:
         fake.close()
-    assert out.delivery == "live" and "not yet in its transcript" in (out.reason or "")
+    assert out.delivery is live.Route.LIVE and "not yet in its transcript" in (out.reason or "")
     assert reading.peek(str(box), "box").mails == []  # in the session's hands
     live.reconcile(str(box), "box")  # a stop meanwhile: nothing changes
     assert reading.peek(str(box), "box").mails == []
     with open(tmp_path / "t.jsonl", "a") as fh:
         fh.write(json.dumps({"type": "user", "origin": {"msg_id": out.msg_id}}) + "\n")
     live.reconcile(str(box), "box")
-    assert live.live_files(str(box), "box") == []
+    assert live_files(str(box), "box") == []
     with store.take(str(box), "box") as batch:
         assert batch.mails == [] and batch.duplicates == 0
         batch.commit()
@@ -258,7 +258,7 @@ def test_a_frame_never_taken_goes_back_and_a_late_arrival_is_still_caught(
         out = live.deliver_now(str(box), "box")
     finally:
         fake.close()
-    [path] = live.live_files(str(box), "box")
+    [path] = live_files(str(box), "box")
     record = json.loads(Path(path).read_text())
     record["at"] -= live.NEVER_TAKEN_S + 1  # no sign of it for that long
     Path(path).write_text(json.dumps(record))
@@ -281,9 +281,9 @@ def test_queued_in_the_session_waits_then_the_session_ending_puts_it_back(
         out = live.deliver_now(str(box), "box")
     finally:
         fake.close()
-    assert out.delivery == "live" and "queue" in (out.reason or "")
-    [path] = live.live_files(str(box), "box")
-    assert json.loads(Path(path).read_text())["state"] == live.QUEUED
+    assert out.delivery is live.Route.LIVE and "queue" in (out.reason or "")
+    [path] = live_files(str(box), "box")
+    assert json.loads(Path(path).read_text())["state"] == DeliveryState.QUEUED
     live.reconcile(str(box), "box")  # still running: nothing changes
     assert reading.peek(str(box), "box").mails == []
     os.unlink(tmp_path / "cfg" / "sessions" / f"{PID}.json")  # the session exits
@@ -294,6 +294,6 @@ def test_queued_in_the_session_waits_then_the_session_ending_puts_it_back(
 def test_nobody_listening_live_leaves_the_mail_alone(box: Path, tmp_path: Path) -> None:
     mid = mail("no socket")
     out = live.deliver_now(str(box), "box")
-    assert out.delivery == "next-stop" and "socket is gone" in (out.reason or "")
+    assert out.delivery is live.Route.NEXT_STOP and "socket is gone" in (out.reason or "")
     assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
     assert live.status(str(box), "box")["live"] is False

@@ -16,12 +16,12 @@ from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import (
     delivered_path,
+    has_pending,
     inbox_dir,
     mail_path,
     rejected_path,
     taken_files,
 )
-from codexbridge.inbox.probe import has_pending
 from tests.support.pause import pause_env
 
 from .test_inbox_lines import INTEROP_LINE

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.inbox.names import name_problem
+from codexbridge.inbox.location import name_problem
 from codexbridge.setup.mailbox import (
     Claim,
     claim,

@@ -12,7 +12,8 @@ import pytest
 
 from codexbridge.errors import UsageError
 from codexbridge.setup import claude, ledger, where
-from codexbridge.setup.steps import setup_claude, setup_codex
+from codexbridge.setup.claude import setup_claude
+from codexbridge.setup.codex import setup_codex
 from codexbridge.setup.where import scope_for
 
 SETTINGS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo other"}]}]},

@@ -1,0 +1,150 @@
+"""The text Claude is handed for a batch of mail — the Stop hook's block reason, the
+watcher's wake, a live frame — and big mail spilled to a file instead of handed whole.
+
+The text opens with the bridge's own instruction (who the mail is from, how to answer)
+and then carries every message with its header (docs/protocol-notes.md, "Stop hook").
+
+A mail whose text is over `INLINE_MAX` (64 KiB) is written whole to a private file
+(`<inbox>/NAME.spill/<mail id>.txt`, 0600) and handed over as its first `PREVIEW_CHARS`
+characters plus that path. Files older than `KEEP_S` are swept when a new one is
+written. Standard library only: this runs inside the Stop hook when it delivers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..host.private import ensure_private_dir, write_private
+from .lines import Mail, Rejected
+from .location import spill_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected] = (),
+                rejected_file: str | None = None, *, live_id: str | None = None) -> str:
+    """The text handed to Claude: the bridge's instruction first, then every message.
+
+    `live_id`: the same text pushed into the session's cross-session inbox (Claude wraps
+    it as "Another Claude session sent a message"), so it says it is not a Claude
+    session and how to answer — not SendMessage to the receipt address."""
+    parts: list[str] = []
+    if mails:
+        how = (f"codexbridge delivered {_plural(len(mails), 'new message')} for mailbox "
+               f'"{mailbox}" straight into this session (delivery {live_id}). It does not '
+               "come from another Claude session: codexbridge relays it from the sender "
+               "named in each header (usually the paired Codex session); do not answer "
+               "it with SendMessage. "
+               if live_id else
+               f'codexbridge: {_plural(len(mails), "new message")} arrived in mailbox '
+               f'"{mailbox}" for this Claude Code session. This notice comes from the '
+               "codexbridge mailbox hook set up for this project; the messages below were "
+               "left by the sender named in each header (usually the paired Codex "
+               "session). ")
+        parts.append(
+            how + "Read every message and act on it as that sender's request, within what "
+            "the user has asked of you. "
+            + ("Where a message says Codex waits for your answer, just answer in your "
+               "final message: it is sent back by itself (do not also send it)."
+               if any(_expects_reply(m.extra) for m in mails) else
+               "To answer Codex, use the bridge (the codex_message_send tool, or "
+               "`codexbridge talk send \"...\"`, whose reply comes back as mail)."))
+        for i, mail in enumerate(mails, start=1):
+            header = f"--- message {i} of {len(mails)} · from {mail.sender}"
+            if mail.at:
+                header += f" · sent {mail.at}"
+            if mail.mail_id:
+                header += f" · id {mail.mail_id}"
+            note = conversation_note(mail.extra)
+            parts.append(f"{header} ---\n{note}{mail.text}")
+        parts.append(f"--- end of {_plural(len(mails), 'message')} ---")
+    if rejected:
+        one = len(rejected) == 1
+        where = (f" {'It is' if one else 'They are'} kept, with the reason, in "
+                 f"{rejected_file}." if rejected_file else "")
+        lines = [f'codexbridge: {_plural(len(rejected), "line")} in mailbox "{mailbox}" '
+                 f"could not be read as mail and {'was' if one else 'were'} set aside."
+                 f"{where} Tell the user; the sender may need to resend."]
+        for bad in rejected[:10]:
+            lines.append(f"- line {bad.lineno} ({bad.reason}): {bad.preview}")
+        if len(rejected) > 10:
+            lines.append(f"- … and {len(rejected) - 10} more")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _expects_reply(fields: Mapping[str, object]) -> bool:
+    expect = fields.get("expect_reply")
+    return isinstance(expect, dict) and bool(expect.get("thread"))
+
+
+def conversation_note(fields: Mapping[str, object]) -> str:
+    """The envelope lines of a mail that is part of a conversation ("" for plain mail)."""
+    conv, request = fields.get("conversation"), fields.get("request")
+    if fields.get("in_reply_to"):
+        return ""  # a reply says so in its own text
+    if not isinstance(conv, str) or not isinstance(request, str):
+        return ""
+    note = (f"[a peer AI agent (Codex) through codexbridge, not the human user · conversation "
+            f"{conv} · hop {fields.get('hop')}/{fields.get('max_hops')} · request {request}]\n")
+    expect = fields.get("expect_reply")
+    if isinstance(expect, dict) and expect.get("thread"):
+        note += ("[Codex waits for your answer: when you finish handling this, your final "
+                 f"message is sent back to its thread {expect['thread']} by itself — no tool "
+                 "needed; echo the request token]\n")
+    return note
+
+
+# --- big mail ---------------------------------------------------------------------------
+
+INLINE_MAX = 64 * 1024  # bytes of one mail's text handed to Claude whole
+PREVIEW_CHARS = 4000
+KEEP_S = 7 * 24 * 3600.0
+
+
+def preview_text(text: str, path: str) -> str:
+    """What Claude is handed instead of a big mail (pure)."""
+    size = len(text.encode("utf-8"))
+    return (f"{text[:PREVIEW_CHARS]}\n\n[codexbridge: this message is {size} bytes; the "
+            f"first {PREVIEW_CHARS} characters are above. The whole text is in {path} — "
+            "read the parts you need from there.]")
+
+
+def spilled(inbox: str, name: str, mails: list[Mail]) -> list[Mail]:
+    """`mails`, each big one replaced by its preview (its whole text kept on disk)."""
+    out: list[Mail] = []
+    wrote = False
+    for mail in mails:
+        if len(mail.text.encode("utf-8")) <= INLINE_MAX:
+            out.append(mail)
+            continue
+        directory = spill_dir(inbox, name)
+        ensure_private_dir(directory)
+        safe = "".join(ch for ch in (mail.mail_id or "") if ch.isalnum() or ch in "-_")
+        path = os.path.join(directory, f"{safe or int(time.time() * 1000)}.txt")
+        write_private(path, mail.text.encode("utf-8"), durable=True)
+        wrote = True
+        out.append(mail._replace(text=preview_text(mail.text, path)))
+    if wrote:
+        _sweep(spill_dir(inbox, name))
+    return out
+
+
+def _sweep(directory: str) -> None:
+    cutoff = time.time() - KEEP_S
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    if entry.stat().st_mtime < cutoff:
+                        os.unlink(entry.path)
+                except FileNotFoundError:
+                    continue
+    except FileNotFoundError:
+        return
