@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -25,7 +25,10 @@ from ..inbox.location import rejected_path
 from ..inbox.render import render_mail
 from .command import command, emit_json
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
+F = TypeVar("F", bound=Callable[..., object])
 INBOX_EXIT_HELP = exit_help(UsageError, MailboxError, LoopGuardError)
 
 
@@ -37,11 +40,7 @@ def _mailbox_option(flag: str, what: str, by_project: bool = False) -> Callable[
                              "'default']")
 
 
-def _mail_json(mail: Mail) -> dict[str, Any]:
-    return mail.to_json()
-
-
-def _rejected_json(bad: Rejected) -> dict[str, Any]:
+def _rejected_json(bad: Rejected) -> JsonObject:
     return {"lineno": bad.lineno, "reason": bad.reason, "source": bad.source,
             "line": bad.raw.decode("utf-8", errors="replace")}
 
@@ -159,7 +158,7 @@ def peek(name: str | None, as_json: bool) -> None:
         rejected = read_rejected(directory, mailbox)
     if as_json:
         emit_json({"ok": True, "mailbox": mailbox, "pending": len(result.mails),
-                   "messages": [_mail_json(m) for m in result.mails],
+                   "messages": [m.to_json() for m in result.mails],
                    "unreadable": [_rejected_json(b) for b in result.unreadable],
                    "in_flight": result.in_flight, "rejected": result.rejected_count,
                    "rejected_file": rejected_path(directory, mailbox),
@@ -236,7 +235,7 @@ def drain(name: str | None, as_json: bool) -> None:
     def deliver(batch: store.Batch) -> None:
         if as_json:
             emit_json({"ok": True, "mailbox": mailbox,
-                       "messages": [_mail_json(m) for m in batch.mails],
+                       "messages": [m.to_json() for m in batch.mails],
                        "rejected": [_rejected_json(b) for b in batch.rejected],
                        "rejected_file": rejected_path(directory, mailbox),
                        "duplicates_skipped": batch.duplicates,
@@ -316,10 +315,11 @@ def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
                  dry_run: bool, as_json: bool) -> None:
     """Merge the mailbox hooks into DIR/.claude/settings.json.
 
-    Keeps every existing hook and setting; running it again changes nothing (our
-    entry for the same mailbox is updated in place). The old file is backed up as
-    settings.json.bak-<time>. The hook command uses this interpreter by absolute
-    path, so it works from any project.
+    Keeps every existing hook and setting, and the file's style (indent, final
+    newline), as `setup claude` does; running it again changes nothing (our entry for
+    the same mailbox is updated in place). The old file is backed up as
+    settings.json.bak-codexbridge-<time>. The hook command uses this interpreter by
+    absolute path, so it works from any project.
     """
     from ..setup.claude import install_hooks
 

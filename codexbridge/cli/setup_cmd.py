@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -11,7 +11,10 @@ from ..error_tables import exit_help
 from ..errors import UsageError
 from .command import command, emit_json
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from ..setup.ledger import Report
+
+F = TypeVar("F", bound=Callable[..., object])
 SETUP_EXIT_HELP = exit_help(UsageError, success="done (or, with --dry-run, shown)",
                             extra={2: "bad option, or a settings file that is malformed or "
                                       "holds a value setup would change (left untouched)"})
@@ -35,7 +38,7 @@ def _scope_options(fn: F) -> F:
     return fn
 
 
-def _show(report: Any, as_json: bool) -> None:
+def _show(report: Report, as_json: bool) -> None:
     if as_json:
         emit_json(report.as_json())
         return

@@ -25,6 +25,7 @@ import os
 
 from ..host.jsonfile import read_object
 from ..host.private import state_home, write_private
+from ..inbox import listeners
 from ..inbox.clock import iso_utc
 from ..jsontypes import obj
 
@@ -55,11 +56,7 @@ def seen_path() -> str:
 
 def registry_path(env: Mapping[str, str]) -> str | None:
     """The session's registry entry, as live delivery finds it (`inbox/live.py`)."""
-    pid = env.get("CLAUDE_PID", "")
-    if not pid.isdigit():
-        return None
-    config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    return os.path.join(config, "sessions", f"{pid}.json")
+    return listeners.registry_path(env.get("CLAUDE_CONFIG_DIR"), env.get("CLAUDE_PID"))
 
 
 def peer_facts(env: Mapping[str, str], registry: Mapping[str, object] | None) -> JsonObject:

@@ -113,6 +113,24 @@ def listener_record(name: str, payload: Mapping[str, object], via: str,
     }
 
 
+def claude_config_dir(config_dir: object) -> str:
+    """Where the listening Claude Code keeps its state: `$CLAUDE_CONFIG_DIR` as its hook
+    saw it, else ~/.claude."""
+    if isinstance(config_dir, str) and config_dir:
+        return config_dir
+    return os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def registry_path(config_dir: object, claude_pid: object) -> str | None:
+    """The session's registry entry, `<config dir>/sessions/<pid>.json` (its address and
+    protocol: what live delivery reads, and what doctor's compat rows judge); None
+    without a pid."""
+    pid = str(claude_pid or "")
+    if not pid.isdigit():
+        return None
+    return os.path.join(claude_config_dir(config_dir), "sessions", f"{pid}.json")
+
+
 def record_listener(inbox: str, name: str, payload: Mapping[str, object], via: str) -> None:
     """Atomically replace NAME.session.json (temp file + rename, mode 0600)."""
     data = json.dumps(listener_record(name, payload, via), ensure_ascii=False, indent=2)

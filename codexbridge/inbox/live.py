@@ -63,7 +63,7 @@ from ..jsontypes import arr, objs, opt_float, opt_int, opt_str
 from ..protocol.enums import WireEnum
 from . import store
 from .lines import Mail, parse_line
-from .listeners import read_listeners
+from .listeners import claude_config_dir, read_listeners, registry_path
 from .location import live_files, live_path
 
 TYPE_CHECKING = False
@@ -252,14 +252,9 @@ def _confirm_window() -> float:
         return DEFAULT_CONFIRM
 
 
-def _claude_config(listener: JsonObject) -> str:
-    return opt_str(listener.get("config_dir")) or os.path.join(os.path.expanduser("~"),
-                                                               ".claude")
-
-
 def _settings(listener: JsonObject) -> list[tuple[str, JsonObject]]:
     """The settings files whose crossSessionInbound counts: the user's, the project's."""
-    paths = [os.path.join(_claude_config(listener), "settings.json")]
+    paths = [os.path.join(claude_config_dir(listener.get("config_dir")), "settings.json")]
     cwd = listener.get("cwd")
     if isinstance(cwd, str):
         paths += [os.path.join(cwd, ".claude", n) for n in ("settings.json",
@@ -270,10 +265,11 @@ def _settings(listener: JsonObject) -> list[tuple[str, JsonObject]]:
 def _registry(listener: JsonObject) -> JsonObject | None:
     """The session's registry entry — None once its process is gone: a Claude killed
     (SIGKILL) leaves the file and the socket behind (measured)."""
-    pid = str(listener.get("claude_pid") or "")
-    if not pid.isdigit() or not pid_alive(int(pid)):
+    pid = listener.get("claude_pid")
+    path = registry_path(listener.get("config_dir"), pid)
+    if path is None or not pid_alive(int(str(pid))):  # a path: the pid is digits
         return None
-    return read_object(os.path.join(_claude_config(listener), "sessions", f"{pid}.json"))
+    return read_object(path)
 
 
 def verdict(inbox: str, name: str) -> Verdict:

@@ -18,6 +18,7 @@ import os
 import time
 
 from ..conversation import handling
+from ..jsontypes import opt_str
 from .lines import Mail
 
 TYPE_CHECKING = False
@@ -115,11 +116,11 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
             continue
         if answer:
             reply = new_reply(store, str(req["thread"]), request,
-                              _str(req.get("conversation")), answer, app_server=_app_server(),
+                              opt_str(req.get("conversation")), answer, app_server=_app_server(),
                               reply_to=mailbox if isinstance(mailbox, str) else None)
         else:  # nothing to send back: the asking thread is told so, not left waiting
             reply = new_reply(store, str(req["thread"]), request,
-                              _str(req.get("conversation")),
+                              opt_str(req.get("conversation")),
                               f"codexbridge: your request {request} to Claude Code got no "
                               "answer — the Claude Code session ended its turn without a "
                               "final message. Ask again if you still need it.",
@@ -128,10 +129,6 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     if started:
         courier_link.ensure(started)
     return len(started)
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _app_server() -> str | None:
