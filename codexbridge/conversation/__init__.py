@@ -1,11 +1,14 @@
 """Conversations between the two agents: what crosses, where replies go, loop guards.
 
-    envelope.py  the header every message carries; request tokens (pure)
-    routing.py   where a reply goes; where a send comes from (pure)
-    records.py   delivery records on disk: states, times, replies, TTL
-    budget.py    conversations and their hop budget, on disk under a lock
-    handling.py  what a Claude session is handling right now (stdlib: the hook reads it)
+    envelope.py      the header every message carries; request tokens (pure)
+    routing.py       where a reply goes; where a send comes from (pure)
+    limits.py        how much text one message may carry (the env knobs)
+    records.py       delivery records on disk: states, times, replies, TTL
+    answers.py       Claude's answer to a Codex request, recorded as a delivery
+    budget.py        which conversation a request belongs to, and its hop budget on disk
+    handling.py      what a Claude session is handling right now (stdlib: the hook reads it)
+    courier_link.py  reaching the courier that carries every delivery (stdlib)
 
-Both services use them: `talk/send.py` (Claude → Codex) and `inbox/service.py`
+Both services use them: `talk/deliveries.py` (Claude → Codex) and `inbox/service.py`
 (Codex → Claude). This file imports nothing.
 """

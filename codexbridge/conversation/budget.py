@@ -1,4 +1,5 @@
-"""Conversations and their hop budget: a loop guard that two agents share.
+"""Conversations: which one a request belongs to, and its hop budget — a loop guard that
+two agents share.
 
     <state home>/conversations/<id>.json    {id, created_at, updated_at, max_hops, hops}
 
@@ -12,7 +13,16 @@ Which conversation a request belongs to: the one named (`--conversation`, or
 one the sending agent is handling right now — the peer message that started the
 running Codex turn, or the mail the Claude session was last handed (`handling.py`) —
 else a new one. So an agent answering a peer by asking back stays in the same budget,
-while a person starting a fresh exchange gets a fresh one.
+while a person starting a fresh exchange gets a fresh one (`current_conversation`):
+
+    1. the one named: `--conversation` / the tool argument
+    2. `CODEX_BRIDGE_CONVERSATION` — set in the environment of what codexbridge starts
+    3. the one the sending agent is handling right now:
+       * a command codex runs (it has `CODEX_THREAD_ID`) inside a turn that a bridge
+         message started: that delivery's conversation;
+       * a command Claude runs (it has `CLAUDE_CODE_SESSION_ID`) while its session
+         handles peer mail: that mail's conversation (`handling.py`);
+    4. none: the request starts a new conversation.
 """
 
 from __future__ import annotations
@@ -20,15 +30,23 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import HopLimitError, UsageError
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
+from ..jsontypes import objs
+from . import handling
 from .envelope import conversation_id
+from .records import DeliveryState, DeliveryStore, Direction
+from .routing import SESSION_ENV, THREAD_ENV
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
 
 MAX_HOPS_ENV = "CODEX_BRIDGE_MAX_HOPS"
 CONVERSATION_ENV = "CODEX_BRIDGE_CONVERSATION"
@@ -59,7 +77,7 @@ def valid_id(conv: str) -> str:
     return conv
 
 
-def _usable(data: dict[str, Any]) -> bool:
+def _usable(data: JsonObject) -> bool:
     """Whether spend() can use (and write back) this record: hops a list of objects,
     max_hops a whole number, every string writable — else one was a crash in spend
     (AttributeError in the trail, ValueError in int(), UnicodeEncodeError on save)."""
@@ -82,15 +100,15 @@ class Conversations:
     def path(self, conv: str) -> Path:
         return self.root / f"{valid_id(conv)}.json"
 
-    def get(self, conv: str) -> dict[str, Any] | None:
+    def get(self, conv: str) -> JsonObject | None:
         try:
             with open(self.path(conv), encoding="utf-8") as fh:
-                data = loads_json(fh.read())
+                data: JsonValue = loads_json(fh.read())
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
 
-    def _readable(self, conv: str) -> dict[str, Any] | None:
+    def _readable(self, conv: str) -> JsonObject | None:
         """The conversation's file; a damaged one is kept aside and the request refused
         — a budget we cannot read must not silently start again from zero."""
         path = self.path(conv)
@@ -114,7 +132,7 @@ class Conversations:
             "was sent — start a new conversation (leave out --conversation)",
             details={"conversation": conv, "kept": str(aside)})
 
-    def spend(self, conv: str | None, hop: dict[str, Any], limit: int) -> tuple[str, int]:
+    def spend(self, conv: str | None, hop: JsonObject, limit: int) -> tuple[str, int]:
         """Spend one hop of `conv` (a new conversation when None) for the request `hop`
         describes; returns (conversation id, this hop's number). HopLimitError — and
         nothing spent — when the budget is used up."""
@@ -123,8 +141,9 @@ class Conversations:
         with FileLock(str(self.root / f".{conv}.lock")):
             data = self._readable(conv) or {"id": conv, "created_at": time.time(),
                                             "hops": []}
-            hops: list[dict[str, Any]] = list(data.get("hops") or [])
-            budget = int(data.get("max_hops") or limit)
+            hops = objs(data.get("hops"))  # (all objects: _usable)
+            recorded = data.get("max_hops")
+            budget = int(recorded) if isinstance(recorded, int) and recorded else limit
             if len(hops) >= budget:
                 trail = " → ".join(f"{h.get('direction')}" for h in hops)
                 raise HopLimitError(
@@ -133,8 +152,8 @@ class Conversations:
                     f"(raise {MAX_HOPS_ENV} for longer exchanges)",
                     details={"conversation": conv, "hops": hops, "maxHops": budget})
             number = len(hops) + 1
-            hops.append({**hop, "n": number, "at": time.time()})
-            data.update({"hops": hops, "max_hops": budget, "updated_at": time.time()})
+            data.update({"hops": [*hops, {**hop, "n": number, "at": time.time()}],
+                         "max_hops": budget, "updated_at": time.time()})
             write_private(self.path(conv), json.dumps(data, ensure_ascii=False,
                                                       indent=2).encode("utf-8"))
         self._sweep()
@@ -152,3 +171,35 @@ class Conversations:
                     os.unlink(entry.path)
             except FileNotFoundError:
                 continue
+
+
+# --- which conversation a request belongs to --------------------------------------------
+
+IN_FLIGHT = (DeliveryState.QUEUED, DeliveryState.DELIVERING, DeliveryState.AWAITING_REPLY)
+
+
+def current_conversation(explicit: str | None, env: Mapping[str, str],
+                         store: DeliveryStore | None = None) -> str | None:
+    if explicit:
+        return valid_id(explicit)
+    if env.get(CONVERSATION_ENV):
+        return valid_id(env[CONVERSATION_ENV])
+    thread = env.get(THREAD_ENV)
+    if thread:
+        ours = [r for r in (store or DeliveryStore()).recent(200)
+                if r.direction is Direction.TO_CODEX and r.thread_id == thread
+                and r.state in IN_FLIGHT and r.conversation]
+        running = [r for r in ours if r.state is not DeliveryState.QUEUED]
+        # The courier may not have seen its turn start yet (the sender queued it a moment
+        # ago): then the message codex runs first — the oldest in its queue. At worst an
+        # unrelated turn shares that budget: stricter, never looser.
+        waiting = sorted((r for r in ours if r.submission_id), key=lambda r: r.created_at)
+        if running or waiting:
+            return (running or waiting)[0].conversation
+    session = env.get(SESSION_ENV)
+    if session:
+        marker = handling.read(session)
+        conv = marker.get("conversation") if marker else None
+        if isinstance(conv, str):
+            return conv
+    return None

@@ -29,9 +29,11 @@ from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, state_home, write_private
 
+from ..jsontypes import objs, opt_str
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from ..jsontypes import JsonArray, JsonObject, JsonValue
 
 # Records that carry what Claude was shown; `queue-operation` only says it waits, and
 # `api-request-*` / `assistant` / a `system` hook summary echo it back.
@@ -62,16 +64,16 @@ def transcript_end(path: object) -> int:
         return 0
 
 
-def read(session_id: str) -> dict[str, Any] | None:
+def read(session_id: str) -> JsonObject | None:
     try:
         with open(path(session_id), encoding="utf-8") as fh:
-            data = loads_json(fh.read())
+            data: JsonValue = loads_json(fh.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
 
-def _write(session_id: str, data: dict[str, Any] | None) -> None:
+def _write(session_id: str, data: JsonObject | None) -> None:
     if data is None:
         try:  # noqa: SIM105 - no contextlib on the hook's path
             os.unlink(path(session_id))
@@ -81,12 +83,13 @@ def _write(session_id: str, data: dict[str, Any] | None) -> None:
     write_private(path(session_id), json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
 
-def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
+def note(session_id: str, mailbox: str, mails: list[JsonObject],
          transcript: str | None = None, offset: int = 0) -> list[str]:
     """The session was just handed `mails` (each mail's JSON object), which show up in
     `transcript` after byte `offset`. Returns the requests newly noted (a mail noted
     twice — by the pusher and by the hook settling the same live frame — counts once)."""
-    requests, carried = [], []
+    requests: list[JsonObject] = []
+    carried: list[JsonObject] = []
     conversation = None
     for mail in mails:
         conv = mail.get("conversation")
@@ -106,19 +109,19 @@ def note(session_id: str, mailbox: str, mails: list[dict[str, Any]],
         return []
     with _lock(session_id):
         current = read(session_id) or {}
-        held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
-        known = {r.get("request") for r in held}
+        held: JsonArray = [*objs(current.get("requests"))]
+        known = {r.get("request") for r in objs(held)}
         fresh = [r for r in requests if r["request"] not in known]
-        kept = [c for c in current.get("carried") or [] if isinstance(c, dict)]
-        seen = {c.get("mail") for c in kept}
+        kept: JsonArray = [*objs(current.get("carried"))]
+        seen = {c.get("mail") for c in objs(kept)}
         _write(session_id, {"mailbox": mailbox,
                             "conversation": conversation or current.get("conversation"),
-                            "requests": held + fresh,
-                            "carried": kept + [c for c in carried if c["mail"] not in seen]})
+                            "requests": [*held, *fresh],
+                            "carried": [*kept, *(c for c in carried if c["mail"] not in seen)]})
     return [str(r["request"]) for r in fresh]
 
 
-def due(session_id: str, answer: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+def due(session_id: str, answer: str | None = None) -> tuple[list[JsonObject], str | None]:
     """At a stop: take out the requests this turn's final message `answer` answers — those
     it names (the envelope asks Claude to echo the request token), and those whose mail
     the transcript shows Claude took in — and the conversation they are in. The rest
@@ -136,24 +139,23 @@ def due(session_id: str, answer: str | None = None) -> tuple[list[dict[str, Any]
         if current is None:
             _write(session_id, None)
             return [], None
-        held = [r for r in current.get("requests") or [] if isinstance(r, dict)]
+        held = objs(current.get("requests"))
         now = [r for r in held if _named(r, answer) or _taken_in(r)]
-        later = [r for r in held if r not in now]
+        later: JsonArray = [r for r in held if r not in now]
         # mail this turn took in is done with; mail not taken in yet (handed at this
         # very stop, e.g. by the watcher) keeps the conversation for its turn
-        carried = [c for c in current.get("carried") or []
-                   if isinstance(c, dict) and not _taken_in(c)]
+        carried: JsonArray = [c for c in objs(current.get("carried")) if not _taken_in(c)]
         _write(session_id, {**current, "requests": later, "carried": carried}
                if later or carried else None)
-    return now, current.get("conversation")
+    return now, opt_str(current.get("conversation"))
 
 
-def _named(request: dict[str, Any], answer: str | None) -> bool:
+def _named(request: JsonObject, answer: str | None) -> bool:
     token = request.get("request")
     return bool(answer) and isinstance(token, str) and bool(token) and token in str(answer)
 
 
-def _taken_in(request: dict[str, Any]) -> bool:
+def _taken_in(request: JsonObject) -> bool:
     transcript, mail = request.get("transcript"), request.get("mail")
     if not isinstance(transcript, str) or not isinstance(mail, str) or not mail:
         return True

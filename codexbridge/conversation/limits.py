@@ -9,12 +9,12 @@ is, because refusing an answer would lose it.
                              MCP tools read the same knob)
     CODEX_BRIDGE_MAIL_MAX    bytes per mail to Claude (default 10 MiB): the hard cap
                              of a push; mail over 64 KiB reaches Claude as a preview
-                             and the path of the whole text (inbox/spill.py)
+                             and the path of the whole text (inbox/render.py)
 """
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Mapping
 
 TEXT_MAX_ENV = "CODEX_BRIDGE_TEXT_MAX"
@@ -40,8 +40,9 @@ def env_int(env: Mapping[str, str], name: str, default: int) -> int:
     """`env[name]` as a whole number >= 1; unset or empty is `default`.
 
     A bad value (`zz`, `0`, `-5`) falls back to `default` and says so once per process
-    on stderr, rather than failing: these caps are also read where an answer is already
-    in hand — the courier bounding Codex's reply to Claude (talk/courier.py), the
+    (a warning logged: on stderr — `codexbridge: ` first in a command, bare where
+    nothing is set up), rather than failing: these caps are also read where an answer is
+    already in hand — the courier bounding Codex's reply to Claude (talk/courier.py), the
     delivery clipping Claude's answer (talk/deliveries.py) — and failing there would
     lose it. The courier's stderr is its log (logs/courier.log), so it is said there too.
     """
@@ -54,11 +55,10 @@ def env_int(env: Mapping[str, str], name: str, default: int) -> int:
         value = 0
     if value >= 1:
         return value
-    note = (f"codexbridge: {name}={raw!r} is not a whole number of at least 1; "
-            f"using the default, {default}")
+    note = f"{name}={raw!r} is not a whole number of at least 1; using the default, {default}"
     if note not in _said:
         _said.add(note)
-        print(note, file=sys.stderr)
+        logging.getLogger(__name__).warning("%s", note)
     return default
 
 

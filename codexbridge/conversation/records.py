@@ -23,13 +23,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
+from ..jsontypes import opt_str
 from ..protocol.enums import WireEnum
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 TTL_ENV = "CODEX_BRIDGE_DELIVERY_TTL"
 DEFAULT_TTL = 7 * 24 * 3600.0
@@ -94,16 +98,16 @@ class Delivery:
     # answer: it does not close the request).
     notice: bool = False
     warnings: list[str] = field(default_factory=list)
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[JsonObject] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         data = asdict(self)
         data["direction"] = self.direction.value
         data["state"] = self.state.value
         return data
 
     @staticmethod
-    def from_dict(data: dict[str, Any]) -> Delivery:
+    def from_dict(data: object) -> Delivery:
         """The record in `data`; KeyError / TypeError / ValueError when it is not one
         (DeliveryStore.get then treats the file as unreadable)."""
         if not isinstance(data, dict):  # a damaged file: was AttributeError on .items()
@@ -135,20 +139,20 @@ class Delivery:
             return True
         return self.claude_pid is not None and self.answered_at is None
 
-    def move(self, state: DeliveryState, **changes: Any) -> None:
+    def move(self, state: DeliveryState, **changes: object) -> None:
         """Change state (and fields), noting it in the history."""
         now = time.time()
         for key, value in changes.items():
             setattr(self, key, value)
         if state is not self.state or not self.history:
             self.history.append({"state": state.value, "at": now,
-                                 **({"reason": changes["reason"]} if "reason" in changes
-                                    else {})})
+                                 **({"reason": opt_str(changes["reason"])}
+                                    if "reason" in changes else {})})
         self.state = state
         self.updated_at = now
 
 
-def _fits(value: Any, annotation: str) -> bool:
+def _fits(value: object, annotation: str) -> bool:
     """Whether a JSON value fits a Delivery field's (string) annotation."""
     if value is None:
         return annotation.endswith(" | None")
@@ -160,7 +164,7 @@ def _fits(value: Any, annotation: str) -> bool:
             return False
     if base == "list[str]":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if base == "list[dict[str, Any]]":
+    if base == "list[JsonObject]":
         return isinstance(value, list) and all(isinstance(v, dict) for v in value)
     if base == "int" and isinstance(value, bool):
         return False

@@ -11,7 +11,7 @@ says the reply stays readable in `talk status`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 SOCKET_ENV = "CLAUDE_CODE_MESSAGING_SOCKET"
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
@@ -24,7 +24,7 @@ class ReplyTo(NamedTuple):
 
 
 def reply_mailbox(explicit: str | None, env: Mapping[str, str],
-                  listeners: Mapping[str, Mapping[str, Any]]) -> ReplyTo:
+                  listeners: Mapping[str, Mapping[str, object]]) -> ReplyTo:
     if explicit:
         return ReplyTo(explicit, "--reply-to")
     socket, session = env.get(SOCKET_ENV), env.get(SESSION_ENV)

@@ -25,8 +25,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import NamedTuple
 
 from ..conversation import courier_link, envelope
-from ..conversation.budget import Conversations, max_hops
-from ..conversation.context import current_conversation
+from ..conversation.budget import Conversations, current_conversation, max_hops
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..conversation.routing import (
     SESSION_ENV,

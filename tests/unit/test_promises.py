@@ -5,6 +5,7 @@ traceback."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import subprocess
@@ -147,20 +148,23 @@ def test_good_urls_pass(url: str) -> None:
     assert endpoint.checked_url(url, "--url") == url
 
 
-def test_a_bad_cap_falls_back_and_says_so_once(capsys: pytest.CaptureFixture[str],
+def test_a_bad_cap_falls_back_and_says_so_once(caplog: pytest.LogCaptureFixture,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # said as a logged warning (a command shows it on stderr: the real push below)
     monkeypatch.setattr(limits, "_said", set())
+    caplog.set_level(logging.WARNING, logger="codexbridge")
     env = {"CODEX_BRIDGE_MAIL_MAX": "zz"}
     assert limits.mail_max(env) == limits.DEFAULT_MAIL_MAX
     assert limits.mail_max(env) == limits.DEFAULT_MAIL_MAX
     assert limits.mail_max({"CODEX_BRIDGE_MAIL_MAX": "-3"}) == limits.DEFAULT_MAIL_MAX
     assert limits.text_max({"CODEX_BRIDGE_TEXT_MAX": "0"}) == limits.DEFAULT_TEXT_MAX
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 3, lines
     assert "CODEX_BRIDGE_MAIL_MAX='zz'" in lines[0] and "using the default" in lines[0]
+    caplog.clear()
     assert limits.mail_max({"CODEX_BRIDGE_MAIL_MAX": " 9 "}) == 9
     assert limits.mail_max({}) == limits.DEFAULT_MAIL_MAX
-    assert capsys.readouterr().err == ""
+    assert caplog.records == []
 
 
 def test_a_bad_cap_is_said_by_a_real_push(tmp_path: Path) -> None:
@@ -169,4 +173,4 @@ def test_a_bad_cap_is_said_by_a_real_push(tmp_path: Path) -> None:
                            "--new", "hi"], env=env, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert "CODEX_BRIDGE_MAIL_MAX='zz'" in done.stderr
+    assert "codexbridge: CODEX_BRIDGE_MAIL_MAX='zz'" in done.stderr
