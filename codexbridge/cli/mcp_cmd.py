@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import UsageError
 from ..mcp.stdio import quiet_gc, serve_stdio
 from .command import command
+
+if TYPE_CHECKING:
+    from ..mcp.settings import Settings
 
 
 @click.command("mcp", context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,7 +69,7 @@ def mcp(role: str | None, http_listen: str | None = None,
     serve_stdio(config, warm=warm.wanted(os.environ))
 
 
-def _serve_http(config: Any, listen_text: str | None, token_file: str | None) -> None:
+def _serve_http(config: Settings, listen_text: str | None, token_file: str | None) -> None:
     """The same server over streamable HTTP (`mcp/http.py`): checked, then served."""
     from ..mcp import http
 
@@ -79,4 +82,12 @@ def _serve_http(config: Any, listen_text: str | None, token_file: str | None) ->
         from ..mcp.server import build_server
 
         server = build_server(config)
-    http.serve_http(server, listen, token)
+    sock = http.bind(listen)  # bound before anything is printed: the URL below is live
+    url = http.url_of(listen, sock)
+    click.echo(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}"
+               + ("" if token else " with no token (loopback only)"), err=True)
+    if token:
+        click.echo("codexbridge mcp: on the Codex machine: `codexbridge setup codex --url "
+                   f"{url}` and export {http.TOKEN_ENV} for codex", err=True)
+    sys.stderr.flush()
+    http.serve_http(server, sock, listen, token)

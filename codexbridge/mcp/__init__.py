@@ -4,21 +4,32 @@ Each role is one process started by its agent (Claude Code or Codex) over stdio,
 the official `mcp` SDK. Only `codexbridge mcp` imports this package, so no other
 command pays for the SDK (nor does the warm start's launcher, warm.py).
 
-    settings.py     the environment knobs, checked at start-up (pure)
-    results.py      result envelopes and the documented error codes (pure)
-    artifacts.py    large outputs on disk, opaque ids, signed cursors, TTL, byte cap
-    runtime.py      what the tools of one process share
-    tooling.py      outcome → CallToolResult, annotations
-    send.py         codex_message_send: resolve, say (codex's queue), deliver;
-                    wait=false receipts, codex_delivery_status
-    tools_shared.py bridge_status, bridge_output_read
-    tools_claude.py codex_threads_list, codex_thread_read, codex_message_send,
-                    codex_delivery_status
-    tools_codex.py  claude_mailboxes_list, claude_mailbox_peek, claude_message_send
-    server.py       build_server(settings) for a role
-    stdio.py        serving one session on stdin/stdout (cold, or forked warm)
-    http.py         `--http HOST:PORT`: the same server over streamable HTTP, behind a
-                    bearer token (Codex on another machine)
-    warm.py         the warm start: a stdio start is forked from a resident server that
-                    has the SDK imported (the launcher runs before click)
+The tools, by the prefix of their names:
+
+    codex_tools.py   codex_* (role claude, talking into a live Codex thread):
+                     codex_threads_list, codex_thread_read, codex_message_send
+                     (resolve, say through codex's queue, deliver; wait=false receipts),
+                     codex_delivery_status
+    claude_tools.py  claude_* (role codex, leaving mail for Claude Code):
+                     claude_mailboxes_list, claude_mailbox_peek, claude_message_send
+    bridge_tools.py  bridge_* (every role): bridge_status, bridge_output_read,
+                     bridge_handoff (in the role's direction)
+
+What a tool body gets, and what it gives back:
+
+    settings.py      the environment knobs, checked at start-up (pure)
+    runtime.py       what a tool body gets: settings, the app-server connection, the
+                     mailbox directory, the artifact store, the calling Codex thread
+    results.py       Outcome → CallToolResult, the result envelopes and error codes
+    artifacts.py     large outputs on disk, opaque ids, signed cursors, TTL, byte cap
+
+Serving:
+
+    server.py        build_server(settings): each role's catalogue (tools, in order, with
+                     their annotations), instructions, the structured SDK errors
+    stdio.py         serving one session on stdin/stdout (cold, or forked warm)
+    http.py          `--http HOST:PORT`: the same server over streamable HTTP, behind a
+                     bearer token (Codex on another machine)
+    warm.py          the warm start: a stdio start is forked from a resident server that
+                     has the SDK imported (the launcher runs before click)
 """

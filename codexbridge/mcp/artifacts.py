@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..errors import ArtifactNotFoundError, InvalidCursorError
 from ..host.jsonfile import loads_json
@@ -55,6 +55,24 @@ class StoreFull(Exception):
     pass
 
 
+class PublicArtifact(TypedDict):
+    """What a tool result shows of an artifact (never its key)."""
+    artifactId: str
+    kind: str
+    totalBytes: int
+    sha256: str
+    createdAt: str
+    expiresAt: str
+
+
+class Usage(TypedDict):
+    dir: str
+    count: int
+    bytes: int
+    maxBytes: int
+    ttlSeconds: float
+
+
 @dataclass(frozen=True)
 class Artifact:
     id: str
@@ -65,9 +83,9 @@ class Artifact:
     size: int
     sha256: str
     key: str
-    meta: dict[str, Any]
+    meta: dict[str, object]
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicArtifact:
         """What a tool result may show (never the key)."""
         return {"artifactId": self.id, "kind": self.kind, "totalBytes": self.size,
                 "sha256": self.sha256, "createdAt": _iso(self.created_at),
@@ -124,7 +142,8 @@ class ArtifactStore:
 
     # -- writing ---------------------------------------------------------------------
 
-    def create(self, text: str, *, kind: str, meta: dict[str, Any] | None = None) -> Artifact:
+    def create(self, text: str, *, kind: str, meta: dict[str, object] | None = None
+               ) -> Artifact:
         data = text.encode("utf-8")
         if len(data) > self.max_bytes:
             raise StoreFull(f"{len(data)} bytes is more than the whole store "
@@ -241,7 +260,7 @@ class ArtifactStore:
 
     # -- bookkeeping -----------------------------------------------------------------
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> Usage:
         arts = [a for a in self._all() if a.expires_at > self.clock()]
         return {"dir": str(self.dir), "count": len(arts), "bytes": sum(a.size for a in arts),
                 "maxBytes": self.max_bytes, "ttlSeconds": self.ttl}

@@ -18,18 +18,22 @@ from __future__ import annotations
 import hmac
 import os
 import socket
-import sys
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 TOKEN_ENV = "CODEX_BRIDGE_MCP_TOKEN"
 PATH = "/mcp"
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+# ASGI's own shapes (what starlette and uvicorn pass); the gate reads two keys of a scope
+# and passes every message through untouched.
+Scope = MutableMapping[str, object]
+Receive = Callable[[], Awaitable[MutableMapping[str, object]]]
+Send = Callable[[MutableMapping[str, object]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
@@ -88,7 +92,8 @@ def bearer_gate(app: App, token: str | None) -> App:
             await app(scope, receive, send)
             return
         given = b""
-        for key, value in scope.get("headers") or []:
+        headers = scope.get("headers")
+        for key, value in headers if isinstance(headers, list) else []:
             if key.lower() == b"authorization":
                 given = value
         if hmac.compare_digest(given, wanted):
@@ -117,20 +122,17 @@ def bind(listen: Listen) -> socket.socket:
     return sock
 
 
-def serve_http(server: Any, listen: Listen, token: str | None) -> None:
-    """Run `server` (an MCPServer) on `listen` until SIGINT/SIGTERM."""
+def url_of(listen: Listen, sock: socket.socket) -> str:
+    """The URL a bound socket serves MCP at (port 0 becomes the port picked)."""
+    return f"http://{listen.url_host}:{sock.getsockname()[1]}{PATH}"
+
+
+def serve_http(server: MCPServer, sock: socket.socket, listen: Listen,
+               token: str | None) -> None:
+    """Run `server` on `sock` (from `bind`) until SIGINT/SIGTERM."""
     import anyio
     import uvicorn
 
-    sock = bind(listen)  # bound before anything is printed: the URL below is live
-    port = sock.getsockname()[1]
-    url = f"http://{listen.url_host}:{port}{PATH}"
     app = server.streamable_http_app(streamable_http_path=PATH, host=listen.host)
     config = uvicorn.Config(bearer_gate(app, token), log_level="warning", lifespan="on")
-    print(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}"
-          + ("" if token else " with no token (loopback only)"), file=sys.stderr)
-    if token:
-        print("codexbridge mcp: on the Codex machine: `codexbridge setup codex --url "
-              f"{url}` and export {TOKEN_ENV} for codex", file=sys.stderr)
-    sys.stderr.flush()
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))

@@ -1,5 +1,5 @@
-"""What every tool of one server process shares: settings, the artifact store, and
-how to reach the app-server and the mailboxes.
+"""What a tool body gets: the settings in force, the artifact store, how to reach the
+app-server and the mailboxes, and which Codex thread made the call.
 
 The app-server is reached through `connect()`, a fresh connection per tool call: the
 bridge's `serve` may restart between two calls (and bridge.json with it), and a call
@@ -14,16 +14,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from .results import warning
+from .results import Warnings, warning
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context
+
     from ..talk.client import AppServerClient
     from ..talk.endpoint import Endpoint
-    from .artifacts import ArtifactStore
+    from .artifacts import ArtifactStore, PublicArtifact
 
 Connector = Callable[[], "AbstractAsyncContextManager[AppServerClient]"]
 CLIENT_NAME = "codexbridge-mcp"
@@ -54,6 +57,17 @@ def inbox_dir() -> str:
     return where()
 
 
+@dataclass(frozen=True)
+class Delivered:
+    """A tool's large text as the result carries it: inline (`text`), or stored as an
+    artifact (`text` None, `artifact` its public fields, `preview` its beginning)."""
+    text: str | None
+    bytes: int
+    artifact: PublicArtifact | None
+    truncated: bool
+    preview: str | None = None
+
+
 class Runtime:
     """`store` may be given (tests) or is made on first use: the store's
     directory (`<state dir>/artifacts`) is created only when a tool first needs it."""
@@ -67,10 +81,6 @@ class Runtime:
         self.connect = connect
         self.endpoint = endpoint
         self.inbox = inbox
-
-    @staticmethod
-    def create(settings: Settings, **overrides: Any) -> Runtime:
-        return Runtime(settings=settings, **overrides)
 
     @property
     def store(self) -> ArtifactStore:
@@ -92,23 +102,22 @@ class Runtime:
                              f"{self.settings.text_max} (CODEX_BRIDGE_TEXT_MAX)",
                              details={"parameter": "text"})
 
-    def deliver(self, text: str, *, kind: str, meta: dict[str, Any],
-                total_bytes: int = 0) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    def deliver(self, text: str, *, kind: str, meta: dict[str, object],
+                total_bytes: int = 0) -> tuple[Delivered, Warnings]:
         """Inline text, or (over CODEX_BRIDGE_INLINE_MAX) an artifact id with a preview.
 
-        Returns the data fields `{text, bytes, artifact, truncated, preview?}` and any
-        warnings. Beyond CODEX_BRIDGE_CAPTURE_MAX the text is cut (at a character
-        boundary) and `truncated` is true. If the store cannot take it, the first
-        CODEX_BRIDGE_INLINE_MAX bytes come back inline with a warning: the turn already
-        ran, so its output is never turned into an error.
+        Returns what the result carries and any warnings. Beyond CODEX_BRIDGE_CAPTURE_MAX
+        the text is cut (at a character boundary) and `truncated` is true. If the store
+        cannot take it, the first CODEX_BRIDGE_INLINE_MAX bytes come back inline with a
+        warning: the turn already ran, so its output is never turned into an error.
         """
         s = self.settings
         data = text.encode("utf-8")
         # `text` may already be cut to the capture limit by the turn tracker.
         total = max(len(data), total_bytes)
-        warnings: list[dict[str, str]] = []
+        warnings: Warnings = []
         if total <= s.inline_max:
-            return {"text": text, "bytes": total, "artifact": None, "truncated": False}, []
+            return Delivered(text, total, None, truncated=False), []
         truncated = total > s.capture_max
         if truncated:
             text = _cut(data, s.capture_max)
@@ -123,13 +132,32 @@ class Runtime:
             warnings.append(warning("ARTIFACT_STORE_UNAVAILABLE", (
                 f"the output ({total} bytes) could not be stored ({exc}); returning the "
                 f"first {s.inline_max} bytes inline")))
-            return {"text": _cut(data, s.inline_max), "bytes": total, "artifact": None,
-                    "truncated": True}, warnings
-        return {"text": None, "bytes": total, "artifact": art.public(), "truncated": truncated,
-                "preview": text[:PREVIEW_CHARS]}, warnings
+            return Delivered(_cut(data, s.inline_max), total, None, truncated=True), warnings
+        return Delivered(None, total, art.public(), truncated,
+                         preview=text[:PREVIEW_CHARS]), warnings
 
 
 def _cut(data: bytes, limit: int) -> str:
     from .artifacts import utf8_cut
 
     return data[: utf8_cut(data, limit)].decode("utf-8")
+
+
+def calling_thread(ctx: Context | None) -> str | None:
+    """The Codex thread whose model made this tool call.
+
+    Codex gives its MCP servers no CODEX_THREAD_ID (their environment is HOME, LANG,
+    PATH, TERM only); the thread id travels in each call's `_meta` instead, as
+    `threadId` and in `x-codex-turn-metadata` (docs/protocol-notes.md, measured).
+    """
+    try:
+        meta = ctx.request_context.meta if ctx is not None else None
+    except ValueError:  # not inside a request
+        return None
+    if not meta:
+        return None
+    tid = meta.get("threadId")
+    if not isinstance(tid, str):
+        turn = meta.get("x-codex-turn-metadata")
+        tid = turn.get("thread_id") if isinstance(turn, dict) else None
+    return tid if isinstance(tid, str) and tid else None

@@ -1,7 +1,7 @@
 """Building the MCP server for one role on the official SDK's `MCPServer`.
 
-    build_server(settings) → MCPServer with bridge_status, bridge_output_read,
-                             bridge_handoff and the role's own tools
+    build_server(settings) → MCPServer with the role's tools: `catalogue()` lists them,
+                             in `tools/list` order, with their annotations
 
 Errors the SDK produces itself (arguments that fail the input schema, an unknown tool
 name) come back as bare text; a small middleware gives them the same structured shape
@@ -14,20 +14,19 @@ on the first call — `codexbridge mcp` must answer `initialize` about as fast a
 SDK server (bench/bench_mcp.py).
 """
 
-from collections.abc import Callable
-from typing import Any
+import inspect
+from collections.abc import Awaitable, Callable
 
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, ToolAnnotations
 
 from .. import __version__
 from ..errors import UnknownToolError, UsageError
-from . import tools_handoff, tools_shared
-from .results import error_envelope
+from .bridge_tools import BridgeTools, HandoffToClaude, HandoffToCodex
+from .results import error_envelope, error_result
 from .runtime import Runtime
 from .settings import Settings
-from .tooling import error_text
 
 SERVER_NAME = "codexbridge"
 
@@ -77,15 +76,11 @@ def instructions(role: str) -> str:
     return INSTRUCTIONS[role].replace("{command}", codexbridge_command())
 
 
-def _error_result(envelope: dict[str, Any]) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=error_text(envelope))],
-                          structured_content=envelope, is_error=True)
-
-
-def _unknown_arguments(server: MCPServer) -> ServerMiddleware[Any]:
+def _unknown_arguments(server: MCPServer) -> ServerMiddleware[object]:
     """Refuse arguments a tool does not have (the SDK would drop them silently, and a
     misspelt `threadId` must not turn into "the only thread")."""
-    async def check(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    async def check(ctx: ServerRequestContext[object, object],
+                    call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/call" and isinstance(ctx.params, dict):
             name = ctx.params.get("name")
             args = ctx.params.get("arguments") or {}
@@ -103,14 +98,14 @@ def _unknown_arguments(server: MCPServer) -> ServerMiddleware[Any]:
                     if hints:
                         message += " (did you mean " + ", ".join(
                             f"{v!r} for {k!r}" for k, v in hints.items()) + "?)"
-                    return _error_result(error_envelope(UsageError(
+                    return error_result(error_envelope(UsageError(
                         message, details={"tool": name, "unknown": extra,
                                           "didYouMean": hints})))
         return await call_next(ctx)
     return check
 
 
-async def structure_sdk_errors(ctx: ServerRequestContext[Any, Any],
+async def structure_sdk_errors(ctx: ServerRequestContext[object, object],
                                call_next: CallNext) -> HandlerResult:
     """Give the SDK's own text-only tool errors our structured error shape."""
     result = await call_next(ctx)
@@ -125,32 +120,55 @@ async def structure_sdk_errors(ctx: ServerRequestContext[Any, Any],
                     if isinstance(b, dict) and b.get("type") == "text")
     cls = UnknownToolError if "Unknown tool" in text else UsageError
     name = (ctx.params or {}).get("name")
-    return _error_result(error_envelope(cls(text or f"{name} failed",
+    return error_result(error_envelope(cls(text or f"{name} failed",
                                             details={"tool": name})))
 
 
-RoleTools = tuple[tuple[str, ...], Callable[[MCPServer, Runtime], None]]
+# -- the catalogue: each role's tools, in `tools/list` order, with their annotations --------
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True,
+                            destructive_hint=False, open_world_hint=False)
+# A send adds a turn or a mail; nothing is overwritten, but twice is twice.
+SEND = ToolAnnotations(read_only_hint=False, idempotent_hint=False,
+                       destructive_hint=False, open_world_hint=False)
+
+Tool = Callable[..., Awaitable[CallToolResult]]
+Catalogue = list[tuple[Tool, ToolAnnotations]]
 
 
-def _role_tools(role: str) -> RoleTools:
-    """The role's tool names and `register`; the other role's module is never imported."""
-    if role == "claude":
-        from . import tools_claude
+def _role_tools(rt: Runtime) -> Catalogue:
+    """The role's own tools and its bridge_handoff; the other role's module is never
+    imported."""
+    if rt.settings.role == "claude":
+        from .codex_tools import CodexTools
 
-        return tools_claude.TOOLS, tools_claude.register
-    from . import tools_codex
+        codex = CodexTools(rt)
+        return [(codex.codex_threads_list, READ_ONLY), (codex.codex_thread_read, READ_ONLY),
+                (codex.codex_message_send, SEND), (codex.codex_delivery_status, READ_ONLY),
+                (HandoffToCodex(rt).bridge_handoff, SEND)]
+    from .claude_tools import ClaudeTools, wire_alias
 
-    return tools_codex.TOOLS, tools_codex.register
+    claude = ClaudeTools(rt)
+    return [(claude.claude_mailboxes_list, READ_ONLY), (claude.claude_mailbox_peek, READ_ONLY),
+            (wire_alias(claude.claude_message_send, "sender", "from"), SEND),
+            (HandoffToClaude(rt).bridge_handoff, SEND)]
+
+
+def catalogue(rt: Runtime) -> Catalogue:
+    own = _role_tools(rt)
+    bridge = BridgeTools(rt, ["bridge_status", "bridge_output_read",
+                              *(fn.__name__ for fn, _ in own)])
+    return [(bridge.bridge_status, READ_ONLY), (bridge.bridge_output_read, READ_ONLY), *own]
 
 
 def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer:
-    rt = runtime or Runtime.create(settings)
+    rt = runtime or Runtime(settings)
     server: MCPServer = MCPServer(SERVER_NAME, version=__version__,
                                   instructions=instructions(settings.role),
                                   middleware=[structure_sdk_errors], log_level="WARNING")
     server.middleware.append(_unknown_arguments(server))
-    role_tools, register_role = _role_tools(settings.role)
-    tools_shared.register(server, rt, (*role_tools, *tools_handoff.TOOLS))
-    register_role(server, rt)
-    tools_handoff.register(server, rt)
+    for fn, annotations in catalogue(rt):
+        # the docstring, dedented, is the description
+        server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""),
+                        annotations=annotations)
     return server

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import UsageError
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT, MCP_POLICIES, approval_settings
@@ -53,7 +53,7 @@ class Settings:
     artifact_store_max: int = 100 * MIB
     text_max: int = 200_000
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["approvals"] = self.approvals.value
         return data
@@ -85,12 +85,9 @@ def resolve_role(flag: str | None, env: Mapping[str, str]) -> Role:
     return raw
 
 
-def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
-    """Settings for `role` from `env` (default os.environ); UsageError on a bad value."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {"role": role}
-    values["approvals"], values["approval_timeout"] = approval_settings(
-        env, allowed=MCP_POLICIES)
+def _numbers(env: Mapping[str, str]) -> dict[str, float]:
+    """The numeric knobs that are set, checked against their minimum (by attribute)."""
+    values: dict[str, float] = {}
     for name, (attr, kind, minimum) in _NUMERIC.items():
         raw = env.get(name)
         if raw is None or raw.strip() == "":
@@ -103,12 +100,30 @@ def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
         if value < minimum:
             raise UsageError(f"{name}={raw!r} is below the minimum {minimum:g}")
         values[attr] = value
+    return values
+
+
+def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
+    """Settings for `role` from `env` (default os.environ); UsageError on a bad value."""
+    env = os.environ if env is None else env
+    approvals, approval_timeout = approval_settings(env, allowed=MCP_POLICIES)
+    got = _numbers(env)
     from .warm import IDLE_ENV, parse_idle
 
     if parse_idle(env.get(IDLE_ENV)) is None:
         raise UsageError(f"{IDLE_ENV}={env.get(IDLE_ENV)!r} is not a number of seconds "
                          "(0 turns the warm server off)")
-    settings = Settings(**values)
+    d = Settings(role)
+    settings = Settings(
+        role, approvals, approval_timeout,
+        turn_timeout=got.get("turn_timeout", d.turn_timeout),
+        queue_wait=got.get("queue_wait", d.queue_wait),
+        inline_max=int(got.get("inline_max", d.inline_max)),
+        capture_max=int(got.get("capture_max", d.capture_max)),
+        page_bytes=int(got.get("page_bytes", d.page_bytes)),
+        artifact_ttl=got.get("artifact_ttl", d.artifact_ttl),
+        artifact_store_max=int(got.get("artifact_store_max", d.artifact_store_max)),
+        text_max=int(got.get("text_max", d.text_max)))
     if settings.inline_max > settings.capture_max:
         raise UsageError("CODEX_BRIDGE_INLINE_MAX cannot be larger than CODEX_BRIDGE_CAPTURE_MAX")
     if settings.capture_max > settings.artifact_store_max:

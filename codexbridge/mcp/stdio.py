@@ -14,9 +14,14 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from .settings import Settings
 
 
 def _exit_now(signum: int, _frame: FrameType | None) -> None:
@@ -44,7 +49,7 @@ def quiet_gc() -> Iterator[None]:
             gc.enable()
 
 
-def serve_stdio(config: Any, *, warm: bool, server: Any = None) -> None:
+def serve_stdio(config: Settings, *, warm: bool, server: MCPServer | None = None) -> None:
     """Serve `server` (else one built for `config`) on stdin/stdout until EOF or a signal;
     with `warm`, start a warm server once the tools are listed (`mcp/warm.py`)."""
     for sig in (signal.SIGINT, signal.SIGTERM):

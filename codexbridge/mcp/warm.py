@@ -50,10 +50,28 @@ import struct
 import sys
 
 from ..host.jsonfile import loads_json
+from ..jsontypes import arr
 
 TYPE_CHECKING = False  # (no `typing` at run time: the launcher imports this first)
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    import logging
+    from collections.abc import Callable
+    from signal import Handlers
+    from types import FrameType
+    from typing import NoReturn
+
+    from mcp.server.context import (
+        CallNext,
+        HandlerResult,
+        ServerMiddleware,
+        ServerRequestContext,
+    )
+    from mcp.server.mcpserver import MCPServer
+
+    from ..jsontypes import JsonObject
+    from .settings import Settings
+
+    Handler = Callable[[int, FrameType | None], object] | int | Handlers | None
 
 IDLE_ENV = "CODEX_BRIDGE_MCP_WARM"
 DEFAULT_IDLE = 600.0
@@ -109,7 +127,7 @@ def search_path() -> list[str]:
     return path
 
 
-def _interpreter() -> list[Any]:
+def _interpreter() -> list[object]:
     """The interpreter's options (-O, -X …, -W …): a warm server started without them
     cannot stand in for a start with them."""
     return [list(sys.flags), sorted(sys._xoptions.items()), list(sys.warnoptions)]
@@ -180,7 +198,7 @@ def launch(argv: list[str]) -> int | None:
     return _relay(conn, pid)
 
 
-def _leave_on_stop_signals(pid: int | None = None) -> dict[int, Any]:
+def _leave_on_stop_signals(pid: int | None = None) -> dict[int, Handler]:
     """SIGINT, SIGTERM, SIGHUP: pass it to the worker `pid` (if any), then leave at once,
     as a cold server does (mcp_cmd): exit 0 for the first two. The handlers replaced."""
     import signal
@@ -195,7 +213,7 @@ def _leave_on_stop_signals(pid: int | None = None) -> dict[int, Any]:
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
-def _restore_signals(handlers: dict[int, Any]) -> None:
+def _restore_signals(handlers: dict[int, Handler]) -> None:
     import signal
 
     for sig, handler in handlers.items():
@@ -232,7 +250,7 @@ def _recv_line(conn: socket.socket) -> bytes | None:
     return data
 
 
-def _read_line(conn: socket.socket) -> dict[str, Any] | None:
+def _read_line(conn: socket.socket) -> JsonObject | None:
     data = _recv_line(conn)
     answer = loads_json(data) if data is not None else None
     return answer if isinstance(answer, dict) else None
@@ -271,13 +289,14 @@ def start() -> None:
                    stderr=subprocess.DEVNULL, close_fds=True, check=False, timeout=30)
 
 
-def start_after_listing() -> Any:
+def start_after_listing() -> ServerMiddleware[object]:
     """SDK middleware: start the warm server as this server lists its tools — the end of
     the agent's start-up, so the import competes with it least. Before the answer goes
     out (a few ms): an agent may stop the server as soon as it has the list."""
     started = False
 
-    async def middleware(ctx: Any, call_next: Any) -> Any:
+    async def middleware(ctx: ServerRequestContext[object, object],
+                         call_next: CallNext) -> HandlerResult:
         nonlocal started
         result = await call_next(ctx)
         if not started and ctx.method == "tools/list":
@@ -295,7 +314,7 @@ class _Warm:
 
     def __init__(self, path: str, ident: str, lock_fd: int) -> None:
         self.path, self.ident, self.lock_fd = path, ident, lock_fd
-        self.prebuilt: dict[str, tuple[Any, Any]] = {}  # role → (settings, server)
+        self.prebuilt: dict[str, tuple[Settings, MCPServer]] = {}  # role → (settings, server)
         self.stamp: dict[str, int] = {}
         self.listener: socket.socket | None = None
         self.inode = 0
@@ -337,7 +356,7 @@ def _prepare(warm: _Warm) -> bool:
         return False
     gc.disable()
     try:
-        from . import server, settings, stdio, tools_claude, tools_codex  # noqa: F401
+        from . import claude_tools, codex_tools, server, settings, stdio  # noqa: F401
 
         if _package_dir() != expected["package"]:
             return False  # sys.path found another codexbridge than the launcher's
@@ -367,7 +386,7 @@ def _ready_made(warm: _Warm) -> None:
             continue
 
 
-def _rehearse(mcp_server: Any) -> None:
+def _rehearse(mcp_server: MCPServer) -> None:
     import anyio
     from mcp import Client
 
@@ -496,7 +515,7 @@ def _same_user(conn: socket.socket) -> bool:
     return bool(uid == os.getuid())
 
 
-def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+def _receive(conn: socket.socket) -> tuple[JsonObject, list[int]]:
     """The launcher's request (length-prefixed JSON) and its three descriptors."""
     import array
 
@@ -528,13 +547,13 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return request, list(fds)
 
 
-def _send(conn: socket.socket, message: dict[str, Any]) -> None:
+def _send(conn: socket.socket, message: dict[str, object]) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
 
 
 # --- a worker (a forked child of the warm server) -------------------------------------
 
-def _worker(warm: _Warm, conn: socket.socket, request: dict[str, Any],
+def _worker(warm: _Warm, conn: socket.socket, request: JsonObject,
             fds: list[int]) -> NoReturn:
     code = 1
     try:
@@ -549,7 +568,7 @@ def _worker(warm: _Warm, conn: socket.socket, request: dict[str, Any],
                     os.close(fd)
             _watch_launcher(conn)
             _customize_again()
-            code = _serve_session(warm, request.get("argv") or [])
+            code = _serve_session(warm, [str(a) for a in arr(request.get("argv"))])
             import atexit
 
             atexit._run_exitfuncs()  # what a cold process's normal exit runs
@@ -569,7 +588,7 @@ def _worker(warm: _Warm, conn: socket.socket, request: dict[str, Any],
         os._exit(code)
 
 
-def _adopt(request: dict[str, Any]) -> bool:
+def _adopt(request: JsonObject) -> bool:
     """Become the launcher's process: its environment, directory, umask, sys.path."""
     import signal
 
@@ -590,7 +609,7 @@ def _adopt(request: dict[str, Any]) -> bool:
         os.chdir(str(request.get("cwd")))
     except OSError:
         return False
-    sys.argv = [sys.argv[0], "mcp", *map(str, request.get("argv") or [])]
+    sys.argv = [sys.argv[0], "mcp", *map(str, arr(request.get("argv")))]
     return True
 
 
@@ -606,8 +625,23 @@ def _customize_again() -> None:
         try:
             importlib.reload(module)
         except Exception as exc:  # as site.py does: say so, start anyway
-            print(f"Error in {name}; set PYTHONVERBOSE for traceback:\n"
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            _log().warning("Error in %s; set PYTHONVERBOSE for traceback:\n%s: %s",
+                           name, type(exc).__name__, exc)
+
+
+def _log() -> logging.Logger:
+    """This module's log, in a worker: the session's stderr, each message bare — the
+    words a cold start's front end (cli/command.report) or site.py would print there.
+    Not the root handler the SDK's server set up in the warm server (its own format)."""
+    import logging
+
+    log = logging.getLogger(__name__)
+    if not log.handlers:
+        handler = logging.StreamHandler()  # sys.stderr: fd 2 is the session's by now
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
+    return log
 
 
 def _go(conn: socket.socket) -> bool:
@@ -647,7 +681,7 @@ def _serve_session(warm: _Warm, argv: list[str]) -> int:
         check_state_dirs()
         config = settings.load(settings.resolve_role(flag, os.environ))
     except BridgeError as exc:  # as a cold start reports it (cli/command.report)
-        print(f"codexbridge: {exc.message}", file=sys.stderr)
+        _log().error("codexbridge: %s", exc.message)
         return exc.exit_code
     built, server = warm.prebuilt.get(config.role, (None, None))
     serve_stdio(config, warm=False, server=server if built == config else None)

@@ -608,7 +608,7 @@ async def test_cancelled_call_after_turn_start_keeps_the_thread(tmp_path: Path,
     """A caller that goes away mid-turn (MCP cancel, client exit) must not free the thread
     while the turn still runs."""
     rt = runtime(tmp_path, codex)
-    from codexbridge.mcp.send import send
+    from codexbridge.mcp.codex_tools import send
 
     task = asyncio.create_task(send(rt, "HOLD:c cancelled", None, None, None))
     while "start HOLD:c cancelled" not in codex.log:
