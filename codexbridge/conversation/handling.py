@@ -28,7 +28,6 @@ import os
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, state_home, write_private
-
 from ..jsontypes import objs, opt_str
 
 TYPE_CHECKING = False

@@ -66,7 +66,8 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
@@ -76,7 +77,8 @@ from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
 from ..host.text import writable
 from ..inbox.listeners import read_listeners
-from .delta import CLAUDE, Received, Said, SourceRead, Stats, source_key
+from ..jsontypes import obj, objs, opt_str
+from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
 from .ledger import project_dir
 
 if TYPE_CHECKING:
@@ -90,8 +92,13 @@ if TYPE_CHECKING:
 SETUP_HINT = "run `codexbridge setup claude --project {project}`, then start claude there"
 PLUGIN_HINT = ("start Claude Code in {project} (the codexbridge plugin registers the "
                "session when it starts)")
-PLUGIN = "plugin"  # what runs our hook at SessionStart: codexbridge's Claude Code plugin
-PROJECT_HOOK = "project-hook"  # ... or the hook `install-hook` put in the project settings
+
+
+class StartHook(StrEnum):
+    """What runs our hook when a session starts (so it is handed a pending delta)."""
+
+    PLUGIN = "plugin"  # codexbridge's Claude Code plugin
+    PROJECT_HOOK = "project-hook"  # the hook `install-hook` put in the project settings
 
 
 @dataclass(frozen=True)
@@ -118,14 +125,11 @@ def _from_listener(name: str, rec: Mapping[str, object]) -> ClaudeSession | None
     if not isinstance(sid, str) or not sid:
         return None
     pid = rec.get("claude_pid")
-
-    def text(key: str) -> str | None:
-        value = rec.get(key)
-        return value if isinstance(value, str) else None
-
-    return ClaudeSession(sid, text("transcript_path"), name, text("cwd"),
+    return ClaudeSession(sid, opt_str(rec.get("transcript_path")), name,
+                         opt_str(rec.get("cwd")),
                          int(pid) if isinstance(pid, (int, str)) and str(pid).isdigit()
-                         else None, text("last_seen"), text("config_dir") or None)
+                         else None, opt_str(rec.get("last_seen")),
+                         opt_str(rec.get("config_dir")) or None)
 
 
 def known_sessions(inbox: str) -> list[ClaudeSession]:
@@ -157,22 +161,24 @@ def hook_hint(project: str) -> str:
     return (PLUGIN_HINT if plugin_enabled(project) else SETUP_HINT).format(project=project)
 
 
-def _none_here(project: str, inbox: str, what: str) -> NoSessionError:
-    others = [s.as_dict() for s in known_sessions(inbox)]
-    elsewhere = ", ".join(f"{s['session_id']} (cwd {s['cwd']})" for s in others[:5])
-    return NoSessionError(
+def _the_one_here(project: str, inbox: str, what: str, flag: str) -> ClaudeSession:
+    """The one session in `project`; refused, with the list, when none or several."""
+    here = in_project(project, inbox)
+    if len(here) == 1:
+        return here[0]
+    if here:
+        listed = "; ".join(f"{s.session_id} (mailbox {s.mailbox}, last seen {s.last_seen})"
+                           for s in here)
+        raise AmbiguousSessionError(
+            f"{len(here)} Claude Code sessions in {project}: {listed} — pass {flag}",
+            [s.as_dict() for s in here])
+    others = known_sessions(inbox)
+    elsewhere = ", ".join(f"{s.session_id} (cwd {s.cwd})" for s in others[:5])
+    raise NoSessionError(
         f"no Claude Code session to {what} in {project}: none has run the codexbridge hook "
         f"there ({hook_hint(project)})"
         + (f"; sessions elsewhere: {elsewhere}" if others else ""),
-        details={"project": project, "sessions": others})
-
-
-def _several(project: str, found: list[ClaudeSession], flag: str) -> AmbiguousSessionError:
-    listed = "; ".join(f"{s.session_id} (mailbox {s.mailbox}, last seen {s.last_seen})"
-                       for s in found)
-    return AmbiguousSessionError(
-        f"{len(found)} Claude Code sessions in {project}: {listed} — pass {flag}",
-        [s.as_dict() for s in found])
+        details={"project": project, "sessions": [s.as_dict() for s in others]})
 
 
 def _transcript_for(session_id: str, config_dirs: list[str]) -> str | None:
@@ -211,12 +217,7 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
         rec = records.get(s.mailbox or "") or {}
         if (mine and s.session_id == mine) or (socket and rec.get("messaging_socket") == socket):
             return s
-    here = in_project(project, inbox)
-    if len(here) == 1:
-        return here[0]
-    if not here:
-        raise _none_here(project, inbox, "hand from")
-    raise _several(project, here, "--from-session ID")
+    return _the_one_here(project, inbox, "hand from", "--from-session ID")
 
 
 def target_session(project: str, inbox: str, mailbox: str | None = None) -> ClaudeSession:
@@ -231,12 +232,7 @@ def target_session(project: str, inbox: str, mailbox: str | None = None) -> Clau
                                            "sessions": [s.as_dict() for s in
                                                         known_sessions(inbox)]})
         return session
-    here = in_project(project, inbox)
-    if len(here) == 1:
-        return here[0]
-    if not here:
-        raise _none_here(project, inbox, "hand to")
-    raise _several(project, here, "--as MAILBOX")
+    return _the_one_here(project, inbox, "hand to", "--as MAILBOX")
 
 
 def plugin_enabled(project: str, config_dir: str | None = None) -> bool:
@@ -250,12 +246,11 @@ def plugin_enabled(project: str, config_dir: str | None = None) -> bool:
     return bool(facts["enabled_in"]) and bool(facts["marketplace_ok"])
 
 
-def session_start_hook(project: str, session: ClaudeSession) -> str | None:
-    """What runs our hook when `session` starts (so it is handed a pending delta):
-    PLUGIN, PROJECT_HOOK, or None."""
+def session_start_hook(project: str, session: ClaudeSession) -> StartHook | None:
+    """What runs our hook when `session` starts (None: nothing does)."""
     if plugin_enabled(project, session.config_dir):
-        return PLUGIN
-    return PROJECT_HOOK if session_start_hooked(project, session.mailbox) else None
+        return StartHook.PLUGIN
+    return StartHook.PROJECT_HOOK if session_start_hooked(project, session.mailbox) else None
 
 
 def session_start_hooked(project: str, mailbox: str | None) -> bool:
@@ -264,12 +259,10 @@ def session_start_hooked(project: str, mailbox: str | None) -> bool:
     from ..inbox.listeners import ours
 
     for name in ("settings.json", "settings.local.json"):
-        settings = read_object(os.path.join(project, ".claude", name))
-        hooks = settings.get("hooks") if settings else None
-        groups = hooks.get("SessionStart") if isinstance(hooks, dict) else None
-        for group in groups if isinstance(groups, list) else []:
-            for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
-                cmd = hook.get("command") if isinstance(hook, dict) else None
+        hooks = obj(obj(read_object(os.path.join(project, ".claude", name))).get("hooks"))
+        for group in objs(hooks.get("SessionStart")):
+            for hook in objs(group.get("hooks")):
+                cmd = hook.get("command")
                 found = ours(cmd) if isinstance(cmd, str) else None
                 if found and found[0] == "hook" and mailbox in (None, found[1]):
                     return True
@@ -277,6 +270,7 @@ def session_start_hooked(project: str, mailbox: str | None) -> bool:
 
 
 # --- its transcript -----------------------------------------------------------------
+
 ROLES = ("user", "assistant")
 # Every record type seen in 2.1.332 transcripts (and a few older ones): anything else
 # is counted as unknown, the canary's evidence that the format moved.
@@ -303,15 +297,6 @@ NOT_HUMAN_TURNS = frozenset({"task_notification", "peer", "system"})
 NOT_HUMAN_SOURCES = frozenset({"system"})
 INJECTED = ("<task-notification>", "Another Claude session sent a message",
             "Stop hook feedback:", "[SYSTEM NOTIFICATION")
-
-
-@dataclass
-class ClaudeParse:
-    messages: list[Said] = field(default_factory=list)
-    mark: str | None = None
-    found: bool = False
-    files: list[str] = field(default_factory=list)
-    stats: Stats = field(default_factory=Stats)
 
 
 def _str(value: object) -> str | None:
@@ -392,9 +377,9 @@ def _active_branch(parents: dict[str, str | None], leaf: str | None) -> set[str]
     return seen
 
 
-def parse(lines: Iterable[bytes], since: str | None) -> ClaudeParse:
+def parse(lines: Iterable[bytes], since: str | None) -> Parsed:
     """Every message after the record `since` (all of them when it is not found)."""
-    out = ClaudeParse()
+    out = Parsed()
     stats = out.stats
     parents: dict[str, str | None] = {}
     leaf: str | None = None
@@ -455,21 +440,12 @@ def read_transcript(path: str, session_id: str, since: str | None,
     except OSError as exc:
         read.problem = f"cannot read {path}: {exc.strerror or exc}"
         return read
-    read.messages, read.mark, read.files, read.stats = (parsed.messages, parsed.mark,
-                                                         parsed.files, parsed.stats)
-    read.found = since is None or parsed.found
-    return read
+    return read.take(parsed)
 
 
 # --- what it already has ------------------------------------------------------------
 
 ALL_RECORDS = 1_000_000
-
-
-@dataclass
-class _Found:
-    client_ids: set[str] = field(default_factory=set)
-    reply_turns: set[str] = field(default_factory=set)
 
 
 def _needles(records: Iterable[Delivery], mailbox: str | None) -> dict[str, Delivery]:
@@ -513,13 +489,8 @@ def received_by(transcript: str | None, mailbox: str | None, waiting: Iterable[s
     needles = _needles(store.recent(ALL_RECORDS), mailbox)
     if not needles:
         return {}
-    have = seen_in(transcript, needles) | (set(waiting) & set(needles))
-    found: dict[str, _Found] = {}
-    for needle in have:
-        record = needles[needle]
-        entry = found.setdefault(str(record.thread_id), _Found())
-        entry.client_ids.add(record.id)
-        if not record.in_reply_to and record.turn_id:
-            entry.reply_turns.add(record.turn_id)
-    return {thread: Received(frozenset(f.client_ids), frozenset(f.reply_turns))
-            for thread, f in found.items()}
+    have = [needles[n] for n in seen_in(transcript, needles) | (set(waiting) & set(needles))]
+    return {thread: Received(frozenset(r.id for r in have if r.thread_id == thread),
+                             frozenset(r.turn_id for r in have if r.thread_id == thread
+                                       and not r.in_reply_to and r.turn_id))
+            for thread in {str(r.thread_id) for r in have}}

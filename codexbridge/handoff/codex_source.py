@@ -18,15 +18,15 @@ never passes what is still being written. `parse` is pure; `read_thread` pages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import RpcError
 from ..host.text import writable
 from ..protocol.generated import methods as m
+from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import ThreadItemType
 from ..talk.client import Rpc
-from .delta import CODEX, PEER, Received, Said, SourceRead, Stats, is_handoff_id, source_key
+from .delta import CODEX, PEER, Parsed, Received, Said, SourceRead, is_handoff_id, source_key
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue
@@ -36,15 +36,6 @@ ENVELOPE_MARK = "[codexbridge] from "  # a message a peer agent sent through the
 PAGE = 100
 MAX_PAGES = 100
 NO_ITEMS_YET = "not supported yet"  # a thread without a rollout (recover.py measured it)
-
-
-@dataclass
-class CodexParse:
-    messages: list[Said] = field(default_factory=list)
-    mark: str | None = None
-    found: bool = False
-    files: list[str] = field(default_factory=list)
-    stats: Stats = field(default_factory=Stats)
 
 
 def entry_mark(entry: JsonObject) -> str | None:
@@ -63,10 +54,10 @@ def _user_text(item: JsonObject) -> str | None:
 
 
 def parse(entries: list[JsonObject], since: str | None,
-          received: Received | None = None) -> CodexParse:
+          received: Received | None = None) -> Parsed:
     """Messages after the item `since` (all when it is not found); entries oldest first.
     `received`: what the target already has from this thread (left out)."""
-    out = CodexParse()
+    out = Parsed()
     stats = out.stats
     last: str | None = None
     received = received or Received()
@@ -131,9 +122,9 @@ async def recent_entries(rpc: Rpc, thread_id: str, since: str | None,
     cursor: JsonValue = None
     try:
         for _ in range(max_pages):
-            page = await rpc.request(m.THREAD_ITEMS_LIST, {
-                "threadId": thread_id, "limit": PAGE, "sortDirection": "desc",
-                **({"cursor": cursor} if cursor else {})})
+            page = (await Calls(rpc).thread_items_list(
+                thread_id=thread_id, limit=PAGE, sort_direction="desc",
+                cursor=cursor if isinstance(cursor, str) and cursor else None)).raw
             # The answer is the server's JSON: anything not a page is a clear error
             # (read_thread reports it), not an AttributeError / TypeError.
             items = page.get("data") if isinstance(page, dict) else page
@@ -166,8 +157,4 @@ async def read_thread(rpc: Rpc, thread_id: str, since: str | None,
     except RpcError as exc:
         read.problem = f"cannot read thread {thread_id}: {exc.message}"
         return read
-    parsed = parse(entries, since, received)
-    read.messages, read.mark, read.files, read.stats = (parsed.messages, parsed.mark,
-                                                         parsed.files, parsed.stats)
-    read.found = since is None or parsed.found
-    return read
+    return read.take(parse(entries, since, received))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..errors import QueueTimeoutError
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome, WireEnum
-from ..protocol.generated import methods as m
+from ..protocol.generated.calls import Calls
 from ..talk.client import Rpc
 from ..talk.threads import join, wait_idle
 from ..talk.turn import SayProgress, say

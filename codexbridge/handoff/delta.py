@@ -93,6 +93,17 @@ class Stats:
 
 
 @dataclass
+class Parsed:
+    """What a source's parser made of its rows since a mark (pure)."""
+
+    messages: list[Said] = field(default_factory=list)
+    mark: str | None = None
+    found: bool = False  # the mark was in the rows
+    files: list[str] = field(default_factory=list)
+    stats: Stats = field(default_factory=Stats)
+
+
+@dataclass
 class SourceRead:
     """One source read since `since`: what is new, and where the mark moves to."""
 
@@ -107,6 +118,12 @@ class SourceRead:
     stats: Stats = field(default_factory=Stats)
     where: str | None = None  # the transcript path / the thread id
     problem: str | None = None  # why it could not be read (then nothing is new)
+
+    def take(self, parsed: Parsed) -> SourceRead:
+        self.messages, self.mark, self.files, self.stats = (parsed.messages, parsed.mark,
+                                                             parsed.files, parsed.stats)
+        self.found = self.since is None or parsed.found
+        return self
 
 
 def is_handoff_id(value: object) -> bool:

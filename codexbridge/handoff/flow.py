@@ -40,9 +40,11 @@ from ..host.private import ensure_private_dir, write_private
 from ..inbox.clock import iso_utc
 from ..jsontypes import opt_str
 from ..protocol.enums import WireEnum
+from ..protocol.threads import ThreadInfo
 from ..talk.client import Rpc
 from . import claude_source, codex_source, delta, ledger
-from .delta import CLAUDE, CODEX, Received, SourceRead
+from .claude_source import ClaudeSession
+from .delta import CLAUDE, CODEX, Received, SourceRead, short, source_key
 from .ledger import Via
 from .note import Note
 
@@ -110,39 +112,30 @@ def _git(project: str, *args: str, timeout: float) -> tuple[int, str]:
     return done.returncode, done.stdout if done.returncode == 0 else done.stderr
 
 
-def _lines(text: str) -> list[str]:
-    return [line.rstrip() for line in text.splitlines() if line.strip()]
-
-
 def git_work(project: str, checkpoint: str | None, timeout: float = GIT_TIMEOUT) -> Work:
+    def lines(*args: str) -> list[str] | None:  # None: git said no
+        code, out = _git(project, *args, timeout=timeout)
+        return [line.rstrip() for line in out.splitlines() if line.strip()] \
+            if code == 0 else None
+
     work = Work(checkpoint=checkpoint)
     code, out = _git(project, "rev-parse", "--is-inside-work-tree", timeout=timeout)
     if code != 0 or out.strip() != "true":
         work.error = None if code > 0 else (out.strip() or None)
         return work
     work.repo = True
-    code, out = _git(project, "rev-parse", "HEAD", timeout=timeout)
-    work.head = out.strip() if code == 0 else None
-    code, out = _git(project, "rev-parse", "--abbrev-ref", "HEAD", timeout=timeout)
-    work.branch = out.strip() if code == 0 else None
-    code, out = _git(project, "status", "--porcelain=v1", timeout=timeout)
-    work.status = _lines(out) if code == 0 else []
-    if checkpoint:
-        code, _ = _git(project, "cat-file", "-e", f"{checkpoint}^{{commit}}", timeout=timeout)
-        work.checkpoint_known = code == 0
+    work.head = next(iter(lines("rev-parse", "HEAD") or []), None)
+    work.branch = next(iter(lines("rev-parse", "--abbrev-ref", "HEAD") or []), None)
+    work.status = lines("status", "--porcelain=v1") or []
+    work.checkpoint_known = bool(checkpoint) and lines(
+        "cat-file", "-e", f"{checkpoint}^{{commit}}") is not None
     if work.checkpoint_known:
-        code, out = _git(project, "log", "--oneline", "--no-decorate", "-n", "200",
-                         f"{checkpoint}..HEAD", timeout=timeout)
-        work.commits = _lines(out) if code == 0 else []
-        code, out = _git(project, "diff", "--stat=100", str(checkpoint), timeout=timeout)
-    else:
-        if work.head:
-            code, out = _git(project, "log", "--oneline", "--no-decorate", "-n", str(RECENT),
-                             timeout=timeout)
-            work.commits = _lines(out) if code == 0 else []
-        code, out = _git(project, "diff", "--stat=100", "HEAD", timeout=timeout) \
-            if work.head else (0, "")
-    work.diffstat = _lines(out) if code == 0 else []
+        work.commits = lines("log", "--oneline", "--no-decorate", "-n", "200",
+                             f"{checkpoint}..HEAD") or []
+        work.diffstat = lines("diff", "--stat=100", str(checkpoint)) or []
+    elif work.head:
+        work.commits = lines("log", "--oneline", "--no-decorate", "-n", str(RECENT)) or []
+        work.diffstat = lines("diff", "--stat=100", "HEAD") or []
     return work
 
 
@@ -263,47 +256,6 @@ def _codex_reader(rpc: Rpc, ident: str, label: str | None,
     return read
 
 
-async def read_all(marks: dict[str, str], departing: tuple[str, Reader],
-                   others: dict[str, Reader]) -> list[SourceRead]:
-    """Each source since the target's mark for it; the departing one last."""
-    reads = []
-    for key, reader in others.items():
-        reads.append(await reader(marks.get(key)))
-    reads.append(await departing[1](marks.get(departing[0])))
-    return reads
-
-
-def prepare(key: str, project: str, state: ledger.State, target: str, target_name: str,
-            departing: str, reads: list[SourceRead], note: Note, cap: int,
-            handoff_id: str | None = None) -> Prepared:
-    """Build the delta and its companion, and write both (0600)."""
-    hid = handoff_id or new_id()
-    directory = ledger.files_dir(key)
-    delta_path = os.path.join(directory, f"{hid}.delta.txt")
-    full_path = os.path.join(directory, f"{hid}.full.txt")
-    git = git_work(project, ledger.checkpoint(state, target))
-    files = [f for r in reads for f in r.files]
-    blocks, warnings = [], []
-    for r in reads:
-        if r.problem:
-            warnings.append(r.problem)
-        remark = None if r.found else ("the previous handoff's watermark is no longer in "
-                                       "this stream: everything from its start")
-        if r.messages or (remark and r.since):
-            blocks.append(delta.Block(r.label, r.messages, remark))
-    inp = delta.DeltaInput(hid, NAMES.get(departing, departing), target_name, iso_utc(),
-                           full_path, blocks, note, render_work(git, files))
-    built = delta.build(inp, cap)
-    ensure_private_dir(directory)
-    write_private(delta_path, built.delta.encode("utf-8"))
-    write_private(full_path, built.full.encode("utf-8"))
-    ledger.prune_files(directory, env_int(os.environ, KEEP_ENV, DEFAULT_KEEP),
-                       ledger.files_in_use(state) | {delta_path, full_path})
-    marks = {r.key: r.mark for r in reads if r.mark}
-    return Prepared(hid, target, reads, built, marks, git.head, delta_path, full_path,
-                    warnings)
-
-
 # --- one handoff under way, and what it did ---------------------------------------------
 
 @dataclass
@@ -362,6 +314,13 @@ class Handoff:
     dry_run: bool = False
     settled: list[str] = field(default_factory=list)
 
+    @classmethod
+    def between(cls, key: str, project: str, hid: str, target: JsonObject,
+                source: JsonObject, dry_run: bool) -> Handoff:
+        """A handoff from the agent `source` links to the one `target` links."""
+        t, s = (source_key(str(a["kind"]), str(a["id"])) for a in (target, source))
+        return cls(key, project, hid, t, s, {s: source, t: target}, dry_run)
+
     def claim(self, earlier: tuple[JsonObject, str | None] | None
               ) -> tuple[dict[str, str], ledger.State]:
         """Under the lock: settle an earlier handoff ((its record, why it did not
@@ -390,12 +349,40 @@ class Handoff:
         marks, snapshot = self.claim(earlier)
         try:
             others = linked_readers(snapshot, {self.source, self.target}, rpc, received)
-            reads = await read_all(marks, (self.source, departing), others)
-            return prepare(self.key, self.project, snapshot, self.target, names[0], names[1],
-                           reads, note, cap, self.hid)
+            reads = [await read(marks.get(key)) for key, read in others.items()]
+            reads.append(await departing(marks.get(self.source)))  # last: the tail kept
+            return self.build(snapshot, reads, names, note, cap)
         except BaseException:
             self.unclaim()
             raise
+
+    def build(self, state: ledger.State, reads: list[SourceRead], names: tuple[str, str],
+              note: Note, cap: int) -> Prepared:
+        """Build the delta and its companion, and write both (0600)."""
+        directory = ledger.files_dir(self.key)
+        delta_path = os.path.join(directory, f"{self.hid}.delta.txt")
+        full_path = os.path.join(directory, f"{self.hid}.full.txt")
+        git = git_work(self.project, ledger.checkpoint(state, self.target))
+        blocks, warnings = [], []
+        for r in reads:
+            if r.problem:
+                warnings.append(r.problem)
+            remark = None if r.found else ("the previous handoff's watermark is no longer "
+                                           "in this stream: everything from its start")
+            if r.messages or (remark and r.since):
+                blocks.append(delta.Block(r.label, r.messages, remark))
+        work = render_work(git, [f for r in reads for f in r.files])
+        built = delta.build(delta.DeltaInput(self.hid, NAMES.get(names[1], names[1]),
+                                             names[0], iso_utc(), full_path, blocks, note,
+                                             work), cap)
+        ensure_private_dir(directory)
+        write_private(delta_path, built.delta.encode("utf-8"))
+        write_private(full_path, built.full.encode("utf-8"))
+        ledger.prune_files(directory, env_int(os.environ, KEEP_ENV, DEFAULT_KEEP),
+                           ledger.files_in_use(state) | {delta_path, full_path})
+        marks = {r.key: r.mark for r in reads if r.mark}
+        return Prepared(self.hid, self.target, reads, built, marks, git.head, delta_path,
+                        full_path, warnings)
 
     def set_pending(self, record: JsonObject) -> None:
         with ledger.locked(self.key, self.project) as state:
@@ -410,6 +397,19 @@ class Handoff:
                                                              Via.NONE)
         self.unclaim()
         return True
+
+
+def claude_link(session: ClaudeSession) -> JsonObject:
+    """A Claude session as the ledger links it (`label`: who said it, in the delta)."""
+    return {"kind": CLAUDE, "id": session.session_id, "where": session.transcript,
+            "mailbox": session.mailbox,
+            "label": f"Claude Code session {short(session.session_id)}"}
+
+
+def codex_link(info: ThreadInfo) -> JsonObject:
+    """A Codex thread as the ledger links it."""
+    return {"kind": CODEX, "id": info.id, "name": info.name,
+            "label": f"Codex thread {info.name or short(info.id)}"}
 
 
 def start(project: str, env: Mapping[str, str] | None) -> tuple[str, str, Mapping[str, str]]:

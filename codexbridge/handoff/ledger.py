@@ -346,34 +346,27 @@ def _pending_view(rec: JsonObject) -> JsonObject:
     return view
 
 
-def _consumed(rec: JsonObject) -> bool:
-    sid = rec.get("session_id")
-    return (Via.parse(rec.get("via")) is Via.RESUME and isinstance(sid, str)
-            and os.path.exists(resume.consumed_path(sid, str(rec.get("id")))))
-
-
 def status(project: str) -> JsonObject:
     """The project's ledger, and where each pending handoff stands."""
     project = project_dir(project)
     key = project_key(project)
     state = load(key, project)
-    consumed = [t for t in state["pending"] if (rec := pending(state, t)) and _consumed(rec)]
+    views = {t: _pending_view(rec) for t in state["pending"]
+             if (rec := pending(state, t)) is not None}
+    consumed = [t for t, view in views.items() if view.get("consumed") is True]
     if consumed:
-        with locked(key, project) as locked_state:
+        with locked(key, project) as state:
             for target in consumed:
-                rec = pending(locked_state, target)
-                if rec is not None:
-                    commit(locked_state, target, rec, "handoff status (consumed)")
-            state = locked_state
-    targets = sorted(set(state["knownBy"]) | set(state["pending"]) | set(state["git"]))
-    views: JsonArray = []
-    for t in targets:
-        rec = pending(state, t)
-        marks: JsonObject = {**known_by(state, t)}
-        views.append({"target": t, "knownBy": marks, "checkpoint": checkpoint(state, t),
-                      "pending": _pending_view(rec) if rec is not None else None})
+                if (rec := pending(state, target)) is not None:
+                    commit(state, target, rec, "handoff status (consumed)")
+            views = {t: _pending_view(rec) for t in state["pending"]
+                     if (rec := pending(state, t)) is not None}
+    targets: JsonArray = [
+        {"target": t, "knownBy": {**known_by(state, t)}, "checkpoint": checkpoint(state, t),
+         "pending": views.get(t)}
+        for t in sorted(set(state["knownBy"]) | set(state["pending"]) | set(state["git"]))]
     return {"ok": True, "project": project, "stateFile": state_path(key),
-            "agents": state["agents"], "targets": views,
+            "agents": state["agents"], "targets": targets,
             "history": state["history"][-HISTORY_SHOWN:]}
 
 

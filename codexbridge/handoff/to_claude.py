@@ -34,8 +34,18 @@ from ..talk.client import Rpc
 from ..talk.threads import find_target
 from . import codex_source, ledger, resume
 from .claude_source import ClaudeSession, received_by, session_start_hook, target_session
-from .delta import CLAUDE, CODEX, Received, SourceRead, short, source_key
-from .flow import Handoff, Outcome, Prepared, Waiting, cap_for, new_id, start
+from .delta import CODEX, Received, SourceRead
+from .flow import (
+    Handoff,
+    Outcome,
+    Prepared,
+    Waiting,
+    cap_for,
+    claude_link,
+    codex_link,
+    new_id,
+    start,
+)
 from .ledger import Stage, Via
 from .note import Note
 
@@ -119,13 +129,9 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
     session = target_session(project, inbox, mailbox)
     road, why = choose_via(via, session, project)
     info = await find_target(rpc, thread or sending_from_thread(env))
-    label = f"Codex thread {info.name or short(info.id)}"
-    h = Handoff(key, project, handoff_id or new_id(), source_key(CLAUDE, session.session_id),
-                source_key(CODEX, info.id), {}, dry_run)
-    h.links = {h.source: {"kind": CODEX, "id": info.id, "name": info.name, "label": label},
-               h.target: {"kind": CLAUDE, "id": session.session_id,
-                          "where": session.transcript, "mailbox": session.mailbox,
-                          "label": f"Claude Code session {short(session.session_id)}"}}
+    source = codex_link(info)
+    h = Handoff.between(key, project, handoff_id or new_id(), claude_link(session), source,
+                        dry_run)
     old = ledger.pending(state, h.target)
     earlier = None
     if old is not None and not dry_run and not ledger.busy_elsewhere(old):
@@ -133,7 +139,7 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
     had = already_received(session, inbox)
 
     async def departing(since: str | None) -> SourceRead:
-        return await codex_source.read_thread(rpc, info.id, since, label,
+        return await codex_source.read_thread(rpc, info.id, since, str(source["label"]),
                                               received=had.get(info.id))
 
     prepared = await h.gather(

@@ -25,8 +25,8 @@ from ..talk.recover import still_queued, turn_of
 from ..talk.threads import find_target
 from . import claude_source, deliver, ledger
 from .claude_source import source_session
-from .delta import CLAUDE, CODEX, SourceRead, short, source_key
-from .flow import Handoff, Outcome, Prepared, cap_for, new_id, start
+from .delta import CLAUDE, SourceRead
+from .flow import Handoff, Outcome, Prepared, cap_for, claude_link, codex_link, new_id, start
 from .ledger import Stage, Via
 from .note import Note
 
@@ -65,20 +65,17 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
                              "stop once)", details={"session": session.as_dict()})
     info = await find_target(rpc, thread)
     refuse_self_send(info.id, env)
-    label = f"Claude Code session {short(session.session_id)}"
-    h = Handoff(key, project, handoff_id or new_id(), source_key(CODEX, info.id),
-                source_key(CLAUDE, session.session_id), {}, dry_run)
-    h.links = {h.source: {"kind": CLAUDE, "id": session.session_id, "where": transcript,
-                          "mailbox": session.mailbox, "label": label},
-               h.target: {"kind": CODEX, "id": info.id, "name": info.name,
-                          "label": f"Codex thread {info.name or short(info.id)}"}}
+    source = claude_link(session)
+    h = Handoff.between(key, project, handoff_id or new_id(), codex_link(info), source,
+                        dry_run)
     old = ledger.pending(state, h.target)
     earlier = None
     if old is not None and not ledger.busy_elsewhere(old) and not dry_run:
         earlier = old, await settle_old(rpc, info.id, old)
 
     async def departing(since: str | None) -> SourceRead:
-        return claude_source.read_transcript(transcript, session.session_id, since, label)
+        return claude_source.read_transcript(transcript, session.session_id, since,
+                                             str(source["label"]))
 
     prepared = await h.gather(earlier, departing, rpc, names=("Codex", CLAUDE), note=note,
                               cap=cap_for())

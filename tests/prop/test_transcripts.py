@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from codexbridge.errors import RpcError
 from codexbridge.handoff import claude_source, codex_source
-from codexbridge.handoff.delta import CLAUDE, CODEX, PEER, Said
+from codexbridge.handoff.delta import CLAUDE, CODEX, PEER, Parsed, Said
 
 from .strategies import deep_json, json_values, junk_bytes, lone_surrogate_json, nasty_text
 
@@ -85,7 +85,7 @@ RAW_LONE = (b'{"type":"assistant","uuid":"u1","message":{"content":[{"type":"tex
             b'"text":"\xed\xa0\x80"}]}}')  # a surrogate's raw bytes (json: surrogatepass)
 
 
-def check_claude(parsed: claude_source.ClaudeParse, lines: list[bytes]) -> None:
+def check_claude(parsed: Parsed, lines: list[bytes]) -> None:
     check_said(parsed.messages, ("user", CLAUDE))
     assert all(encodable(f) for f in parsed.files)
     assert len(set(parsed.files)) == len(parsed.files)
@@ -209,7 +209,7 @@ entry = st.fixed_dictionaries(
 codex_since = st.none() | st.sampled_from(["t1:i1", "t2:i3", "no:such"]) | nasty_text
 
 
-def check_codex(parsed: codex_source.CodexParse, entries: list[Any]) -> None:
+def check_codex(parsed: Parsed, entries: list[Any]) -> None:
     check_said(parsed.messages, ("user", CODEX, PEER))
     assert all(encodable(f) for f in parsed.files)
     assert len(set(parsed.files)) == len(parsed.files)

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 from codexbridge.handoff import claude_source, codex_source, flow
-from codexbridge.handoff.delta import Verdict, is_handoff_id
+from codexbridge.handoff.delta import Parsed, Verdict, is_handoff_id
 from tests.support import payloads
 from tests.support.transcripts import Transcript
 
 
-def words(parsed: claude_source.ClaudeParse | codex_source.CodexParse) -> list[tuple[str, str]]:
+def words(parsed: Parsed) -> list[tuple[str, str]]:
     return [(m.role, m.text) for m in parsed.messages]
 
 
