@@ -315,11 +315,12 @@ class Handoff:
     settled: list[str] = field(default_factory=list)
 
     @classmethod
-    def between(cls, key: str, project: str, hid: str, target: JsonObject,
+    def between(cls, key: str, project: str, hid: str | None, target: JsonObject,
                 source: JsonObject, dry_run: bool) -> Handoff:
-        """A handoff from the agent `source` links to the one `target` links."""
+        """A handoff (`hid`, else a new id) from the agent `source` links to the one
+        `target` links."""
         t, s = (source_key(str(a["kind"]), str(a["id"])) for a in (target, source))
-        return cls(key, project, hid, t, s, {s: source, t: target}, dry_run)
+        return cls(key, project, hid or new_id(), t, s, {s: source, t: target}, dry_run)
 
     def claim(self, earlier: tuple[JsonObject, str | None] | None
               ) -> tuple[dict[str, str], ledger.State]:

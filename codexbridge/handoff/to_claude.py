@@ -32,20 +32,10 @@ from ..inbox.lines import Mail
 from ..inbox.location import inbox_dir
 from ..talk.client import Rpc
 from ..talk.threads import find_target
-from . import codex_source, ledger, resume
+from . import codex_source, flow, ledger, resume
 from .claude_source import ClaudeSession, received_by, session_start_hook, target_session
 from .delta import CODEX, Received, SourceRead
-from .flow import (
-    Handoff,
-    Outcome,
-    Prepared,
-    Waiting,
-    cap_for,
-    claude_link,
-    codex_link,
-    new_id,
-    start,
-)
+from .flow import Handoff, Outcome, Prepared, Waiting
 from .ledger import Stage, Via
 from .note import Note
 
@@ -123,15 +113,14 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
                             inbox: str | None = None, env: Mapping[str, str] | None = None,
                             dry_run: bool = False, handoff_id: str | None = None
                             ) -> Outcome:
-    project, key, env = start(project, env)
+    project, key, env = flow.start(project, env)
     inbox = inbox or inbox_dir()
     state = ledger.load(key, project)  # a bad ledger is refused before anything else
     session = target_session(project, inbox, mailbox)
     road, why = choose_via(via, session, project)
     info = await find_target(rpc, thread or sending_from_thread(env))
-    source = codex_link(info)
-    h = Handoff.between(key, project, handoff_id or new_id(), claude_link(session), source,
-                        dry_run)
+    source = flow.codex_link(info)
+    h = Handoff.between(key, project, handoff_id, flow.claude_link(session), source, dry_run)
     old = ledger.pending(state, h.target)
     earlier = None
     if old is not None and not dry_run and not ledger.busy_elsewhere(old):
@@ -144,7 +133,7 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
 
     prepared = await h.gather(
         earlier, departing, rpc, names=("Claude Code", CODEX), note=note, received=had,
-        cap=cap_for(resume.RESUME_CAP if road is Via.RESUME else None))
+        cap=flow.cap_for(resume.RESUME_CAP if road is Via.RESUME else None))
     where: JsonObject = {"threadId": info.id, "thread": info.as_dict(),
                          "session": session.as_dict(), "mailbox": session.mailbox}
     outcome = Outcome(h.hid, h.target, "claude", road, False, prepared, where=where,

@@ -26,7 +26,7 @@ from ..talk.threads import find_target
 from . import claude_source, deliver, ledger
 from .claude_source import source_session
 from .delta import CLAUDE, SourceRead
-from .flow import Handoff, Outcome, Prepared, cap_for, claude_link, codex_link, new_id, start
+from .flow import Handoff, Outcome, Prepared, cap_for, claude_link, codex_link, start
 from .ledger import Stage, Via
 from .note import Note
 
@@ -66,8 +66,7 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
     info = await find_target(rpc, thread)
     refuse_self_send(info.id, env)
     source = claude_link(session)
-    h = Handoff.between(key, project, handoff_id or new_id(), codex_link(info), source,
-                        dry_run)
+    h = Handoff.between(key, project, handoff_id, codex_link(info), source, dry_run)
     old = ledger.pending(state, h.target)
     earlier = None
     if old is not None and not ledger.busy_elsewhere(old) and not dry_run:
