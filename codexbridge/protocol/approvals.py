@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import UsageError
+from ..jsontypes import arr, obj, objs
 from .enums import ApprovalPolicy
 from .generated import methods as m
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 POLICIES: tuple[ApprovalPolicy, ...] = tuple(ApprovalPolicy)
 # Over MCP an agent would approve its own peer's commands with `accept`: refused there.
@@ -36,31 +40,31 @@ DEFAULT_APPROVAL_TIMEOUT = 300.0
 UNKNOWN_METHOD_CODE = -32601
 REFUSED_CODE = -32000
 
-Answer = dict[str, Any]
-Builder = Callable[[dict[str, Any]], Answer]
+Builder = Callable[["JsonObject"], "JsonObject"]  # a request's params → our answer
 
 _REFUSAL_TEXT = "refused by codexbridge: no human answered in time"
 
 
-def _const(answer: Answer) -> Builder:
+def _const(answer: JsonObject) -> Builder:
     return lambda _params: dict(answer)
 
 
-def _accept_permissions(params: dict[str, Any]) -> Answer:
-    requested = params.get("permissions") or {}
-    granted = {k: requested[k] for k in ("fileSystem", "network") if k in requested}
+def _accept_permissions(params: JsonObject) -> JsonObject:
+    requested = obj(params.get("permissions"))
+    granted: JsonObject = {k: requested[k] for k in ("fileSystem", "network") if k in requested}
     return {"permissions": granted, "scope": "turn"}
 
 
-def _accept_user_input(params: dict[str, Any]) -> Answer:
+def _accept_user_input(params: JsonObject) -> JsonObject:
     # Not used by any policy (user input is never an approval); kept so the table is
     # complete. An accept picks each question's first option when there is one.
-    answers: dict[str, Any] = {}
-    for q in params.get("questions") or []:
-        if isinstance(q, dict) and isinstance(q.get("id"), str):
-            options = q.get("options") or []
+    answers: JsonObject = {}
+    for q in objs(params.get("questions")):
+        qid = q.get("id")
+        if isinstance(qid, str):
+            options = arr(q.get("options"))
             first = options[0].get("label") if options and isinstance(options[0], dict) else ""
-            answers[q["id"]] = {"answers": [first or ""]}
+            answers[qid] = {"answers": [first or ""]}
     return {"answers": answers}
 
 
@@ -70,7 +74,7 @@ LEGACY_CURRENT_TIME_READ = "currentTime/read"
 LEGACY_SERVER_REQUESTS = frozenset({LEGACY_CURRENT_TIME_READ})
 
 
-def _clock(_params: dict[str, Any]) -> Answer:
+def _clock(_params: JsonObject) -> JsonObject:
     return {"currentTimeAt": int(time.time())}
 
 
@@ -125,7 +129,7 @@ TABLE: dict[str, Rule] = {r.method: r for r in (
 class Reply(NamedTuple):
     """Answer now: a result, or a JSON-RPC error when `error` is set."""
 
-    result: Answer | None = None
+    result: JsonObject | None = None
     error: tuple[int, str] | None = None
 
 
@@ -138,7 +142,7 @@ class Defer(NamedTuple):
 Decision = Reply | Defer
 
 
-def fail_closed(method: str, params: dict[str, Any]) -> Reply:
+def fail_closed(method: str, params: JsonObject) -> Reply:
     rule = TABLE.get(method)
     if rule is None:
         return Reply(error=(UNKNOWN_METHOD_CODE,
@@ -148,7 +152,7 @@ def fail_closed(method: str, params: dict[str, Any]) -> Reply:
     return Reply(result=rule.fail_closed(params))
 
 
-def decide(method: str, params: dict[str, Any], policy: ApprovalPolicy) -> Decision:
+def decide(method: str, params: JsonObject, policy: ApprovalPolicy) -> Decision:
     """The answer to one server request under `policy`."""
     rule = TABLE.get(method)
     if rule is None or not is_approval(method, params):
@@ -160,7 +164,7 @@ def decide(method: str, params: dict[str, Any], policy: ApprovalPolicy) -> Decis
     return fail_closed(method, params)
 
 
-def is_approval(method: str, params: dict[str, Any] | None = None) -> bool:
+def is_approval(method: str, params: JsonObject | None = None) -> bool:
     """Whether a human would be asked. An MCP elicitation is an approval when codex uses
     it to ask permission for an MCP tool call (`default_tools_approval_mode` "writes" or
     "prompt"; measured on 0.169.0: `_meta.codex_approval_kind == "mcp_tool_call"`); other
@@ -174,7 +178,7 @@ def is_approval(method: str, params: dict[str, Any] | None = None) -> bool:
     return rule.is_approval
 
 
-def describe(method: str, params: dict[str, Any]) -> str:
+def describe(method: str, params: JsonObject) -> str:
     """One line for a person: what codex asks and why."""
     rule = TABLE.get(method)
     what = rule.summary if rule else method

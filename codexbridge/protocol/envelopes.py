@@ -9,7 +9,10 @@ server request, id alone a response, method alone a notification.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
 
 RequestId = int | str
 
@@ -20,19 +23,19 @@ RequestId = int | str
 
 class Response(NamedTuple):
     id: RequestId
-    result: Any = None
-    error: dict[str, Any] | None = None
+    result: JsonValue = None
+    error: JsonObject | None = None
 
 
 class ServerRequest(NamedTuple):
     id: RequestId
     method: str
-    params: dict[str, Any] = {}  # noqa: RUF012 - never mutated; classify always passes one
+    params: JsonObject = {}  # noqa: RUF012 - never mutated; classify always passes one
 
 
 class Notification(NamedTuple):
     method: str
-    params: dict[str, Any] = {}  # noqa: RUF012 - never mutated; classify always passes one
+    params: JsonObject = {}  # noqa: RUF012 - never mutated; classify always passes one
 
 
 class Invalid(NamedTuple):
@@ -45,7 +48,7 @@ class Invalid(NamedTuple):
 Envelope = Response | ServerRequest | Notification | Invalid
 
 
-def classify(obj: Any, raw: str = "") -> Envelope:
+def classify(obj: JsonValue, raw: str = "") -> Envelope:
     if type(obj) is dict and "id" not in obj:
         # A notification, most frames by far (a flood of deltas): the fewest checks.
         method, params = obj.get("method"), obj.get("params")
@@ -53,22 +56,24 @@ def classify(obj: Any, raw: str = "") -> Envelope:
             return Notification(method, params)
     if not isinstance(obj, dict):
         return _invalid(obj, raw, "not a JSON object")
-    has_id = "id" in obj and isinstance(obj["id"], (int, str)) and not isinstance(obj["id"], bool)
+    rid = obj.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+        rid = None  # (an id of null is no id)
     method = obj.get("method")
     params = obj.get("params")
     if params is None:
         params = {}
-    if has_id and isinstance(method, str):
+    if rid is not None and isinstance(method, str):
         if not isinstance(params, dict):
             return _invalid(obj, raw, "server request params is not an object")
-        return ServerRequest(obj["id"], method, params)
-    if has_id:
+        return ServerRequest(rid, method, params)
+    if rid is not None:
         if "result" not in obj and "error" not in obj:
             return _invalid(obj, raw, "response without result or error")
         error = obj.get("error")
         if error is not None and not isinstance(error, dict):
             error = {"code": -32603, "message": str(error)}
-        return Response(obj["id"], obj.get("result"), error)
+        return Response(rid, obj.get("result"), error)
     if isinstance(method, str):
         if not isinstance(params, dict):
             return _invalid(obj, raw, "notification params is not an object")
@@ -76,7 +81,7 @@ def classify(obj: Any, raw: str = "") -> Envelope:
     return _invalid(obj, raw, "neither a request, a response nor a notification")
 
 
-def _invalid(obj: Any, raw: str, reason: str) -> Invalid:
+def _invalid(obj: JsonValue, raw: str, reason: str) -> Invalid:
     """Kept for the report, cut to 500 characters (only when it is reported)."""
     return Invalid((raw or repr(obj))[:500], reason)
 
@@ -118,23 +123,23 @@ def parse_frame(frame: str | bytes) -> list[Envelope]:
     return out
 
 
-def request(request_id: RequestId, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"id": request_id, "method": method}
+def request(request_id: RequestId, method: str, params: JsonObject | None) -> JsonObject:
+    msg: JsonObject = {"id": request_id, "method": method}
     if params is not None:
         msg["params"] = params
     return msg
 
 
-def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"method": method}
+def notification(method: str, params: JsonObject | None = None) -> JsonObject:
+    msg: JsonObject = {"method": method}
     if params is not None:
         msg["params"] = params
     return msg
 
 
-def result_response(request_id: RequestId, result: Any) -> dict[str, Any]:
+def result_response(request_id: RequestId, result: JsonValue) -> JsonObject:
     return {"id": request_id, "result": result}
 
 
-def error_response(request_id: RequestId, code: int, message: str) -> dict[str, Any]:
+def error_response(request_id: RequestId, code: int, message: str) -> JsonObject:
     return {"id": request_id, "error": {"code": code, "message": message}}

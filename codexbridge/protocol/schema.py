@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import SchemaViolation
+from ..jsontypes import obj, objs
 
 if TYPE_CHECKING:
     # jsonschema ships no type stubs; "unused-ignore" keeps mypy quiet if they appear.
@@ -31,17 +32,20 @@ if TYPE_CHECKING:
     )
     from jsonschema.protocols import Validator  # type: ignore[import-untyped,unused-ignore]
 
+    from ..jsontypes import JsonObject
+
 CLIENT_REQUEST = "ClientRequest.json"
 CLIENT_NOTIFICATION = "ClientNotification.json"
 SERVER_REQUEST = "ServerRequest.json"
 ERROR_ANSWER = "JSONRPCError.json"
 
-Loader = Callable[[str], dict[str, Any]]
+Loader = Callable[[str], object]  # a schema file's name → its parsed JSON
 
 
-def _branch_method(branch: dict[str, Any]) -> str | None:
-    enum = branch.get("properties", {}).get("method", {}).get("enum")
-    return enum[0] if isinstance(enum, list) and len(enum) == 1 else None
+def _branch_method(branch: JsonObject) -> str | None:
+    enum = obj(obj(branch.get("properties")).get("method")).get("enum")
+    return enum[0] if isinstance(enum, list) and len(enum) == 1 and isinstance(
+        enum[0], str) else None
 
 
 def _path(prefix: str, error: ValidationError) -> str:
@@ -69,13 +73,13 @@ def _describe(errors: Iterable[ValidationError], prefix: str) -> list[tuple[str,
     return out
 
 
-def _check(validator: Validator, instance: Any, what: str, prefix: str = "$") -> None:
+def _check(validator: Validator, instance: object, what: str, prefix: str = "$") -> None:
     errors = _describe(validator.iter_errors(instance), prefix)
     if errors:
         raise SchemaViolation(what, errors)
 
 
-def _method_of(message: Any, kind: str) -> str:
+def _method_of(message: object, kind: str) -> str:
     if not isinstance(message, dict):
         raise SchemaViolation(kind, [("$", f"{type(message).__name__} is not an object")])
     method = message.get("method")
@@ -94,16 +98,16 @@ class SchemaSet:
         self._validator = functools.cache(self._validator_of)
         self._stems = functools.cache(self._stems_of)
 
-    def _load(self, name: str) -> dict[str, Any]:
+    def _load(self, name: str) -> JsonObject:
         doc = self._loader(name)
         if not isinstance(doc, dict):
             raise ValueError(f"schema file {name} does not hold a JSON object")
         return doc
 
-    def _branches_of(self, name: str) -> dict[str, dict[str, Any]]:
+    def _branches_of(self, name: str) -> dict[str, JsonObject]:
         """method → its `oneOf` branch, for a file that is a oneOf over methods."""
-        out: dict[str, dict[str, Any]] = {}
-        for branch in self.load(name).get("oneOf", []):
+        out: dict[str, JsonObject] = {}
+        for branch in objs(self.load(name).get("oneOf")):
             method = _branch_method(branch)
             if method is not None:
                 out[method] = branch
@@ -118,7 +122,7 @@ class SchemaSet:
         from jsonschema import Draft7Validator  # type: ignore[import-untyped,unused-ignore]
 
         doc = self.load(name)
-        schema: dict[str, Any] = doc
+        schema: JsonObject = doc
         if method is not None:
             schema = {**self._branches(name)[method],
                       "definitions": doc.get("definitions", {})}
@@ -148,8 +152,8 @@ class SchemaSet:
     def _stems_of(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for method, branch in self._branches(SERVER_REQUEST).items():
-            ref = branch.get("properties", {}).get("params", {}).get("$ref", "")
-            params_name = ref.rsplit("/", 1)[-1]
+            ref = obj(obj(branch.get("properties")).get("params")).get("$ref")
+            params_name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else ""
             if params_name.endswith("Params"):
                 out[method] = params_name[: -len("Params")]
         return out
@@ -161,7 +165,7 @@ class SchemaSet:
 
     # -- validation -------------------------------------------------------------------
 
-    def validate_client_request(self, message: dict[str, Any]) -> None:
+    def validate_client_request(self, message: object) -> None:
         """`{"id", "method", "params"}` we send; raises SchemaViolation."""
         method = _method_of(message, "client request")
         if method not in self._branches(CLIENT_REQUEST):
@@ -169,7 +173,7 @@ class SchemaSet:
                                   [("$.method", f"{method!r} is not a client request method")])
         _check(self._validator(CLIENT_REQUEST, method), message, f"client request {method!r}")
 
-    def validate_client_notification(self, message: dict[str, Any]) -> None:
+    def validate_client_notification(self, message: object) -> None:
         """`{"method", "params"?}` we send (codex knows only `initialized`)."""
         method = _method_of(message, "client notification")
         if method not in self._branches(CLIENT_NOTIFICATION):
@@ -178,7 +182,7 @@ class SchemaSet:
         _check(self._validator(CLIENT_NOTIFICATION, method), message,
                f"client notification {method!r}")
 
-    def validate_server_request_answer(self, method: str, result: Any) -> None:
+    def validate_server_request_answer(self, method: str, result: object) -> None:
         """The `result` we answer a server request `method` with.
 
         A method outside the stable schema (e.g. the experimental `currentTime/read`) has
@@ -192,7 +196,7 @@ class SchemaSet:
         _check(self._validator(f"{stem}Response.json"), result, f"answer to {method!r}",
                "$.result")
 
-    def validate_server_request_params(self, method: str, params: Any) -> None:
+    def validate_server_request_params(self, method: str, params: object) -> None:
         """The params of a server request as codex would send it (for test fixtures and
         fakes: a fake server's requests should be ones the real one could send)."""
         stem = self._stems().get(method)
@@ -202,12 +206,12 @@ class SchemaSet:
         _check(self._validator(f"{stem}Params.json"), params, f"params of {method!r}",
                "$.params")
 
-    def validate_error_answer(self, message: dict[str, Any]) -> None:
+    def validate_error_answer(self, message: object) -> None:
         """`{"id", "error": {"code", "message", "data"?}}` we answer a server request with."""
         _check(self._validator(ERROR_ANSWER), message, "error answer")
 
-    def validate_outgoing(self, message: Any,
-                          answered_method: Callable[[Any], str | None] = lambda _id: None,
+    def validate_outgoing(self, message: object,
+                          answered_method: Callable[[int | str], str | None] = lambda _id: None,
                           ) -> None:
         """Any message the client puts on the wire, classified like an incoming one.
 

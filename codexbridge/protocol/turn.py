@@ -9,11 +9,14 @@ hang the turn, while a dropped delta is recovered from its `item/completed` text
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .envelopes import Notification, RequestId, ServerRequest
 from .generated import methods as m
 from .generated.enums import ThreadItemType
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 BUFFER_LIMIT = 64 * 1024
 # What one turn may keep of its reply (streamed text and final messages): an unbounded
@@ -45,14 +48,14 @@ class Warning(NamedTuple):
 
 class Completed(NamedTuple):
     status: str
-    error: dict[str, Any] | None
-    turn: dict[str, Any]
+    error: JsonObject | None
+    turn: JsonObject
 
 
 TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Completed
 
 
-def _turn_id_of(params: dict[str, Any]) -> str | None:
+def _turn_id_of(params: JsonObject) -> str | None:
     tid = params.get("turnId")
     if isinstance(tid, str):
         return tid
@@ -208,9 +211,9 @@ class TurnTracker:
         if method == m.TURN_COMPLETED:
             turn = params.get("turn")
             turn = turn if isinstance(turn, dict) else {}  # a garbled turn still ends it
+            error = turn.get("error")
             done = Completed(str(turn.get("status", "completed")),
-                             turn.get("error") if isinstance(turn.get("error"), dict) else None,
-                             turn)
+                             error if isinstance(error, dict) else None, turn)
             self.completed = done
             return [done]
         return []
