@@ -238,24 +238,20 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
     """Add TEXT (or `-`) to the turn running in the thread (`turn/steer`): the model
     sees it at once, in the same turn."""
     from ..conversation.envelope import CLAUDE, steer_header
-    from ..protocol.generated import methods as m
     from ..talk.threads import find_target
-    from ..talk.turn import running_turn, user_input
+    from ..talk.turn import steer as steer_turn
 
     message = read_text_arg(text)
 
     async def go() -> tuple[str, str]:
         async with _client(url, selector) as client:
             thread = await find_target(client, selector)
-            turn = await running_turn(client, thread.id)
+            turn = await steer_turn(client, thread.id, f"{steer_header(CLAUDE)}\n\n{message}")
             if turn is None:
                 raise NoRunningTurnError(f"no turn is running in thread {thread.id}: nothing "
                                          "to steer (use `talk say` or `talk send`)",
                                          details={"threadId": thread.id})
-            answer = await client.request(m.TURN_STEER, {
-                "threadId": thread.id, "expectedTurnId": turn,
-                "input": user_input(f"{steer_header(CLAUDE)}\n\n{message}")})
-            return thread.id, str(answer.get("turnId") or turn)
+            return thread.id, turn
 
     thread_id, turn_id = run_async(go)
     if as_json:
@@ -299,8 +295,7 @@ def interrupt(selector: str | None, url: str | None, as_json: bool) -> None:
 def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
     """Name THREAD (an id or its current exact name) NAME (`thread/name/set`); the TUI and
     `--thread NAME` see the new name."""
-    from ..protocol.generated import methods as m
-    from ..talk.threads import find_target
+    from ..talk.threads import find_target, rename
 
     if not new_name.strip():
         raise UsageError("the name is empty")
@@ -308,7 +303,7 @@ def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
     async def go() -> str:
         async with _client(url, thread) as client:
             target = await find_target(client, thread)
-            await client.request(m.THREAD_NAME_SET, {"threadId": target.id, "name": new_name})
+            await rename(client, target.id, new_name)
             return target.id
 
     thread_id = run_async(go)

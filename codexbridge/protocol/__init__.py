@@ -6,8 +6,9 @@
     turn.py        which events belong to one turn (buffered until its id is known)
     threads.py     which thread a person means; what a thread's status says
     schema.py      validating what we send against a loaded schema (SchemaSet)
-    wire.py        tolerant building blocks for the generated models
-    generated/     method constants and what they carry, enums and models from schemas/
+    wire.py        reading results tolerantly: the building blocks of generated/results.py
+    generated/     from schemas/: method constants and what they carry, enums, the
+                   results we read (results.py) and typed calls (calls.py)
 
 Nothing in this package opens a socket, a file or an event loop, or reads the
 environment (tests/unit/test_layout.py checks it): `codexbridge.talk` feeds it frames

@@ -9,118 +9,39 @@ thread"), so they are not used. Names match exactly — never partially, never g
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import AmbiguousThreadError, NoThreadError
 from .generated.enums import ThreadStatusType
+from .generated.results import Thread, ThreadStatus
+from .wire import maybe, status_label, status_object
 
-if TYPE_CHECKING:  # pydantic stays off `talk say`'s start-up path
-    from .generated.models import Thread
+__all__ = ["OPEN_TUI", "ThreadInfo", "in_project", "is_busy", "looks_like_thread_id",
+           "resolve", "status_label", "status_of", "visible"]
+
+# A thread as the code reads it: the generated `Thread` (`thread/read`, `thread/resume`),
+# whose views (`protocol/wire.py` ThreadViews) say who it is for and how it stands.
+ThreadInfo = Thread
 
 _THREAD_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                         r"[0-9a-fA-F]{12}$")
 
 
-def status_of(status: Any) -> tuple[ThreadStatusType | None, tuple[str, ...]]:
-    """`{"type": "active", "activeFlags": [...]}` → (ACTIVE, flags); a bare string is
-    taken as the type; anything unknown (a newer codex's status) → None."""
-    if isinstance(status, str):
-        return ThreadStatusType.parse(status), ()
-    if not isinstance(status, dict):
-        return None, ()
-    flags = status.get("activeFlags")
-    return (ThreadStatusType.parse(status.get("type")),
-            tuple(str(f) for f in flags) if isinstance(flags, list) else ())
+def status_of(status: object) -> ThreadStatus | None:
+    """A thread's status as sent (`{"type": "active", "activeFlags": [...]}`, or a bare
+    type string), read as a Thread's would be; None when it is not one."""
+    return maybe(ThreadStatus.from_wire, status_object(status))
 
 
-def is_busy(status: Any) -> bool:
-    """A turn is running (or waiting on an approval): the thread is `active`."""
-    return status_of(status)[0] is ThreadStatusType.ACTIVE
-
-
-def status_label(kind: str | None, flags: tuple[str, ...] = ()) -> str:
-    """`idle`, `active(waitingOnApproval)`, `unknown`…"""
-    label = kind or "unknown"
-    return label + ("(" + ",".join(flags) + ")" if flags else "")
+def is_busy(status: object) -> bool:
+    """A turn is running (or waiting on an approval): the status as sent (a
+    `thread/status/changed`) is `active`. A read thread says it as `Thread.busy`."""
+    read = status_of(status)
+    return read is not None and read.state is ThreadStatusType.ACTIVE
 
 
 def looks_like_thread_id(selector: str) -> bool:
     """Thread ids are UUIDs; a name shaped like one is vanishingly unlikely."""
     return bool(_THREAD_ID.match(selector))
-
-
-class ThreadInfo(NamedTuple):
-    id: str
-    name: str | None
-    cwd: str | None
-    # The status type as sent — kept even when this codexbridge does not know it, so a
-    # newer codex's status still prints as what it is — and the active flags.
-    status_type: str | None
-    flags: tuple[str, ...]
-    ephemeral: bool
-    thread_source: str | None
-    preview: str
-    updated_at: int | None
-
-    @staticmethod
-    def from_thread(thread: dict[str, Any]) -> ThreadInfo:
-        """From a raw Thread dict — the lean path `talk say` takes (no pydantic).
-
-        Gives the same record as `from_model(Thread.model_validate(thread))`.
-        """
-        raw = thread.get("status")
-        kind = raw.get("type") if isinstance(raw, dict) else raw
-        flags = raw.get("activeFlags") if isinstance(raw, dict) else None
-        updated = thread.get("updatedAt")
-        tid = thread.get("id")
-        return ThreadInfo(
-            id="" if tid is None else str(tid),
-            name=thread.get("name") if isinstance(thread.get("name"), str) else None,
-            cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None,
-            status_type=kind if isinstance(kind, str) and kind else None,
-            # Like the model: a flag that is not a string is dropped, not stringified.
-            flags=(tuple(f for f in flags if isinstance(f, str)) if isinstance(flags, list)
-                   else ()),
-            ephemeral=bool(thread.get("ephemeral", False)),
-            thread_source=(thread.get("threadSource")
-                           if isinstance(thread.get("threadSource"), str) else None),
-            preview=str(thread.get("preview") or ""),
-            updated_at=(updated if isinstance(updated, int) and not isinstance(updated, bool)
-                        else None),
-        )
-
-    @staticmethod
-    def from_model(thread: Thread) -> ThreadInfo:
-        """From a parsed `protocol.generated.models.Thread` (what `talk list` uses)."""
-        status = thread.status
-        return ThreadInfo(id=thread.id, name=thread.name, cwd=thread.cwd,
-                          status_type=status.type if status is not None else None,
-                          flags=tuple(status.active_flags) if status is not None else (),
-                          ephemeral=thread.ephemeral, thread_source=thread.thread_source,
-                          preview=thread.preview, updated_at=thread.updated_at)
-
-    @property
-    def state(self) -> ThreadStatusType | None:
-        return ThreadStatusType.parse(self.status_type)
-
-    @property
-    def status(self) -> str:
-        """As `talk list` prints it: `idle`, `active(waitingOnApproval)`, `unknown`…"""
-        return status_label(self.status_type, self.flags)
-
-    @property
-    def busy(self) -> bool:
-        return self.state is ThreadStatusType.ACTIVE
-
-    @property
-    def is_user_thread(self) -> bool:
-        """A thread a person talks in: not ephemeral, not a title/sub-agent helper."""
-        return not self.ephemeral and self.thread_source in (None, "user")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "cwd": self.cwd, "status": self.status,
-                "ephemeral": self.ephemeral, "threadSource": self.thread_source,
-                "preview": self.preview}
 
 
 def visible(threads: list[ThreadInfo], include_all: bool) -> list[ThreadInfo]:

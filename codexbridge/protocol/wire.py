@@ -1,131 +1,162 @@
-"""Tolerant building blocks for the generated models in `protocol/generated/models.py`.
+"""Reading what codex returns, tolerantly: the building blocks of `generated/results.py`.
 
-The protocol drifts (docs/protocol-notes.md, "Experimental fields" and "Drift"), so the
-models parse forgivingly:
+The protocol drifts (docs/protocol-notes.md, "Experimental fields" and "Drift"), so a
+result reads forgivingly, never failing as a whole:
 
-  * unknown fields are kept (`extra="allow"`), never rejected — experimental fields
-    arrive even when not asked for;
-  * a known field of an unexpected type falls back to its default (None, "", [])
-    rather than failing the whole result: one odd field must not hide a thread;
-  * a list keeps the elements that parse and drops the ones that do not.
+  * unknown fields are ignored — experimental fields arrive even when not asked for —
+    but an item or an error that is shown or stored keeps the object as it arrived
+    (`Kept.raw`, `as_dict()`);
+  * a field of an unexpected type reads as its default (None, "", False, ()): one odd
+    field must not hide a thread;
+  * a list keeps the elements that read and drops the others.
 
-Fields are snake_case in Python and camelCase on the wire (either name is accepted).
-The mixins add the few derived views the code reads (a status label, an item as it
-arrived). Importing pydantic costs tens of milliseconds, so nothing on `talk say`'s
-start-up path imports this module.
+The records are plain classes with `__slots__`, not dataclasses: `talk say` imports
+them, and defining twenty dataclasses costs ~30 ms there (measured) against ~1 ms. The
+mixins add the few derived views the code reads (a status label, who a thread is for).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    StrictInt,
-    StrictStr,
-    TypeAdapter,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-)
-from pydantic.alias_generators import to_camel
+from ..jsontypes import objs
+from .generated.enums import ThreadStatusType
 
-from .threads import status_label
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+    from .generated.results import ThreadStatus
 
 T = TypeVar("T")
 
 
-def or_default(default: Callable[[], Any]) -> WrapValidator:
-    """Validate normally; on a type mismatch use `default()` instead of failing."""
+class Record:
+    """Base of the generated results: read-only, equal when their fields are."""
 
-    def validate(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        try:
-            return handler(value)
-        except ValidationError:
-            return default()
+    __slots__ = ()
 
-    return WrapValidator(validate)
+    def _names(self) -> tuple[str, ...]:
+        names: tuple[str, ...] = type(self).__slots__  # the generated class's fields
+        return names
 
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._names())
 
-def tolerant_items(item_type: Any) -> BeforeValidator:
-    """Keep the list elements that validate as `item_type`; a non-list becomes []."""
-    adapter: TypeAdapter[Any] | None = None
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Record) and type(other) is type(self)
+                and self._values() == other._values())
 
-    def keep(value: Any) -> Any:
-        nonlocal adapter
-        if not isinstance(value, list):
-            return []
-        if adapter is None:
-            adapter = TypeAdapter(item_type)
-        out = []
-        for element in value:
-            try:
-                out.append(adapter.validate_python(element))
-            except ValidationError:
-                continue
-        return out
+    def __hash__(self) -> int:
+        return hash(self._values())
 
-    return BeforeValidator(keep)
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._names())
+        return f"{type(self).__name__}({fields})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
 
 
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+class Kept(Record):
+    """A result that also keeps the object as it arrived."""
+
+    __slots__ = ()
+    raw: JsonObject
+
+    def as_dict(self) -> JsonObject:
+        """As it arrived on the wire (camelCase keys, nothing added)."""
+        return self.raw
 
 
-def _status_object(value: Any) -> Any:
-    # A status is `{"type": ...}`; a bare value is taken as the type, garbage as none.
-    if value is None or isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        return {"type": value}
-    return None
+def maybe(read: Callable[[object], T], value: object) -> T | None:
+    """`read(value)` when `value` is an object, else None."""
+    return read(value) if isinstance(value, dict) else None
 
 
-def _label(value: Any) -> str | None:
+def each(read: Callable[[object], T], value: object) -> tuple[T, ...]:
+    """The objects of a list, read; anything else in it (or a non-list) is dropped."""
+    return tuple(read(v) for v in objs(value))
+
+
+def strs(value: object) -> tuple[str, ...]:
+    """The strings of a list; anything else in it (or a non-list) is dropped."""
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def label(value: object) -> str | None:
+    """A non-empty string, else None."""
     return value if isinstance(value, str) and value else None
 
 
-OptStr = Annotated[StrictStr | None, or_default(lambda: None)]
-OptInt = Annotated[StrictInt | None, or_default(lambda: None)]
-# Ids and other text we always print: whatever arrives becomes a string.
-Text = Annotated[str, BeforeValidator(_text)]
-Flag = Annotated[bool, BeforeValidator(bool)]
-Label = Annotated[str | None, BeforeValidator(_label)]
-Preview = Annotated[str, BeforeValidator(lambda v: str(v or ""))]
-StatusObject = BeforeValidator(_status_object)
+def status_object(value: object) -> object:
+    """A thread status is `{"type": ...}`; a bare string is taken as the type."""
+    return {"type": value} if isinstance(value, str) else value
 
 
-class WireModel(BaseModel):
-    """Base: camelCase aliases, unknown fields kept."""
+def sent(optional: JsonObject) -> JsonObject:
+    """The optional request parameters that were given (None: not sent)."""
+    return {k: v for k, v in optional.items() if v is not None}
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+
+def status_label(kind: str | None, flags: tuple[str, ...] = ()) -> str:
+    """`idle`, `active(waitingOnApproval)`, `unknown`…"""
+    label = kind or "unknown"
+    return label + ("(" + ",".join(flags) + ")" if flags else "")
 
 
 class ThreadStatusViews:
     """`{"type": "idle"|"notLoaded"|"systemError"}`, or `{"type": "active", "activeFlags"}`."""
 
+    __slots__ = ()
     type: str | None
-    active_flags: list[str]
+    active_flags: tuple[str, ...]
+
+    @property
+    def state(self) -> ThreadStatusType | None:
+        """The type, if this codexbridge knows it (a newer codex's status: None)."""
+        return ThreadStatusType.parse(self.type)
 
     @property
     def label(self) -> str:
         """As `talk list` prints it: `idle`, `active(waitingOnApproval)`, `unknown`…"""
-        return status_label(self.type, tuple(self.active_flags))
+        return status_label(self.type, self.active_flags)
 
 
 class ThreadViews:
-    status: Any
+    """What the code asks of a thread (`protocol/threads.py` calls it ThreadInfo)."""
+
+    __slots__ = ()
+    id: str
+    name: str | None
+    cwd: str | None
+    status: ThreadStatus | None
+    ephemeral: bool
+    thread_source: str | None
+    preview: str
+
+    @property
+    def state(self) -> ThreadStatusType | None:
+        return self.status.state if self.status is not None else None
 
     @property
     def status_label(self) -> str:
-        return str(self.status.label) if self.status is not None else "unknown"
+        """As `talk list` prints it: `idle`, `active(waitingOnApproval)`, `unknown`…"""
+        return self.status.label if self.status is not None else "unknown"
 
+    @property
+    def busy(self) -> bool:
+        """A turn is running (or waiting on an approval): the thread is `active`."""
+        return self.state is ThreadStatusType.ACTIVE
 
-class ThreadItemViews:
-    def as_dict(self) -> dict[str, Any]:
-        """The item as it arrived on the wire (camelCase keys, no added defaults)."""
-        assert isinstance(self, BaseModel)
-        return self.model_dump(by_alias=True, exclude_unset=True)
+    @property
+    def is_user_thread(self) -> bool:
+        """A thread a person talks in: not ephemeral, not a title/sub-agent helper."""
+        return not self.ephemeral and self.thread_source in (None, "user")
+
+    def as_dict(self) -> JsonObject:
+        return {"id": self.id, "name": self.name, "cwd": self.cwd,
+                "status": self.status_label, "ephemeral": self.ephemeral,
+                "threadSource": self.thread_source, "preview": self.preview}

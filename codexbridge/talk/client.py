@@ -19,7 +19,7 @@ import json
 import sys
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .. import __version__
 from ..errors import (
@@ -44,7 +44,12 @@ from ..protocol.envelopes import (
     result_response,
 )
 from ..protocol.generated import methods as m
+from ..protocol.generated.calls import Calls
+from ..protocol.generated.results import InitializeResponse
 from . import transport as tp
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
 
 Event = Notification | ServerRequest
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -92,12 +97,13 @@ class Subscription:
 
 
 class Rpc(Protocol):
-    """What the talk service needs of a connection (AppServerClient, or a wrapper)."""
+    """What the talk service needs of a connection (AppServerClient, or a wrapper).
+    `Calls(rpc)` (protocol/generated/calls.py) sends its requests typed."""
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, *,
-                      timeout: float | None = None) -> Any: ...
+    async def request(self, method: str, params: JsonObject | None = None, *,
+                      timeout: float | None = None) -> JsonValue: ...
 
-    async def respond(self, request_id: RequestId, result: Any) -> None: ...
+    async def respond(self, request_id: RequestId, result: JsonValue) -> None: ...
 
     async def respond_error(self, request_id: RequestId, code: int, message: str) -> None: ...
 
@@ -127,10 +133,10 @@ class AppServerClient:
         self.on_invalid = on_invalid or _report_invalid
         self.connector: tp.Connector = connector or tp.connect
         self.experimental = experimental
-        self.server_info: dict[str, Any] = {}
+        self.initialized = InitializeResponse()  # the server's answer to `initialize`
         self._ws: tp.Transport | None = None
         self._ids = itertools.count(1)
-        self._waiters: dict[RequestId, asyncio.Future[Any]] = {}
+        self._waiters: dict[RequestId, asyncio.Future[JsonValue]] = {}
         # A tuple, replaced on (un)subscribe: the reader walks it once per frame, and a
         # flood of deltas should not copy a set for each one.
         self._subscribers: tuple[Subscription, ...] = ()
@@ -157,11 +163,10 @@ class AppServerClient:
             raise refused from None  # the message says it all (doctor shows a cause instead)
         self._reader = asyncio.create_task(self._read_loop(), name="codexbridge-reader")
         try:
-            self.server_info = await self.request(m.INITIALIZE, {
-                "clientInfo": {"name": self.client_name, "title": "Codex Bridge",
-                               "version": __version__},
-                "capabilities": {"experimentalApi": self.experimental},
-            })
+            self.initialized = await Calls(self).initialize(
+                client_info={"name": self.client_name, "title": "Codex Bridge",
+                             "version": __version__},
+                capabilities={"experimentalApi": self.experimental})
             await self.notify(m.INITIALIZED)
         except BaseException:
             # `async with` never reaches __aexit__ when __aenter__ fails: close here, or
@@ -178,6 +183,11 @@ class AppServerClient:
                 await asyncio.wait_for(self._reader, 2.0)
         self._fail_all("client closed")
 
+    @property
+    def server_info(self) -> JsonObject:
+        """The `initialize` answer as it arrived (doctor and the MCP probe print it)."""
+        return self.initialized.raw
+
     def subscribe(self) -> Subscription:
         sub = Subscription(self)
         if self._closed_reason is not None:
@@ -185,14 +195,15 @@ class AppServerClient:
         self._subscribers = (*self._subscribers, sub)
         return sub
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, *,
-                      timeout: float | None = None) -> Any:
-        """Send a request and wait for its result; raises RpcError on an error answer."""
+    async def request(self, method: str, params: JsonObject | None = None, *,
+                      timeout: float | None = None) -> JsonValue:
+        """Send a request and wait for its result; raises RpcError on an error answer.
+        (`Calls(client)` sends the requests codexbridge uses, typed.)"""
         if self._closed_reason is not None:
             raise ConnectionLostError(f"connection to {self.url} is closed "
                                       f"({self._closed_reason})")
         rid = next(self._ids)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[JsonValue] = asyncio.get_running_loop().create_future()
         self._waiters[rid] = fut
         try:
             await self._send(request(rid, method, params))
@@ -205,16 +216,16 @@ class AppServerClient:
         finally:
             self._waiters.pop(rid, None)
 
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+    async def notify(self, method: str, params: JsonObject | None = None) -> None:
         await self._send(notification(method, params))
 
-    async def respond(self, request_id: RequestId, result: Any) -> None:
+    async def respond(self, request_id: RequestId, result: JsonValue) -> None:
         await self._send(result_response(request_id, result))
 
     async def respond_error(self, request_id: RequestId, code: int, message: str) -> None:
         await self._send(error_response(request_id, code, message))
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: JsonObject) -> None:
         if self._ws is None:
             raise ConnectionLostError("not connected")
         try:

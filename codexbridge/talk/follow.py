@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import ConnectionLostError
 from ..protocol import approvals as approval_table
@@ -26,6 +26,9 @@ from ..protocol.turn import (
 )
 from .client import Rpc, Subscription
 
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
 
 class ApprovalRecord:
     """One server request seen during the turn; `outcome` changes as it is answered."""
@@ -39,7 +42,7 @@ class ApprovalRecord:
         self.summary = summary
         self.outcome = outcome
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"requestId": self.request_id, "method": self.method, "summary": self.summary,
                 "outcome": self.outcome.value}
 
@@ -50,12 +53,12 @@ class SayResult(NamedTuple):
     status: TurnOutcome
     reply: str
     approvals: list[ApprovalRecord] = []  # noqa: RUF012 - never mutated
-    error: dict[str, Any] | None = None
+    error: JsonObject | None = None
     dropped_bytes: int = 0
     truncated: bool = False  # the reply was longer than the capture limit (10 MiB)
     reply_bytes: int = 0  # the reply's full size in bytes, before any cut
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"thread_id": self.thread_id, "turn_id": self.turn_id,
                 "status": self.status.value, "reply": self.reply,
                 "approvals": [a.as_dict() for a in self.approvals],

@@ -6,58 +6,58 @@ TUI threads are paginated and full hydration is deprecated (docs/protocol-notes.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import NoRolloutError, NoThreadError
-from ..protocol.generated import methods as m
+from ..jsontypes import objs
+from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import ThreadItemType
 from .client import Rpc
 from .threads import paged
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 
 class TurnRecord(NamedTuple):
     id: str
     status: str
     started_at: int | None
-    items: list[dict[str, Any]]
+    items: list[JsonObject]  # as codex sent them
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"id": self.id, "status": self.status, "startedAt": self.started_at,
-                "items": self.items}
+                "items": [*self.items]}
 
 
 async def read_history(rpc: Rpc, thread_id: str, *,
                        page_size: int = 50) -> list[TurnRecord]:
     """The whole thread, oldest first, paged through thread/turns/list and
     thread/items/list (TUI threads are paginated; full hydration is deprecated)."""
-    from ..protocol.generated.models import (  # lazy: pydantic
-        ThreadItemsListResponse,
-        ThreadTurnsListResponse,
-    )
-
+    calls = Calls(rpc)
     try:
-        turns = await paged(rpc, m.THREAD_TURNS_LIST,
-                             {"threadId": thread_id, "limit": page_size,
-                              "sortDirection": "asc", "itemsView": "notLoaded"})
+        turns = await paged(lambda cursor: calls.thread_turns_list(
+            thread_id=thread_id, limit=page_size, sort_direction="asc",
+            items_view="notLoaded", cursor=cursor))
     except NoRolloutError:
         raise NoThreadError(f"thread {thread_id} has no history yet",
                             details={"thread_id": thread_id}) from None
-    items = await paged(rpc, m.THREAD_ITEMS_LIST,
-                         {"threadId": thread_id, "limit": page_size, "sortDirection": "asc"})
-    # The pages' `data` arrays, concatenated, parse as one result each.
-    by_turn: dict[str, list[dict[str, Any]]] = {}
-    for entry in ThreadItemsListResponse.model_validate({"data": items}).data:
-        by_turn.setdefault(str(entry.turn_id), []).append(entry.item.as_dict())
+    items = await paged(lambda cursor: calls.thread_items_list(
+        thread_id=thread_id, limit=page_size, sort_direction="asc", cursor=cursor))
+    by_turn: dict[str, list[JsonObject]] = {}
+    for entry in items:
+        if entry.item is not None:
+            by_turn.setdefault(str(entry.turn_id), []).append(entry.item.as_dict())
     return [TurnRecord(t.id, t.status or "unknown", t.started_at, by_turn.get(t.id, []))
-            for t in ThreadTurnsListResponse.model_validate({"data": turns}).data]
+            for t in turns]
 
 
-def render_item(item: dict[str, Any]) -> str | None:
+def render_item(item: JsonObject) -> str | None:
     """One transcript line for an item, or None for items a reader does not need."""
     kind = ThreadItemType.parse(item.get("type"))
     if kind is ThreadItemType.USER_MESSAGE:
-        parts = [c.get("text", "") for c in item.get("content") or []
-                 if isinstance(c, dict) and c.get("type") == "text"]
+        parts = [str(c.get("text", "")) for c in objs(item.get("content"))
+                 if c.get("type") == "text"]
         return "› " + "\n  ".join("".join(parts).splitlines() or [""])
     if kind is ThreadItemType.AGENT_MESSAGE:
         return "• " + "\n  ".join(str(item.get("text", "")).splitlines() or [""])

@@ -24,6 +24,7 @@ from ..errors import (
     TurnInterruptedError,
     TurnTimeoutError,
 )
+from ..jsontypes import opt_str
 from ..protocol.enums import TurnOutcome
 from .follow import SayResult
 
@@ -32,7 +33,7 @@ def turn_error(result: SayResult, *, timeout: float, read_with: str) -> BridgeEr
     """The error `result` ends with; None when its turn completed."""
     if result.status is TurnOutcome.COMPLETED:
         return None
-    said = (result.error or {}).get("message") if isinstance(result.error, dict) else None
+    said = (result.error or {}).get("message")
     detail = f": {said}" if said else ""
     turn = f"turn {result.turn_id}" if result.turn_id else "the turn"
     if result.status is TurnOutcome.BUSY:
@@ -50,7 +51,7 @@ def turn_error(result: SayResult, *, timeout: float, read_with: str) -> BridgeEr
             f"{read_with}", **kw)
     if result.status is TurnOutcome.INTERRUPTED:
         return TurnInterruptedError(f"{turn} was interrupted{detail}", **kw)
-    return TurnFailedError(f"{turn} failed{detail}{_login_hint(said)}", **kw)
+    return TurnFailedError(f"{turn} failed{detail}{_login_hint(opt_str(said))}", **kw)
 
 
 def _login_hint(said: str | None) -> str:

@@ -10,12 +10,19 @@ what Codex answered — only text of that turn counts.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..errors import RpcError
-from ..protocol.generated import methods as m
+from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import ThreadItemType, TurnStatus
 from .client import Rpc
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+    from .threads import Page
+
+T = TypeVar("T")
 
 PAGE = 100
 MAX_PAGES = 50
@@ -26,19 +33,17 @@ class Found(NamedTuple):
     turn_id: str
     status: str  # the turn's status: inProgress | completed | failed | interrupted
     reply: str  # the turn's last agentMessage ("" if none yet)
-    error: dict[str, Any] | None
+    error: JsonObject | None  # the turn's error as codex sent it
 
 
-async def _pages(rpc: Rpc, method: str, params: dict[str, Any], *,
-                 newest_first: bool = True) -> Any:
-    cursor: Any = None
-    order = {"sortDirection": "desc"} if newest_first else {}
+async def _pages(fetch: Callable[[str | None], Awaitable[Page[T]]]) -> AsyncIterator[T]:
+    """The entries of a paged method, page by page (`fetch(cursor)` reads one)."""
+    cursor: str | None = None
     for _ in range(MAX_PAGES):
-        page = await rpc.request(method, {**params, "limit": PAGE, **order,
-                                          **({"cursor": cursor} if cursor else {})})
-        for entry in page.get("data") or []:
+        page = await fetch(cursor)
+        for entry in page.data:
             yield entry
-        cursor = page.get("nextCursor")
+        cursor = page.next_cursor
         if not cursor:
             return
 
@@ -46,13 +51,14 @@ async def _pages(rpc: Rpc, method: str, params: dict[str, Any], *,
 async def turn_of(rpc: Rpc, thread_id: str, client_id: str) -> str | None:
     """The turn whose userMessage was sent with `client_id`, newest first; None if the
     thread has no such message (it never ran, or not yet)."""
+    calls = Calls(rpc)
     try:
-        async for entry in _pages(rpc, m.THREAD_ITEMS_LIST, {"threadId": thread_id}):
-            item = entry.get("item") if isinstance(entry, dict) else None
-            if (isinstance(item, dict) and item.get("type") == ThreadItemType.USER_MESSAGE
-                    and item.get("clientId") == client_id):
-                turn = entry.get("turnId")
-                return str(turn) if turn else None
+        async for entry in _pages(lambda cursor: calls.thread_items_list(
+                thread_id=thread_id, limit=PAGE, sort_direction="desc", cursor=cursor)):
+            item = entry.item
+            if (item is not None and item.type == ThreadItemType.USER_MESSAGE
+                    and item.raw.get("clientId") == client_id):
+                return entry.turn_id or None
     except RpcError as exc:
         # Measured: a thread without a rollout (no turn yet) answers "not supported
         # yet" — it holds no message at all. Any other error is not an answer.
@@ -72,12 +78,14 @@ async def locate(rpc: Rpc, thread_id: str, client_id: str) -> Found | None:
 
 async def turn_status(rpc: Rpc, thread_id: str, turn_id: str) -> Found:
     """How turn `turn_id` stands: its status (inProgress if not listed yet) and reply."""
+    calls = Calls(rpc)
     status, error = TurnStatus.IN_PROGRESS.value, None
-    async for turn in _pages(rpc, m.THREAD_TURNS_LIST, {"threadId": thread_id,
-                                                       "itemsView": "notLoaded"}):
-        if isinstance(turn, dict) and turn.get("id") == turn_id:
-            status = str(turn.get("status") or status)
-            error = turn.get("error") if isinstance(turn.get("error"), dict) else None
+    async for turn in _pages(lambda cursor: calls.thread_turns_list(
+            thread_id=thread_id, limit=PAGE, sort_direction="desc", items_view="notLoaded",
+            cursor=cursor)):
+        if turn.id == turn_id:
+            status = turn.status or status
+            error = turn.error.as_dict() if turn.error is not None else None
             break
     reply = await _last_agent_message(rpc, thread_id, turn_id)
     # A turn listed completed a moment before its final message is (codex 0.169.0, seen
@@ -96,23 +104,24 @@ SETTLE_POLL = 0.2
 
 
 async def _last_agent_message(rpc: Rpc, thread_id: str, turn_id: str) -> str:
-    page = await rpc.request(m.THREAD_ITEMS_LIST, {"threadId": thread_id, "turnId": turn_id,
-                                                   "sortDirection": "desc", "limit": PAGE})
-    for entry in page.get("data") or []:
-        item = entry.get("item") if isinstance(entry, dict) else None
-        if isinstance(item, dict) and item.get("type") == ThreadItemType.AGENT_MESSAGE:
-            return str(item.get("text") or "")
+    page = await Calls(rpc).thread_items_list(thread_id=thread_id, turn_id=turn_id,
+                                              sort_direction="desc", limit=PAGE)
+    for entry in page.data:
+        item = entry.item
+        if item is not None and item.type == ThreadItemType.AGENT_MESSAGE:
+            said = item.raw.get("text")
+            return str(said or "")
     return ""
 
 
 async def still_queued(rpc: Rpc, thread_id: str, submission_id: str | None,
                        client_id: str) -> bool:
     """Is the message still waiting in codex's queue for the thread?"""
+    calls = Calls(rpc)
     try:
-        async for entry in _pages(rpc, m.THREAD_QUEUE_LIST, {"threadId": thread_id},
-                                  newest_first=False):
-            if isinstance(entry, dict) and (entry.get("id") == submission_id
-                                            or entry.get("clientUserMessageId") == client_id):
+        async for entry in _pages(lambda cursor: calls.thread_queue_list(
+                thread_id=thread_id, limit=PAGE, cursor=cursor)):
+            if entry.id == submission_id or entry.client_user_message_id == client_id:
                 return True
     except RpcError:
         return False

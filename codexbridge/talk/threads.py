@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..errors import (
     BridgeError,
@@ -26,37 +26,56 @@ from ..errors import (
 from ..host.daemon import open_tui
 from ..protocol.envelopes import Notification
 from ..protocol.generated import methods as m
+from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import ThreadStatusType
+from ..protocol.generated.results import ThreadReadResponse, ThreadResumeResponse
 from ..protocol.threads import ThreadInfo, is_busy, looks_like_thread_id, resolve, visible
 from .client import AppServerClient, Rpc
 
 if TYPE_CHECKING:
     from .endpoint import Holding, Server
 
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
 NO_ROLLOUT_HINT = ("the thread has no rollout yet: send one message in the Codex TUI first "
                    "(a thread can be joined once its first turn has started)")
 
 
-async def paged(rpc: Rpc, method: str, params: dict[str, Any],
-                max_pages: int = 1000) -> list[Any]:
-    """Every `data` entry of a cursor-paginated method."""
-    out: list[Any] = []
-    cursor: Any = None
+class Page(Protocol[T_co]):
+    """A page of a cursor-paginated result (thread/loaded/list, thread/turns/list, …)."""
+
+    @property
+    def data(self) -> tuple[T_co, ...]: ...
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+async def paged(fetch: Callable[[str | None], Awaitable[Page[T]]],
+                max_pages: int = 1000) -> list[T]:
+    """Every `data` entry of a cursor-paginated method: `fetch(cursor)` reads one page
+    (cursor None: the first)."""
+    out: list[T] = []
+    cursor: str | None = None
     for _ in range(max_pages):
-        page = await rpc.request(method, {**params, **({"cursor": cursor} if cursor else {})})
-        out.extend(page.get("data") or [])
-        cursor = page.get("nextCursor")
+        page = await fetch(cursor)
+        out.extend(page.data)
+        cursor = page.next_cursor
         if not cursor:
             break
     return out
 
 
-async def _read_loaded(rpc: Rpc) -> list[Any]:
-    """`thread/read` of every loaded thread; a failed read is an exception in the list."""
-    ids = await paged(rpc, m.THREAD_LOADED_LIST, {})
-    return await asyncio.gather(*(rpc.request(m.THREAD_READ, {"threadId": tid})
-                                  for tid in ids if isinstance(tid, str)),
-                                return_exceptions=True)
+async def _read_loaded(rpc: Rpc) -> list[ThreadInfo]:
+    """Every loaded thread that `thread/read` gives (one that fails to read is left out:
+    it was unloaded meanwhile, or the answer held no thread)."""
+    calls = Calls(rpc)
+    ids = await paged(lambda cursor: calls.thread_loaded_list(cursor=cursor))
+    reads = await asyncio.gather(*(calls.thread_read(thread_id=tid) for tid in ids),
+                                 return_exceptions=True)
+    return [r.thread for r in reads
+            if isinstance(r, ThreadReadResponse) and r.thread is not None]
 
 
 def _newest_first(threads: list[ThreadInfo]) -> list[ThreadInfo]:
@@ -65,28 +84,12 @@ def _newest_first(threads: list[ThreadInfo]) -> list[ThreadInfo]:
 
 async def list_threads(rpc: Rpc, *, include_all: bool = False) -> list[ThreadInfo]:
     """Threads loaded in the app-server (works before any turn exists)."""
-    # Parsed through the generated models; imported here so `talk say` never pays for them.
-    from pydantic import ValidationError
-
-    from ..protocol.generated.models import ThreadReadResponse
-
-    threads: list[ThreadInfo] = []
-    for read in await _read_loaded(rpc):
-        if not isinstance(read, dict):
-            continue
-        try:
-            threads.append(ThreadInfo.from_model(ThreadReadResponse.model_validate(read).thread))
-        except ValidationError:
-            continue  # no thread object: nothing to list
-    return visible(_newest_first(threads), include_all)
+    return visible(await loaded(rpc), include_all)
 
 
 async def loaded(rpc: Rpc) -> list[ThreadInfo]:
-    """Every loaded thread, newest first. Dict-based on purpose: this is `talk say`'s
-    path, where pydantic's import would cost more than the whole request.
-    ThreadInfo.from_thread matches the models' parse."""
-    return _newest_first([ThreadInfo.from_thread(r["thread"]) for r in await _read_loaded(rpc)
-                          if isinstance(r, dict) and isinstance(r.get("thread"), dict)])
+    """Every loaded thread, newest first."""
+    return _newest_first(await _read_loaded(rpc))
 
 
 async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) -> ThreadInfo:
@@ -96,15 +99,13 @@ async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) ->
         # An explicit id needs no listing: one thread/read confirms it exists, which
         # saves a request per loaded thread on every `say --thread ID`.
         try:
-            read = await rpc.request(m.THREAD_READ, {"threadId": selector})
+            info = (await Calls(rpc).thread_read(thread_id=selector)).thread
         except RpcError:
-            pass  # not loaded (or not an id after all): fall back to the full resolution
-        else:
-            if isinstance(read, dict) and isinstance(read.get("thread"), dict):
-                info = ThreadInfo.from_thread(read["thread"])
-                if info.state is ThreadStatusType.NOT_LOADED:  # read from disk: held
-                    await refuse_if_held_elsewhere(rpc, selector)  # by another server?
-                return info
+            info = None  # not loaded (or not an id after all): the full resolution
+        if info is not None:
+            if info.state is ThreadStatusType.NOT_LOADED:  # read from disk: held
+                await refuse_if_held_elsewhere(rpc, selector)  # by another server?
+            return info
     url = getattr(rpc, "url", None)
     try:
         return resolve(await loaded(rpc), selector, cwd,
@@ -133,12 +134,11 @@ async def _ask(server: Server, timeout: float) -> Holding:
         await client.close()
         return Holding(server, False, None, ())
     try:
-        home = client.server_info.get("codexHome")
         try:
             threads = tuple(await asyncio.wait_for(loaded(client), timeout))
         except (TimeoutError, BridgeError):
             threads = ()
-        return Holding(server, True, home if isinstance(home, str) else None, threads)
+        return Holding(server, True, client.initialized.codex_home, threads)
     finally:
         await client.close()
 
@@ -212,11 +212,10 @@ async def find_joinable(rpc: Rpc, selector: str | None, cwd: str | None = None, 
                         break
 
 
-async def join(rpc: Rpc, thread_id: str) -> dict[str, Any]:
+async def join(rpc: Rpc, thread_id: str) -> ThreadResumeResponse:
     """Subscribe this connection to the thread (`thread/resume`, history excluded)."""
     try:
-        result: dict[str, Any] = await rpc.request(
-            m.THREAD_RESUME, {"threadId": thread_id, "excludeTurns": True})
+        result = await Calls(rpc).thread_resume(thread_id=thread_id, exclude_turns=True)
     except NoRolloutError as exc:
         raise NoRolloutError(exc.rpc_code, f"{NO_ROLLOUT_HINT} [{exc.message}]",
                              exc.data) from None
@@ -234,6 +233,11 @@ async def join(rpc: Rpc, thread_id: str) -> dict[str, Any]:
     return result
 
 
+async def rename(rpc: Rpc, thread_id: str, name: str) -> None:
+    """Name the thread (`thread/name/set`); the TUI and `--thread NAME` see it."""
+    await Calls(rpc).thread_name_set(thread_id=thread_id, name=name)
+
+
 async def wait_idle(rpc: Rpc, thread_id: str, timeout: float | None) -> bool:
     """True once the thread runs no turn; False if `timeout` seconds pass first.
 
@@ -242,9 +246,8 @@ async def wait_idle(rpc: Rpc, thread_id: str, timeout: float | None) -> bool:
     read and the wait is not missed.
     """
     with rpc.subscribe() as sub:
-        read = await rpc.request(m.THREAD_READ, {"threadId": thread_id})
-        thread = read.get("thread") if isinstance(read, dict) else None
-        if not is_busy((thread or {}).get("status")):
+        thread = (await Calls(rpc).thread_read(thread_id=thread_id)).thread
+        if thread is None or not thread.busy:
             return True
 
         async def until_idle() -> None:

@@ -16,22 +16,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal, NoReturn
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
 from ..errors import BridgeError, ConnectionLostError, OutputClosedError, RpcError, internal
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
-from ..protocol.generated import methods as m
+from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import TurnStatus
-from ..protocol.threads import is_busy
 from ..protocol.turn import CAPTURE_LIMIT
 from .client import Rpc
 from .follow import ApprovalRecord, SayResult, TurnFollower
 from .threads import join, wait_idle
 
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
+T = TypeVar("T")
+
 __all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayProgress", "SayResult", "follow",
-           "follow_queued", "interrupt", "queue_message", "running_turn", "say"]
+           "follow_queued", "interrupt", "queue_message", "running_turn", "say", "steer"]
 
 DEFAULT_TURN_TIMEOUT = 900.0
 INTERRUPT_GRACE = 5.0  # measured: an interrupted turn completes in ~0.05 s
@@ -64,20 +68,28 @@ class SayProgress:
             self.on_change(what, self)
 
 
-def user_input(text: str) -> list[dict[str, Any]]:
+def user_input(text: str) -> list[JsonObject]:
     return [{"type": "text", "text": text, "text_elements": []}]
 
 
 async def running_turn(rpc: Rpc, thread_id: str) -> str | None:
     """The id of the turn in progress on the thread, if any (newest turn first)."""
-    page = await rpc.request(m.THREAD_TURNS_LIST, {"threadId": thread_id, "limit": 1,
-                                                   "sortDirection": "desc",
-                                                   "itemsView": "notLoaded"})
-    data = page.get("data") if isinstance(page, dict) else None
-    turn = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
-    if turn.get("status") == TurnStatus.IN_PROGRESS:
-        return str(turn.get("id"))
+    page = await Calls(rpc).thread_turns_list(thread_id=thread_id, limit=1,
+                                              sort_direction="desc", items_view="notLoaded")
+    if page.data and page.data[0].status == TurnStatus.IN_PROGRESS:
+        return page.data[0].id
     return None
+
+
+async def steer(rpc: Rpc, thread_id: str, text: str) -> str | None:
+    """Add `text` to the turn running in the thread (`turn/steer`): the model sees it at
+    once, in the same turn. Returns that turn's id; None when no turn runs."""
+    running = await running_turn(rpc, thread_id)
+    if running is None:
+        return None
+    answer = await Calls(rpc).turn_steer(thread_id=thread_id, expected_turn_id=running,
+                                         input=user_input(text))
+    return answer.turn_id or running
 
 
 async def interrupt(rpc: Rpc, thread_id: str, turn_id: str | None = None) -> str | None:
@@ -85,7 +97,7 @@ async def interrupt(rpc: Rpc, thread_id: str, turn_id: str | None = None) -> str
     turn_id = turn_id or await running_turn(rpc, thread_id)
     if turn_id is None:
         return None
-    await rpc.request(m.TURN_INTERRUPT, {"threadId": thread_id, "turnId": turn_id})
+    await Calls(rpc).turn_interrupt(thread_id=thread_id, turn_id=turn_id)
     return turn_id
 
 
@@ -122,17 +134,16 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
         return max(0.0, deadline - loop.time())
 
     async with _pumping(rpc, run, "codexbridge-turn-pump"):
-        joined = await join(rpc, thread_id) if join_first else {}
-        thread = joined.get("thread") if isinstance(joined, dict) else None
-        busy = isinstance(thread, dict) and is_busy(thread.get("status"))
+        thread = (await join(rpc, thread_id)).thread if join_first else None
+        busy = thread is not None and thread.busy
         wait = left() if busy_timeout is None else min(left(), busy_timeout)
         if steer and busy and (running := await running_turn(rpc, thread_id)):
             run.feeding = True
             progress.turn_start_sent = True
-            answer = await rpc.request(m.TURN_STEER, {
-                "threadId": thread_id, "expectedTurnId": running, "input": user_input(text),
-                "clientUserMessageId": progress.client_id})
-            await run.bind(str(answer.get("turnId") or running))
+            answer = await Calls(rpc).turn_steer(
+                thread_id=thread_id, expected_turn_id=running, input=user_input(text),
+                client_user_message_id=progress.client_id)
+            await run.bind(answer.turn_id or running)
         elif turn_cwd:
             if busy:
                 run._say("a turn is running on this thread; waiting for it to finish")
@@ -140,10 +151,10 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
                     return _busy(thread_id, wait)
             run.feeding = True
             progress.turn_start_sent = True
-            started = await _refusable(progress, rpc.request(m.TURN_START, {
-                "threadId": thread_id, "input": user_input(text), "cwd": turn_cwd,
-                "clientUserMessageId": progress.client_id}))
-            await run.bind(str((started.get("turn") or {}).get("id", "")))
+            started = await _refusable(progress, Calls(rpc).turn_start(
+                thread_id=thread_id, input=user_input(text), cwd=turn_cwd,
+                client_user_message_id=progress.client_id))
+            await run.bind(started.turn.id if started.turn is not None else "")
         else:
             if busy:
                 run._say("a turn is running on this thread; queued in codex, waiting for it "
@@ -281,12 +292,11 @@ NOWHERE_LOOKS = 3  # one a second (QUEUE_CHECK): a message is gone only if it st
 async def queue_message(rpc: Rpc, thread_id: str, text: str, progress: SayProgress) -> None:
     """`thread/queue/add` with our client id; notes the submission on `progress`."""
     progress.turn_start_sent = True
-    queued = await _refusable(progress, rpc.request(m.THREAD_QUEUE_ADD, {
-        "threadId": thread_id, "clientUserMessageId": progress.client_id,
-        "input": user_input(text)}))
-    submission = queued.get("queuedSubmission") if isinstance(queued, dict) else None
-    progress.submission_id = (str(submission.get("id")) if isinstance(submission, dict)
-                              else None)
+    queued = await _refusable(progress, Calls(rpc).thread_queue_add(
+        thread_id=thread_id, client_user_message_id=progress.client_id,
+        input=user_input(text)))
+    submission = queued.queued_submission
+    progress.submission_id = submission.id if submission is not None else None
     progress.changed("queued")
 
 
@@ -347,7 +357,7 @@ def _pump_error(cause: BaseException) -> BridgeError:
         details={"type": type(cause).__name__})
 
 
-async def _refusable(progress: SayProgress, call: Any) -> Any:
+async def _refusable(progress: SayProgress, call: Awaitable[T]) -> T:
     """An error *answer* is a refusal: no turn will run. Only silence (a timeout, a lost
     connection) leaves the message's fate unknown."""
     try:
@@ -398,25 +408,24 @@ async def _await_our_turn(rpc: Rpc, run: TurnFollower, thread_id: str,
 
 
 async def _start_if_first(rpc: Rpc, thread_id: str, progress: SayProgress) -> None:
-    read = await rpc.request(m.THREAD_READ, {"threadId": thread_id})
-    if is_busy((read.get("thread") or {}).get("status") if isinstance(read, dict) else None):
+    calls = Calls(rpc)
+    thread = (await calls.thread_read(thread_id=thread_id)).thread
+    if thread is not None and thread.busy:
         return
-    listed = await rpc.request(m.THREAD_QUEUE_LIST, {"threadId": thread_id, "limit": 1})
-    head = (listed.get("data") or [None])[0] if isinstance(listed, dict) else None
-    if isinstance(head, dict) and head.get("id") == progress.submission_id:
+    listed = await calls.thread_queue_list(thread_id=thread_id, limit=1)
+    if listed.data and listed.data[0].id == progress.submission_id:
         # Refused when it started meanwhile ("not found", "active or pending turn"): fine.
         with contextlib.suppress(RpcError):
-            await rpc.request(m.THREAD_QUEUE_START, {
-                "threadId": thread_id, "queuedSubmissionId": progress.submission_id})
+            await calls.thread_queue_start(thread_id=thread_id,
+                                           queued_submission_id=progress.submission_id)
 
 
 async def _unqueue(rpc: Rpc, thread_id: str, progress: SayProgress) -> bool:
     """Take our submission back out of codex's queue; True if it never ran."""
     if progress.submission_id is None:
         return False
-    answer = await rpc.request(m.THREAD_QUEUE_DELETE, {
-        "threadId": thread_id, "queuedSubmissionId": progress.submission_id})
-    deleted = isinstance(answer, dict) and answer.get("deleted") is True
+    deleted = (await Calls(rpc).thread_queue_delete(
+        thread_id=thread_id, queued_submission_id=progress.submission_id)).deleted
     if deleted:
         progress.turn_start_sent = False
     return deleted

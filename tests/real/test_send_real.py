@@ -225,7 +225,7 @@ async def test_a_message_codex_never_got_is_sent_once_one_it_lost_is_orphaned(
         url_env: dict[str, str]) -> None:
     async with experimental_peer(app_server.url) as peer:
         human = await start_user_thread(peer, workdir, "first")
-        thread = ThreadInfo.from_thread(
+        thread = ThreadInfo.from_wire(
             (await peer.request("thread/read", {"threadId": human.thread_id}))["thread"])
         # a courier that died before it handed the message over: the record, a dead pid
         dead = subprocess.Popen([sys.executable, "-c", "pass"])

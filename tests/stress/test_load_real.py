@@ -121,7 +121,7 @@ async def test_memory_stays_bounded_under_a_reply_over_the_caps(
     env = {**os.environ, "CODEX_BRIDGE_URL": app_server.url}
     async with RawClient(app_server.url) as peer:
         user = await start_user_thread(peer, workdir, "first")
-        thread = ThreadInfo.from_thread(
+        thread = ThreadInfo.from_wire(
             (await peer.request("thread/read", {"threadId": user.thread_id}))["thread"])
     say = [sys.executable, "-m", "codexbridge", "talk", "say", "-q"]
     code, small = await asyncio.to_thread(_rss_of_run, [*say, "a small turn"], env)

@@ -21,6 +21,7 @@ from codexbridge.protocol import enums as hand_enums
 from codexbridge.protocol.approvals import TABLE
 from codexbridge.protocol.generated import enums as gen_enums
 from codexbridge.protocol.generated import methods as m
+from codexbridge.protocol.generated.calls import Calls
 
 ROOT = Path(__file__).resolve().parents[2]
 # The code that reads and sends protocol messages: not the generated files, and not the
@@ -31,10 +32,12 @@ SOURCE = "\n".join(
 
 
 def _mentioned(name: str) -> bool:
-    """As a string literal, or as the attribute of a generated pydantic model."""
+    """As a string literal, as the attribute of a generated result, or as the keyword of
+    a typed call (protocol/generated/calls.py)."""
     snake = re.sub(r"(?<!^)([A-Z])", lambda g: "_" + g.group(1).lower(), name)
     return bool(re.search(rf"""["']{re.escape(name)}["']""", SOURCE)
-                or re.search(rf"\.{re.escape(snake)}\b", SOURCE))
+                or re.search(rf"\.{re.escape(snake)}\b", SOURCE)
+                or re.search(rf"\b{re.escape(snake)}=", SOURCE))
 
 
 def _enum_member_used(value: str) -> bool:
@@ -90,8 +93,13 @@ def test_every_value_named_is_in_the_code_and_in_the_schema() -> None:
 
 
 def _referenced_methods() -> set[str]:
+    """Named by a method constant (`m.THREAD_READ`), or sent as a typed call
+    (`Calls(rpc).thread_read(...)`)."""
     names = set(re.findall(r"\bm\.([A-Z][A-Z0-9_]+)\b", SOURCE))
-    return {getattr(m, n) for n in names if isinstance(getattr(m, n, None), str)}
+    called = set(re.findall(r"\.([a-z_]+)\(", SOURCE))
+    typed = {method for method in vars(m).values() if isinstance(method, str)
+             and method.replace("/", "_") in called and hasattr(Calls, method.replace("/", "_"))}
+    return {getattr(m, n) for n in names if isinstance(getattr(m, n, None), str)} | typed
 
 
 def test_the_methods_are_the_ones_the_code_uses() -> None:

@@ -103,7 +103,7 @@ def test_resolve_with_a_live_serve_too_asks_both_and_notes_it_once(
 
 
 def _info(tid: str, name: str | None = None, user: bool = True) -> ThreadInfo:
-    return ThreadInfo.from_thread({"id": tid, "name": name, "ephemeral": not user,
+    return ThreadInfo.from_wire({"id": tid, "name": name, "ephemeral": not user,
                                    "threadSource": "user" if user else "thread_title",
                                    "status": {"type": "idle"}})
 

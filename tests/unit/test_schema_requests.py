@@ -298,9 +298,14 @@ def test_server_request_map_comes_from_the_schema() -> None:
 
 
 def test_schema_costs_nothing_until_used() -> None:
+    # `talk say` and the courier send typed calls and read typed results (generated
+    # calls.py / results.py), and neither jsonschema nor pydantic comes with them.
     code = ("import sys, codexbridge.protocol.schema, codexbridge.talk.turn,"
-            " codexbridge.cli.talk_cmd; print(sorted(m for m in ('jsonschema', 'pydantic',"
-            " 'codexbridge.protocol.generated.models') if m in sys.modules))")
+            " codexbridge.cli.talk_cmd;"
+            " print(sorted(m for m in ('jsonschema', 'pydantic',"
+            " 'codexbridge.protocol.generated.calls', 'codexbridge.protocol.generated.results')"
+            " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO_ROOT, timeout=30).stdout
-    assert out.strip() == "[]"
+    assert out.strip() == str(["codexbridge.protocol.generated.calls",
+                               "codexbridge.protocol.generated.results"])
