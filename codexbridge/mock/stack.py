@@ -77,14 +77,14 @@ class OfflineStack:
         thread with one completed turn. Returns (thread id, Codex's reply)."""
         from ..errors import BridgeError
         from ..protocol.enums import TurnOutcome
-        from ..protocol.generated import methods as m
+        from ..protocol.generated.calls import Calls
         from ..talk.client import AppServerClient
         from ..talk.turn import say
 
         async with AppServerClient(self.url, client_name="offline-human") as human:
-            started = await human.request(m.THREAD_START, {"cwd": str(self.workdir),
-                                                           "threadSource": "user"})
-            thread_id = str(started["thread"]["id"])
+            started = await Calls(human).thread_start(cwd=str(self.workdir),
+                                                      thread_source="user")
+            thread_id = started.thread.id if started.thread is not None else ""
             result = await say(human, thread_id, text, join_first=False, timeout=timeout)
         if result.status is not TurnOutcome.COMPLETED:
             raise BridgeError(f"the first turn ended {result.status}: {result.error}")
