@@ -1,13 +1,26 @@
 """`codexbridge doctor`: what is set up, what is running, and what will get in the way.
 
-    parse.py     reading versions, `--help`, config.toml / hooks.json, settings.json (pure)
-    rows.py      facts (plain dicts) → check rows: OK / WARN / FAIL / INFO (pure)
-    rows_daemon.py  codex's own daemon, which server is used, the TUI attach line, the
-                 Claude Code plugin (pure)
-    report.py    the row type, the verdict (any FAIL → exit 1) and the text layout (pure)
-    gather.py    the I/O: run the binaries, read the files, ask the app-server
-    diagnose.py  every check in order; a check that raises becomes a WARN row
+Each file below holds one side's facts (frozen dataclasses), how they are gathered (the
+I/O: run a binary, read a file, ask the app-server) and the rows that judge them:
+
+    binaries.py     codex, Claude Code, tmux: found where, which version, `--listen`
+                    schemes; whether Codex's own shell finds `codexbridge`
+    codex_side.py   the app-server in force (serve's bridge.json, codex's own daemon, which
+                    one talk uses, the TUI attach line), its threads, the approval
+                    diverters in each CODEX_HOME, the protocol check, `--deep`
+    claude_side.py  whether this Claude Code still offers what codexbridge relies on, the
+                    project's hooks and settings, the plugin, mailboxes, the block chain
+    records.py      the conversation's records: the state home, deliveries in flight,
+                    handoff's parser canaries
+    parse.py        reading versions, `--help`, config.toml / hooks.json, settings.json (pure)
+    compat.py       the protocol judge: our surface against the installed codex's, and
+                    our approval answers against its schema (pure but for reading a bundle)
+    surface.py      cutting the surface codexbridge uses out of a codex schema bundle (pure)
+    uses.py         what codexbridge uses of the protocol: the tables the judge reads
+    report.py       the row type and its Status, the verdict (any FAIL → exit 1), the text
+    diagnose.py     every check in order; a check that raises becomes a WARN row
 
 The doctor only reads. It never changes a setting, and it never prints a hook command or
-a config value it was not asked to look at (those may hold secrets).
+a config value it was not asked to look at (those may hold secrets). Nothing here prints:
+the CLI (cli/doctor_cmd.py) renders the rows.
 """

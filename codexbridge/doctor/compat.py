@@ -22,18 +22,30 @@ is nullability. Prose (descriptions, titles) is not in a surface at all.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
+from ..errors import SchemaViolation
+from ..host.schemas import bundle_loader
+from ..jsontypes import arr, obj
+from ..protocol.approvals import TABLE
+from ..protocol.schema import SchemaSet
 from .surface import (
     CLIENT_REQUEST,
     NOTIFICATION,
     SERVER_REQUEST,
-    Surface,
     canon,
     ref_name,
 )
 from .uses import USES, Uses
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
+    from .surface import Surface
+
+Defs = Mapping[str, "JsonValue"]
+Member = tuple[str, str]  # ("ref" | "value" | PLAIN | NULL's first, a name)
 
 
 class Verdict(enum.Enum):
@@ -78,7 +90,7 @@ class Finding(NamedTuple):
             return self.path or self.method
         return f"{self.definition}.{self.path}" if self.path else self.definition
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"verdict": self.verdict.value, "change": self.change.value,
                 "kind": self.kind, "method": self.method,
                 "direction": self.direction.value if self.direction else None,
@@ -106,50 +118,57 @@ ORDER = (NOTIFICATION, CLIENT_REQUEST, SERVER_REQUEST)
 
 # --- schema shapes ----------------------------------------------------------------------
 
-def _resolve(node: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _resolve(node: JsonValue, defs: JsonObject) -> tuple[JsonObject, str | None]:
     """Follow `$ref`s (and a one-element `allOf`, serde's way of annotating a ref);
     merge a longer `allOf`. Returns the schema and the last definition name passed."""
     name = None
+    current: JsonObject = {}
     for _ in range(64):  # a chain of refs, never a cycle of them
         if not isinstance(node, dict):
             return {}, name
-        ref = ref_name(node)
+        current = node
+        ref = ref_name(current)
         if ref is not None:
             name, node = ref, defs.get(ref, {})
             continue
-        parts = node.get("allOf")
-        if isinstance(parts, list) and len(parts) == 1 and not _structure(node, "allOf"):
+        parts = current.get("allOf")
+        if isinstance(parts, list) and len(parts) == 1 and not _structure(current, "allOf"):
             node = parts[0]
             continue
         break
-    if isinstance(node.get("allOf"), list):
-        node = _merge(node, defs)
-    return node, name
+    if isinstance(current.get("allOf"), list):
+        current = _merge(current, defs)
+    return current, name
 
 
-def _structure(node: dict[str, Any], besides: str) -> bool:
+def _strs(value: JsonValue) -> list[str]:
+    """The strings in a JSON array (`required`, a `type` list)."""
+    return [v for v in arr(value) if isinstance(v, str)]
+
+
+def _structure(node: JsonObject, besides: str) -> bool:
     return any(k not in (besides, "format") for k in node)
 
 
-def _merge(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def _merge(node: JsonObject, defs: JsonObject) -> JsonObject:
     out = {k: v for k, v in node.items() if k != "allOf"}
-    props = dict(out.get("properties") or {})
-    required = set(out.get("required") or [])
-    for part in node["allOf"]:
+    props = dict(obj(out.get("properties")))
+    required = set(_strs(out.get("required")))
+    for part in arr(node["allOf"]):
         resolved, _ = _resolve(part, defs)
-        props.update(resolved.get("properties") or {})
-        required |= set(resolved.get("required") or [])
+        props.update(obj(resolved.get("properties")))
+        required |= set(_strs(resolved.get("required")))
         for key, value in resolved.items():
             out.setdefault(key, value)
     if props:
-        out["properties"], out["required"] = props, sorted(required)
+        out["properties"], out["required"] = props, list(sorted(required))
     return out
 
 
-def _types(node: dict[str, Any]) -> frozenset[str]:
+def _types(node: JsonObject) -> frozenset[str]:
     """The JSON types a schema allows besides null; empty means any."""
     raw = node.get("type")
-    named = set(raw if isinstance(raw, list) else [raw] if isinstance(raw, str) else [])
+    named = set(_strs(raw) if isinstance(raw, list) else [raw] if isinstance(raw, str) else [])
     named.discard("null")
     if not named:
         if "properties" in node or "additionalProperties" in node:
@@ -171,12 +190,12 @@ def _show(types: frozenset[str]) -> str:
     return "|".join(sorted(types)) or "any"
 
 
-def _discriminator(alt: dict[str, Any]) -> str | None:
+def _discriminator(alt: JsonObject) -> str | None:
     """A union member's name: its `type` (or other single-valued) property, or the one
     key of an externally tagged member (`{"denied": {…}}`, additionalProperties false)."""
-    props = alt.get("properties") or {}
+    props = obj(alt.get("properties"))
     for name in sorted(props, key=lambda n: (n != "type", n)):
-        prop = props[name] if isinstance(props[name], dict) else {}
+        prop = obj(props[name])
         enum_ = prop.get("enum")
         if isinstance(enum_, list) and len(enum_) == 1:
             return str(enum_[0])
@@ -187,7 +206,7 @@ def _discriminator(alt: dict[str, Any]) -> str | None:
     return None
 
 
-def _members(alt: Any, index: int) -> Iterator[tuple[tuple[str, str], Any]]:
+def _members(alt: JsonValue, index: int) -> Iterator[tuple[Member, JsonValue]]:
     if not isinstance(alt, dict):
         return
     ref = ref_name(alt)
@@ -196,23 +215,23 @@ def _members(alt: Any, index: int) -> Iterator[tuple[tuple[str, str], Any]]:
     elif alt.get("type") == "null":
         yield NULL, alt
     elif isinstance(alt.get("enum"), list):
-        for value in alt["enum"]:
+        for value in arr(alt["enum"]):
             yield ("value", str(value)), {**alt, "enum": [value]}
     elif "const" in alt:
         yield ("value", str(alt["const"])), alt
     elif any(k in alt for k in _UNIONS) and "properties" not in alt:
-        for i, inner in enumerate(alt.get("oneOf") or alt.get("anyOf") or []):
+        for i, inner in enumerate(arr(alt.get("oneOf")) or arr(alt.get("anyOf"))):
             yield from _members(inner, index * 100 + i)
     else:
         tag = _discriminator(alt)
         yield (("value", tag) if tag else (PLAIN, f"{_show(_types(alt))}#{index}")), alt
 
 
-def _union(node: dict[str, Any]) -> dict[tuple[str, str], Any] | None:
+def _union(node: JsonObject) -> dict[Member, JsonValue] | None:
     """The members of a union (oneOf/anyOf, an enum), else None; null was split off
     before (`_nullable`). A schema with properties beside its `anyOf` is an object
     first (`_Walk.shape` compares the union after the properties)."""
-    alts = next((node[k] for k in _UNIONS if isinstance(node.get(k), list)), None)
+    alts = next((arr(node[k]) for k in _UNIONS if isinstance(node.get(k), list)), None)
     if alts is not None and "properties" not in node:
         return dict(kv for i, alt in enumerate(alts) for kv in _members(alt, i))
     if alts is None and ("enum" in node or "const" in node):
@@ -220,11 +239,11 @@ def _union(node: dict[str, Any]) -> dict[tuple[str, str], Any] | None:
     return None
 
 
-def _is_null(node: Any) -> bool:
+def _is_null(node: JsonValue) -> bool:
     return isinstance(node, dict) and node.get("type") == "null"
 
 
-def _nullable(node: Any) -> tuple[Any, bool]:
+def _nullable(node: JsonValue) -> tuple[JsonValue, bool]:
     """`node` without its null alternative, and whether it had one: `[T, null]` type
     lists and `anyOf: [T, {type: null}]` both say "T, or null"."""
     if not isinstance(node, dict):
@@ -236,27 +255,28 @@ def _nullable(node: Any) -> tuple[Any, bool]:
     key = next((k for k in _UNIONS if isinstance(node.get(k), list)), None)
     if key is None or "properties" in node:
         return node, False
-    rest = [alt for alt in node[key] if not _is_null(alt)]
-    if len(rest) == len(node[key]) or not rest:
+    alts = arr(node[key])
+    rest = [alt for alt in alts if not _is_null(alt)]
+    if len(rest) == len(alts) or not rest:
         return node, False
     if len(rest) == 1 and not _structure(node, key):
         return rest[0], True
     return {**node, key: rest}, True
 
 
-def _open(node: Any, defs: dict[str, Any]) -> tuple[dict[str, Any], str | None, bool]:
+def _open(node: JsonValue, defs: JsonObject) -> tuple[JsonObject, str | None, bool]:
     """A schema ready to compare: null split off, refs followed (a definition may be
     nullable itself), with the definition name passed."""
-    node, outer = _nullable(node)
-    node, name = _resolve(node, defs)
-    node, inner = _nullable(node)
+    value, outer = _nullable(node)
+    resolved, name = _resolve(value, defs)
+    value, inner = _nullable(resolved)
     if inner:
-        node, deeper = _resolve(node, defs)
+        resolved, deeper = _resolve(value, defs)
         name = deeper or name
-    return node, name, outer or inner
+    return resolved, name, outer or inner
 
 
-def _structured(a: Any, b: Any) -> bool:
+def _structured(a: JsonValue, b: JsonValue) -> bool:
     """Whether a union member has more to compare than its name (an enum value has not)."""
     keys = ("properties", "items", "additionalProperties", "$ref", "allOf", *_UNIONS)
     return any(isinstance(n, dict) and any(k in n for k in keys) for n in (a, b))
@@ -267,7 +287,7 @@ def _structured(a: Any, b: Any) -> bool:
 class _Walk:
     """One direction of one method: ours and theirs side by side."""
 
-    def __init__(self, ours: dict[str, Any], theirs: dict[str, Any], direction: Direction,
+    def __init__(self, ours: JsonObject, theirs: JsonObject, direction: Direction,
                  uses: Uses) -> None:
         self.ours, self.theirs, self.direction, self.uses = ours, theirs, direction, uses
         self.fields = uses.sends if direction is Direction.SEND else uses.reads
@@ -282,7 +302,7 @@ class _Walk:
              detail: str) -> None:
         self.out.append(_Raw(verdict, change, defn, path, detail))
 
-    def node(self, a: Any, b: Any, defn: str | None, path: str) -> None:
+    def node(self, a: JsonValue, b: JsonValue, defn: str | None, path: str) -> None:
         a, name_a, null_a = _open(a, self.ours)
         b, name_b, null_b = _open(b, self.theirs)
         self.nullability(null_a, null_b, defn, path)
@@ -298,7 +318,7 @@ class _Walk:
         else:
             self.union(ua or {(PLAIN, "#0"): a}, ub or {(PLAIN, "#0"): b}, defn, path)
 
-    def shape(self, a: dict[str, Any], b: dict[str, Any], defn: str | None,
+    def shape(self, a: JsonObject, b: JsonObject, defn: str | None,
               path: str) -> None:
         ta, tb = _types(a), _types(b)
         if ta != tb:
@@ -317,10 +337,10 @@ class _Walk:
             self.node({k: v for k, v in a.items() if k not in strip},
                       {k: v for k, v in b.items() if k not in strip}, defn, path)
 
-    def properties(self, a: dict[str, Any], b: dict[str, Any], defn: str | None,
+    def properties(self, a: JsonObject, b: JsonObject, defn: str | None,
                    path: str) -> None:
-        pa, pb = a.get("properties") or {}, b.get("properties") or {}
-        ra, rb = set(a.get("required") or []), set(b.get("required") or [])
+        pa, pb = obj(a.get("properties")), obj(b.get("properties"))
+        ra, rb = set(_strs(a.get("required"))), set(_strs(b.get("required")))
         listed = self.fields.get(defn or "", frozenset())
         added = {n: pb[n] for n in pb if n not in pa}
         for name in sorted(set(pa) | set(pb)):
@@ -340,7 +360,7 @@ class _Walk:
                     self.note(OK, Change.UNUSED_CHANGED, defn, where,
                               f"changed (codexbridge does not {self.direction.value} it)")
 
-    def gone(self, name: str, schema: Any, added: dict[str, Any], used: bool,
+    def gone(self, name: str, schema: JsonValue, added: JsonObject, used: bool,
              defn: str | None, where: str) -> None:
         twins = [n for n, s in added.items() if canon(s) == canon(schema)]
         renamed = f" (renamed to {twins[0]}?)" if len(twins) == 1 else ""
@@ -361,7 +381,7 @@ class _Walk:
             self.note(BAD if bad else OK, Change.NOW_OPTIONAL, defn, where,
                       "is now optional" + (" (codexbridge reads it)" if bad else ""))
 
-    def union(self, ua: dict[tuple[str, str], Any], ub: dict[tuple[str, str], Any],
+    def union(self, ua: dict[Member, JsonValue], ub: dict[Member, JsonValue],
               defn: str | None, path: str) -> None:
         ua, ub = {k: v for k, v in ua.items() if k != NULL}, \
             {k: v for k, v in ub.items() if k != NULL}
@@ -380,13 +400,13 @@ class _Walk:
                 label = f"<{key[1]}>" if key[0] == "value" else ""
                 self.node(ua[key], ub[key], defn, path + label)
 
-    def enum_or_free(self, ua: dict[tuple[str, str], Any], ub: dict[tuple[str, str], Any],
+    def enum_or_free(self, ua: dict[Member, JsonValue], ub: dict[Member, JsonValue],
                      defn: str | None, path: str) -> bool:
         """An enum on one side, a free value (a plain string) on the other."""
-        def values_only(u: dict[tuple[str, str], Any]) -> bool:
+        def values_only(u: dict[Member, JsonValue]) -> bool:
             return bool(u) and all(k[0] == "value" for k in u)
 
-        def one_plain(u: dict[tuple[str, str], Any]) -> bool:
+        def one_plain(u: dict[Member, JsonValue]) -> bool:
             return len(u) == 1 and next(iter(u))[0] == PLAIN
 
         if values_only(ua) and one_plain(ub):  # any value now: fine both ways
@@ -436,8 +456,8 @@ def _finding(kind: str, method: str, direction: Direction | None, raw: _Raw,
                    raw.path, raw.detail, consequence)
 
 
-def _method(kind: str, method: str, breaks: str, mine: dict[str, Any],
-            fresh: dict[str, Any] | None, ours: Surface, theirs: Surface,
+def _method(kind: str, method: str, breaks: str, mine: JsonObject,
+            fresh: JsonObject | None, ours: Surface, theirs: Surface,
             uses: Uses) -> Iterator[Finding]:
     if fresh is None:
         yield Finding(BAD, Change.METHOD_GONE, kind, method, None, None, "", "is gone",
@@ -454,7 +474,8 @@ def _method(kind: str, method: str, breaks: str, mine: dict[str, Any],
                        f"codex's bundle has no schema for what we {direction.value}")
             yield _finding(kind, method, direction, raw, f"cannot tell whether {breaks}")
             continue
-        walk = _Walk(ours["definitions"], theirs["definitions"], direction, uses)
+        walk = _Walk(obj(ours.get("definitions")), obj(theirs.get("definitions")), direction,
+                     uses)
         walk.node(a, b, None, "")
         for raw in walk.out:
             yield _finding(kind, method, direction, raw, breaks)
@@ -464,8 +485,8 @@ def _catalog(kind: str, ours: Surface, theirs: Surface, used: set[str],
              legacy: frozenset[str]) -> Iterator[Finding]:
     """Methods codexbridge does not use, new or gone: compatible, listed. A legacy
     method (one an older codex of the range sends, answered all the same) is neither."""
-    mine = set(ours["catalog"].get(kind) or []) | legacy
-    fresh = set(theirs["catalog"].get(kind) or []) | legacy
+    mine = set(_strs(obj(ours.get("catalog")).get(kind))) | legacy
+    fresh = set(_strs(obj(theirs.get("catalog")).get(kind))) | legacy
     for method in sorted(fresh - mine):
         yield Finding(OK, Change.METHOD_ADDED, kind, method, None, None, "", "is new", None)
     for method in sorted(mine - fresh - used):
@@ -473,11 +494,16 @@ def _catalog(kind: str, ours: Surface, theirs: Surface, used: set[str],
                       "is gone (codexbridge does not use it)", None)
 
 
+# What makes two findings one: the same change at the same place (a method's own finding
+# is its method's alone).
+_Key = tuple[Verdict, Change, "Direction | None", "str | None", str, str, "str | None"]
+
+
 def _merged(findings: list[Finding]) -> list[Finding]:
     """One finding per change: a definition shared by several methods (ThreadItem)
     is reported once, naming the others in `also`."""
-    out: dict[tuple[Any, ...], Finding] = {}
-    said: dict[tuple[Any, ...], list[str]] = {}
+    out: dict[_Key, Finding] = {}
+    said: dict[_Key, list[str]] = {}
     for f in findings:
         key = (f.verdict, f.change, f.direction, f.definition, f.path, f.detail,
                f.method if f.definition is None else None)
@@ -501,16 +527,66 @@ def judge(ours: Surface, theirs: Surface, uses: Uses = USES) -> list[Finding]:
     """Every difference that matters between our surface and theirs, judged."""
     found: list[Finding] = []
     for kind in ORDER:
-        mine = ours["methods"].get(kind) or {}
-        fresh = theirs["methods"].get(kind) or {}
+        mine = obj(obj(ours.get("methods")).get(kind))
+        fresh = obj(obj(theirs.get("methods")).get(kind))
         used = set(uses.methods.get(kind) or {})
         for method in sorted(used - uses.legacy):
             if method in mine:  # our bundle lacks it only if the tables are wrong (tested)
-                found.extend(_method(kind, method, uses.methods[kind][method], mine[method],
-                                     fresh.get(method), ours, theirs, uses))
+                theirs_method = fresh.get(method)
+                found.extend(_method(kind, method, uses.methods[kind][method], obj(mine[method]),
+                                     theirs_method if isinstance(theirs_method, dict) else None,
+                                     ours, theirs, uses))
         found.extend(_catalog(kind, ours, theirs, used, uses.legacy))
     return _merged(found)
 
 
-def incompatible(findings: list[Finding]) -> list[Finding]:
+def incompatible(findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if f.verdict is Verdict.INCOMPATIBLE]
+
+
+# --- the answers codexbridge gives codex's server requests ---------------------------------
+# codexbridge answers every approval and server request codex sends during a bridge turn
+# (`protocol/approvals.TABLE`: the fail-closed refusal when no human answers in time, and
+# the accept of `--approvals accept`). codex waits for a valid answer: one it cannot parse
+# leaves the turn hanging. So each of those answers is validated with jsonschema against
+# the `*Response.json` the installed codex just generated — the answers as the code
+# builds them today, not a description of them.
+
+class AnswerProblem(NamedTuple):
+    method: str
+    answer: str  # "fail-closed" | "accept"
+    errors: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"method": self.method, "answer": self.answer, "errors": list(self.errors)}
+
+
+def check_answers(directory: Path) -> tuple[int, list[AnswerProblem]]:
+    """(answers checked, problems) for the bundle a codex wrote into `directory`. A server
+    request that codex no longer sends is not checked (it cannot ask it)."""
+    read = bundle_loader(directory)
+
+    def load(name: str) -> JsonObject:
+        doc = read(name)
+        if doc is None:  # an empty schema would let any answer pass
+            raise FileNotFoundError(f"{name} is missing from the schema codex generated")
+        return doc
+
+    schemas = SchemaSet(load)
+    sends = schemas.server_request_responses()
+    checked, problems = 0, []
+    for method, rule in sorted(TABLE.items()):
+        if method not in sends:
+            continue
+        for how, build in (("fail-closed", rule.fail_closed), ("accept", rule.accept)):
+            if build is None:
+                continue  # refused as a JSON-RPC error: no result to check
+            checked += 1
+            try:
+                schemas.validate_server_request_answer(method, build({}))
+            except SchemaViolation as exc:
+                problems.append(AnswerProblem(method, how, tuple(
+                    f"{p}: {m}" for p, m in exc.errors[:3])))
+            except (OSError, ValueError) as exc:  # its schema file is missing or damaged
+                problems.append(AnswerProblem(method, how, (str(exc),)))
+    return checked, problems

@@ -9,17 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from . import (
-    gather,
-    rows,
-    rows_claude,
-    rows_daemon,
-    rows_deliveries,
-    rows_handoff,
-    rows_health,
-)
+from ..jsontypes import objs
+from . import binaries, claude_side, codex_side, records
+from .codex_side import EndpointFacts, ServeFacts
 from .report import Check, check_failed
 
 T = TypeVar("T")
@@ -34,104 +28,64 @@ def _guard(name: str, fn: Callable[[], T], fallback: T, out: list[Check]) -> T:
         return fallback
 
 
-def _handoff_facts(project: Path, url: str | None, timeout: float) -> dict[str, Any]:
-    from ..handoff.canary import facts  # the parser canaries (docs/handoff.md)
-
-    return facts(str(project), url, timeout)
-
-
 def diagnose(project: Path, url: str | None = None,
-             timeout: float = gather.TIMEOUT, *, deep: bool = False) -> list[Check]:
+             timeout: float = binaries.TIMEOUT, *, deep: bool = False) -> list[Check]:
     checks: list[Check] = []
 
     def add(name: str, make: Callable[[], list[Check]]) -> None:
         checks.extend(_guard(name, make, [], checks))
 
-    empty: dict[str, Any] = {}
-    add("state", lambda: rows_health.state_rows(rows_health.gather_state()))
-    codex = _guard("codex", lambda: gather.codex(timeout), None, checks)
+    add("state", lambda: records.state_rows(records.state()))
+    codex = _guard("codex", lambda: binaries.codex(timeout), None, checks)
     if codex is not None:
-        add("codex", lambda: rows.codex_rows(codex))
-        add("protocol", lambda: rows_health.protocol_rows(rows_health.gather_protocol(
-            codex.get("path"))))
-    serve = _guard("bridge-json", gather.serve, None, checks)
+        add("codex", lambda: binaries.codex_rows(codex))
+        add("protocol", lambda: codex_side.protocol_rows(codex_side.protocol(codex.path)))
+    serve = _guard("bridge-json", codex_side.serve, None, checks)
     if serve is not None:
-        add("bridge-json", lambda: [rows.bridge_row(serve)])
-    ep = _guard("app-server", lambda: gather.endpoint(url, timeout), None, checks)
+        add("bridge-json", lambda: [codex_side.bridge_row(serve)])
+    ep = _guard("app-server", lambda: codex_side.endpoint(url, timeout), None, checks)
     if ep is not None:
-        add("app-server", lambda: [rows.endpoint_row(serve or empty, ep)])
-        add("threads", lambda: rows.thread_rows(ep))
-    add("codex-daemon", lambda: _daemon_rows(serve or empty, ep or empty, project))
-    add("codex-hooks", lambda: rows.diverter_rows(
-        gather.codex_homes(ep or empty) + _project_codex(project)))
-    claude = _guard("claude", lambda: gather.claude(timeout), None, checks)
-    if claude is not None:
-        add("claude", lambda: rows_claude.claude_rows(claude))
-    # The canary's read of the Claude transcripts serves the handoff rows and the
-    # claude-compat rows both (each transcript is read once).
-    handoff = _guard("handoff", lambda: _handoff_facts(project, url, timeout), None, checks)
-    add("claude-compat", lambda: rows_claude.claude_compat_rows({
-        "claude": claude or empty, "seen": gather.claude_seen(),
-        "transcripts": None if handoff is None else list(handoff.get("claude") or [])}))
-    proj = _guard("claude-hook", lambda: gather.project(project), None, checks)
-    boxes = _guard("mailboxes", gather.mailboxes, None, checks)
-    listeners = (boxes or empty).get("listeners") or {}
-    if proj is not None:
-        add("claude-hook", lambda: rows_claude.project_rows(proj, listeners,
-                                                            _plugin_enabled(project)))
-    if boxes is not None:
-        hooked = gather.hooked_mailboxes(proj or empty)
-        add("mailboxes", lambda: rows_claude.mailbox_rows(boxes, hooked))
-    add("max-chain", lambda: rows_claude.chain_rows(dict(os.environ),
-                                                    gather.settings_env(proj or empty)))
-    add("tmux", lambda: rows_claude.tmux_rows(gather.tmux()))
-    add("deliveries", lambda: rows_deliveries.delivery_rows(
-        rows_deliveries.gather_deliveries()))
-    add("codex-shell", lambda: rows_deliveries.codex_shell_rows(
-        rows_deliveries.gather_codex_shell(_registered_command(project))))
-    if handoff is not None:
-        add("handoff", lambda: rows_handoff.handoff_rows(handoff))
+        add("app-server", lambda: [codex_side.endpoint_row(serve or ServeFacts(), ep)])
+        add("threads", lambda: codex_side.thread_rows(ep))
+    add("codex-daemon", lambda: [
+        *codex_side.daemon_rows(codex_side.DaemonFacts.read(), serve or ServeFacts(),
+                                ep or EndpointFacts(), str(project)),
+        claude_side.plugin_row(claude_side.plugin_facts(project))])
+    add("codex-hooks", lambda: codex_side.diverter_rows(
+        codex_side.codex_homes(ep or EndpointFacts()) + codex_side.project_codex(project)))
+    _claude_checks(add, checks, project, url, timeout)
     if deep and codex is not None:
-        add("deep", lambda: rows_health.deep_rows(rows_health.gather_deep(codex.get("path"))))
+        add("deep", lambda: codex_side.deep_rows(codex_side.deep(codex.path)))
     return checks
 
 
-def _project_codex(project: Path) -> list[dict[str, Any]]:
-    """The project's own `.codex/` (config.toml, hooks.json) is read like CODEX_HOME."""
-    layer = project / ".codex"
-    if not layer.is_dir():
-        return []
-    return [gather.codex_home_layer(layer, ["the project's .codex (read by codex in it)"],
-                                    "@project")]
-
-
-def _daemon_rows(serve: dict[str, Any], ep: dict[str, Any], project: Path) -> list[Check]:
-    from ..host.claude_plugin import plugin_facts
-    from ..host.daemon import facts
-
-    return [*rows_daemon.daemon_rows(facts(), serve, ep, str(project)),
-            rows_daemon.plugin_row(plugin_facts(str(project)))]
-
-
-def _plugin_enabled(project: Path) -> bool:
-    from ..host.claude_plugin import plugin_facts
-
-    return bool(plugin_facts(str(project)).get("enabled_in"))
-
-
-def _registered_command(project: Path) -> str | None:
-    """The command of `[mcp_servers.codexbridge]` codex would start (the project's
-    .codex/config.toml first, then CODEX_HOME's), if setup registered one."""
-    from ..host.daemon import codex_home
-    from ..host.tomlfile import load_toml
-
-    for config in (project / ".codex" / "config.toml", codex_home() / "config.toml"):
-        try:
-            table = load_toml(config.read_text(encoding="utf-8")).get("mcp_servers") or {}
-        except (OSError, ValueError):
-            continue
-        server = table.get("codexbridge") if isinstance(table, dict) else None
-        command = server.get("command") if isinstance(server, dict) else None
-        if isinstance(command, str) and command:
-            return command
-    return None
+def _claude_checks(add: Callable[[str, Callable[[], list[Check]]], None],
+                   checks: list[Check], project: Path, url: str | None,
+                   timeout: float) -> None:
+    claude = _guard("claude", lambda: binaries.claude(timeout), None, checks)
+    if claude is not None:
+        add("claude", lambda: binaries.claude_rows(claude))
+    # The canary's read of the Claude transcripts serves the handoff rows and the
+    # claude-compat rows both (each transcript is read once).
+    handoff = _guard("handoff", lambda: records.handoff_facts(str(project), url, timeout),
+                     None, checks)
+    add("claude-compat", lambda: claude_side.claude_compat_rows(
+        claude or binaries.BinaryFacts(), claude_side.Seen.read(),
+        None if handoff is None else objs(handoff.get("claude"))))
+    proj = _guard("claude-hook", lambda: claude_side.project(project), None, checks)
+    boxes = _guard("mailboxes", claude_side.mailboxes, None, checks)
+    if proj is not None:
+        add("claude-hook", lambda: claude_side.project_rows(
+            proj, boxes.listeners if boxes else {},
+            bool(claude_side.plugin_facts(project).get("enabled_in"))))
+    if boxes is not None:
+        hooked = claude_side.hooked_mailboxes(proj)
+        add("mailboxes", lambda: claude_side.mailbox_rows(boxes, hooked))
+    add("max-chain", lambda: claude_side.chain_rows(dict(os.environ),
+                                                    claude_side.settings_env(proj)))
+    add("tmux", lambda: binaries.tmux_rows(binaries.tmux()))
+    add("deliveries", lambda: records.delivery_rows(records.deliveries()))
+    add("codex-shell", lambda: binaries.codex_shell_rows(
+        binaries.codex_shell(codex_side.registered_mcp_command(project))))
+    if handoff is not None:
+        add("handoff", lambda: records.handoff_rows(handoff))

@@ -7,11 +7,18 @@ secret that sits in those files can reach the report.
 
 from __future__ import annotations
 
+import enum
 import re
 import shlex
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
-from ..inbox.install_hook import ours
+from ..inbox.listeners import ours
+from ..jsontypes import obj, opt_str
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonValue
 
 # `codexbridge/0.169.0 (Debian 12; x86_64) …`: the product token's version is codex's.
 _USER_AGENT = re.compile(r"^[^/\s]+/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)")
@@ -24,27 +31,36 @@ def user_agent_version(user_agent: str) -> str | None:
     return found.group(1) if found else None
 
 
-def listen_schemes(help_text: str) -> dict[str, bool]:
-    """Which `--listen` schemes `codex app-server --help` names.
+@dataclass(frozen=True, slots=True)
+class ListenSchemes:
+    """Which `--listen` schemes `codex app-server --help` names."""
 
-    Only the `--listen` paragraph counts (up to the next option), so a `ws://` in some
-    other option's text cannot pass for support.
-    """
+    listen_option: bool = False
+    ws: bool = False
+    unix: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def listen_schemes(help_text: str) -> ListenSchemes:
+    """Only the `--listen` paragraph counts (up to the next option), so a `ws://` in some
+    other option's text cannot pass for support."""
     lines = help_text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.strip().startswith("--listen")),
                  None)
     if start is None:
-        return {"listen_option": False, "ws": False, "unix": False}
+        return ListenSchemes()
     block = [lines[start]]
     for line in lines[start + 1:]:
         if line.strip().startswith("-"):
             break
         block.append(line)
     text = "\n".join(block)
-    return {"listen_option": True, "ws": "ws://" in text, "unix": "unix://" in text}
+    return ListenSchemes(True, "ws://" in text, "unix://" in text)
 
 
-def _count_handlers(groups: Any) -> int:
+def _count_handlers(groups: JsonValue) -> int:
     """Handlers under one event: `[{matcher?, hooks: [...]}, …]` (a malformed group that
     is still there counts once: codex may run it, we cannot tell)."""
     if isinstance(groups, dict):
@@ -58,18 +74,25 @@ def _count_handlers(groups: Any) -> int:
     return count
 
 
-def _table(data: Any, key: str) -> dict[str, Any]:
-    value = data.get(key) if isinstance(data, dict) else None
-    return value if isinstance(value, dict) else {}
+@dataclass(frozen=True, slots=True)
+class CodexConfig:
+    """What in a parsed config.toml can take approvals away from the clients (each
+    `*_key` names where the value was found: a profile's key wins)."""
+
+    profile: str | None = None
+    approvals_reviewer: str | None = None
+    approvals_reviewer_key: str | None = None
+    approval_policy: str | None = None
+    approval_policy_key: str | None = None
+    hooks_enabled: bool | None = None
+    # Inline `[[hooks.PermissionRequest]]` tables count like hooks.json entries.
+    permission_request_hooks: int = 0
 
 
-def codex_config_facts(data: dict[str, Any]) -> dict[str, Any]:
-    """What in a parsed config.toml can take approvals away from the clients.
-
-    A `profile = "x"` selects `[profiles.x]`, whose keys win over the top level.
-    """
-    profile = data.get("profile") if isinstance(data.get("profile"), str) else None
-    layer = _table(_table(data, "profiles"), profile) if profile else {}
+def codex_config_facts(data: Mapping[str, object]) -> CodexConfig:
+    """A `profile = "x"` selects `[profiles.x]`, whose keys win over the top level."""
+    profile = opt_str(data.get("profile"))
+    layer = obj(obj(data.get("profiles")).get(profile)) if profile else {}
 
     def pick(key: str) -> tuple[str | None, str | None]:
         for where, source in ((layer, f"profiles.{profile}.{key}"), (data, key)):
@@ -80,29 +103,23 @@ def codex_config_facts(data: dict[str, Any]) -> dict[str, Any]:
 
     reviewer, reviewer_key = pick("approvals_reviewer")
     policy, policy_key = pick("approval_policy")
-    features = _table(data, "features")
+    features = obj(data.get("features"))
     hooks_enabled: bool | None = None
     for key in ("hooks", "codex_hooks"):  # codex_hooks: the deprecated alias
-        if isinstance(features.get(key), bool):
-            hooks_enabled = bool(features[key])
+        value = features.get(key)
+        if isinstance(value, bool):
+            hooks_enabled = value
             break
-    return {
-        "profile": profile,
-        "approvals_reviewer": reviewer, "approvals_reviewer_key": reviewer_key,
-        "approval_policy": policy, "approval_policy_key": policy_key,
-        "hooks_enabled": hooks_enabled,
-        # Inline `[[hooks.PermissionRequest]]` tables count like hooks.json entries.
-        "permission_request_hooks": _count_handlers(_table(data, "hooks")
-                                                    .get("PermissionRequest")),
-    }
+    return CodexConfig(profile, reviewer, reviewer_key, policy, policy_key, hooks_enabled,
+                       _count_handlers(obj(data.get("hooks")).get("PermissionRequest")))
 
 
-def hooks_json_facts(data: Any) -> dict[str, Any]:
-    """`{"hooks": {"PermissionRequest": [...]}}` → how many PermissionRequest handlers."""
+def hooks_json_facts(data: JsonValue) -> tuple[int, str | None]:
+    """`{"hooks": {"PermissionRequest": [...]}}` → (how many PermissionRequest handlers,
+    why the file could not be read)."""
     if not isinstance(data, dict):
-        return {"error": "does not hold a JSON object", "permission_request_hooks": 0}
-    return {"permission_request_hooks": _count_handlers(_table(data, "hooks")
-                                                        .get("PermissionRequest"))}
+        return 0, "does not hold a JSON object"
+    return _count_handlers(obj(data.get("hooks")).get("PermissionRequest")), None
 
 
 # --- Claude Code settings.json ---------------------------------------------------------
@@ -117,30 +134,66 @@ def _interpreter(command: str) -> str | None:
     return words[0] if words and words[0].startswith("/") else None
 
 
-def claude_settings_facts(data: Any) -> dict[str, Any]:
-    """Our hooks in one parsed settings.json: Stop hooks and asyncRewake watchers, each with
-    its mailbox, plus the block-chain variables its `env` sets."""
+class HookKind(enum.StrEnum):
+    """What `inbox/install_hook.ours` calls our two hook commands."""
+
+    STOP = "hook"  # the Stop hook that delivers mail
+    WATCH = "watch"  # the asyncRewake watcher
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeHook:
+    """One codexbridge hook in a settings file. `interpreter_ok` is filled in by the
+    gatherer (it looks at the disk) for a hook that names an interpreter."""
+
+    event: str
+    kind: HookKind
+    mailbox: str
+    async_rewake: bool = False
+    interpreter: str | None = None
+    interpreter_ok: bool | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"event": self.event, "kind": self.kind,
+                                  "mailbox": self.mailbox, "async_rewake": self.async_rewake,
+                                  "interpreter": self.interpreter}
+        if self.interpreter:
+            out["interpreter_ok"] = self.interpreter_ok
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSettings:
+    """Our hooks in one parsed settings.json, and the block-chain variables its `env`
+    sets; `error` when the file is not settings Claude Code would read."""
+
+    hooks: tuple[ClaudeHook, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _our_hooks(event: str, groups: JsonValue) -> list[ClaudeHook]:
+    found = []
+    for group in groups if isinstance(groups, list) else []:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            command = entry.get("command") if isinstance(entry, dict) else None
+            mine = ours(command) if isinstance(command, str) else None
+            if command is None or mine is None or not isinstance(entry, dict):
+                continue
+            kind, name = mine
+            found.append(ClaudeHook(event, HookKind(kind), name, bool(entry.get("asyncRewake")),
+                                    _interpreter(str(command))))
+    return found
+
+
+def claude_settings_facts(data: JsonValue) -> ClaudeSettings:
     if not isinstance(data, dict):
-        return {"error": "does not hold a JSON object", "hooks": [], "env": {}}
-    found: list[dict[str, Any]] = []
+        return ClaudeSettings(error="does not hold a JSON object")
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
-        return {"error": '"hooks" is not a JSON object', "hooks": [], "env": {}}
-    for event, groups in (hooks or {}).items():
-        for group in groups if isinstance(groups, list) else []:
-            entries = group.get("hooks") if isinstance(group, dict) else None
-            for entry in entries if isinstance(entries, list) else []:
-                command = entry.get("command") if isinstance(entry, dict) else None
-                if not isinstance(command, str):
-                    continue
-                mine = ours(command)
-                if mine is None:
-                    continue
-                kind, name = mine
-                found.append({"event": event, "kind": kind, "mailbox": name,
-                              "async_rewake": bool(entry.get("asyncRewake")),
-                              "interpreter": _interpreter(command)})
+        return ClaudeSettings(error='"hooks" is not a JSON object')
+    found = [h for event, groups in (hooks or {}).items() for h in _our_hooks(event, groups)]
     env = data.get("env")
-    chain_env = {k: str(env[k]) for k in CHAIN_VARS
-                 if isinstance(env, dict) and k in env}
-    return {"hooks": found, "env": chain_env}
+    chain_env = {k: str(env[k]) for k in CHAIN_VARS if isinstance(env, dict) and k in env}
+    return ClaudeSettings(tuple(found), chain_env)

@@ -2,27 +2,40 @@
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-OK = "OK"  # checked, and fine
-WARN = "WARN"  # works, but not the way you probably expect (or the check itself failed)
-FAIL = "FAIL"  # the bridge cannot work until this is fixed
-INFO = "INFO"  # worth knowing; nothing to fix
-STATUSES = (FAIL, WARN, OK, INFO)
+
+class Status(enum.StrEnum):
+    """A row's verdict; the order of `STATUSES` is the summary line's."""
+
+    FAIL = "FAIL"  # the bridge cannot work until this is fixed
+    WARN = "WARN"  # works, but not the way you probably expect (or the check itself failed)
+    OK = "OK"  # checked, and fine
+    INFO = "INFO"  # worth knowing; nothing to fix
+
+
+OK, WARN, FAIL, INFO = Status.OK, Status.WARN, Status.FAIL, Status.INFO
+STATUSES = tuple(Status)
 
 
 @dataclass
 class Check:
     name: str
-    status: str
+    status: Status
     finding: str
     fix: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    # What the row looked at, for `--json`: only ever serialized.
+    details: Mapping[str, object] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "status": self.status, "finding": self.finding,
                 "fix": self.fix, "details": self.details}
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def check_failed(name: str, exc: BaseException) -> Check:
@@ -41,10 +54,10 @@ def exit_code(checks: list[Check]) -> int:
 
 
 def counts(checks: list[Check]) -> dict[str, int]:
-    return {s: sum(1 for c in checks if c.status == s) for s in STATUSES}
+    return {s.value: sum(1 for c in checks if c.status == s) for s in STATUSES}
 
 
-def as_json(checks: list[Check]) -> dict[str, Any]:
+def as_json(checks: list[Check]) -> dict[str, object]:
     return {"ok": healthy(checks), "counts": counts(checks),
             "checks": [c.as_dict() for c in checks]}
 

@@ -28,10 +28,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
-Loader = Callable[[str], dict[str, Any] | None]
-Surface = dict[str, Any]
+from ..jsontypes import obj, objs
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from ..jsontypes import JsonObject, JsonValue
+
+    Loader: TypeAlias = Callable[[str], JsonObject | None]
+    Surface: TypeAlias = JsonObject
 
 CLIENT_REQUEST = "client request"
 NOTIFICATION = "notification"
@@ -47,13 +54,13 @@ NAME_MAPS = frozenset({"properties", "definitions", "patternProperties"})
 REF = "#/definitions/"
 
 
-def prune(node: Any) -> Any:
+def prune(node: JsonValue) -> JsonValue:
     """`node` without prose; property and definition names are kept whatever they are."""
     if isinstance(node, list):
         return [prune(x) for x in node]
     if not isinstance(node, dict):
         return node
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in node.items():
         if key in PROSE:
             continue
@@ -66,26 +73,26 @@ def prune(node: Any) -> Any:
     return out
 
 
-def canon(node: Any) -> str:
+def canon(node: JsonValue) -> str:
     return json.dumps(node, sort_keys=True, separators=(",", ":"))
 
 
-def ref_name(node: Any) -> str | None:
+def ref_name(node: JsonValue) -> str | None:
     ref = node.get("$ref") if isinstance(node, dict) else None
     return ref[len(REF):] if isinstance(ref, str) and ref.startswith(REF) else None
 
 
-def branches(bundle: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def branches(bundle: JsonObject | None) -> dict[str, JsonObject]:
     """method → its `oneOf` branch, in a bundle file that is a oneOf over methods."""
-    out: dict[str, dict[str, Any]] = {}
-    for branch in (bundle or {}).get("oneOf") or []:
-        enum = ((branch.get("properties") or {}).get("method") or {}).get("enum") or []
+    out: dict[str, JsonObject] = {}
+    for branch in objs((bundle or {}).get("oneOf")):
+        enum = obj(obj(branch.get("properties")).get("method")).get("enum")
         if isinstance(enum, list) and len(enum) == 1 and isinstance(enum[0], str):
             out[enum[0]] = branch
     return out
 
 
-def _refs(node: Any) -> Iterable[str]:
+def _refs(node: JsonValue) -> Iterable[str]:
     if isinstance(node, dict):
         name = ref_name(node)
         if name is not None:
@@ -98,11 +105,11 @@ def _refs(node: Any) -> Iterable[str]:
             yield from _refs(value)
 
 
-def closure(node: Any, definitions: Mapping[str, Any]) -> dict[str, Any]:
+def closure(node: JsonValue, definitions: Mapping[str, JsonValue]) -> JsonObject:
     """Every definition `node` refers to, transitively: name → its (pruned) schema.
     A reference to a name the file does not define is left out (it resolves to
     nothing on the judge's side too)."""
-    found: dict[str, Any] = {}
+    found: JsonObject = {}
     stack = list(_refs(node))
     while stack:
         name = stack.pop()
@@ -113,14 +120,15 @@ def closure(node: Any, definitions: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _renamed(node: Any, names: Mapping[str, str]) -> Any:
+def _renamed(node: JsonValue, names: Mapping[str, str]) -> JsonValue:
     """`node` with its references to `names` pointed at their new names."""
     if isinstance(node, list):
         return [_renamed(x, names) for x in node]
     if not isinstance(node, dict):
         return node
     ref = ref_name(node)
-    out = {k: (v if k in ("enum", "const") else _renamed(v, names)) for k, v in node.items()}
+    out: JsonObject = {k: (v if k in ("enum", "const") else _renamed(v, names))
+                       for k, v in node.items()}
     if ref is not None and ref in names:
         out["$ref"] = REF + names[ref]
     return out
@@ -131,9 +139,10 @@ class _Builder:
 
     def __init__(self, load: Loader) -> None:
         self.load = load
-        self.definitions: dict[str, Any] = {}
+        self.definitions: JsonObject = {}
 
-    def take(self, node: Any, file_definitions: Mapping[str, Any], file: str) -> Any:
+    def take(self, node: JsonValue, file_definitions: Mapping[str, JsonValue],
+             file: str) -> JsonValue:
         """`node` (pruned) with its closure defined. Where this file's definition of a
         name differs from the one already taken (codex generated two), this file's — and
         every one of its definitions that leads to it — is kept as `Name@file`."""
@@ -151,35 +160,35 @@ class _Builder:
             self.definitions[names.get(name, name)] = _renamed(schema, names)
         return _renamed(prune(node), names)
 
-    def define(self, name: str, schema: Any, file: str) -> str:
+    def define(self, name: str, schema: JsonValue, file: str) -> str:
         have = self.definitions.get(name)
         if have is not None and canon(have) != canon(schema):
             name = f"{name}@{file}"
         self.definitions[name] = schema
         return name
 
-    def result_file(self, name: str) -> Any:
+    def result_file(self, name: str) -> JsonValue:
         """`{"$ref": name}` to a whole result file's schema, defined under its own name."""
         for folder in RESULT_DIRS:
             file = f"{folder}{name}.json"
             doc = self.load(file)
             if doc is not None:
                 root = {k: v for k, v in doc.items() if k != "definitions"}
-                taken = self.take(root, doc.get("definitions") or {}, file)
+                taken = self.take(root, obj(doc.get("definitions")), file)
                 return {"$ref": REF + self.define(name, taken, file)}
         return None
 
 
-def _stem(params: Any) -> str | None:
+def _stem(params: JsonValue) -> str | None:
     """`#/definitions/ThreadResumeParams` → "ThreadResume": the generator names the
     result file after the params (`ThreadResumeResponse.json`)."""
     name = ref_name(params)
     return name[: -len("Params")] if name and name.endswith("Params") else None
 
 
-def _method(build: _Builder, kind: str, branch: dict[str, Any],
-            file_definitions: Mapping[str, Any], file: str) -> dict[str, Any]:
-    params = (branch.get("properties") or {}).get("params")
+def _method(build: _Builder, kind: str, branch: JsonObject,
+            file_definitions: Mapping[str, JsonValue], file: str) -> JsonObject:
+    params = obj(branch.get("properties")).get("params")
     message = build.take(params, file_definitions, file) if params is not None else None
     stem = _stem(params)
     result = build.result_file(f"{stem}Response") if stem else None
@@ -194,13 +203,13 @@ def extract(load: Loader, used: Mapping[str, Iterable[str]], codex: str) -> Surf
     """The surface of `used` (kind → methods) in the bundle `load` reads. A method the
     bundle lacks is simply absent from `methods` (the judge says what that breaks)."""
     build = _Builder(load)
-    catalog: dict[str, list[str]] = {}
-    methods: dict[str, dict[str, Any]] = {}
+    catalog: JsonObject = {}
+    methods: JsonObject = {}
     for kind in KINDS:
         bundle = load(BUNDLE_FILES[kind])
         found = branches(bundle)
-        catalog[kind] = sorted(found)
-        defs = (bundle or {}).get("definitions") or {}
+        catalog[kind] = list(sorted(found))
+        defs = obj((bundle or {}).get("definitions"))
         methods[kind] = {m: _method(build, kind, found[m], defs, BUNDLE_FILES[kind])
                          for m in sorted(used.get(kind, ())) if m in found}
     return {"codex": codex, "catalog": catalog, "methods": methods,

@@ -18,6 +18,7 @@ gathers them; `others()` names the servers a thread may be held by instead
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 from collections.abc import Sequence
@@ -33,17 +34,33 @@ if TYPE_CHECKING:
 SURVEY_TIMEOUT = 3.0  # per server and step, when two app-servers are asked which is which
 
 
+class EndpointKind(enum.StrEnum):
+    """What named the app-server in force: code branches on this, never on `source`
+    (the words for a person)."""
+
+    URL = "--url"
+    ENV = "CODEX_BRIDGE_URL"
+    SERVE = "serve"  # bridge.json: a running `codexbridge serve`
+    DAEMON = "daemon"  # CODEX_HOME's own codex daemon (its unix socket)
+
+
 class Endpoint(NamedTuple):
     url: str
     token: str | None
     source: str
+    kind: EndpointKind = EndpointKind.URL  # a URL the caller named itself
 
 
 class Choice(NamedTuple):
     url: str
     source: str  # what named it: --url, CODEX_BRIDGE_URL, bridge.json's path, codex daemon (…)
-    from_record: bool  # serve's token file applies
+    kind: EndpointKind
     note: str | None  # why this one, when another server also runs
+
+    @property
+    def from_record(self) -> bool:
+        """serve's token file applies."""
+        return self.kind is EndpointKind.SERVE
 
 
 class Server(NamedTuple):
@@ -52,7 +69,7 @@ class Server(NamedTuple):
     url: str
     token: str | None
     source: str
-    kind: str  # "serve" | "daemon"
+    kind: EndpointKind  # SERVE or DAEMON
 
 
 class Holding(NamedTuple):
@@ -73,7 +90,8 @@ class Holding(NamedTuple):
             t.name == selector for t in self.users)
 
     def describe(self) -> str:
-        what = "`codexbridge serve`" if self.server.kind == "serve" else "codex's own daemon"
+        what = ("`codexbridge serve`" if self.server.kind == EndpointKind.SERVE
+                else "codex's own daemon")
         if not self.reachable:
             return f"{what} at {self.server.url} does not answer"
         users = self.users
@@ -123,22 +141,22 @@ def choose(url: str | None, env_url: str | None, record: dict[str, Any] | None,
     counts); `daemon_url` is the daemon's socket URL only when it answers.
     """
     if url:
-        return Choice(checked_url(url, "--url"), "--url", False, None)
+        return Choice(checked_url(url, "--url"), "--url", EndpointKind.URL, None)
     if env_url:
-        return Choice(checked_url(env_url, "CODEX_BRIDGE_URL"), "CODEX_BRIDGE_URL", False,
-                      None)
+        return Choice(checked_url(env_url, "CODEX_BRIDGE_URL"), "CODEX_BRIDGE_URL",
+                      EndpointKind.ENV, None)
     record_url = record.get("url") if record else None
     if isinstance(record_url, str) and serve_alive is not False:
         # With the daemon running too, resolve_endpoint asks both (`by_threads`).
-        return Choice(record_url, bridge_path, True, None)
+        return Choice(record_url, bridge_path, EndpointKind.SERVE, None)
     if daemon_url:
         note = None
         if isinstance(record_url, str):
             note = (f"{bridge_path} is stale (its serve is gone); using codex's own daemon "
                     f"at {daemon_url}")
-        return Choice(daemon_url, daemon_source(daemon_home), False, note)
+        return Choice(daemon_url, daemon_source(daemon_home), EndpointKind.DAEMON, note)
     if isinstance(record_url, str):  # stale, nothing else: fail at connect, as before
-        return Choice(record_url, bridge_path, True, None)
+        return Choice(record_url, bridge_path, EndpointKind.SERVE, None)
     return None
 
 
@@ -225,18 +243,20 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
                      "daemon_socket": str(daemon.socket_path(home)),
                      "daemon_lookup": daemon.enabled()})
     if picked.from_record and running and record:  # both run: ask them which is which
-        serve = Server(picked.url, token or _token_file(record), picked.source, "serve")
-        held_by = survey([serve, Server(running, None, daemon_source(str(home)), "daemon")])
+        serve = Server(picked.url, token or _token_file(record), picked.source,
+                       EndpointKind.SERVE)
+        held_by = survey([serve, Server(running, None, daemon_source(str(home)),
+                                        EndpointKind.DAEMON)])
         pick, note = by_threads(held_by[0], held_by[1], thread)
-        picked = Choice(pick.server.url, pick.server.source, pick.server.kind == "serve",
+        picked = Choice(pick.server.url, pick.server.source, EndpointKind(pick.server.kind),
                         note)
     if picked.note:
         _say_once(picked.note)
     if token is None and record and (picked.from_record or record.get("url") == picked.url):
         token = _token_file(record)  # our own serve, found or named explicitly
-    if picked.source.startswith("codex daemon"):
+    if picked.kind is EndpointKind.DAEMON:
         token = None  # a unix socket of the user's own: no bearer to present
-    return Endpoint(picked.url, token, picked.source)
+    return Endpoint(picked.url, token, picked.source, picked.kind)
 
 
 def others(url: str) -> list[Server]:
@@ -250,10 +270,11 @@ def others(url: str) -> list[Server]:
     if (record and isinstance(served, str) and _serve_alive(record) is not False
             and url not in (served, record.get("public_url"))):
         token = os.environ.get("CODEX_BRIDGE_TOKEN") or _token_file(record)
-        found.append(Server(served, token, str(bridge_file()), "serve"))
+        found.append(Server(served, token, str(bridge_file()), EndpointKind.SERVE))
     running = daemon.running_url()
     if running and running != url:
-        found.append(Server(running, None, daemon_source(str(daemon.codex_home())), "daemon"))
+        found.append(Server(running, None, daemon_source(str(daemon.codex_home())),
+                            EndpointKind.DAEMON))
     return found
 
 

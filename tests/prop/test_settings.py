@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.doctor import gather, parse
+from codexbridge.doctor import claude_side, codex_side, parse
 from codexbridge.errors import UsageError
 from codexbridge.host.tomlfile import load_toml
 from codexbridge.setup import claude, jsonedit, ledger, tomledit
@@ -174,10 +174,11 @@ def test_any_config_text_is_merged_or_refused(text: str) -> None:
 @given(json_values | settings_docs)
 def test_parsed_settings_give_facts(data: Any) -> None:
     facts = parse.claude_settings_facts(data)
-    assert isinstance(facts["hooks"], list) and isinstance(facts["env"], dict)
-    assert isinstance(parse.hooks_json_facts(data)["permission_request_hooks"], int)
+    assert isinstance(facts.hooks, tuple) and isinstance(facts.env, dict)
+    assert isinstance(parse.hooks_json_facts(data)[0], int)
     if isinstance(data, dict):
-        assert "approval_policy" in parse.codex_config_facts(data)
+        policy = parse.codex_config_facts(data).approval_policy
+        assert policy is None or isinstance(policy, str)
 
 
 @given(junk_bytes | st.builds(str.encode, deep_json()), junk_bytes,
@@ -191,20 +192,20 @@ def test_doctor_reports_any_file(config: bytes, hooks: bytes, settings: bytes) -
         (home / "config.toml").write_bytes(config)
         (home / "hooks.json").write_bytes(hooks)
         (project / ".claude" / "settings.json").write_bytes(settings)
-        layer = gather.codex_home_layer(home, ["test"])
-        for part in ("config", "hooks_json"):
-            error = layer[part]["error"]
+        layer = codex_side.codex_home_layer(home, ["test"])
+        for error in (layer.config.error, layer.hooks_json.error):
             assert error is None or isinstance(error, str)
+        json.dumps([c.as_dict() for c in codex_side.diverter_rows([layer])])
         saved = os.environ.get("CLAUDE_CONFIG_DIR")
         os.environ["CLAUDE_CONFIG_DIR"] = str(Path(tmp) / "claude-user")
         try:
-            facts = gather.project(project)
+            facts = claude_side.project(project)
         finally:
             if saved is None:
                 os.environ.pop("CLAUDE_CONFIG_DIR", None)
             else:
                 os.environ["CLAUDE_CONFIG_DIR"] = saved
-        json.dumps(facts)
+        json.dumps([c.as_dict() for c in claude_side.project_rows(facts, {})])
 
 
 # --- setup's ledger ---------------------------------------------------------------------

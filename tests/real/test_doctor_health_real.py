@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.doctor.rows_health import gather_protocol, protocol_rows
+from codexbridge.doctor.codex_side import protocol, protocol_rows
 from codexbridge.host.binaries import CODEX_OLDEST, CODEX_VERSION, supported_range
 from tests.support.binaries import require_codex
 from tests.support.cli import run_cli
@@ -62,19 +62,19 @@ def oldest_codex(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_the_protocol_row_is_ok_for_this_codex_and_the_oldest(
         codex_bin: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for codex in (codex_bin, oldest_codex(monkeypatch)):
-        facts = gather_protocol(codex)
+        facts = protocol(codex)
         [row] = protocol_rows(facts)
         assert row.status == "OK", row.finding
         assert row.fix is None and "speaks what codexbridge uses" in row.finding
         assert supported_range(CODEX_OLDEST, CODEX_VERSION) in row.finding
-        assert f"codex {facts['version']}" in row.finding
+        assert f"codex {facts.version}" in row.finding
 
 
 def test_a_renamed_field_is_a_warn_naming_it(codex_bin: str, tmp_path: Path) -> None:
     fake = tmp_path / "codex"
     fake.write_text(RENAMING_CODEX.format(python=sys.executable, real=codex_bin))
     fake.chmod(0o755)
-    [row] = protocol_rows(gather_protocol(str(fake)))
+    [row] = protocol_rows(protocol(str(fake)))
     assert row.status == "WARN", row.finding
     assert "in 2 place(s)" in row.finding
     assert ("item/completed (read): ThreadItem.<agentMessage>.text is gone (renamed to "

@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, sys
 import codexbridge
-from codexbridge.doctor.rows_health import gather_protocol, protocol_rows
+from codexbridge.doctor.codex_side import protocol, protocol_rows
 from codexbridge.host.binaries import in_checkout
-[row] = protocol_rows(gather_protocol(sys.argv[1]))
+[row] = protocol_rows(protocol(sys.argv[1]))
 print(json.dumps({"module": codexbridge.__file__, "in_checkout": in_checkout(),
                   "status": row.status, "finding": row.finding}))
 """

@@ -13,18 +13,24 @@ from typing import Any
 
 import pytest
 
-from codexbridge.doctor import rows_claude
+from codexbridge.doctor import claude_side
+from codexbridge.doctor.binaries import BinaryFacts
+from codexbridge.doctor.claude_side import (
+    HOOK_INPUT,
+    REGISTRY_FIELDS,
+    Seen,
+    claude_compat_rows,
+)
 from codexbridge.doctor.report import INFO, OK, WARN, Check
-from codexbridge.doctor.rows_claude import HOOK_INPUT, REGISTRY_FIELDS, claude_compat_rows
 from codexbridge.hooks import seen
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
 from codexbridge.inbox.live import PEER_PROTOCOL
 
-SRC = Path(rows_claude.__file__).parents[1]
+SRC = Path(claude_side.__file__).parents[1]
 DAY = "2026-12-01"
 AT = f"{DAY}T10:00:00.000Z"
 NEWER = "9.0.0"  # any release above the tested range
-CLAUDE = {"path": "/c/claude", "version": CLAUDE_VERSION}
+CLAUDE = BinaryFacts("/c/claude", version=CLAUDE_VERSION)
 STOP_FIELDS = ["cwd", "effort", "hook_event_name", "last_assistant_message", "permission_mode",
                "prompt_id", "session_id", "stop_hook_active", "transcript_path"]
 START_FIELDS = ["cwd", "hook_event_name", "model", "session_id", "source", "transcript_path"]
@@ -45,13 +51,13 @@ def record(hooks: dict[str, Any] | None = None, peer: dict[str, Any] | None = No
             "peer": {**PEER, "claude_version": version, **(peer or {})}}
 
 
-def compat(rec: dict[str, Any] | None = None, *, claude: dict[str, Any] | None = None,
+def compat(rec: dict[str, Any] | None = None, *, claude: BinaryFacts | None = None,
            transcripts: list[dict[str, Any]] | None = None, exists: bool = True
            ) -> dict[str, Check]:
-    facts = {"claude": CLAUDE if claude is None else claude,
-             "seen": {"path": "/b/claude-seen.json", "exists": exists, "record": rec},
-             "transcripts": [TRANSCRIPT] if transcripts is None else transcripts}
-    return {c.name.split(":")[-1]: c for c in claude_compat_rows(facts)}
+    rows = claude_compat_rows(CLAUDE if claude is None else claude,
+                              Seen("/b/claude-seen.json", exists, rec),
+                              [TRANSCRIPT] if transcripts is None else transcripts)
+    return {c.name.split(":")[-1]: c for c in rows}
 
 
 def no_downgrade(row: Check) -> None:
@@ -82,7 +88,7 @@ def test_nothing_seen_yet_is_info_not_a_warning() -> None:
 
 
 def test_no_claude_and_no_evidence_gives_no_rows() -> None:
-    assert compat(None, claude={"path": None}, exists=False) == {}
+    assert compat(None, claude=BinaryFacts(), exists=False) == {}
 
 
 def test_unreadable_record_is_a_warning_naming_the_file() -> None:
@@ -91,7 +97,7 @@ def test_unreadable_record_is_a_warning_naming_the_file() -> None:
 
 
 def test_a_newer_claude_that_has_not_run_the_hooks_yet_is_info() -> None:
-    got = compat(record(), claude={"path": "/c", "version": NEWER})
+    got = compat(record(), claude=BinaryFacts("/c", version=NEWER))
     for name in ("peer-protocol", "hook-input"):
         row = got[name]
         assert row.status == INFO, row
@@ -100,7 +106,7 @@ def test_a_newer_claude_that_has_not_run_the_hooks_yet_is_info() -> None:
 
 
 def test_a_newer_claude_with_everything_in_place_is_ok() -> None:
-    got = compat(record(version=NEWER), claude={"path": "/c", "version": NEWER})
+    got = compat(record(version=NEWER), claude=BinaryFacts("/c", version=NEWER))
     assert [c.status for c in got.values()] == [OK, OK, OK]
 
 
@@ -114,7 +120,7 @@ def test_a_newer_claude_with_everything_in_place_is_ok() -> None:
 def test_a_missing_stop_field_is_named_with_what_breaks(field: str, words: str) -> None:
     fields = [f for f in STOP_FIELDS if f != field]
     row = compat(record({"Stop": fields, "SessionStart": START_FIELDS}, version=NEWER),
-                 claude={"path": "/c", "version": NEWER})["hook-input"]
+                 claude=BinaryFacts("/c", version=NEWER))["hook-input"]
     assert row.status == WARN and words in row.finding
     assert row.fix and row.fix.startswith(f"update codexbridge (a release that knows Claude "
                                           f"Code {NEWER})")
@@ -145,7 +151,7 @@ def test_only_the_stop_seen_is_ok_and_says_so() -> None:
 ])
 def test_peer_protocol_drift_names_what_moved(peer: dict[str, Any], words: str) -> None:
     row = compat(record(peer=peer, version=NEWER),
-                 claude={"path": "/c", "version": NEWER})["peer-protocol"]
+                 claude=BinaryFacts("/c", version=NEWER))["peer-protocol"]
     assert row.status == WARN and words in row.finding, row.finding
     assert row.fix and "update codexbridge" in row.fix
     assert "mail arrives through the Stop hook" in row.fix
@@ -161,7 +167,7 @@ def test_a_session_without_an_inbox_is_info() -> None:
 def test_evidence_from_a_claude_below_the_range_says_install_the_tested_one() -> None:
     old = "0.0.1"
     row = compat(record(peer={"protocol": 2}, version=old),
-                 claude={"path": "/c", "version": old})["peer-protocol"]
+                 claude=BinaryFacts("/c", version=old))["peer-protocol"]
     assert row.status == WARN and row.fix and CLAUDE_VERSION in row.fix
     assert old not in (CLAUDE_OLDEST, CLAUDE_VERSION)
 
@@ -181,17 +187,16 @@ def test_a_drifted_transcript_says_handoff_carries_nothing() -> None:
 
 
 def test_transcripts_not_checked_or_empty_are_info() -> None:
-    facts = {"claude": CLAUDE, "seen": {"exists": True, "record": record()},
-             "transcripts": None}
-    [*_, row] = claude_compat_rows(facts)
+    [*_, row] = claude_compat_rows(CLAUDE, Seen("", True, record()), None)
     assert row.status == INFO and "not checked" in row.finding
     empty = compat(record(), transcripts=[{**TRANSCRIPT, "records": 0, "verdict": "empty"}])
     assert empty["transcript"].status == INFO
 
 
 def test_no_version_literal_in_the_rows_source() -> None:
-    source = (SRC / "doctor" / "rows_claude.py").read_text()
-    assert not re.search(r"\b\d+\.\d+\.\d+\b", source)
+    for rows in ("claude_side.py", "binaries.py"):
+        source = (SRC / "doctor" / rows).read_text()
+        assert not re.search(r"\b\d+\.\d+\.\d+\b", source), rows
 
 
 # --- the lists match the code that reads the fields ------------------------------------------

@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from codexbridge.doctor.codex_side import ProtocolFacts, protocol_rows
 from codexbridge.doctor.compat import Change, Direction, Finding, Verdict, incompatible, judge
-from codexbridge.doctor.rows_health import protocol_rows, state_rows
+from codexbridge.doctor.records import StateFacts, state_rows
 from codexbridge.doctor.surface import CLIENT_REQUEST, NOTIFICATION, SERVER_REQUEST
 from codexbridge.doctor.uses import Uses
 from codexbridge.host.binaries import CODEX_OLDEST, CODEX_VERSION, supported_range
@@ -77,8 +78,8 @@ def only_bad(findings: list[Finding]) -> Finding:
 
 
 def row(findings: list[Finding], version: str = "9.9.9") -> Any:
-    [check] = protocol_rows({"version": version, "built_on": "codex-cli 1.0.0",
-                             "findings": [f.as_dict() for f in findings]})
+    [check] = protocol_rows(ProtocolFacts(version=version, built_on="codex-cli 1.0.0",
+                                          findings=tuple(findings)))
     return check
 
 
@@ -285,8 +286,7 @@ def test_the_real_surface_against_itself_and_edited_copies() -> None:
 
 
 def test_state_rows() -> None:
-    assert state_rows({"home": "/", "problem": "CODEX_BRIDGE_HOME resolves to /"})[0].status \
-        == "FAIL"
-    loose = state_rows({"home": "/h", "exists": True, "loose": ["/h/x (0o644)"]})[0]
+    assert state_rows(StateFacts("/", "CODEX_BRIDGE_HOME resolves to /"))[0].status == "FAIL"
+    loose = state_rows(StateFacts("/h", exists=True, loose=("/h/x (0o644)",)))[0]
     assert loose.status == "WARN" and loose.fix == "chmod -R go-rwx /h"
-    assert state_rows({"home": "/h", "exists": True, "loose": []})[0].status == "OK"
+    assert state_rows(StateFacts("/h", exists=True))[0].status == "OK"

@@ -1,5 +1,5 @@
 """doctor validates, with jsonschema, the answers codexbridge gives codex's approval
-requests against the schema the installed codex generates (doctor/answers.py)."""
+requests against the schema the installed codex generates (doctor/compat.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
-from codexbridge.doctor.answers import check_answers
+from codexbridge.doctor.codex_side import ProtocolFacts, protocol_rows
+from codexbridge.doctor.compat import check_answers
 from codexbridge.doctor.report import OK, WARN
-from codexbridge.doctor.rows_health import protocol_rows
 
 BUNDLE = Path(__file__).resolve().parents[2] / "schemas" / "experimental"
 DECISION = "CommandExecutionRequestApprovalResponse.json"
@@ -33,10 +33,10 @@ def test_a_codex_that_no_longer_takes_decline_is_named(tmp_path: Path) -> None:
     assert text != json.dumps(doc)
     (bundle / DECISION).write_text(text)
     _, refused = check_answers(bundle)
-    assert [(r["method"], r["answer"]) for r in refused] == [
+    assert [(r.method, r.answer) for r in refused] == [
         ("item/commandExecution/requestApproval", "fail-closed")]
-    [row] = protocol_rows({"version": "9.9.9", "built_on": "x", "findings": [],
-                           "answers_checked": 16, "answers_refused": refused})
+    [row] = protocol_rows(ProtocolFacts(version="9.9.9", built_on="x", answers_checked=16,
+                                        answers_refused=tuple(refused)))
     assert row.status == WARN and "would hang" in row.finding
     assert "item/commandExecution/requestApproval" in row.finding
 
@@ -45,10 +45,9 @@ def test_a_missing_answer_schema_is_a_problem_not_a_pass(tmp_path: Path) -> None
     bundle = copy_bundle(tmp_path)
     (bundle / DECISION).unlink()
     _, refused = check_answers(bundle)
-    assert {r["method"] for r in refused} == {"item/commandExecution/requestApproval"}
+    assert {r.method for r in refused} == {"item/commandExecution/requestApproval"}
 
 
 def test_the_ok_row_says_the_answers_were_checked() -> None:
-    [row] = protocol_rows({"version": "9.9.9", "built_on": "x", "findings": [],
-                           "answers_checked": 16, "answers_refused": []})
+    [row] = protocol_rows(ProtocolFacts(version="9.9.9", built_on="x", answers_checked=16))
     assert row.status == OK and "all 16 answers" in row.finding

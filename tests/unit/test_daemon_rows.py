@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from codexbridge.doctor import claude_side
-from codexbridge.doctor import codex_side as rows_daemon
+from codexbridge.doctor import codex_side
 from codexbridge.doctor.codex_side import DaemonFacts, EndpointFacts, ServeFacts
 from codexbridge.doctor.report import INFO, OK, WARN
 from codexbridge.errors import BinaryNotFoundError
@@ -25,21 +25,21 @@ ALIVE = ServeFacts(serve_alive=True)
 
 
 def test_daemon_row() -> None:
-    assert rows_daemon.daemon_row(UP).status == OK
-    down = rows_daemon.daemon_row(DOWN)
+    assert codex_side.daemon_row(UP).status == OK
+    down = codex_side.daemon_row(DOWN)
     assert down.status == INFO and "codex app-server daemon start" in str(down.fix)
-    off = rows_daemon.daemon_row(replace(UP, enabled=False))
+    off = codex_side.daemon_row(replace(UP, enabled=False))
     assert off.status == INFO and "CODEX_BRIDGE_DAEMON=off" in off.finding
 
 
 def test_pick_row_only_when_both_run() -> None:
     ep = EndpointFacts(url="ws://127.0.0.1:8787", source="/s/bridge.json")
-    [row] = rows_daemon.pick_row(UP, ALIVE, ep)
+    [row] = codex_side.pick_row(UP, ALIVE, ep)
     assert row.name == "endpoint-pick" and f"--url {SOCK}" in str(row.fix)
     assert row.status == INFO  # an older serve's record names no CODEX_HOME
-    assert rows_daemon.pick_row(DOWN, ALIVE, ep) == []
-    assert rows_daemon.pick_row(UP, ServeFacts(serve_alive=False), ep) == []
-    assert rows_daemon.pick_row(UP, ServeFacts(), EndpointFacts(url=SOCK)) == []
+    assert codex_side.pick_row(DOWN, ALIVE, ep) == []
+    assert codex_side.pick_row(UP, ServeFacts(serve_alive=False), ep) == []
+    assert codex_side.pick_row(UP, ServeFacts(), EndpointFacts(url=SOCK)) == []
 
 
 def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
@@ -47,7 +47,7 @@ def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
     serve = ServeFacts(record=record, serve_alive=True)
     tui = {"id": "t1", "user": True}
     # the TUI on the daemon, a leftover serve: talk uses the daemon; stop serve
-    [row] = rows_daemon.pick_row(UP, serve, EndpointFacts(url=SOCK, threads=(tui,)))
+    [row] = codex_side.pick_row(UP, serve, EndpointFacts(url=SOCK, threads=(tui,)))
     assert row.status == WARN
     assert row.finding.startswith("two app-servers run on one CODEX_HOME (/h): "
                                   "`codexbridge serve` (ws://127.0.0.1:8787, pid 4242) and "
@@ -56,33 +56,33 @@ def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
     assert row.fix is not None and row.fix.startswith("stop the leftover serve")
     assert "`kill 4242`" in row.fix
     # in use: serve — either may be the leftover: both ways out
-    [row] = rows_daemon.pick_row(UP, serve, EndpointFacts(url=record["url"]))
+    [row] = codex_side.pick_row(UP, serve, EndpointFacts(url=record["url"]))
     assert row.status == WARN and "codex app-server daemon stop" in str(row.fix)
     assert "`kill 4242`" in str(row.fix)
     # another CODEX_HOME: no writer conflict, only which one is used
     other = ServeFacts(record={**record, "codex_home": "/elsewhere"}, serve_alive=True)
-    [row] = rows_daemon.pick_row(UP, other, EndpointFacts(url=SOCK, threads=(tui,)))
+    [row] = codex_side.pick_row(UP, other, EndpointFacts(url=SOCK, threads=(tui,)))
     assert row.status == INFO and "--url ws://127.0.0.1:8787" in str(row.fix)
 
 
 def test_attach_row_leads_with_plain_codex_for_the_daemon() -> None:
-    row = rows_daemon.attach_row(EndpointFacts(url=SOCK, source="codex daemon (/h)",
+    row = codex_side.attach_row(EndpointFacts(url=SOCK, source="codex daemon (/h)",
                                                kind=EndpointKind.DAEMON), "/p", ServeFacts())
     assert row.details["line"] == "codex -C /p"
     assert row.details["explicit"] == f"codex --remote {SOCK} -C /p"
     assert row.finding.startswith("open the TUI with: codex -C /p (plain `codex`")
     record = {"url": "ws://127.0.0.1:9", "public_url": "wss://h:443"}
-    row = rows_daemon.attach_row(EndpointFacts(url="ws://127.0.0.1:9", token=True, source="b",
+    row = codex_side.attach_row(EndpointFacts(url="ws://127.0.0.1:9", token=True, source="b",
                                                kind=EndpointKind.URL),
                                  "/p", ServeFacts(record=record))
     assert row.details["line"] == ("CODEX_BRIDGE_TOKEN=<token> codex --remote wss://h:443 "
                                    "-C /p --remote-auth-token-env CODEX_BRIDGE_TOKEN")
-    none = rows_daemon.attach_row(EndpointFacts(), "/p", ServeFacts())
+    none = codex_side.attach_row(EndpointFacts(), "/p", ServeFacts())
     assert none.status == INFO and "daemon start" in str(none.fix)
 
 
 def test_no_user_thread_on_the_daemon_says_plain_codex() -> None:
-    [row] = rows_daemon.thread_rows(EndpointFacts(reachable=True, url=SOCK))
+    [row] = codex_side.thread_rows(EndpointFacts(reachable=True, url=SOCK))
     assert row.status == WARN
     assert str(row.fix).startswith("open the Codex TUI with `codex -C DIR` (plain `codex` "
                                    "attaches to codex's own daemon by itself)")

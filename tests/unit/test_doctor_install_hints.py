@@ -6,6 +6,7 @@ not-found errors — right for an installed codexbridge (pipx / a wheel: no scri
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -14,12 +15,18 @@ from click.testing import CliRunner
 
 from codexbridge.cli.app import cli
 from codexbridge.cli.talk_cmd import open_tui_hint
-from codexbridge.doctor import rows, rows_claude, rows_health
+from codexbridge.doctor import binaries as doctor_binaries
+from codexbridge.doctor import claude_side, codex_side
+from codexbridge.doctor.binaries import BinaryFacts
+from codexbridge.doctor.claude_side import ProjectFacts
+from codexbridge.doctor.codex_side import EndpointFacts, ProtocolFacts, ServeFacts
+from codexbridge.doctor.compat import Change, Finding, Verdict
+from codexbridge.doctor.parse import ListenSchemes
 from codexbridge.doctor.report import WARN, Check
 from codexbridge.errors import BinaryNotFoundError
 from codexbridge.host import binaries
 from codexbridge.host.binaries import CLAUDE_VERSION, CODEX_VERSION
-from codexbridge.talk.endpoint import Endpoint
+from codexbridge.talk.endpoint import Endpoint, EndpointKind
 
 NPM_CODEX = f"npm install -g @openai/codex@{CODEX_VERSION}"
 NPM_CLAUDE = f"npm install -g @anthropic-ai/claude-code@{CLAUDE_VERSION}"
@@ -45,21 +52,22 @@ def texts(checks: list[Check]) -> str:
 
 def binary_rows() -> list[Check]:
     """Every row that tells the user to install or replace codex / Claude Code."""
-    missing = {"path": None, "error": None}
-    old = {"path": "/x/codex", "source": "PATH", "version": "0.1.0",
-           "listen": {"listen_option": True, "ws": True, "unix": True}}
-    no_ws = {**old, "version": CODEX_VERSION, "listen": {"listen_option": True}}
-    no_listen = {**old, "version": CODEX_VERSION, "listen": {}}
-    server_old = {"url": "unix:///h/.codex/app-server-control/app-server-control.sock",
-                  "source": "codex daemon (/h/.codex)", "reachable": True,
-                  "server_version": "0.1.0"}
+    missing = BinaryFacts()
+    old = BinaryFacts("/x/codex", source="PATH", version="0.1.0",
+                      listen=ListenSchemes(True, True, True))
+    no_ws = replace(old, version=CODEX_VERSION, listen=ListenSchemes(listen_option=True))
+    no_listen = replace(old, version=CODEX_VERSION, listen=ListenSchemes())
+    server_old = EndpointFacts(
+        url="unix:///h/.codex/app-server-control/app-server-control.sock",
+        source="codex daemon (/h/.codex)", kind=EndpointKind.DAEMON, reachable=True,
+        server_version="0.1.0")
+    gone = Finding(Verdict.INCOMPATIBLE, Change.METHOD_GONE, "client request", "x", None,
+                   None, "", "is gone", "x is gone: y")
+    rows = doctor_binaries
     return [*rows.codex_rows(missing), *rows.codex_rows(old), *rows.codex_rows(no_ws),
-            *rows.codex_rows(no_listen), rows.endpoint_row({}, server_old),
-            *rows_claude.claude_rows(missing), *rows_claude.claude_rows(dict(old)),
-            *rows_health.protocol_rows({"version": "0.1.0", "findings": [
-                {"verdict": "incompatible", "change": "method gone", "method": "x",
-                 "direction": None, "where": "x", "detail": "is gone",
-                 "consequence": "x is gone: y"}]})]
+            *rows.codex_rows(no_listen), codex_side.endpoint_row(ServeFacts(), server_old),
+            *rows.claude_rows(missing), *rows.claude_rows(old),
+            *codex_side.protocol_rows(ProtocolFacts(version="0.1.0", findings=(gone,)))]
 
 
 def test_installed_users_get_npm_commands_not_checkout_paths(installed: Path) -> None:
@@ -90,17 +98,18 @@ def test_installed_doctor_judges_the_protocol_from_its_package_data(
     codex.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo "codex-cli {CODEX_VERSION}" '
                      f'&& exit 0\nfor a; do out="$a"; done\n/bin/cp -R "{bundle}/." "$out/"\n')
     codex.chmod(0o755)
-    [row] = rows_health.protocol_rows(rows_health.gather_protocol(str(codex)))
+    [row] = codex_side.protocol_rows(codex_side.protocol(str(codex)))
     assert row.status == "OK" and "no differences" in row.finding, row.finding
     assert f"codex {CODEX_VERSION} speaks what codexbridge uses" in row.finding
 
 
 def test_a_fresh_doctor_points_at_codex_own_daemon_first() -> None:
-    row = rows.endpoint_row({}, {"url": None, "resolve_error": "no app-server to talk to"})
+    row = codex_side.endpoint_row(ServeFacts(),
+                                  EndpointFacts(resolve_error="no app-server to talk to"))
     assert row.status == WARN
     assert str(row.fix).startswith("open your TUI with `codex -C DIR`")
     assert str(row.fix).index("codex -C") < str(row.fix).index("codexbridge serve")
-    [hook] = rows_claude.project_rows({"dir": "/p", "files": []}, {})
+    [hook] = claude_side.project_rows(ProjectFacts("/p"), {})
     assert str(hook.fix).startswith("`codexbridge setup claude`")
 
 
@@ -133,7 +142,7 @@ def test_help_texts_work_without_a_checkout_and_lead_with_the_daemon() -> None:
 
 def test_talk_list_tells_daemon_users_to_open_plain_codex() -> None:
     daemon = Endpoint("unix:///h/.codex/app-server-control/app-server-control.sock", None,
-                      "codex daemon (/h/.codex)")
+                      "codex daemon (/h/.codex)", EndpointKind.DAEMON)
     assert "`codex -C DIR`" in open_tui_hint(daemon) and "--remote" not in open_tui_hint(daemon)
     assert "plain `codex` attaches" in open_tui_hint(daemon)
     served = Endpoint("ws://127.0.0.1:8787", None, "/s/bridge.json")

@@ -9,7 +9,7 @@ import pytest
 from codexbridge.doctor import parse
 from codexbridge.host.binaries import parse_version
 from codexbridge.host.tomlfile import load_toml
-from codexbridge.inbox.install_hook import hook_command, watch_command
+from codexbridge.inbox.listeners import hook_command, watch_command
 
 HELP_0169 = """\
       --strict-config
@@ -37,12 +37,13 @@ def test_versions() -> None:
 
 
 def test_listen_schemes() -> None:
-    assert parse.listen_schemes(HELP_0169) == {"listen_option": True, "ws": True, "unix": True}
+    assert parse.listen_schemes(HELP_0169).as_dict() == {"listen_option": True, "ws": True,
+                                                         "unix": True}
     no_ws = HELP_0169.replace("`ws://IP:PORT`, ", "")
     # ws:// elsewhere in the help (another option's text) does not count.
-    assert parse.listen_schemes(no_ws + "\n  --ws-auth <MODE>\n   for ws:// clients\n")[
-        "ws"] is False
-    assert parse.listen_schemes("Usage: codex app-server\n")["listen_option"] is False
+    assert parse.listen_schemes(no_ws + "\n  --ws-auth <MODE>\n   for ws:// clients\n"
+                                ).ws is False
+    assert parse.listen_schemes("Usage: codex app-server\n").listen_option is False
 
 
 CONFIG = """\
@@ -78,12 +79,12 @@ command = "secret-token-1234 approve"
 def test_codex_config_facts() -> None:
     data = load_toml(CONFIG)
     facts = parse.codex_config_facts(data)
-    assert facts["approvals_reviewer"] == "auto_review"
-    assert facts["approvals_reviewer_key"] == "profiles.fast.approvals_reviewer"
-    assert facts["approval_policy"] == "never" and facts["approval_policy_key"] == (
+    assert facts.approvals_reviewer == "auto_review"
+    assert facts.approvals_reviewer_key == "profiles.fast.approvals_reviewer"
+    assert facts.approval_policy == "never" and facts.approval_policy_key == (
         "approval_policy")
-    assert facts["hooks_enabled"] is False
-    assert facts["permission_request_hooks"] == 1
+    assert facts.hooks_enabled is False
+    assert facts.permission_request_hooks == 1
     assert "secret-token-1234" not in repr(facts)
 
 
@@ -93,7 +94,7 @@ def test_load_toml_rejects_invalid_toml() -> None:
         load_toml("a = = 1")
     with pytest.raises(ValueError, match="nested too deeply"):
         load_toml("a = " + "[" * 100_000)
-    assert parse.codex_config_facts(load_toml(""))["approvals_reviewer"] is None
+    assert parse.codex_config_facts(load_toml("")).approvals_reviewer is None
 
 
 @pytest.mark.parametrize(("data", "count"), [
@@ -107,11 +108,11 @@ def test_load_toml_rejects_invalid_toml() -> None:
     ({"hooks": {"PermissionRequest": [{"matcher": "*"}]}}, 1),  # odd but present: counts
 ])
 def test_hooks_json_facts(data: dict[str, Any], count: int) -> None:
-    assert parse.hooks_json_facts(data)["permission_request_hooks"] == count
+    assert parse.hooks_json_facts(data) == (count, None)
 
 
 def test_hooks_json_not_an_object() -> None:
-    assert "error" in parse.hooks_json_facts([1, 2])
+    assert parse.hooks_json_facts([1, 2]) == (0, "does not hold a JSON object")
 
 
 def test_claude_settings_facts() -> None:
@@ -127,9 +128,9 @@ def test_claude_settings_facts() -> None:
         },
     }
     facts = parse.claude_settings_facts(data)
-    assert facts["env"] == {"CODEX_BRIDGE_MAX_CHAIN": "5"}
-    assert [(h["event"], h["kind"], h["mailbox"], h["async_rewake"], h["interpreter"])
-            for h in facts["hooks"]] == [("Stop", "hook", "web", False, "/v/python"),
+    assert facts.env == {"CODEX_BRIDGE_MAX_CHAIN": "5"}
+    assert [(h.event, h.kind, h.mailbox, h.async_rewake, h.interpreter)
+            for h in facts.hooks] == [("Stop", "hook", "web", False, "/v/python"),
                                          ("Stop", "watch", "web", True, "/v/python"),
                                          ("SessionStart", "watch", "web", True, "/v/python")]
     assert "sk-secret" not in repr(facts)
@@ -141,11 +142,11 @@ def test_claude_settings_shell_one_liner() -> None:
                ".venv/bin/python -m codexbridge inbox hook --as bridge; exit 0")
     facts = parse.claude_settings_facts({"hooks": {"Stop": [{"hooks": [
         {"type": "command", "command": command}]}]}})
-    assert facts["hooks"][0]["mailbox"] == "bridge"
-    assert facts["hooks"][0]["interpreter"] is None
+    assert facts.hooks[0].mailbox == "bridge"
+    assert facts.hooks[0].interpreter is None
 
 
 def test_claude_settings_bad_shapes() -> None:
-    assert "error" in parse.claude_settings_facts([])
-    assert "error" in parse.claude_settings_facts({"hooks": []})
-    assert parse.claude_settings_facts({"hooks": {"Stop": "x"}})["hooks"] == []
+    assert parse.claude_settings_facts([]).error
+    assert parse.claude_settings_facts({"hooks": []}).error
+    assert parse.claude_settings_facts({"hooks": {"Stop": "x"}}).hooks == ()

@@ -33,7 +33,7 @@ def pick(url: str | None = None, env: str | None = None, record: dict | None = N
 def test_the_order_of_the_sources() -> None:
     assert pick("ws://a", "ws://b", SERVE, True, DAEMON)[:2] == ("ws://a", "--url")
     assert pick(None, "ws://b", SERVE, True, DAEMON)[:2] == ("ws://b", "CODEX_BRIDGE_URL")
-    assert pick(record=SERVE, alive=True)[:3] == (SERVE["url"], BRIDGE, True)
+    assert pick(record=SERVE, alive=True)[:3] == (SERVE["url"], BRIDGE, endpoint.EndpointKind.SERVE)
     got = pick(running=DAEMON)
     assert got is not None and got.url == DAEMON and got.source == "codex daemon (/h)"
     assert got.note is None and got.from_record is False

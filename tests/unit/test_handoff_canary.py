@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codexbridge.doctor.records import handoff_rows
 from codexbridge.doctor.report import FAIL, INFO, OK, WARN
-from codexbridge.doctor.rows_handoff import handoff_rows
 from codexbridge.handoff import ledger
 from codexbridge.handoff.canary import facts
 from codexbridge.handoff.ledger import project_key

@@ -1,0 +1,773 @@
+"""The codex side: the app-server in force and what stands between it and the TUI. Facts,
+how they are gathered (the only network use is the configured app-server), and rows.
+
+    bridge-json, app-server   a running `codexbridge serve` (optional); initialize on the
+                              app-server in force (codex's own daemon, or serve)
+    threads                   the user threads the TUI has loaded
+    codex-daemon              is CODEX_HOME's managed daemon running (its socket answering)
+    endpoint-pick             a serve and the daemon both run: which one talk / mcp use,
+                              how to pick the other (only then); WARN on one CODEX_HOME
+    tui-attach                the exact line that opens the Codex TUI on it
+    codex-hooks,              settings in CODEX_HOME (yours, the app-server's, the
+      approvals-reviewer,     project's .codex/) that answer approvals before the TUI
+      approval-policy
+    protocol                  the installed codex's schema judged against what
+                              codexbridge uses (compat.py)
+    deep                      (doctor --deep) one real turn on a private app-server with
+                              the mock model: LIVE or BROKEN
+
+Every row says only what was actually looked at: OK means "checked, and fine", and a
+thing that could not be checked says so instead of passing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import BridgeError, ConnectError, UsageError
+from ..host.binaries import (
+    CODEX_OLDEST,
+    CODEX_VERSION,
+    VersionFit,
+    in_checkout,
+    install_hint,
+    parse_version,
+    supported_range,
+    version_fit,
+)
+from ..host.daemon import attach_line, is_daemon_url, start_hint
+from ..host.jsonfile import loads_json
+from ..host.procs import pid_alive
+from ..host.tomlfile import load_toml
+from ..jsontypes import obj, opt_int, opt_str
+from ..talk.endpoint import EndpointKind
+from . import parse
+from .binaries import TIMEOUT, fit_row
+from .compat import AnswerProblem, Change, Finding, incompatible
+from .parse import DIVERTING_REVIEWERS, CodexConfig
+from .report import FAIL, INFO, OK, WARN, Check, plural
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
+
+# --- serve and the app-server ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ServeFacts:
+    """bridge.json: `record` None when absent or unreadable; each `*_alive` None when the
+    record names no such pid."""
+
+    state_dir: str = ""
+    bridge_file: str = ""
+    exists: bool = False
+    record: JsonObject | None = None
+    serve_alive: bool | None = None
+    app_server_alive: bool | None = None
+
+
+def serve() -> ServeFacts:
+    from ..host.paths import bridge_file, read_bridge_file, state_dir
+
+    path = bridge_file()
+    record = read_bridge_file() if path.exists() else None
+    alive: dict[str, bool | None] = {"pid": None, "app_server_pid": None}
+    for key in alive:
+        pid = opt_int(record.get(key)) if record else None
+        if pid is not None and pid > 0:
+            alive[key] = pid_alive(pid)
+    return ServeFacts(str(state_dir(create=False)), str(path), path.exists(), record,
+                      alive["pid"], alive["app_server_pid"])
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointFacts:
+    """The app-server in force (talk/endpoint.py) and what it said: `url` None when none
+    (`bad_url`: the user's --url / CODEX_BRIDGE_URL is no URL; `resolve_error`: nothing
+    runs); `threads` (ThreadInfo.as_dict() plus `user`) or `threads_error`."""
+
+    url: str | None = None
+    source: str | None = None
+    kind: EndpointKind | None = None
+    token: bool = False
+    bad_url: str | None = None
+    resolve_error: str | None = None
+    reachable: bool = False
+    connect_error: str | None = None
+    user_agent: str | None = None
+    server_version: str | None = None
+    codex_home: str | None = None
+    threads: tuple[Mapping[str, object], ...] = ()
+    threads_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Probe:
+    reachable: bool
+    connect_error: str | None = None
+    user_agent: str | None = None
+    codex_home: str | None = None
+    threads: tuple[Mapping[str, object], ...] = ()
+    threads_error: str | None = None
+
+
+async def _probe(url: str, token: str | None, timeout: float) -> _Probe:
+    """Connect + initialize within `timeout`, then list threads within `timeout`."""
+    from ..talk.client import AppServerClient
+    from ..talk.threads import list_threads
+
+    client = AppServerClient(url, token=token, client_name="codexbridge-doctor",
+                             request_timeout=timeout)
+    try:
+        await asyncio.wait_for(client.connect(), timeout)
+    except (TimeoutError, BridgeError, OSError, ValueError) as exc:
+        # ValueError: a URL the WebSocket library cannot even parse (`ws://[::1`).
+        await client.close()
+        return _Probe(False, _why(exc, timeout))
+    try:
+        info = client.server_info
+        agent, home = opt_str(info.get("userAgent")), opt_str(info.get("codexHome"))
+        try:
+            threads = await asyncio.wait_for(list_threads(client, include_all=True), timeout)
+        except (TimeoutError, BridgeError) as exc:
+            return _Probe(True, None, agent, home, threads_error=_why(exc, timeout))
+        return _Probe(True, None, agent, home,
+                      tuple(dict(t.as_dict(), user=t.is_user_thread) for t in threads))
+    finally:
+        await client.close()
+
+
+def _why(exc: BaseException, timeout: float) -> str:
+    cause = exc.__cause__
+    if isinstance(exc, ConnectError) and cause is not None:
+        # The client's own message adds "is serve running?": the row says that itself.
+        if isinstance(cause, asyncio.TimeoutError):
+            return f"no answer within {timeout:g} s"
+        return str(cause) or type(cause).__name__
+    if isinstance(exc, BridgeError):
+        return exc.message
+    if isinstance(exc, asyncio.TimeoutError):
+        return f"no answer within {timeout:g} s"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def endpoint(url: str | None, timeout: float = TIMEOUT) -> EndpointFacts:
+    from ..talk.endpoint import resolve_endpoint
+
+    try:
+        ep = resolve_endpoint(url)
+    except UsageError as exc:  # --url / CODEX_BRIDGE_URL is not a URL: the user's typo
+        return EndpointFacts(bad_url=exc.message)
+    except BridgeError as exc:
+        return EndpointFacts(resolve_error=exc.message)
+    got = asyncio.run(_probe(ep.url, ep.token, timeout))
+    agent = got.user_agent
+    return EndpointFacts(ep.url, ep.source, ep.kind, ep.token is not None, None, None,
+                         got.reachable, got.connect_error, agent,
+                         parse.user_agent_version(agent) if agent else None,
+                         got.codex_home, got.threads, got.threads_error)
+
+
+def is_local(url: str) -> bool:
+    """A unix:// socket or a loopback host: the server's files are this machine's."""
+    if url.startswith("unix://"):
+        return True
+    from ..host.loopback import loopback_url
+
+    return loopback_url(url)
+
+
+def serve_rows(serve: ServeFacts, ep: EndpointFacts) -> list[Check]:
+    return [bridge_row(serve), endpoint_row(serve, ep)]
+
+
+def bridge_row(s: ServeFacts) -> Check:
+    path = s.bridge_file
+    details: dict[str, object] = {"bridge_file": path, "state_dir": s.state_dir}
+    if not s.exists:
+        return Check("bridge-json", INFO,
+                     f"no {path}: no `codexbridge serve` runs for this CODEX_BRIDGE_HOME "
+                     "(codex's own daemon needs none)", None, details)
+    record = s.record
+    if record is None:
+        return Check("bridge-json", WARN, f"{path} is not readable JSON",
+                     f"remove it (`rm {shlex.quote(path)}`) and restart "
+                     "`codexbridge serve`", details)
+    details["record"] = {k: record.get(k) for k in ("url", "pid", "app_server_pid", "cwd",
+                                                    "codex_version", "started_at")}
+    pid = opt_int(record.get("pid"))
+    if pid is None:
+        return Check("bridge-json", WARN, f"{path} names no serve pid",
+                     "remove it and restart `codexbridge serve`", details)
+    if s.serve_alive is False:
+        return Check("bridge-json", WARN,
+                     f"stale bridge.json: serve pid {pid} is not running ({path})",
+                     f"remove it (`rm {shlex.quote(path)}`), or start `codexbridge "
+                     "serve`, which replaces it", details)
+    app_pid = record.get("app_server_pid")
+    if s.app_server_alive is False:
+        return Check("bridge-json", WARN,
+                     f"serve pid {pid} runs but its app-server (pid {app_pid}) is gone",
+                     "stop serve (Ctrl-C in its terminal) and start it again", details)
+    where = f", cwd {record['cwd']}" if record.get("cwd") else ""
+    since = f" since {record['started_at']}" if record.get("started_at") else ""
+    return Check("bridge-json", OK,
+                 f"serve pid {pid} is running{since}: {record.get('url')}{where}",
+                 details=details)
+
+
+# What starts an app-server for a user who has none: codex's own daemon first.
+START_FIX = ("open your TUI with `codex -C DIR`: it starts codex's own daemon (and attaches), "
+             "which talk and mcp find by themselves; or run `codexbridge serve --cwd DIR` "
+             "for a dedicated ws:// server")
+
+
+def _unreachable_row(s: ServeFacts, ep: EndpointFacts, url: str, source: str,
+                     details: dict[str, object]) -> Check:
+    details["error"] = ep.connect_error
+    from_record = ep.kind not in (EndpointKind.URL, EndpointKind.ENV)
+    if from_record and s.serve_alive is False:
+        return Check("app-server", WARN,
+                     f"no serve is running (bridge.json is stale; nothing answers at {url})",
+                     START_FIX, details)
+    if "401" in str(ep.connect_error):
+        fix = ("the server wants a capability token: set CODEX_BRIDGE_TOKEN to the one "
+               "it was started with")
+    elif from_record:
+        fix = "restart `codexbridge serve`"
+    elif ep.kind is EndpointKind.ENV:
+        fix = "start the app-server at that URL, or unset CODEX_BRIDGE_URL"
+    else:
+        fix = ("check the URL; is the app-server (codex's own daemon, or "
+               "`codexbridge serve`) running?")
+    return Check("app-server", FAIL,
+                 f"cannot reach {url} (from {source}): {ep.connect_error}", fix, details)
+
+
+def endpoint_row(s: ServeFacts, ep: EndpointFacts) -> Check:
+    url = ep.url
+    if ep.bad_url:
+        return Check("app-server", FAIL, ep.bad_url,
+                     "correct --url / CODEX_BRIDGE_URL (or leave both unset: talk finds "
+                     "codex's own daemon by itself)", {"error": ep.bad_url})
+    if not url:
+        return Check("app-server", WARN,
+                     "no app-server running: neither codex's own daemon nor a "
+                     "`codexbridge serve` (and no --url or CODEX_BRIDGE_URL)",
+                     START_FIX, {"error": ep.resolve_error})
+    source = ep.source or "?"
+    details: dict[str, object] = {"url": url, "source": source, "token": ep.token}
+    if not ep.reachable:
+        return _unreachable_row(s, ep, url, source, details)
+    version = ep.server_version
+    details.update({"user_agent": ep.user_agent, "codex_version": version,
+                    "codex_home": ep.codex_home})
+    said = f"{url} (from {source}) answered initialize"
+    if not version:
+        return Check("app-server", OK, f"{said}; its codex version is not in the userAgent",
+                     details=details)
+    restart = ("then restart codex's daemon (`codex app-server daemon stop`; the next "
+               "`codex` starts it again)" if ep.kind is EndpointKind.DAEMON
+               else "then restart `codexbridge serve`")
+    return fit_row("app-server", version, (CODEX_OLDEST, CODEX_VERSION),
+                   f"install codex {CODEX_VERSION}: {install_hint('codex')}; {restart}",
+                   "the protocol row judges whether it fits", f"{said}: codex ", details)
+
+
+# --- threads --------------------------------------------------------------------------------
+
+def _thread_label(t: Mapping[str, object]) -> str:
+    name = f" \"{t['name']}\"" if t.get("name") else ""
+    return f"{t.get('id')}{name} ({t.get('status')}, cwd {t.get('cwd') or '-'})"
+
+
+def thread_rows(ep: EndpointFacts) -> list[Check]:
+    if not ep.reachable:
+        return [Check("threads", INFO, "not checked: no app-server answered")]
+    if ep.threads_error:
+        return [Check("threads", WARN, f"could not list threads: {ep.threads_error}",
+                      "run `codexbridge talk list` to see the error in full",
+                      {"error": ep.threads_error})]
+    users = [t for t in ep.threads if t.get("user")]
+    helpers = len(ep.threads) - len(users)
+    extra = f" (+{plural(helpers, 'ephemeral/helper thread')})" if helpers else ""
+    details = {"user_threads": users, "ephemeral": helpers}
+    if not users:
+        from ..host.daemon import open_tui  # plain `codex` for the daemon, else --remote
+
+        return [Check("threads", WARN, f"no user thread loaded{extra}",
+                      f"{open_tui(ep.url or None)} and send it one message", details)]
+    if len(users) == 1:
+        return [Check("threads", OK, f"1 user thread: {_thread_label(users[0])}{extra}",
+                      details=details)]
+    listed = "; ".join(_thread_label(t) for t in users)
+    return [Check("threads", INFO, f"{len(users)} user threads: {listed}{extra}",
+                  "`talk say` needs --thread ID|NAME (or --cwd DIR) to pick one", details)]
+
+
+# --- codex's own daemon, and how the TUI attaches ---------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class DaemonFacts:
+    """host/daemon.py `facts`: CODEX_HOME, its socket and URL, whether the lookup is on
+    and the socket answers (None: not looked at)."""
+
+    home: str = ""
+    socket: str = ""
+    url: str = ""
+    enabled: bool = True
+    listening: bool | None = None
+
+    @staticmethod
+    def read() -> DaemonFacts:
+        from ..host.daemon import facts
+
+        d = facts()
+        listening = d.get("listening")
+        return DaemonFacts(str(d.get("home")), str(d.get("socket")), str(d.get("url")),
+                           bool(d.get("enabled")),
+                           listening if isinstance(listening, bool) else None)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"home": self.home, "socket": self.socket, "url": self.url,
+                "enabled": self.enabled, "listening": self.listening}
+
+
+def daemon_row(d: DaemonFacts) -> Check:
+    details = d.as_dict()
+    if not d.enabled:
+        return Check("codex-daemon", INFO, "not looked for: CODEX_BRIDGE_DAEMON=off", None,
+                     details)
+    if d.listening:
+        return Check("codex-daemon", OK,
+                     f"codex's own daemon of {d.home} answers at {d.url}", details=details)
+    return Check("codex-daemon", INFO,
+                 f"codex's own daemon of {d.home} is not running (no {d.socket})",
+                 f"{start_hint()}; or keep using `codexbridge serve`", details)
+
+
+def pick_row(d: DaemonFacts, serve: ServeFacts, ep: EndpointFacts) -> list[Check]:
+    """Only when serve and the daemon both run; a WARN when they share a CODEX_HOME
+    (bridge.json's `codex_home`): codex lets one app-server write a thread, so a thread
+    the TUI has on one cannot be driven through the other."""
+    if not (d.listening and serve.serve_alive and ep.url):
+        return []
+    record = serve.record or {}
+    serve_url, pid, home = record.get("url"), record.get("pid"), record.get("codex_home")
+    on_daemon = ep.url == d.url
+    users = [t for t in ep.threads if t.get("user")]
+    used = ("codex's own daemon" if on_daemon else "`codexbridge serve`") + (
+        f" (it holds {len(users)} user thread{'s' if len(users) != 1 else ''})")
+    details = {"serve": serve_url, "serve_pid": pid, "daemon": d.url,
+               "codex_home": home, "using": ep.url}
+    other = serve_url if on_daemon else d.url
+    if not isinstance(home, str) or os.path.normpath(home) != os.path.normpath(d.home):
+        return [Check("endpoint-pick", INFO,
+                      f"both `codexbridge serve` ({serve_url}) and codex's daemon "
+                      f"({d.url}) run: talk and mcp use {used}",
+                      f"to use the other: --url {other} (or CODEX_BRIDGE_URL)", details)]
+    if on_daemon:
+        fix = (f"stop the leftover serve: Ctrl-C in its terminal, or `kill {pid}` (the TUI, "
+               "plain `codex`, is on the daemon)")
+    else:
+        fix = (f"keep one: if the TUI runs on serve (`codex --remote {serve_url}`), stop the "
+               "daemon with `codex app-server daemon stop`; if it runs on the daemon (plain "
+               f"`codex`), stop serve with Ctrl-C in its terminal or `kill {pid}`")
+    return [Check("endpoint-pick", WARN,
+                  f"two app-servers run on one CODEX_HOME ({home}): `codexbridge serve` "
+                  f"({serve_url}, pid {pid}) and codex's own daemon ({d.url}). codex "
+                  "lets one of them write a thread, so a thread the TUI has on one cannot be "
+                  f"driven through the other; talk and mcp use {used}, --url {other} the "
+                  "other", fix, details)]
+
+
+def attach_row(ep: EndpointFacts, project: str, serve: ServeFacts) -> Check:
+    """The TUI line for the endpoint in force."""
+    url = ep.url
+    if not url:
+        return Check("tui-attach", INFO, "no app-server to attach the TUI to",
+                     f"{start_hint()}, or run `codexbridge serve --cwd DIR`")
+    record = serve.record or {}
+    public = record.get("public_url") if record.get("url") == url else None
+    line = attach_line(str(public or url), project)
+    if ep.kind is EndpointKind.DAEMON or is_daemon_url(url):
+        plain = f"codex -C {shlex.quote(project)}"  # attaches to the daemon by itself
+        return Check("tui-attach", INFO,
+                     f"open the TUI with: {plain} (plain `codex` in this CODEX_HOME attaches "
+                     f"to codex's own daemon by itself; the explicit form: {line})", None,
+                     {"line": plain, "explicit": line, "url": url})
+    if ep.token:
+        line = ("CODEX_BRIDGE_TOKEN=<token> " + line
+                + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+    return Check("tui-attach", INFO, f"open the TUI with: {line}", None,
+                 {"line": line, "url": url})
+
+
+def daemon_rows(d: DaemonFacts, serve: ServeFacts, ep: EndpointFacts,
+                project: str) -> list[Check]:
+    return [daemon_row(d), *pick_row(d, serve, ep), attach_row(ep, project, serve)]
+
+
+# --- CODEX_HOME layers: the approval diverters -------------------------------------------------
+
+def read_text(path: Path) -> tuple[str | None, str | None]:
+    """(the file's text, None), (None, None) when it is absent, (None, why) when it cannot
+    be read."""
+    try:
+        return path.read_text(encoding="utf-8"), None
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, getattr(exc, "strerror", None) or str(exc)
+
+
+@dataclass(frozen=True, slots=True)
+class HooksJson:
+    path: str
+    exists: bool = False
+    error: str | None = None
+    permission_request_hooks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigToml:
+    path: str
+    exists: bool = False
+    error: str | None = None
+    facts: CodexConfig = field(default_factory=CodexConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class CodexHomeLayer:
+    """One CODEX_HOME codex uses: `used_by` says who uses it, `suffix` the row names'
+    suffix (`@server`, `@project`)."""
+
+    home: str
+    used_by: tuple[str, ...]
+    suffix: str
+    exists: bool
+    hooks_json: HooksJson
+    config: ConfigToml
+
+
+def _hooks_json(path: Path) -> HooksJson:
+    text, error = read_text(path)
+    if text is None or not text.strip():
+        return HooksJson(str(path), text is not None, error)
+    try:
+        count, error = parse.hooks_json_facts(loads_json(text))
+    except ValueError as exc:
+        return HooksJson(str(path), True, f"not valid JSON ({exc})")
+    return HooksJson(str(path), True, error, count)
+
+
+def _config_toml(path: Path) -> ConfigToml:
+    text, error = read_text(path)
+    if text is None:
+        return ConfigToml(str(path), False, error)
+    try:
+        return ConfigToml(str(path), True, None, parse.codex_config_facts(load_toml(text)))
+    except ValueError as exc:
+        return ConfigToml(str(path), True, f"not valid TOML ({exc})")
+
+
+def codex_home_layer(home: Path, used_by: Sequence[str], suffix: str = "") -> CodexHomeLayer:
+    return CodexHomeLayer(str(home), tuple(used_by), suffix, home.is_dir(),
+                          _hooks_json(home / "hooks.json"), _config_toml(home / "config.toml"))
+
+
+def caller_codex_home() -> tuple[Path, str]:
+    raw = os.environ.get("CODEX_HOME")
+    if raw:
+        return Path(raw).expanduser(), "this shell's CODEX_HOME"
+    return Path.home() / ".codex", "the default: CODEX_HOME is unset"
+
+
+def codex_homes(ep: EndpointFacts) -> list[CodexHomeLayer]:
+    """The caller's CODEX_HOME and, when it is another directory on this machine, the one
+    the running app-server reported in initialize (`codexHome`)."""
+    mine, label = caller_codex_home()
+    server_home = ep.codex_home
+    server_local = bool(server_home) and is_local(ep.url or "")
+    if server_local and os.path.realpath(str(server_home)) == os.path.realpath(mine):
+        return [codex_home_layer(mine, [label, "the running app-server uses it"])]
+    layers = [codex_home_layer(mine, [label, "serve would start codex with it"])]
+    if server_local:
+        layers.append(codex_home_layer(Path(str(server_home)),
+                                       ["the running app-server's CODEX_HOME"], "@server"))
+    return layers
+
+
+def project_codex(project: Path) -> list[CodexHomeLayer]:
+    """The project's own `.codex/` (config.toml, hooks.json) is read like CODEX_HOME."""
+    layer = project / ".codex"
+    if not layer.is_dir():
+        return []
+    return [codex_home_layer(layer, ["the project's .codex (read by codex in it)"],
+                             "@project")]
+
+
+def registered_mcp_command(project: Path) -> str | None:
+    """The command of `[mcp_servers.codexbridge]` codex would start (the project's
+    .codex/config.toml first, then CODEX_HOME's), if setup registered one."""
+    from ..host.daemon import codex_home
+
+    for config in (project / ".codex" / "config.toml", codex_home() / "config.toml"):
+        try:
+            table = obj(load_toml(config.read_text(encoding="utf-8")).get("mcp_servers"))
+        except (OSError, ValueError):
+            continue
+        command = opt_str(obj(table.get("codexbridge")).get("command"))
+        if command:
+            return command
+    return None
+
+
+_SERVE_ONLY = "codexbridge serve --codex-arg={} --codex-arg={}"
+
+
+def diverter_rows(layers: Sequence[CodexHomeLayer]) -> list[Check]:
+    rows: list[Check] = []
+    for layer in layers:
+        whose = "; ".join(layer.used_by) or "codex"
+        if not layer.exists:
+            rows.append(Check(f"codex-home{layer.suffix}", INFO,
+                              f"{layer.home} ({whose}) does not exist: no hooks.json and no "
+                              "config.toml there to divert approvals", None,
+                              {"home": layer.home}))
+            continue
+        rows.append(_hooks_row(layer, whose))
+        rows.extend(_config_rows(layer, whose))
+    return rows
+
+
+def _hooks_row(layer: CodexHomeLayer, whose: str) -> Check:
+    hooks, config = layer.hooks_json, layer.config
+    name = f"codex-hooks{layer.suffix}"
+    details: dict[str, object] = {"home": layer.home, "hooks_json": hooks.path}
+    if hooks.error:
+        return Check(name, WARN,
+                     f"{hooks.path} ({whose}) could not be read: {hooks.error}; "
+                     "PermissionRequest hooks not checked",
+                     "fix the file (codex may refuse it as well)", details)
+    counted, inline = hooks.permission_request_hooks, config.facts.permission_request_hooks
+    places = [p for p, n in ((hooks.path, counted), (f"{config.path} [hooks]", inline)) if n]
+    total = counted + inline
+    details["permission_request_hooks"] = total
+    if not total:
+        looked = ("hooks.json" if hooks.exists else "hooks.json absent") + ", " + (
+            "config.toml" if config.exists else "config.toml absent")
+        return Check(name, OK, f"{layer.home} ({whose}): no PermissionRequest hook "
+                     f"({looked})", details=details)
+    found = f"{layer.home} ({whose}): {plural(total, 'PermissionRequest hook')} in " \
+        f"{' and '.join(places)}"
+    if config.facts.hooks_enabled is False:
+        return Check(name, INFO, f"{found}, but [features] hooks = false turns hooks off",
+                     None, details)
+    return Check(name, WARN,
+                 f"{found}: once trusted (/hooks in codex), it answers approvals before the "
+                 "TUI is asked, so `--approvals tui` means the hook decides",
+                 "remove the hook (or turn hooks off: [features] hooks = false); to keep it "
+                 "for your own sessions, run the bridge on `"
+                 + _SERVE_ONLY.format("--disable", "hooks") + "` instead of codex's daemon "
+                 "(your config is left as it is)", details)
+
+
+def _config_rows(layer: CodexHomeLayer, whose: str) -> list[Check]:
+    config, suffix = layer.config, layer.suffix
+    path, facts = config.path, config.facts
+    details: dict[str, object] = {"home": layer.home, "config_toml": path}
+    if config.error:
+        return [Check(f"approvals-reviewer{suffix}", WARN,
+                      f"{path} ({whose}) could not be read: {config.error}; reviewer and "
+                      "approval policy not checked", "fix the file (codex refuses invalid "
+                      "TOML at start-up too)", details)]
+    if not config.exists:
+        return [Check(f"approvals-reviewer{suffix}", OK,
+                      f"{layer.home} ({whose}): no config.toml, so neither "
+                      "approvals_reviewer nor approval_policy is set", details=details)]
+    reviewer = facts.approvals_reviewer
+    key = facts.approvals_reviewer_key or "approvals_reviewer"
+    details["approvals_reviewer"] = reviewer
+    if reviewer in DIVERTING_REVIEWERS:
+        rev = Check(f"approvals-reviewer{suffix}", WARN,
+                    f'{path} ({whose}): {key} = "{reviewer}" — a reviewer agent answers '
+                    "approvals, the TUI is never asked",
+                    'set approvals_reviewer = "user"; to keep the reviewer for your own '
+                    "sessions, run the bridge on `"
+                    + _SERVE_ONLY.format("-c", "approvals_reviewer=user")
+                    + "` instead of codex's daemon", details)
+    else:
+        shown = f'{key} = "{reviewer}"' if reviewer else "approvals_reviewer not set"
+        rev = Check(f"approvals-reviewer{suffix}", OK, f"{path} ({whose}): {shown}",
+                    details=details)
+    policy = facts.approval_policy
+    pkey = facts.approval_policy_key or "approval_policy"
+    pdetails = {**details, "approval_policy": policy}
+    if policy == "never":
+        pol = Check(f"approval-policy{suffix}", INFO,
+                    f'{path} ({whose}): {pkey} = "never" — codex never asks, so there is '
+                    "nothing for the TUI or --approvals to decide", None, pdetails)
+    else:
+        shown = f'{pkey} = "{policy}"' if policy else "approval_policy not set (codex's default)"
+        pol = Check(f"approval-policy{suffix}", OK, f"{path} ({whose}): {shown}",
+                    details=pdetails)
+    return [rev, pol]
+
+
+# --- protocol -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ProtocolFacts:
+    """The installed codex's schema judged (`error` when it could not be): `findings`
+    are compat.Finding.as_dict(), `answers_refused` the answers it would refuse."""
+
+    error: str | None = None
+    codex: str | None = None
+    version: str | None = None
+    built_on: str | None = None
+    findings: tuple[Finding, ...] = ()
+    answers_checked: int = 0
+    answers_refused: tuple[AnswerProblem, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        if self.error:
+            return {"error": self.error}
+        return {"codex": self.codex, "version": self.version, "built_on": self.built_on,
+                "findings": [f.as_dict() for f in self.findings],
+                "answers_checked": self.answers_checked,
+                "answers_refused": [r.as_dict() for r in self.answers_refused]}
+
+
+def _stdout(argv: list[str], timeout: float) -> str:
+    """stdout alone (the schema generator's, `--version`'s); OSError / SubprocessError
+    say why it failed."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise subprocess.SubprocessError(
+            f"`{' '.join(argv[1:3])}` exited {done.returncode}: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
+def protocol(codex: str | None, timeout: float = 20.0) -> ProtocolFacts:
+    """Have the installed codex generate its (experimental) schema, cut out the part
+    codexbridge uses and judge it against the surface shipped in the package."""
+    from ..host.schemas import bundle_loader, shipped_surface
+    from .compat import check_answers, judge
+    from .surface import extract
+    from .uses import used_methods
+
+    if not codex:
+        return ProtocolFacts("no codex binary to ask")
+    try:
+        ours = shipped_surface()
+        said = _stdout([codex, "--version"], timeout)
+        with tempfile.TemporaryDirectory(prefix="codexbridge-protocol-") as tmp:
+            _stdout([codex, "app-server", "generate-json-schema", "--experimental", "--out",
+                     tmp], timeout)
+            theirs = extract(bundle_loader(Path(tmp)), used_methods(), said.strip())
+            checked, refused = check_answers(Path(tmp))
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        return ProtocolFacts(str(exc))
+    if not any(obj(theirs.get("catalog")).values()):
+        return ProtocolFacts("codex app-server generate-json-schema wrote no method schemas")
+    return ProtocolFacts(None, codex, parse_version(said), opt_str(ours.get("codex")),
+                         tuple(judge(ours, theirs)), checked, tuple(refused))
+
+
+def protocol_rows(p: ProtocolFacts) -> list[Check]:
+    details = p.as_dict()
+    if p.error:
+        return [Check("protocol", WARN, f"could not check the installed codex's protocol: "
+                      f"{p.error}", None, details)]
+    bad = incompatible(p.findings)
+    codex = f"codex {p.version or '(version unknown)'}"
+    scope = (f"supported: {supported_range(CODEX_OLDEST, CODEX_VERSION)}; codexbridge's "
+             f"surface is from {p.built_on or '?'}")
+    refused = p.answers_refused
+    answers = (f"; it takes all {p.answers_checked} answers codexbridge gives its "
+               "approval requests" if p.answers_checked and not refused else "")
+    if not bad and not refused:
+        return [Check("protocol", OK, f"{codex} speaks what codexbridge uses ({scope}): "
+                      f"{_compatible_summary(p.findings)}{answers}", None, details)]
+    listed = "; ".join([f"{f.method} ({f.direction.value if f.direction else 'method'}): "
+                        f"{f.where} {f.detail} — {f.consequence}" for f in bad[:4]]
+                       + [f"{r.method}: codex would refuse codexbridge's {r.answer} answer "
+                          f"({'; '.join(r.errors)}) — a turn waiting on that approval would "
+                          "hang" for r in refused[:3]])
+    count = len(bad) + len(refused)
+    return [Check("protocol", WARN,
+                  f"{codex} changed what codexbridge uses in {count} place(s) ({scope}): "
+                  f"{listed}" + (" …" if count > 4 else ""),
+                  _protocol_fix(p.version), details)]
+
+
+def _compatible_summary(findings: Sequence[Finding]) -> str:
+    if not findings:
+        return "no differences"
+    added = sum(1 for f in findings if f.change is Change.METHOD_ADDED)
+    gone = sum(1 for f in findings if f.change is Change.METHOD_GONE)
+    parts = [f"{n} {what}" for n, what in ((added, "new method(s)"),
+                                          (gone, "method(s) codexbridge does not use gone"))
+             if n]
+    fields = [f for f in findings if f.change not in (Change.METHOD_ADDED, Change.METHOD_GONE)]
+    parts += [f"{f.where} {f.detail}" for f in fields[:4]]
+    more = f"; {len(fields) - 4} more" if len(fields) > 4 else ""
+    return f"{len(findings)} compatible difference(s): {'; '.join(parts)}{more}"
+
+
+def _protocol_fix(version: str | None) -> str:
+    if version and version_fit(version, CODEX_OLDEST, CODEX_VERSION) is VersionFit.OLDER:
+        return (f"install a codex codexbridge supports ({install_hint('codex')}): "
+                f"{version} is older than {CODEX_OLDEST}")
+    fix = f"update codexbridge (it needs a release that knows codex {version or 'this'})"
+    if in_checkout():
+        fix += ("; in this checkout, scripts/update-schemas regenerates schemas/, the "
+                "protocol types and the surface for review")
+    return fix
+
+
+# --- deep ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class DeepFacts:
+    error: str | None = None
+    reply: str | None = None
+    url: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"error": self.error} if self.error else {"reply": self.reply, "url": self.url}
+
+
+def deep(codex: str | None, timeout: float = 60.0) -> DeepFacts:
+    """One real turn: a private app-server, the mock model, our client — end to end."""
+    if not codex:
+        return DeepFacts("no codex binary")
+    from ..mock.stack import OfflineStack
+
+    try:
+        with OfflineStack(codex) as stack:
+            _thread, reply = asyncio.run(asyncio.wait_for(
+                stack.human_thread("doctor --deep: one turn"), timeout))
+            return DeepFacts(None, reply, stack.url)
+    except Exception as exc:  # the whole point is to report it
+        return DeepFacts(f"{type(exc).__name__}: {exc}")
+
+
+def deep_rows(d: DeepFacts) -> list[Check]:
+    if d.error or not str(d.reply or "").startswith("MOCK REPLY"):
+        return [Check("deep", FAIL, f"BROKEN: one real turn on a private app-server failed: "
+                      f"{d.error or repr(d.reply)}",
+                      "run `codexbridge demo` to see the whole path, then the rows above",
+                      d.as_dict())]
+    return [Check("deep", OK, "LIVE: a real turn ran on a private app-server with the mock "
+                  "model and codexbridge's client read the reply", None, d.as_dict())]

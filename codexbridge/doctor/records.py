@@ -1,0 +1,239 @@
+"""The conversation's records: the state home that holds them, the deliveries still on
+their way, and handoff's reading of each linked session. Facts, how they are gathered
+(files only), and rows.
+
+    state          the state home: where, 0700, not pointing at / ~ ~/.codex ~/.claude
+    deliveries     messages still on their way: carried (the courier runs), stuck (it does
+                   not: nothing moves until something starts one), and failures the asker
+                   may not have heard of (the mail saying so could not be left, or still
+                   waits unread)
+    handoff-*      the parser canaries over each linked session (handoff/canary.py), and
+                   handoffs still waiting. A transcript whose rows parse into nothing
+                   recognisable is FAIL (every handoff from it would be empty); one where
+                   part of the conversation no longer parses is WARN; an empty session is
+                   INFO (a fresh project is neutral, never red)
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..conversation.records import Delivery, Direction
+from ..jsontypes import objs
+from .report import FAIL, INFO, OK, WARN, Check, Status
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
+# --- state ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class StateFacts:
+    """`problem`: why the home is refused; `loose`: entries others can read."""
+
+    home: str
+    problem: str | None = None
+    exists: bool = False
+    loose: tuple[str, ...] = ()
+
+
+def _loose(home: str) -> list[str]:
+    loose: list[str] = []
+    for root, dirs, files in os.walk(home):
+        for name in [*dirs, *files]:
+            path = os.path.join(root, name)
+            try:
+                mode = stat.S_IMODE(os.lstat(path).st_mode)
+            except OSError:
+                continue
+            if mode & 0o077 and not os.path.islink(path):
+                loose.append(f"{path} ({oct(mode)})")
+        if len(loose) > 20:
+            break
+    if stat.S_IMODE(os.stat(home).st_mode) & 0o077:
+        loose.insert(0, f"{home} ({oct(stat.S_IMODE(os.stat(home).st_mode))})")
+    return loose
+
+
+def state() -> StateFacts:
+    from ..host.private import HOME_ENV, state_home, unsafe_state_dir
+
+    home = state_home()
+    problem = unsafe_state_dir(home, HOME_ENV)
+    exists = os.path.isdir(home)
+    loose = _loose(home) if exists and not problem else []
+    return StateFacts(home, problem, exists, tuple(loose))
+
+
+def state_rows(s: StateFacts) -> list[Check]:
+    home = s.home
+    if s.problem:
+        return [Check("state", FAIL, f"refusing the state home: {s.problem}",
+                      "set CODEX_BRIDGE_HOME to a directory of its own (default "
+                      "~/.codex-bridge)", {"home": home})]
+    if not s.exists:
+        return [Check("state", OK, f"{home} does not exist yet (created 0700 on first use)",
+                      None, {"home": home})]
+    loose = s.loose
+    if loose:
+        return [Check("state", WARN, f"{len(loose)} entries under {home} are readable by "
+                      f"others: {', '.join(loose[:3])}" + (" …" if len(loose) > 3 else ""),
+                      f"chmod -R go-rwx {home}", {"home": home, "loose": list(loose)})]
+    return [Check("state", OK, f"{home}: private (0700 / 0600)", None, {"home": home})]
+
+
+# --- deliveries ---------------------------------------------------------------------------
+
+STUCK_AFTER = 120.0  # s without a courier before an unfinished delivery counts as stuck
+UNREAD_AFTER = 600.0  # s a failure notice may wait unread before doctor says so
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A recent failed or orphaned delivery; `notice_waiting`: the mail telling its asker
+    still waits unread in the asker's mailbox."""
+
+    record: Delivery
+    notice_waiting: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryFacts:
+    now: float
+    courier: bool
+    unfinished: tuple[Delivery, ...] = ()
+    failed: tuple[Failed, ...] = ()
+
+
+def deliveries() -> DeliveryFacts:
+    from ..conversation import courier_link
+    from ..conversation.records import DeliveryState, DeliveryStore
+    from ..inbox import peek as reading
+    from ..inbox.location import inbox_dir
+
+    store = DeliveryStore()
+    recent = store.recent(200)
+    pending: dict[str, set[str]] = {}
+    for name in {r.reply_to for r in recent if r.reply_to}:
+        try:
+            pending[name] = {m.mail_id for m in reading.peek(inbox_dir(), name).mails
+                             if m.mail_id}
+        except OSError:
+            pending[name] = set()
+    bad = (DeliveryState.FAILED, DeliveryState.ORPHANED)
+    return DeliveryFacts(time.time(), courier_link.running(), tuple(store.unfinished()),
+                         tuple(Failed(r, bool(r.reply_mail_id and r.reply_mail_id in pending.get(
+                             r.reply_to or "", set()))) for r in recent if r.state in bad))
+
+
+def _age(now: float, at: float) -> str:
+    secs = max(0, int(now - at))
+    return f"{secs} s" if secs < 120 else f"{secs // 60} min"
+
+
+def _unseen(f: DeliveryFacts, failed: Failed) -> bool:
+    r = failed.record
+    return r.direction is Direction.TO_CODEX and bool(
+        (r.reply_to and not r.reply_mail_id)
+        or (failed.notice_waiting and f.now - r.updated_at > UNREAD_AFTER))
+
+
+def delivery_rows(f: DeliveryFacts) -> list[Check]:
+    now = f.now
+    stuck = [r for r in f.unfinished if not f.courier and now - r.updated_at > STUCK_AFTER]
+    unseen = [x.record for x in f.failed if _unseen(f, x)]
+    rows = []
+    if stuck:
+        ids = ", ".join(f"{r.id} ({r.state.value}, {_age(now, r.updated_at)})"
+                        for r in stuck[:5])
+        rows.append(Check("deliveries", WARN, f"{len(stuck)} delivery(ies) stuck with no "
+                          f"courier to carry them: {ids}",
+                          f"`codexbridge talk status {stuck[0].id}` starts a courier, "
+                          "which finds the message in the thread or codex's queue",
+                          {"stuck": [r.id for r in stuck]}))
+    if unseen:
+        ids = ", ".join(f"{r.id} ({r.state.value}: {r.reason or '?'})" for r in unseen[:5])
+        rows.append(Check("deliveries", WARN, f"{len(unseen)} failed delivery(ies) whose "
+                          f"asker may not know: {ids}",
+                          "`codexbridge talk status ID` shows each; the Claude session "
+                          "that asked gets the notice at its next stop if it waits unread",
+                          {"unseen": [r.id for r in unseen]}))
+    if rows:
+        return rows
+    moving = len(f.unfinished)
+    finding = (f"{moving} in flight, carried by the courier" if moving and f.courier
+               else f"{moving} in flight" if moving else "nothing in flight")
+    if f.failed:
+        finding += f"; {len(f.failed)} recent failure(s), each told to its asker"
+    return [Check("deliveries", OK, finding)]
+
+
+# --- handoff --------------------------------------------------------------------------------
+
+HANDOFF_FIX = ("the session format moved: update codexbridge (its parsers are in "
+               "codexbridge/handoff/*_source.py), and report the file's first lines")
+
+
+def handoff_facts(project: str, url: str | None, timeout: float) -> JsonObject:
+    """handoff/canary.py `facts`: `project`, `claude` [{session_id, mailbox, transcript,
+    verdict, why, said, records, unknown, …}], `codex` [{thread_id, verdict, …}],
+    `codex_error`, `codex_threads`, `pending`, `state_error`, `state_file`."""
+    from ..handoff.canary import facts  # the parser canaries (docs/handoff.md)
+
+    return facts(project, url, timeout)
+
+
+def _canary_status(entry: Mapping[str, object]) -> Status:
+    verdict = entry.get("verdict")
+    if verdict == "readable":
+        return OK
+    if verdict == "empty":
+        return INFO
+    if verdict == "drifted":
+        return FAIL if not entry.get("said") else WARN
+    return WARN
+
+
+def _canary_row(name: str, what: str, entry: Mapping[str, object]) -> Check:
+    status = _canary_status(entry)
+    where = entry.get("where") or entry.get("transcript") or entry.get("thread_id")
+    finding = f"{what} {where}: {entry.get('verdict')} ({entry.get('why')})"
+    fix = HANDOFF_FIX if entry.get("verdict") == "drifted" else (
+        "a handoff from it carries nothing until it is readable again"
+        if status == WARN else None)
+    return Check(name, status, finding, fix, dict(entry))
+
+
+def handoff_rows(f: Mapping[str, object]) -> list[Check]:
+    rows: list[Check] = []
+    if f.get("state_error"):
+        rows.append(Check("handoff-ledger", WARN, str(f["state_error"]),
+                          "move the ledger aside (its watermarks are lost) or upgrade",
+                          {"state_file": f.get("state_file")}))
+    for entry in objs(f.get("claude")):
+        label = entry.get("mailbox") or str(entry.get("session_id"))[:8]
+        rows.append(_canary_row(f"handoff-claude:{label}", "transcript", entry))
+    for entry in objs(f.get("codex")):
+        rows.append(_canary_row(f"handoff-codex:{str(entry.get('thread_id'))[:8]}", "thread",
+                                entry))
+    if f.get("codex_error"):
+        threads = f.get("codex_threads")
+        listed = list(threads) if isinstance(threads, list) else []
+        rows.append(Check("handoff-codex", INFO,
+                          f"{len(listed)} linked thread(s) not checked: {f['codex_error']}",
+                          None, {"threads": listed}))
+    for p in objs(f.get("pending")):
+        where = (f"lands when Claude session {p.get('session_id')} is resumed"
+                 if p.get("via") == "resume" else f"stage {p.get('stage')}")
+        rows.append(Check("handoff-pending", INFO,
+                          f"handoff {p.get('id')} to {p.get('target')} via {p.get('via')}: "
+                          f"{where}", None, dict(p)))
+    if not rows:
+        rows.append(Check("handoff", INFO, f"no session linked for handoff in "
+                                           f"{f.get('project')} yet", None, {}))
+    return rows
