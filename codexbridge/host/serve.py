@@ -219,28 +219,11 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
     """Run until stopped (SIGINT/SIGTERM/SIGHUP: the app-server's status) or until the
     app-server dies more often than serve restarts it (non-zero). `tls` = (cert, key):
     codex listens on loopback and a TLS relay serves wss://HOST:PORT (tls_relay.py)."""
-    workdir = Path(cwd).expanduser()
-    if not workdir.is_dir():
-        raise UsageError(f"--cwd {cwd!r} is not a directory")
-    workdir = workdir.resolve()
-    token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
-    if not is_loopback(host) and not token:
-        raise UsageError(f"refusing to listen on non-loopback address {host!r} without a "
-                         "capability token: set CODEX_BRIDGE_TOKEN")
-    check_not_running()
-    if port == 0:
-        port = free_port(host)
-    elif not port_free(host, port):
-        raise UsageError(f"port {port} on {host} is in use (another serve?); pass --port N "
-                         "or --port 0 for a free one")
+    workdir, token, port = _checked(cwd, host, port)
     front: TlsRelay | None = None  # the TLS relay in front of codex, with --tls-cert
     public_host, public_port = host, port
     if tls is not None:
-        from .tls_relay import TlsRelay, server_context
-
-        context = server_context(*tls)
-        host, port = "127.0.0.1", free_port("127.0.0.1")  # codex itself: loopback only
-        front = TlsRelay(public_host, public_port, f"ws://127.0.0.1:{port}", context, token)
+        host, port, front = _tls_front(tls, public_host, public_port, token)
     codex = find_codex()
     version = codex_version(codex)
     extra, token_file = _auth_args(list(codex_args), token)
@@ -268,15 +251,7 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
             record["token_file"] = str(token_file)
         write_private_json(record_path, record)
         _greet(echo, version, public, url, workdir, bool(token), front is not None)
-        restarts = 0
-
-        def restarted(pid: int) -> None:
-            nonlocal restarts
-            restarts += 1
-            record.update(app_server_pid=pid, app_server_restarts=restarts)
-            write_private_json(record_path, record)
-
-        return child.run(restarted)
+        return child.run(_recorder(record_path, record))
     finally:
         if front is not None:
             front.stop()
@@ -287,6 +262,49 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
         if current and current.get("pid") == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 record_path.unlink()
+
+
+def _checked(cwd: str, host: str, port: int) -> tuple[Path, str | None, int]:
+    """The project directory, the capability token and the port to listen on — or a
+    UsageError saying what is wrong, before anything starts."""
+    workdir = Path(cwd).expanduser()
+    if not workdir.is_dir():
+        raise UsageError(f"--cwd {cwd!r} is not a directory")
+    token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
+    if not is_loopback(host) and not token:
+        raise UsageError(f"refusing to listen on non-loopback address {host!r} without a "
+                         "capability token: set CODEX_BRIDGE_TOKEN")
+    check_not_running()
+    if port == 0:
+        port = free_port(host)
+    elif not port_free(host, port):
+        raise UsageError(f"port {port} on {host} is in use (another serve?); pass --port N "
+                         "or --port 0 for a free one")
+    return workdir.resolve(), token, port
+
+
+def _tls_front(tls: tuple[str, str], host: str, port: int, token: str | None
+               ) -> tuple[str, int, TlsRelay]:
+    """`--tls-cert`: the relay that serves wss://HOST:PORT, and the loopback (host, port)
+    codex itself listens on behind it (codex has no TLS listener)."""
+    from .tls_relay import TlsRelay, server_context
+
+    context = server_context(*tls)
+    inner = free_port("127.0.0.1")
+    return "127.0.0.1", inner, TlsRelay(host, port, f"ws://127.0.0.1:{inner}", context, token)
+
+
+def _recorder(path: Path, record: dict[str, object]) -> Callable[[int], None]:
+    """What each restart changes in bridge.json: the new child's pid, the count."""
+    restarts = 0
+
+    def restarted(pid: int) -> None:
+        nonlocal restarts
+        restarts += 1
+        record.update(app_server_pid=pid, app_server_restarts=restarts)
+        write_private_json(path, record)
+
+    return restarted
 
 
 def _url_host(host: str) -> str:

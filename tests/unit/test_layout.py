@@ -57,7 +57,6 @@ def test_generated_protocol_matches_schemas() -> None:
 # ../shared/STYLE.md); functions stay short. These grew long before the rule and may not
 # grow further.
 LONG_FUNCTIONS = {("codexbridge/talk/turn.py", "say"): 78,
-                  ("codexbridge/host/serve.py", "run_serve"): 75,
                   ("codexbridge/handoff/to_codex.py", "handoff_to_codex"): 65,
                   ("codexbridge/handoff/to_claude.py", "handoff_to_claude"): 62}
 FUNCTION_LINES = 60
