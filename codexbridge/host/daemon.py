@@ -68,11 +68,16 @@ def running_url(env: Mapping[str, str] | None = None) -> str | None:
     return socket_url(path) if listening(path) else None
 
 
-def attach_line(url: str, project: str | None = None) -> str:
-    """The TUI command for `url`; a token-protected ws:// server also needs the token
-    (serve prints that variant itself)."""
+def attach_line(url: str, project: str | None = None, *, token: bool = False) -> str:
+    """The TUI command for `url`; `token`: the server wants the capability token, which
+    the TUI reads from the variable the line names."""
     line = f"codex --remote {shlex.quote(url)}"
-    return f"{line} -C {shlex.quote(project)}" if project else line
+    if project:
+        line += f" -C {shlex.quote(project)}"
+    if token:
+        line = ("CODEX_BRIDGE_TOKEN=<token> " + line
+                + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+    return line
 
 
 def is_daemon_url(url: str | None) -> bool:

@@ -29,9 +29,9 @@ from typing import IO, TYPE_CHECKING
 
 from ..errors import ServeError, UsageError
 from ..jsontypes import opt_int
+from . import daemon
 from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
-from .daemon import codex_home as daemon_home
 from .envbaseline import auth_hint, child_env
 from .loopback import is_loopback
 from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
@@ -91,10 +91,7 @@ def _relay_stderr(stream: IO[bytes], tail: deque[str]) -> None:
 
 def attach_lines(url: str, workdir: str, token: bool, tls: bool) -> list[str]:
     """What to paste to open the TUI on this serve (and what plain `codex` does)."""
-    remote = f"codex --remote {url} -C {_quote(workdir)}"
-    if token:
-        remote = ("CODEX_BRIDGE_TOKEN=<token> " + remote
-                  + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+    remote = daemon.attach_line(url, workdir, token=token)
     if tls:
         remote = "SSL_CERT_FILE=<CA file, for a self-signed certificate> " + remote
     return [remote]
@@ -102,8 +99,6 @@ def attach_lines(url: str, workdir: str, token: bool, tls: bool) -> list[str]:
 
 def daemon_notes(env: dict[str, str] | None = None) -> list[str]:
     """Why the plain `codex` TUI would not show this serve's threads."""
-    from . import daemon
-
     notes = ["plain `codex` (without --remote) attaches to codex's own daemon, not to "
              "this serve: use the line above"]
     running = daemon.running_url(env)
@@ -240,7 +235,7 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
         record: dict[str, object] = {
             "url": url, "pid": os.getpid(), "app_server_pid": child.proc.pid,
             "cwd": str(workdir), "codex_version": version,
-            "codex_home": str(daemon_home(env)),
+            "codex_home": str(daemon.codex_home(env)),
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         public = url
@@ -339,9 +334,3 @@ def _greet(echo: Callable[[str], None], version: str, public: str, url: str, wor
 def _tail_text(tail: deque[str]) -> str:
     lines = [line for line in tail if line.strip()]
     return ("\n--- codex stderr (last lines) ---\n" + "\n".join(lines[-15:])) if lines else ""
-
-
-def _quote(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)
