@@ -37,11 +37,10 @@ from ..host.daemon import socket_path, socket_url
 from ..host.procs import pid_alive
 from ..host.tmux_tui import ClaudeTUI, CodexTUI, TmuxServer
 from .claude_env import API_KEY, QUIET, seed_interactive
-from .codex_home import MOCK_API_KEY, MOCK_API_KEY_VAR, write_codex_home
+from .codex_home import LOOPBACK, MOCK_API_KEY, MOCK_API_KEY_VAR, write_codex_home
 from .messages import MockMessages, Responder
 from .responses import MockResponsesServer, Planner, plan_reply
 
-LOOPBACK = "127.0.0.1,localhost"
 # A closed port on loopback: whatever codex's daemon would fetch from the internet fails
 # at once, and nothing leaves the machine.
 PROXY_GUARD = {**{k: "http://127.0.0.1:9" for k in (
@@ -200,9 +199,12 @@ class World:
                     os.unlink(leftover)
 
     def daemon_pid(self) -> int | None:
+        return self._recorded_pid("daemon.pid")
+
+    def _recorded_pid(self, name: str) -> int | None:
+        """The pid codex's daemon recorded in `name`, while it is one of this world's."""
         try:
-            pid = json.loads((self.codex_home / "app-server-daemon" / "daemon.pid"
-                              ).read_text())["pid"]
+            pid = json.loads((self.codex_home / "app-server-daemon" / name).read_text())["pid"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return pid if isinstance(pid, int) and self._ours(pid) else None
@@ -218,11 +220,8 @@ class World:
         return b"app-server" in cmdline and str(self.home).encode() in environ + cmdline
 
     def _kill_recorded(self, name: str) -> None:
-        try:
-            pid = json.loads((self.codex_home / "app-server-daemon" / name).read_text())["pid"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return
-        if isinstance(pid, int) and pid_alive(pid) and self._ours(pid):
+        pid = self._recorded_pid(name)
+        if pid is not None and pid_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + 10
