@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
@@ -51,6 +51,14 @@ class DeliveryState(WireEnum):
     @property
     def final(self) -> bool:
         return self in (DeliveryState.DELIVERED, DeliveryState.FAILED, DeliveryState.ORPHANED)
+
+
+class Step(TypedDict, total=False):
+    """One change of a record's state, kept in its `history`."""
+
+    state: str  # a DeliveryState value
+    at: float
+    reason: str | None
 
 
 class Direction(WireEnum):
@@ -98,7 +106,7 @@ class Delivery:
     # answer: it does not close the request).
     notice: bool = False
     warnings: list[str] = field(default_factory=list)
-    history: list[JsonObject] = field(default_factory=list)
+    history: list[Step] = field(default_factory=list)
 
     def as_dict(self) -> JsonObject:
         data = asdict(self)
@@ -164,7 +172,7 @@ def _fits(value: object, annotation: str) -> bool:
             return False
     if base == "list[str]":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if base == "list[JsonObject]":
+    if base == "list[Step]":
         return isinstance(value, list) and all(isinstance(v, dict) for v in value)
     if base == "int" and isinstance(value, bool):
         return False
