@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import (
     BridgeError,
@@ -32,24 +32,26 @@ from ..protocol.generated.results import ThreadReadResponse, ThreadResumeRespons
 from ..protocol.threads import ThreadInfo, is_busy, looks_like_thread_id, resolve, visible
 from .client import AppServerClient, Rpc
 
-if TYPE_CHECKING:
-    from .endpoint import Holding, Server
-
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
+if TYPE_CHECKING:  # (typing only: `talk say` imports this module)
+    from typing import Protocol
+
+    from .endpoint import Holding, Server
+
+    class Page(Protocol[T_co]):
+        """A page of a cursor-paginated result (thread/loaded/list, thread/turns/list, …)."""
+
+        @property
+        def data(self) -> tuple[T_co, ...]: ...
+
+        @property
+        def next_cursor(self) -> str | None: ...
+
+
 NO_ROLLOUT_HINT = ("the thread has no rollout yet: send one message in the Codex TUI first "
                    "(a thread can be joined once its first turn has started)")
-
-
-class Page(Protocol[T_co]):
-    """A page of a cursor-paginated result (thread/loaded/list, thread/turns/list, …)."""
-
-    @property
-    def data(self) -> tuple[T_co, ...]: ...
-
-    @property
-    def next_cursor(self) -> str | None: ...
 
 
 async def paged(fetch: Callable[[str | None], Awaitable[Page[T]]],

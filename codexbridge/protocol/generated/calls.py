@@ -8,8 +8,7 @@ optional one left None is not sent. Results read through generated/results.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING
 
 from ..wire import sent
 from . import methods as m
@@ -28,14 +27,16 @@ from .results import (
     TurnSteerResponse,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (typing only: `talk say` imports this module)
+    from collections.abc import Sequence
+    from typing import Literal, Protocol
+
     from ...jsontypes import JsonObject, JsonValue
 
+    class Requester(Protocol):
+        """What the calls need of a connection: AppServerClient, or a fake."""
 
-class Requester(Protocol):
-    """What the calls need of a connection: AppServerClient, or a fake."""
-
-    async def request(self, method: str, params: JsonObject) -> JsonValue: ...
+        async def request(self, method: str, params: JsonObject) -> JsonValue: ...
 
 
 class Calls:
