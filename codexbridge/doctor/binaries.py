@@ -168,6 +168,11 @@ def fit_row(name: str, version: str, supported: tuple[str, str], fix: str,
                  f"(supported: {span})", fix, info)
 
 
+def _found_row(name: str, f: BinaryFacts) -> Check:
+    return Check(name, OK, f"{f.path} (found via {f.source or 'lookup'})",
+                 details={"path": f.path, "source": f.source})
+
+
 # --- codex ------------------------------------------------------------------------------
 
 def codex_rows(f: BinaryFacts) -> list[Check]:
@@ -175,8 +180,7 @@ def codex_rows(f: BinaryFacts) -> list[Check]:
         return [Check("codex", FAIL, f.error or "codex not found",
                       f"install codex {CODEX_VERSION}: {install_hint('codex')}; or set "
                       "CODEX_BRIDGE_CODEX_BIN to its path")]
-    rows = [Check("codex", OK, f"{f.path} (found via {f.source or 'lookup'})",
-                  details={"path": f.path, "source": f.source})]
+    rows = [_found_row("codex", f)]
     rows.append(version_row("codex-version", "codex", f, (CODEX_OLDEST, CODEX_VERSION),
                             pinned_fix("codex", "CODEX_BRIDGE_CODEX_BIN"),
                             "the protocol row judges whether it fits"))
@@ -218,8 +222,7 @@ def claude_rows(f: BinaryFacts) -> list[Check]:
                       "side works without it; Claude sessions need it for the Stop hook",
                       f"install Claude Code {CLAUDE_VERSION}: {install_hint('claude')}; or "
                       "set CODEX_BRIDGE_CLAUDE_BIN to its path")]
-    return [Check("claude", OK, f"{f.path} (found via {f.source or 'lookup'})",
-                  details={"path": f.path, "source": f.source}),
+    return [_found_row("claude", f),
             version_row("claude-version", "claude", f, (CLAUDE_OLDEST, CLAUDE_VERSION),
                         f"the Stop-hook framing, block cap and asyncRewake were measured "
                         f"on {CLAUDE_VERSION}: "

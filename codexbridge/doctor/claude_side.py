@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,7 +103,7 @@ class Seen:
                     record if isinstance(record, dict) else None)
 
     def as_dict(self) -> dict[str, object]:
-        return {"path": self.path, "exists": self.exists, "record": self.record}
+        return asdict(self)
 
 
 def claude_compat_rows(claude: BinaryFacts, seen: Seen,
@@ -454,9 +454,7 @@ class Mailbox:
     reach: Mapping[str, object] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "pending": self.pending, "rejected": self.rejected,
-                "in_flight": self.in_flight, "listener": self.listener,
-                "rejected_file": self.rejected_file, "reach": self.reach}
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ import shlex
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,18 +109,9 @@ class EndpointFacts:
     threads_error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Probe:
-    reachable: bool
-    connect_error: str | None = None
-    user_agent: str | None = None
-    codex_home: str | None = None
-    threads: tuple[Mapping[str, object], ...] = ()
-    threads_error: str | None = None
-
-
-async def _probe(url: str, token: str | None, timeout: float) -> _Probe:
-    """Connect + initialize within `timeout`, then list threads within `timeout`."""
+async def _probe(url: str, token: str | None, timeout: float) -> EndpointFacts:
+    """Connect + initialize within `timeout`, then list threads within `timeout`: what
+    the app-server said (`endpoint` adds which one it is)."""
     from ..talk.client import AppServerClient
     from ..talk.threads import list_threads
 
@@ -131,16 +122,19 @@ async def _probe(url: str, token: str | None, timeout: float) -> _Probe:
     except (TimeoutError, BridgeError, OSError, ValueError) as exc:
         # ValueError: a URL the WebSocket library cannot even parse (`ws://[::1`).
         await client.close()
-        return _Probe(False, _why(exc, timeout))
+        return EndpointFacts(connect_error=_why(exc, timeout))
     try:
         info = client.server_info
-        agent, home = opt_str(info.get("userAgent")), opt_str(info.get("codexHome"))
+        agent = opt_str(info.get("userAgent"))
+        said = EndpointFacts(reachable=True, user_agent=agent,
+                             server_version=parse.user_agent_version(agent) if agent else None,
+                             codex_home=opt_str(info.get("codexHome")))
         try:
             threads = await asyncio.wait_for(list_threads(client, include_all=True), timeout)
         except (TimeoutError, BridgeError) as exc:
-            return _Probe(True, None, agent, home, threads_error=_why(exc, timeout))
-        return _Probe(True, None, agent, home,
-                      tuple(dict(t.as_dict(), user=t.is_user_thread) for t in threads))
+            return replace(said, threads_error=_why(exc, timeout))
+        return replace(said, threads=tuple(dict(t.as_dict(), user=t.is_user_thread)
+                                           for t in threads))
     finally:
         await client.close()
 
@@ -168,12 +162,9 @@ def endpoint(url: str | None, timeout: float = TIMEOUT) -> EndpointFacts:
         return EndpointFacts(bad_url=exc.message)
     except BridgeError as exc:
         return EndpointFacts(resolve_error=exc.message)
-    got = asyncio.run(_probe(ep.url, ep.token, timeout))
-    agent = got.user_agent
-    return EndpointFacts(ep.url, ep.source, ep.kind, ep.token is not None, None, None,
-                         got.reachable, got.connect_error, agent,
-                         parse.user_agent_version(agent) if agent else None,
-                         got.codex_home, got.threads, got.threads_error)
+    said = asyncio.run(_probe(ep.url, ep.token, timeout))
+    return replace(said, url=ep.url, source=ep.source, kind=ep.kind,
+                   token=ep.token is not None)
 
 
 def is_local(url: str) -> bool:
@@ -337,8 +328,7 @@ class DaemonFacts:
                            listening if isinstance(listening, bool) else None)
 
     def as_dict(self) -> dict[str, object]:
-        return {"home": self.home, "socket": self.socket, "url": self.url,
-                "enabled": self.enabled, "listening": self.listening}
+        return asdict(self)
 
 
 def daemon_row(d: DaemonFacts) -> Check:
