@@ -2,9 +2,9 @@
 
     envelope.py      the header every message carries; request tokens (pure)
     routing.py       where a reply goes; where a send comes from (pure)
-    limits.py        how much text one message may carry (the env knobs)
-    records.py       delivery records on disk: states, times, replies, TTL
-    answers.py       Claude's answer to a Codex request, recorded as a delivery
+    limits.py        how much a message may carry, how many hops (the env knobs)
+    records.py       delivery records on disk: states, times, replies, TTL; Claude's
+                     answer to a Codex request, recorded as a delivery
     budget.py        which conversation a request belongs to, and its hop budget on disk
     handling.py      what a Claude session is handling right now (stdlib: the hook reads it)
     courier_link.py  reaching the courier that carries every delivery (stdlib)

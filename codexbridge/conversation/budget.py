@@ -42,29 +42,15 @@ from ..host.private import ensure_private_dir, write_private
 from ..jsontypes import objs
 from . import handling
 from .envelope import conversation_id
+from .limits import MAX_HOPS_ENV
 from .records import DeliveryState, DeliveryStore, Direction
 from .routing import SESSION_ENV, THREAD_ENV
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue
 
-MAX_HOPS_ENV = "CODEX_BRIDGE_MAX_HOPS"
 CONVERSATION_ENV = "CODEX_BRIDGE_CONVERSATION"
-DEFAULT_MAX_HOPS = 4
 TTL = 7 * 24 * 3600.0
-
-
-def max_hops(env: dict[str, str] | None = None) -> int:
-    raw = (os.environ if env is None else env).get(MAX_HOPS_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_HOPS
-    try:
-        value = int(raw)
-    except ValueError:
-        raise UsageError(f"{MAX_HOPS_ENV}={raw!r} is not a whole number") from None
-    if value < 1:
-        raise UsageError(f"{MAX_HOPS_ENV} must be at least 1, got {raw!r}")
-    return value
 
 
 def valid_id(conv: str) -> str:

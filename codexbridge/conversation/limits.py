@@ -15,7 +15,10 @@ is, because refusing an answer would lose it.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
+
+from ..errors import UsageError
 
 TEXT_MAX_ENV = "CODEX_BRIDGE_TEXT_MAX"
 DEFAULT_TEXT_MAX = 200_000
@@ -31,6 +34,23 @@ DEFAULT_MAIL_MAX = 10 * 1024 * 1024
 
 def mail_max(env: Mapping[str, str]) -> int:
     return env_int(env, MAIL_MAX_ENV, DEFAULT_MAIL_MAX)
+
+
+MAX_HOPS_ENV = "CODEX_BRIDGE_MAX_HOPS"
+DEFAULT_MAX_HOPS = 4
+
+
+def max_hops(env: dict[str, str] | None = None) -> int:
+    raw = (os.environ if env is None else env).get(MAX_HOPS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_HOPS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{MAX_HOPS_ENV}={raw!r} is not a whole number") from None
+    if value < 1:
+        raise UsageError(f"{MAX_HOPS_ENV} must be at least 1, got {raw!r}")
+    return value
 
 
 _said: set[str] = set()

@@ -31,6 +31,8 @@ from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
 from ..jsontypes import opt_str
 from ..protocol.enums import WireEnum
+from . import envelope
+from .limits import clip, max_hops, text_max
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
@@ -327,3 +329,25 @@ def _ttl_from_env() -> float:
     except ValueError:
         return DEFAULT_TTL
     return value if value > 0 else DEFAULT_TTL
+
+
+# --- Claude's answer to a Codex request -------------------------------------------------
+
+def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: str | None,
+              text: str, *, app_server: str | None, reply_to: str | None,
+              notice: bool = False) -> Delivery:
+    """Record Claude's answer to Codex's `request` as a delivery into the asking thread
+    (no hop spent; nothing routed back), for the courier to queue and follow. `reply_to`:
+    the answering session's mailbox, told if the answer cannot be delivered."""
+    text = clip(text, text_max(os.environ), "in the Claude Code session's transcript")
+    record = Delivery(id=envelope.request_token(), direction=Direction.TO_CODEX,
+                      conversation=conversation or envelope.conversation_id(), hop=0,
+                      max_hops=max_hops(dict(os.environ)), in_reply_to=request,
+                      thread_id=thread_id, chosen_by="asking-thread",
+                      text_preview=preview(text), reply_to=reply_to,
+                      reply_to_how="the answering session" if reply_to else None,
+                      app_server=app_server, notice=notice)
+    record.move(DeliveryState.QUEUED)
+    store.save(record)
+    write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)
+    return record

@@ -89,8 +89,7 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     if not requests:
         return 0
     from ..conversation import courier_link
-    from ..conversation.answers import new_reply
-    from ..conversation.records import DeliveryState, DeliveryStore, preview
+    from ..conversation.records import DeliveryState, DeliveryStore, new_reply, preview
 
     store = DeliveryStore()
     started = []

@@ -263,7 +263,8 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     the mail) is sent back into the asking thread — `thread`, else `$CODEX_THREAD_ID`
     (set by codex for the commands it runs) — and a delivery record tracks it."""
     from ..conversation import envelope
-    from ..conversation.budget import Conversations, current_conversation, max_hops
+    from ..conversation.budget import Conversations, current_conversation
+    from ..conversation.limits import max_hops
     from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
     from ..conversation.records import preview as text_preview
     from ..conversation.routing import sending_from_thread

@@ -32,9 +32,15 @@ import time
 from typing import Any
 
 from ..conversation import courier_link, envelope
-from ..conversation.answers import new_reply
 from ..conversation.limits import clip, mail_max
-from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
+from ..conversation.records import (
+    Delivery,
+    DeliveryState,
+    DeliveryStore,
+    Direction,
+    new_reply,
+    preview,
+)
 from ..errors import BridgeError, ConnectError, RequestTimeoutError
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock, LockTimeout

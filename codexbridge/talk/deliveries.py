@@ -25,7 +25,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import NamedTuple
 
 from ..conversation import courier_link, envelope
-from ..conversation.budget import Conversations, current_conversation, max_hops
+from ..conversation.budget import Conversations, current_conversation
+from ..conversation.limits import max_hops
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
 from ..conversation.routing import (
     SESSION_ENV,

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.conversation.budget import MAX_HOPS_ENV, Conversations, max_hops, valid_id
+from codexbridge.conversation.budget import Conversations, valid_id
+from codexbridge.conversation.limits import MAX_HOPS_ENV, max_hops
 from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.errors import HandoffStateError, HopLimitError, UsageError
 from codexbridge.handoff import ledger

@@ -13,14 +13,9 @@ from pathlib import Path
 import pytest
 
 from codexbridge.conversation import handling
-from codexbridge.conversation.budget import (
-    Conversations,
-    current_conversation,
-    max_hops,
-    valid_id,
-)
+from codexbridge.conversation.budget import Conversations, current_conversation, valid_id
 from codexbridge.conversation.envelope import CLAUDE, Envelope, conversation_id, request_token
-from codexbridge.conversation.limits import clip, over_limit, text_max
+from codexbridge.conversation.limits import clip, max_hops, over_limit, text_max
 from codexbridge.conversation.records import (
     Delivery,
     DeliveryState,
