@@ -114,7 +114,7 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
         return
     for t in threads:
         extra = "" if t.is_user_thread else f"  [{t.thread_source or 'ephemeral'}]"
-        click.echo(f"{t.id}  {t.status:<10} name={t.name or '-'}  cwd={t.cwd or '-'}{extra}")
+        click.echo(f"{t.id}  {t.status_label:<10} name={t.name or '-'}  cwd={t.cwd or '-'}{extra}")
 
 
 @talk.command("say", epilog=TALK_EXIT_HELP)

@@ -9,11 +9,12 @@ hang the turn, while a dropped delta is recovered from its `item/completed` text
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from .envelopes import Notification, RequestId, ServerRequest
 from .generated import methods as m
 from .generated.enums import ThreadItemType
+from .wire import Record
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
@@ -24,32 +25,77 @@ BUFFER_LIMIT = 64 * 1024
 CAPTURE_LIMIT = 10 * 1024 * 1024
 
 
-class Delta(NamedTuple):
+# The events are read-only records (protocol/wire.py Record), not NamedTuples: `talk say`
+# imports this module, and six NamedTuples cost it ~1.8 ms to define (measured).
+_set = object.__setattr__
+
+
+class Delta(Record):
+    """Reply text of our turn as it streams."""
+
+    __slots__ = ("item_id", "text")
     item_id: str
     text: str
 
+    def __init__(self, item_id: str, text: str) -> None:
+        _set(self, "item_id", item_id)
+        _set(self, "text", text)
 
-class AgentMessage(NamedTuple):
+
+class AgentMessage(Record):
+    """A completed agent message of our turn (its final text)."""
+
+    __slots__ = ("item_id", "text")
     item_id: str
     text: str
 
+    def __init__(self, item_id: str, text: str) -> None:
+        _set(self, "item_id", item_id)
+        _set(self, "text", text)
 
-class Approval(NamedTuple):
+
+class Approval(Record):
+    """A server request about our turn, to answer by policy."""
+
+    __slots__ = ("request",)
     request: ServerRequest
 
+    def __init__(self, request: ServerRequest) -> None:
+        _set(self, "request", request)
 
-class Resolved(NamedTuple):
+
+class Resolved(Record):
+    """A server request was answered (by the TUI, or by us)."""
+
+    __slots__ = ("request_id",)
     request_id: RequestId
 
+    def __init__(self, request_id: RequestId) -> None:
+        _set(self, "request_id", request_id)
 
-class Warning(NamedTuple):
+
+class Warning(Record):
+    """An error codex reports without ending the turn."""
+
+    __slots__ = ("message",)
     message: str
 
+    def __init__(self, message: str) -> None:
+        _set(self, "message", message)
 
-class Completed(NamedTuple):
+
+class Completed(Record):
+    """Our turn ended: its status, error (as sent) and the turn object."""
+
+    __slots__ = ("error", "status", "turn")
     status: str
     error: JsonObject | None
     turn: JsonObject
+
+    def __init__(self, status: str, error: JsonObject | None, turn: JsonObject) -> None:
+        _set(self, "status", status)
+        _set(self, "error", error)
+        _set(self, "turn", turn)
 
 
 TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Completed
