@@ -357,8 +357,15 @@ def _mails(record: JsonObject) -> list[Mail]:
     return out
 
 
+# What an older codexbridge wrote for the same states: a record left in flight across an
+# upgrade is still settled on time, never left waiting for the session to end.
+_OLD_STATES = {"sent": DeliveryState.DELIVERING, "put-back": DeliveryState.FAILED}
+
+
 def _record_state(record: JsonObject) -> DeliveryState | None:
-    return DeliveryState.parse(record.get("state"))
+    raw = record.get("state")
+    return _OLD_STATES.get(raw) if isinstance(raw, str) and raw in _OLD_STATES else \
+        DeliveryState.parse(raw)
 
 
 def _save(path: str, record: JsonObject) -> None:

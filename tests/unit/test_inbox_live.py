@@ -297,3 +297,21 @@ def test_nobody_listening_live_leaves_the_mail_alone(box: Path, tmp_path: Path) 
     assert out.delivery is live.Route.NEXT_STOP and "socket is gone" in (out.reason or "")
     assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
     assert live.status(str(box), "box")["live"] is False
+
+
+def test_a_record_an_older_codexbridge_left_in_flight_is_settled_on_time(
+        box: Path, tmp_path: Path) -> None:
+    # Before the states were DeliveryState, a frame in flight was recorded as "sent": an
+    # upgrade in between must not leave it waiting for the session to end.
+    fake = FakeSession(tmp_path, "silent")
+    try:
+        mid = mail("old")
+        live.deliver_now(str(box), "box")
+    finally:
+        fake.close()
+    [path] = live_files(str(box), "box")
+    record = json.loads(Path(path).read_text())
+    record.update(state="sent", at=record["at"] - live.NEVER_TAKEN_S - 1)
+    Path(path).write_text(json.dumps(record))
+    live.reconcile(str(box), "box")
+    assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
