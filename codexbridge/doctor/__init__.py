@@ -12,7 +12,7 @@ I/O: run a binary, read a file, ask the app-server) and the rows that judge them
                     project's hooks and settings, the plugin, mailboxes, the block chain
     records.py      the conversation's records: the state home, deliveries in flight,
                     handoff's parser canaries
-    parse.py        reading versions, `--help`, config.toml / hooks.json, settings.json (pure)
+    parse.py        reading versions, `--help`, config.toml / hooks.json, settings.json
     compat.py       the protocol judge: our surface against the installed codex's, and
                     our approval answers against its schema (pure but for reading a bundle)
     surface.py      cutting the surface codexbridge uses out of a codex schema bundle (pure)

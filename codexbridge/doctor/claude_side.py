@@ -32,8 +32,7 @@ from ..inbox.live import PEER_PROTOCOL
 from ..jsontypes import obj, opt_int, opt_str
 from . import parse
 from .binaries import BinaryFacts
-from .codex_side import read_text
-from .parse import CHAIN_VARS, ClaudeHook, HookKind
+from .parse import CHAIN_VARS, ClaudeHook, HookKind, read_text
 from .report import INFO, OK, WARN, Check, Status, plural
 
 if TYPE_CHECKING:

@@ -52,7 +52,7 @@ from ..talk.endpoint import EndpointKind
 from . import parse
 from .binaries import TIMEOUT, fit_row
 from .compat import AnswerProblem, Change, Finding, incompatible
-from .parse import DIVERTING_REVIEWERS, CodexConfig
+from .parse import DIVERTING_REVIEWERS, CodexConfig, read_text
 from .report import FAIL, INFO, OK, WARN, Check, plural
 
 if TYPE_CHECKING:
@@ -407,17 +407,6 @@ def daemon_rows(d: DaemonFacts, serve: ServeFacts, ep: EndpointFacts,
 
 
 # --- CODEX_HOME layers: the approval diverters -------------------------------------------------
-
-def read_text(path: Path) -> tuple[str | None, str | None]:
-    """(the file's text, None), (None, None) when it is absent, (None, why) when it cannot
-    be read."""
-    try:
-        return path.read_text(encoding="utf-8"), None
-    except FileNotFoundError:
-        return None, None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, getattr(exc, "strerror", None) or str(exc)
-
 
 @dataclass(frozen=True, slots=True)
 class HooksJson:

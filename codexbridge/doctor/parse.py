@@ -1,5 +1,6 @@
 """Reading what the doctor looks at: version strings, `--help` text, codex's config.toml
-and hooks.json, Claude Code's settings.json. Pure: text or parsed data in, facts out.
+and hooks.json, Claude Code's settings.json. Pure — text or parsed data in, facts out —
+but for `read_text`, which fetches a file's text for them.
 
 Nothing here keeps a hook's command or a config value it was not asked for, so no
 secret that sits in those files can reach the report.
@@ -12,6 +13,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..inbox.listeners import ours
@@ -24,6 +26,17 @@ if TYPE_CHECKING:
 _USER_AGENT = re.compile(r"^[^/\s]+/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)")
 DIVERTING_REVIEWERS = ("auto_review", "guardian_subagent")
 CHAIN_VARS = ("CODEX_BRIDGE_MAX_CHAIN", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+
+
+def read_text(path: Path) -> tuple[str | None, str | None]:
+    """(the file's text, None), (None, None) when it is absent, (None, why) when it cannot
+    be read."""
+    try:
+        return path.read_text(encoding="utf-8"), None
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, getattr(exc, "strerror", None) or str(exc)
 
 
 def user_agent_version(user_agent: str) -> str | None:
