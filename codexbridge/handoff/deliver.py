@@ -1,18 +1,14 @@
-"""The two roads a delta takes, each chosen before anything is sent.
+"""Into the Codex thread: the road a delta to Codex takes (to a Claude session:
+`to_claude.py`).
 
-Into the Codex thread: `thread/inject_items` appends the delta to the thread's
-model-visible history — measured: no notification, not in `thread/items/list`, not on
-the TUI's screen, kept across a restart, and in the next model request right before the
-new user message (docs/protocol-notes.md, "Injected items") — then a short *visible*
-turn through codex's queue, so the human sees in the TUI that context arrived and
-Codex acts on it at once. The visible turn carries the handoff id as its
-`clientUserMessageId`: the thread itself later proves the handoff went in (the inject
-comes first). The thread is waited idle first: an inject during a turn adds a model
-call to that turn.
-
-Into a Claude session: one mail in its mailbox (`inbox.service.push`), which the Stop
-hook or the watcher hands over exactly once; or, for a session that is not running, a
-pending file its SessionStart hook consumes on resume (`resume.py`).
+`thread/inject_items` appends the delta to the thread's model-visible history —
+measured: no notification, not in `thread/items/list`, not on the TUI's screen, kept
+across a restart, and in the next model request right before the new user message
+(docs/protocol-notes.md, "Injected items") — then a short *visible* turn through codex's
+queue, so the human sees in the TUI that context arrived and Codex acts on it at once.
+The visible turn carries the handoff id as its `clientUserMessageId`: the thread itself
+later proves the handoff went in (the inject comes first). The thread is waited idle
+first: an inject during a turn adds a model call to that turn.
 """
 
 from __future__ import annotations

@@ -322,6 +322,12 @@ class Handoff:
         t, s = (source_key(str(a["kind"]), str(a["id"])) for a in (target, source))
         return cls(key, project, hid or new_id(), t, s, {s: source, t: target}, dry_run)
 
+    def to_settle(self, state: ledger.State) -> JsonObject | None:
+        """An earlier run's pending handoff to the target that this one decides first
+        (not in a dry run, nor while a live process carries it: `claim` refuses)."""
+        old = ledger.pending(state, self.target)
+        return None if old is None or self.dry_run or ledger.busy_elsewhere(old) else old
+
     def claim(self, earlier: tuple[JsonObject, str | None] | None
               ) -> tuple[dict[str, str], ledger.State]:
         """Under the lock: settle an earlier handoff ((its record, why it did not

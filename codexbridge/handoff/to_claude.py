@@ -121,10 +121,8 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
     info = await find_target(rpc, thread or sending_from_thread(env))
     source = flow.codex_link(info)
     h = Handoff.between(key, project, handoff_id, flow.claude_link(session), source, dry_run)
-    old = ledger.pending(state, h.target)
-    earlier = None
-    if old is not None and not dry_run and not ledger.busy_elsewhere(old):
-        earlier = old, settle_old(old, session.session_id, inbox)
+    old = h.to_settle(state)
+    earlier = (old, settle_old(old, session.session_id, inbox)) if old is not None else None
     had = already_received(session, inbox)
 
     async def departing(since: str | None) -> SourceRead:

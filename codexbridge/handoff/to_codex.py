@@ -67,10 +67,8 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
     refuse_self_send(info.id, env)
     source = claude_link(session)
     h = Handoff.between(key, project, handoff_id, codex_link(info), source, dry_run)
-    old = ledger.pending(state, h.target)
-    earlier = None
-    if old is not None and not ledger.busy_elsewhere(old) and not dry_run:
-        earlier = old, await settle_old(rpc, info.id, old)
+    old = h.to_settle(state)
+    earlier = (old, await settle_old(rpc, info.id, old)) if old is not None else None
 
     async def departing(since: str | None) -> SourceRead:
         return claude_source.read_transcript(transcript, session.session_id, since,
