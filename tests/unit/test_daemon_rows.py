@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from codexbridge.doctor import claude_side
-from codexbridge.doctor import codex_side
+from codexbridge.doctor import claude_side, codex_side
 from codexbridge.doctor.codex_side import DaemonFacts, EndpointFacts, ServeFacts
 from codexbridge.doctor.report import INFO, OK, WARN
 from codexbridge.errors import BinaryNotFoundError
