@@ -9,15 +9,25 @@ behaviour — the real binary's tests prove that.
     async with AppServerClient("ws://memory", connector=server.connector) as client:
         ...
     server.received   # every message the client sent, parsed
+
+Several connections at once (one per tool call, as the MCP server opens them), each
+hearing the threads it resumed. A thread runs one turn at a time: `thread/queue/add` on a
+busy thread waits in line, as in codex's own queue, until the running turn ends or the
+sender takes it back (`thread/queue/delete`). `script` says what a message's turn does
+(its reply, a failure, a key it waits on until `release(key)`); `record` keeps finished
+turns as history; `refuse` answers a method with an error; `unreachable` refuses
+connections.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from codexbridge.errors import ConnectError
 from codexbridge.talk import transport as tp
 
 from . import payloads
@@ -32,6 +42,7 @@ class _Served:
     def __init__(self, server: MemoryAppServer, end: tp.MemoryEnd) -> None:
         self.server = server
         self.end = end
+        self.threads: set[str] = set()  # resumed here: this connection hears them
         self.task = asyncio.create_task(self._serve(), name="memory-appserver")
 
     async def _serve(self) -> None:
@@ -42,12 +53,24 @@ class _Served:
                 return
             msg = json.loads(frame)
             self.server.received.append(msg)
+            self.server.sender = self
             for reply in self.server.handle(msg):
                 await self.push(reply)
 
     async def push(self, message: Message | str) -> None:
         """Send `message` to the client (a test may push frames of its own)."""
         await self.end.send(message if isinstance(message, str) else json.dumps(message))
+
+
+@dataclass
+class Scripted:
+    """What one turn does (`MemoryAppServer.script`, from its message's text)."""
+    reply: str = "MOCK REPLY: done"
+    error: str | None = None  # the turn fails with this message (the reply is partial)
+    hold: str | None = None  # it ends only once `release(hold)` was called
+
+
+EARLY = len("MOCK REPLY: ")  # the part of a reply sent before turn/start's answer
 
 
 class MemoryAppServer:
@@ -63,7 +86,9 @@ class MemoryAppServer:
                  turns: list[Message] | None = None,
                  items: list[Message] | None = None,
                  server_requests: list[str] | None = None,
-                 page_size: int = 1) -> None:
+                 page_size: int = 1,
+                 script: Callable[[str], Scripted] | None = None,
+                 record: bool = False) -> None:
         self.threads = {t["id"]: t for t in (threads if threads is not None
                                             else [payloads.thread(), payloads.title_thread()])}
         self.turns = turns if turns is not None else []
@@ -77,12 +102,29 @@ class MemoryAppServer:
         self._pending: list[str] = []
         self._turn: tuple[str, str] | None = None
         self._outstanding: dict[int, str] = {}
+        self._submissions = 0
+        self.script = script or (lambda _text: Scripted())
+        self.record = record
+        self.refuse: dict[str, str] = {}  # method → the error message it is answered with
+        self.unreachable = False
+        self.connections: list[_Served] = []
+        self.sender: _Served | None = None  # the connection whose message is handled
+        self.running: dict[str, str] = {}  # thread → its running turn
+        self.queued: dict[str, list[Message]] = {}  # thread → waiting submissions
+        self.turn_log: list[tuple[str, str]] = []  # ("start" | "done", the message text)
+        self._texts: dict[str, str] = {}  # turn → its message text
+        self._released: set[str] = set()
+        self._held: dict[str, tuple[str, str]] = {}  # hold key → (thread, turn)
+        self._turn_ids = 0
 
     async def connector(self, _url: str, _headers: Mapping[str, str] | None = None
                         ) -> tp.Transport:
         """A `talk.transport.Connector`: the client's end, seen by the schema guard."""
+        if self.unreachable:
+            raise ConnectError("cannot connect to the app-server at ws://memory: refused")
         client_end, server_end = tp.memory_pair()
         self.ws = _Served(self, server_end)
+        self.connections.append(self.ws)
         return tp.observed(client_end)
 
     def requests(self, method: str) -> list[Message]:
@@ -96,6 +138,8 @@ class MemoryAppServer:
         if "id" not in msg:
             return []  # `initialized`
         method, params, rid = msg["method"], msg.get("params") or {}, msg["id"]
+        if method in self.refuse:
+            return [{"id": rid, "error": {"code": -32600, "message": self.refuse[method]}}]
         handler = getattr(self, "_" + method.replace("/", "_"), None)
         if handler is None:
             return [{"id": rid, "error": {"code": -32600, "message":
@@ -126,6 +170,8 @@ class MemoryAppServer:
 
     def _thread_resume(self, rid: Any, params: Message) -> list[Message]:
         thread = self.threads[params["threadId"]]
+        if self.sender is not None:
+            self.sender.threads.add(thread["id"])
         return [{"id": rid, "result": payloads.resume_result(thread)},
                 {"method": "thread/goal/cleared", "params": {"threadId": thread["id"]}}]
 
@@ -136,30 +182,67 @@ class MemoryAppServer:
         return [{"id": rid, "result": self._page(self.items, params)}]
 
     def _thread_queue_add(self, rid: Any, params: Message) -> list[Message]:
-        """As codex does on an idle thread: the turn starts at once (before the answer),
-        its userMessage carrying the clientUserMessageId as `clientId`."""
+        """As codex does: on an idle thread the turn starts at once (before the answer),
+        its userMessage carrying the clientUserMessageId as `clientId`; on a busy one the
+        submission waits in line."""
         thread_id = params["threadId"]
-        turn_id = payloads.TURN_2
+        self._submissions += 1
+        submission = {"id": f"sub-{self._submissions}", "input": params["input"],
+                      "clientUserMessageId": params["clientUserMessageId"]}
+        answer = {"id": rid, "result": {"queuedSubmission": submission}}
+        if thread_id in self.running:
+            self.queued.setdefault(thread_id, []).append(submission)
+            return [answer]
+        early, rest = self._start(thread_id, submission)
+        return [*early, answer, *rest]
+
+    def _thread_queue_list(self, rid: Any, params: Message) -> list[Message]:
+        return [{"id": rid, "result": self._page(self.queued.get(params["threadId"], []),
+                                                 params)}]
+
+    def _thread_queue_delete(self, rid: Any, params: Message) -> list[Message]:
+        line = self.queued.get(params["threadId"], [])
+        kept = [q for q in line if q["id"] != params["queuedSubmissionId"]]
+        self.queued[params["threadId"]] = kept
+        return [{"id": rid, "result": {"deleted": len(kept) < len(line)}}]
+
+    def _thread_queue_start(self, rid: Any, params: Message) -> list[Message]:
+        thread_id = params["threadId"]
+        line = self.queued.get(thread_id, [])
+        if thread_id in self.running or not line \
+                or line[0]["id"] != params["queuedSubmissionId"]:
+            return [{"id": rid, "error": {"code": -32600, "message": "not found"}}]
+        early, rest = self._start(thread_id, line.pop(0))
+        return [*early, {"id": rid, "result": {}}, *rest]
+
+    def _start(self, thread_id: str, submission: Message) -> tuple[list[Message],
+                                                                    list[Message]]:
+        """A turn for `submission`: what precedes the answer that started it, and what
+        follows (server requests, or its end)."""
+        turn_id = payloads.TURN_2 if not self._turn_ids else \
+            f"0199a5c2-9000-7000-8000-{self._turn_ids + 2:012x}"
+        self._turn_ids += 1
         self._turn = (thread_id, turn_id)
         self._pending = list(self.server_requests)
+        text = submission["input"][0]["text"]
+        self.running[thread_id] = turn_id
+        self._texts[turn_id] = text
+        self.turn_log.append(("start", text))
+        self._set_status(thread_id, {"type": "active", "activeFlags": []})
         running = payloads.turn(turn_id, status="inProgress", completed_at=None,
                                 items_view="notLoaded")
-        text = params["input"][0]["text"]
         early = [
             {"method": "thread/status/changed",
              "params": {"threadId": thread_id, "status": {"type": "active", "activeFlags": []}}},
             {"method": "turn/started", "params": {"threadId": thread_id, "turn": running}},
             {"method": "item/started",
              "params": {"threadId": thread_id, "turnId": turn_id, "item": payloads.user_message(
-                 text, "item-u2", client_id=params["clientUserMessageId"])}},
+                 text, "item-u2", client_id=submission["clientUserMessageId"])}},
             {"method": "item/agentMessage/delta",
              "params": {"threadId": thread_id, "turnId": turn_id, "itemId": "msg_2",
-                        "delta": "MOCK REPLY: "}},
+                        "delta": self.script(text).reply[:EARLY]}},
         ]
-        submission = {"id": "sub-1", "input": params["input"],
-                      "clientUserMessageId": params["clientUserMessageId"]}
-        return [*early, {"id": rid, "result": {"queuedSubmission": submission}},
-                *self._advance()]
+        return early, self._advance()
 
     def _turn_start(self, rid: Any, params: Message) -> list[Message]:
         """`--turn-cwd` turns go straight to turn/start (the queue carries no overrides)."""
@@ -167,6 +250,9 @@ class MemoryAppServer:
         turn_id = payloads.TURN_2
         self._turn = (thread_id, turn_id)
         self._pending = list(self.server_requests)
+        self.running[thread_id] = turn_id
+        self._texts[turn_id] = params["input"][0]["text"]
+        self.turn_log.append(("start", self._texts[turn_id]))
         running = payloads.turn(turn_id, status="inProgress", completed_at=None,
                                 items_view="notLoaded")
         early = [
@@ -190,21 +276,65 @@ class MemoryAppServer:
             params = payloads.server_request_params(thread_id, turn_id).get(
                 method, {"threadId": thread_id, "turnId": turn_id})
             return [{"id": rid, "method": method, "params": params}]
-        text = "MOCK REPLY: done"
-        return [
+        return self._end(thread_id, turn_id)
+
+    def _end(self, thread_id: str, turn_id: str) -> list[Message]:
+        """The turn's end, then the next submission in line — or nothing yet while the
+        turn is held."""
+        script = self.script(self._texts[turn_id])
+        if script.hold is not None and script.hold not in self._released:
+            self._held[script.hold] = (thread_id, turn_id)
+            return []
+        reply = script.reply
+        status, error = ("failed", {"message": script.error}) if script.error \
+            else ("completed", None)
+        done = payloads.turn(turn_id, status=status, error=error,
+                             items=[payloads.agent_message(reply, "msg_2")])
+        self.running.pop(thread_id, None)
+        self._set_status(thread_id, {"type": "idle"})
+        self.turn_log.append(("done", self._texts[turn_id]))
+        if self.record:
+            self._keep(turn_id, done)
+        out: list[Message] = [
             {"method": "item/agentMessage/delta",
              "params": {"threadId": thread_id, "turnId": turn_id, "itemId": "msg_2",
-                        "delta": "done"}},
+                        "delta": reply[EARLY:]}},
             {"method": "item/completed",
              "params": {"threadId": thread_id, "turnId": turn_id, "completedAtMs": 1,
-                        "item": payloads.agent_message(text, "msg_2")}},
+                        "item": payloads.agent_message(reply, "msg_2")}},
             {"method": "thread/status/changed",
              "params": {"threadId": thread_id, "status": {"type": "idle"}}},
-            {"method": "turn/completed",
-             "params": {"threadId": thread_id,
-                        "turn": payloads.turn(turn_id, items=[
-                            payloads.agent_message(text, "msg_2")])}},
+            {"method": "turn/completed", "params": {"threadId": thread_id, "turn": done}},
         ]
+        line = self.queued.get(thread_id)
+        if line:
+            early, rest = self._start(thread_id, line.pop(0))
+            out += [*early, *rest]
+        return out
+
+    def _set_status(self, thread_id: str, status: Message) -> None:
+        if thread_id in self.threads:
+            self.threads[thread_id]["status"] = status
+
+    def _keep(self, turn_id: str, done: Message) -> None:
+        """A finished turn as thread/turns/list and thread/items/list show it after."""
+        self.turns.append({**done, "items": [], "itemsView": "notLoaded"})
+        self.items += [payloads.item_entry(turn_id, payloads.user_message(
+                           self._texts[turn_id], f"u-{turn_id}")),
+                       payloads.item_entry(turn_id, done["items"][0])]
+
+    async def release(self, key: str) -> None:
+        """Let the turn held on `key` end (now, or as soon as it starts): its end, and
+        whatever starts after it, go to every connection that resumed the thread."""
+        self._released.add(key)
+        if key not in self._held:
+            return
+        thread_id, turn_id = self._held.pop(key)
+        frames = self._end(thread_id, turn_id)
+        for served in list(self.connections):
+            if thread_id in served.threads and not served.end.closed:
+                for frame in frames:
+                    await served.push(frame)
 
     def _answer(self, msg: Message) -> list[Message]:
         rid = msg.get("id")
