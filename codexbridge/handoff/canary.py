@@ -7,7 +7,7 @@ silently (docs/handoff.md, "Canaries").
     Codex    every thread the ledger links, through `codex_source.parse` over its
              newest items (one connection to the configured app-server)
 
-Only reads. Returns plain facts (`doctor/rows_handoff.py` judges them).
+Only reads. Returns plain facts (`doctor/records.py` judges them).
 """
 
 from __future__ import annotations
