@@ -273,7 +273,7 @@ def records(world: World) -> list[dict[str, object]]:
     folder = world.bridge_home / "deliveries"
     found = [read_object(str(p)) for p in sorted(folder.glob("req_*.json"))] \
         if folder.exists() else []
-    return sorted((r for r in found if r), key=lambda r: str(r.get("created_at", "")))
+    return sorted((dict(r) for r in found if r), key=lambda r: str(r.get("created_at", "")))
 
 
 def approve(d: Demo, tui: ClaudeTUI) -> None:

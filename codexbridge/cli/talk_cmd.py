@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,6 +25,9 @@ from ..talk.client import AppServerClient
 from ..talk.endpoint import Endpoint, resolve_endpoint
 from ..talk.outcome import turn_error
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
+
+if TYPE_CHECKING:
+    from ..protocol.threads import ThreadInfo
 from .app import LazyGroup
 from .command import (
     approval_timeout_option,
@@ -100,7 +103,7 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
 
     ep = resolve_endpoint(url)
 
-    async def go() -> list[Any]:
+    async def go() -> list[ThreadInfo]:
         async with AppServerClient(ep.url, token=ep.token) as client:
             return await list_threads(client, include_all=include_all)
 
@@ -288,7 +291,7 @@ def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: 
     if target_cwd:
         target_cwd = ensure_dir(target_cwd, "--cwd")
 
-    async def go() -> tuple[Any, list[TurnRecord]]:
+    async def go() -> tuple[ThreadInfo, list[TurnRecord]]:
         async with _client(url, selector) as client:
             target = await find_target(client, selector, target_cwd)
             return target, await read_history(client, target.id, page_size=page_size)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -36,6 +36,10 @@ from .command import (
     url_option,
     wait_thread_option,
 )
+
+if TYPE_CHECKING:
+    from ..talk.deliveries import Receipt
+
 
 SEND_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError,
                            LoopGuardError, success="the message is on its way (see the receipt)")
@@ -113,8 +117,8 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
         reply_to = mailbox_name(reply_to)
     store = DeliveryStore()
 
-    def go() -> Any:
-        return send_message(message, selector=selector, cwd=target_cwd, url=url,
+    async def go() -> Receipt:
+        return await send_message(message, selector=selector, cwd=target_cwd, url=url,
                             reply_to=reply_to, conversation=conversation,
                             in_reply_to=in_reply_to, policy=policy, approval_timeout=deadline,
                             turn_timeout=timeout, wait_thread=wait_thread, store=store)

@@ -70,7 +70,7 @@ def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] |
         answer = loads_json(data)
     except ValueError:
         return None
-    return answer if isinstance(answer, dict) else None
+    return dict(answer) if isinstance(answer, dict) else None
 
 
 def running() -> bool:

@@ -3,7 +3,7 @@
     METHODS   kind → method → what stops working when codex breaks it (the doctor
               says "thread/queue/add is gone: talk send cannot queue turns")
     READS     definition → the fields codexbridge reads from it (`.get("…")` on a
-              protocol dict, or an attribute of a generated pydantic model)
+              protocol dict, or an attribute of a generated result in protocol/generated/results.py)
     SENDS     definition → the optional fields codexbridge sends (a required one is
               always sent: the schema says so)
     VALUES    definition → the enum values / union members codexbridge sends or
@@ -114,7 +114,7 @@ READS = {
     "McpServerElicitationRequestParams": _fields("threadId", "turnId", "message", "_meta"),
     "DynamicToolCallParams": _fields("threadId", "turnId"),
     "ChatgptAuthTokensRefreshParams": _fields("reason"),
-    # results (generated models in protocol/generated/models.py, and plain dicts)
+    # results (generated records in protocol/generated/results.py, and plain dicts)
     "ThreadReadResponse": _fields("thread"),
     "ThreadStartResponse": _fields("thread"),
     "ThreadLoadedListResponse": _fields("data", "nextCursor"),

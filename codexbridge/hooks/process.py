@@ -290,7 +290,7 @@ def _load_all(inbox: str, name: str) -> dict[str, JsonObject]:
     sessions = data.get("sessions") if isinstance(data, dict) else None
     if not isinstance(sessions, dict) or not all(map(_sound, sessions.values())):
         raise _Damaged('not {"sessions": {SESSION: {"blocks": COUNT, ...}}}')
-    return sessions
+    return {sid: entry for sid, entry in sessions.items() if isinstance(entry, dict)}
 
 
 def _sound(entry: object) -> bool:

@@ -6,20 +6,21 @@ import json
 
 TYPE_CHECKING = False  # (no `typing` at run time: the Stop hook imports this module)
 if TYPE_CHECKING:
-    from typing import Any
+    from ..jsontypes import JsonObject, JsonValue
 
 
-def loads_json(text: str | bytes) -> Any:
+def loads_json(text: str | bytes) -> JsonValue:
     """`json.loads`, but JSON nested past the interpreter's recursion limit raises the
     ValueError every caller already handles: json raises RecursionError on it, which a
     file someone edited (or damaged) must not turn into a traceback."""
     try:
-        return json.loads(text)
+        value: JsonValue = json.loads(text)
     except RecursionError:
         raise ValueError("nested too deeply to read") from None
+    return value
 
 
-def read_object(path: str) -> dict[str, Any] | None:
+def read_object(path: str) -> JsonObject | None:
     """The JSON object in `path`; None when it is missing, unreadable, not JSON, or not
     an object — the callers treat all of those as "not there (yet)"."""
     try:

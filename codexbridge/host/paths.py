@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .jsonfile import read_object
 from .private import ensure_private_dir, state_home, write_private
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 BRIDGE_FILE = "bridge.json"
 
@@ -37,6 +40,6 @@ def bridge_file() -> Path:
     return state_dir(create=False) / BRIDGE_FILE
 
 
-def read_bridge_file() -> dict[str, Any] | None:
+def read_bridge_file() -> JsonObject | None:
     """The running serve's record, or None when there is none (or it is unreadable)."""
     return read_object(str(bridge_file()))

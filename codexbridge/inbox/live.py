@@ -59,7 +59,7 @@ from ..conversation.records import DeliveryState
 from ..host.jsonfile import loads_json, read_object
 from ..host.private import write_private
 from ..host.procs import pid_alive
-from ..jsontypes import arr, objs, opt_float, opt_int, opt_str
+from ..jsontypes import arr, obj, objs, opt_float, opt_int, opt_str
 from ..protocol.enums import WireEnum
 from . import store
 from .lines import Mail, parse_line
@@ -222,7 +222,7 @@ def transcript_state(lines: Iterable[bytes], msg_id: str) -> DeliveryState | Non
         kind = record.get("type")
         origin = record.get("origin")
         if kind == "attachment" and isinstance(record.get("attachment"), dict):
-            origin = record["attachment"].get("origin")
+            origin = obj(record.get("attachment")).get("origin")
         if (kind in ("user", "attachment") and isinstance(origin, dict)
                 and origin.get("msg_id") == msg_id):
             return DeliveryState.DELIVERED

@@ -142,6 +142,12 @@ class PushReceipt(NamedTuple):
     delivery: str = "next-stop"  # "live": already in the running Claude session
     delivery_reason: str | None = None  # why not live (or how it is on its way)
 
+    @property
+    def live(self) -> bool:
+        """Already in the running Claude session: `live.Route.LIVE` (a str enum; `live` is
+        imported only when a listener is there, so the value is compared as its string)."""
+        return self.delivery == "live"
+
 
 def push(text: str, *, to: str | None = None, sender: str | None = None,
          inbox: str | None = None, new: bool = False,
@@ -236,9 +242,9 @@ def _live(inbox: str, name: str, interrupt: bool) -> tuple[str, str | None]:
     try:
         outcome = live.deliver_now(inbox, name, interrupt=interrupt)
     except Exception as exc:  # the mail is stored: never fail the push over this
-        return "next-stop", f"live delivery failed ({exc!r})"
-    if outcome.delivery == "none":  # someone else (the hook, the watcher) took it first
-        return "taken", ("the Stop hook, the watcher or another push took it first: it is "
+        return live.Route.NEXT_STOP, f"live delivery failed ({exc!r})"
+    if outcome.delivery is live.Route.NONE:  # someone else (the hook, the watcher) took it first
+        return live.Route.TAKEN, ("the Stop hook, the watcher or another push took it first: it is "
                          "being delivered")
     return outcome.delivery, outcome.reason
 

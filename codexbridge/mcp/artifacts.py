@@ -38,6 +38,7 @@ from typing import TypedDict
 from ..errors import ArtifactNotFoundError, InvalidCursorError
 from ..host.jsonfile import loads_json
 from ..host.paths import ensure_private_dir, write_private
+from ..jsontypes import obj, opt_float, opt_int
 
 ID_PREFIX = "art_"
 _ID_RE = re.compile(r"^art_[A-Za-z0-9_-]{24}$")
@@ -274,12 +275,15 @@ class ArtifactStore:
     def _load(self, art_id: str) -> Artifact | None:
         try:
             with open(self._meta_path(art_id), encoding="utf-8") as fh:
-                rec = loads_json(fh.read())
+                rec = obj(loads_json(fh.read()))
+            created, expires = opt_float(rec["createdAt"]), opt_float(rec["expiresAt"])
+            size = opt_int(rec["size"])
+            if created is None or expires is None or size is None:
+                return None
             return Artifact(id=str(rec["id"]), role=str(rec["role"]), kind=str(rec["kind"]),
-                            created_at=float(rec["createdAt"]),
-                            expires_at=float(rec["expiresAt"]), size=int(rec["size"]),
+                            created_at=created, expires_at=expires, size=size,
                             sha256=str(rec["sha256"]), key=str(rec["key"]),
-                            meta=dict(rec.get("meta") or {}))
+                            meta=dict(obj(rec.get("meta"))))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 

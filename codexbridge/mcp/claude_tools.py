@@ -191,8 +191,8 @@ def _mail_left(sent: RequestReceipt) -> Outcome:
     data: Data = {"messageId": mail.mail_id, "mailbox": mail.to, "queuedAt": mail.at,
                   # "live": already in the running Claude session (its cross-session
                   # inbox); "queued": at its next stop (deliveryReason says why)
-                  "delivery": "live" if receipt.delivery == "live" else "queued",
-                  "delivered": receipt.delivery == "live",
+                  "delivery": "live" if receipt.live else "queued",
+                  "delivered": receipt.live,
                   "deliveryReason": receipt.delivery_reason,
                   "id": mail.mail_id, "from": mail.sender, "at": mail.at,
                   "mailboxFile": receipt.mailbox_file,
@@ -201,7 +201,7 @@ def _mail_left(sent: RequestReceipt) -> Outcome:
                   "hop": sent.hop, "maxHops": sent.max_hops,
                   "expectReplyFrom": sent.expect_reply_from}
     how = ("delivered live into the running Claude session"
-           if receipt.delivery == "live" else "waiting for the session's next stop")
+           if receipt.live else "waiting for the session's next stop")
     summary = (f'left message {mail.mail_id} in mailbox "{mail.to}", {how} '
                f"(conversation {sent.conversation}, hop {sent.hop}/{sent.max_hops})")
     if sent.expect_reply_from:

@@ -208,8 +208,11 @@ class AppServerClient:
         try:
             await self._send(request(rid, method, params))
             limit = self.request_timeout if timeout is None else timeout
+            # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel that lands
+            # as the answer arrives, so an MCP caller's cancel waited out the whole turn.
             try:
-                return await asyncio.wait_for(fut, limit)
+                async with asyncio.timeout(limit):
+                    return await fut
             except TimeoutError:
                 raise RequestTimeoutError(
                     f"{method} got no answer from the app-server in {limit:g} s") from None

@@ -22,13 +22,14 @@ import enum
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from ..errors import ConnectError, UsageError
 from ..host.paths import bridge_file, read_bridge_file
 
 if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
     from ..protocol.threads import ThreadInfo
 
 SURVEY_TIMEOUT = 3.0  # per server and step, when two app-servers are asked which is which
@@ -132,7 +133,7 @@ def by_threads(serve: Holding, daemon: Holding, selector: str | None = None
     return pick, note
 
 
-def choose(url: str | None, env_url: str | None, record: dict[str, Any] | None,
+def choose(url: str | None, env_url: str | None, record: JsonObject | None,
            serve_alive: bool | None, daemon_url: str | None, *, bridge_path: str,
            daemon_home: str) -> Choice | None:
     """The endpoint in force, or None when nothing names or runs one.
@@ -190,7 +191,7 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def _token_file(record: dict[str, object]) -> str | None:
+def _token_file(record: JsonObject) -> str | None:
     path = record.get("token_file")
     if not isinstance(path, str):
         return None
@@ -201,7 +202,7 @@ def _token_file(record: dict[str, object]) -> str | None:
         return None
 
 
-def _serve_alive(record: dict[str, Any] | None) -> bool | None:
+def _serve_alive(record: JsonObject | None) -> bool | None:
     pid = record.get("pid") if record else None
     if not isinstance(pid, int) or pid <= 0:
         return None
