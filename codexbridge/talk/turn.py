@@ -137,36 +137,10 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
         thread = (await join(rpc, thread_id)).thread if join_first else None
         busy = thread is not None and thread.busy
         wait = left() if busy_timeout is None else min(left(), busy_timeout)
-        if steer and busy and (running := await running_turn(rpc, thread_id)):
-            run.feeding = True
-            progress.turn_start_sent = True
-            answer = await Calls(rpc).turn_steer(
-                thread_id=thread_id, expected_turn_id=running, input=user_input(text),
-                client_user_message_id=progress.client_id)
-            await run.bind(answer.turn_id or running)
-        elif turn_cwd:
-            if busy:
-                run._say("a turn is running on this thread; waiting for it to finish")
-                if not await wait_idle(rpc, thread_id, wait):
-                    return _busy(thread_id, wait)
-            run.feeding = True
-            progress.turn_start_sent = True
-            started = await _refusable(progress, Calls(rpc).turn_start(
-                thread_id=thread_id, input=user_input(text), cwd=turn_cwd,
-                client_user_message_id=progress.client_id))
-            await run.bind(started.turn.id if started.turn is not None else "")
-        else:
-            if busy:
-                run._say("a turn is running on this thread; queued in codex, waiting for it "
-                         "to finish (--steer adds the message to it instead)")
-            run.feeding = True  # before the add: on an idle thread the turn starts at once
-            progress.turn_start_sent = True
-            if progress.submission_id is None:  # else: taking over one queued before
-                await queue_message(rpc, thread_id, text, progress)
-            if not await _await_our_turn(rpc, run, thread_id, progress, wait) \
-                    and await _unqueue(rpc, thread_id, progress):
-                return _busy(thread_id, wait)
-            await _started(run, left())
+        refused = await _begin(rpc, run, thread_id, text, progress, steer=steer,
+                               turn_cwd=turn_cwd, busy=busy, wait=wait, left=left)
+        if refused is not None:
+            return refused
         progress.turn_id = run.tracker.turn_id
         if progress.turn_id:
             progress.changed("started")
@@ -178,6 +152,45 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
         if run.lost and run.tracker.completed is None:
             raise ConnectionLostError(run.lost)
         return run.result(progress.turn_id or "", timed_out, timeout)
+
+
+async def _begin(rpc: Rpc, run: TurnFollower, thread_id: str, text: str,
+                 progress: SayProgress, *, steer: bool, turn_cwd: str | None, busy: bool,
+                 wait: float, left: Callable[[], float]) -> SayResult | None:
+    """Get our turn going the way the caller asked — steered into the running turn, a
+    turn of its own in `turn_cwd`, or (the default) through codex's queue — and bound
+    to `run`. A SayResult (BUSY) when it never started and was taken back."""
+    if steer and busy and (running := await running_turn(rpc, thread_id)):
+        run.feeding = True
+        progress.turn_start_sent = True
+        answer = await Calls(rpc).turn_steer(
+            thread_id=thread_id, expected_turn_id=running, input=user_input(text),
+            client_user_message_id=progress.client_id)
+        await run.bind(answer.turn_id or running)
+    elif turn_cwd:
+        if busy:
+            run._say("a turn is running on this thread; waiting for it to finish")
+            if not await wait_idle(rpc, thread_id, wait):
+                return _busy(thread_id, wait)
+        run.feeding = True
+        progress.turn_start_sent = True
+        started = await _refusable(progress, Calls(rpc).turn_start(
+            thread_id=thread_id, input=user_input(text), cwd=turn_cwd,
+            client_user_message_id=progress.client_id))
+        await run.bind(started.turn.id if started.turn is not None else "")
+    else:
+        if busy:
+            run._say("a turn is running on this thread; queued in codex, waiting for it "
+                     "to finish (--steer adds the message to it instead)")
+        run.feeding = True  # before the add: on an idle thread the turn starts at once
+        progress.turn_start_sent = True
+        if progress.submission_id is None:  # else: taking over one queued before
+            await queue_message(rpc, thread_id, text, progress)
+        if not await _await_our_turn(rpc, run, thread_id, progress, wait) \
+                and await _unqueue(rpc, thread_id, progress):
+            return _busy(thread_id, wait)
+        await _started(run, left())
+    return None
 
 
 async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
