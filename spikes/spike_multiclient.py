@@ -105,8 +105,9 @@ async def body(board: Scoreboard, stack: OfflineStack) -> None:
                 resumed_c = await join(c, thread_id)
                 for name, resumed in (("A", resumed_a), ("C (new client)", resumed_c)):
                     board.check(f"{name}'s thread/resume mid-turn reports the thread active",
-                                resumed["thread"]["status"]["type"] == "active",
-                                f"status={resumed['thread']['status']}")
+                                resumed.thread is not None and resumed.thread.busy,
+                                "status=" + (resumed.thread.status_label
+                                             if resumed.thread is not None else "no thread"))
                 reply = f"MOCK REPLY: {SLOW_TEXT}"
                 for name, rec, start in (("A", rec_a, since), ("C (new client)", rec_c, 0)):
                     done = await rec.wait(m.TURN_COMPLETED, since=start, where=mine)
