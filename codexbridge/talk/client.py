@@ -16,7 +16,7 @@ import collections
 import contextlib
 import itertools
 import json
-import sys
+import logging
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
@@ -47,6 +47,8 @@ from ..protocol.generated import methods as m
 from ..protocol.generated.calls import Calls
 from ..protocol.generated.results import InitializeResponse
 from . import transport as tp
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue
@@ -306,5 +308,5 @@ def auth_refused(url: str, token: str | None, exc: ConnectError) -> ConnectError
 
 
 def _report_invalid(env: Invalid) -> None:
-    print(f"codexbridge: ignored a malformed frame from the app-server ({env.reason}): "
-          f"{env.raw[:200]}", file=sys.stderr)
+    _log.warning("ignored a malformed frame from the app-server (%s): %s", env.reason,
+                 env.raw[:200])

@@ -26,8 +26,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import signal
+import sys
 import time
 from typing import Any
 
@@ -96,6 +98,7 @@ class Courier:
         except LockTimeout:
             return 0  # another courier runs (and keeps running): it has the work
         _note_pid(lock.path)
+        _log_to_stdout()
         path = courier_link.socket_path()
         try:
             with contextlib.suppress(FileNotFoundError):
@@ -201,9 +204,27 @@ def _note_pid(path: str) -> None:
         fh.write(f"{os.getpid()}\n")
 
 
+_logger = logging.getLogger(__name__)
+
+
 def _log(line: str) -> None:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    print(f"{stamp}Z courier {os.getpid()}: {line}", flush=True)
+    _logger.info("%s", line)
+
+
+def _log_to_stdout() -> None:
+    """The courier's own lines go to its stdout — logs/courier.log, where it was started
+    (conversation/courier_link.py) — stamped in UTC; not also up to the CLI's stderr
+    handler, which writes to the same file."""
+    if _logger.handlers:
+        return
+    handler = logging.StreamHandler(sys.stdout)
+    stamp = logging.Formatter("%(asctime)sZ courier %(process)d: %(message)s",
+                              datefmt="%Y-%m-%dT%H:%M:%S")
+    stamp.converter = time.gmtime
+    handler.setFormatter(stamp)
+    _logger.addHandler(handler)
+    _logger.setLevel(logging.INFO)
+    _logger.propagate = False
 
 
 # --- to Codex --------------------------------------------------------------------------

@@ -19,8 +19,8 @@ gathers them; `others()` names the servers a thread may be held by instead
 from __future__ import annotations
 
 import enum
+import logging
 import os
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
@@ -218,7 +218,7 @@ def _say_once(note: str) -> None:
     # Once per process: the MCP server resolves on every tool call.
     if note not in _noted:
         _noted.add(note)
-        print(f"codexbridge: {note}", file=sys.stderr)
+        logging.getLogger(__name__).warning("%s", note)
 
 
 def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> Endpoint:

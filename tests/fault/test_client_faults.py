@@ -192,16 +192,16 @@ async def test_garbage_frames_are_reported_not_fatal() -> None:
     assert invalid[0].raw == "this is not json"
 
 
-async def test_invalid_frames_go_to_stderr_by_default(capsys: pytest.CaptureFixture[str]
-                                                      ) -> None:
+async def test_invalid_frames_are_logged_by_default(caplog: pytest.LogCaptureFixture
+                                                     ) -> None:
+    # Logged as a warning: the CLI shows it on stderr as `codexbridge: ignored …`.
     async def script(conn: Conn) -> None:
         await conn.send("\x00garbage")
         await _answer_everything(conn)
 
     async with FakeAppServer(script) as fake, AppServerClient(fake.url) as client:
         await client.request("thread/loaded/list", {})
-    err = capsys.readouterr().err
-    assert "ignored a malformed frame from the app-server (invalid JSON" in err
+    assert "ignored a malformed frame from the app-server (invalid JSON" in caplog.text
 
 
 # -- the socket goes away ---------------------------------------------------------------

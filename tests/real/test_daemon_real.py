@@ -235,7 +235,7 @@ async def test_a_leftover_serve_beside_the_daemon_the_tui_uses(
         listed = await arun_cli("talk", "list", "--json", env=env)
         assert listed.code == 0, listed.err
         assert tid in {t["id"] for t in json.loads(listed.out)["threads"]}
-        assert f"two app-servers run on one CODEX_HOME ({daemon.home})" in listed.err
+        assert f"codexbridge: two app-servers run on one CODEX_HOME ({daemon.home})" in listed.err
         assert f"`codexbridge serve` at {record['url']} holds no user thread" in listed.err
         assert "Using codex's own daemon (it holds the user threads" in listed.err
         assert f"--url {record['url']}" in listed.err

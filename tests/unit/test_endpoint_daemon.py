@@ -88,15 +88,16 @@ def test_resolve_finds_the_daemon_socket(fake_daemon: Path,
 
 
 def test_resolve_with_a_live_serve_too_asks_both_and_notes_it_once(
-        fake_daemon: Path, capsys: pytest.CaptureFixture[str],
+        fake_daemon: Path, caplog: pytest.LogCaptureFixture,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The note is logged (the CLI shows it on stderr as `codexbridge: …`).
     monkeypatch.setattr(endpoint, "_noted", set())
     monkeypatch.setattr(endpoint, "SURVEY_TIMEOUT", 0.3)  # the fake socket never answers
     write_private_json(bridge_file(), {"url": "ws://127.0.0.1:1", "pid": os.getpid()})
     assert resolve_endpoint().url == "ws://127.0.0.1:1"  # neither answers: serve
     assert resolve_endpoint().url == "ws://127.0.0.1:1"
-    err = capsys.readouterr().err
-    assert err.count("codexbridge: two app-servers run") == 1
+    err = caplog.text
+    assert sum(r.getMessage().startswith("two app-servers run") for r in caplog.records) == 1
     sock = f"unix://{daemon.socket_path(fake_daemon)}"
     assert f"codex's own daemon at {sock} does not answer" in err
     assert f"--url {sock} (or set CODEX_BRIDGE_URL)" in err
