@@ -5,49 +5,45 @@ writer" becomes a NoThreadError (exit 3) saying another app-server holds the thr
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from codexbridge.errors import NoThreadError, RpcError
+from codexbridge.errors import NoThreadError
+from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.threads import find_target, join
+from tests.support.memory_appserver import MemoryAppServer
 
 DAEMON = "unix:///h/app-server-control/app-server-control.sock"
 
 
-class FakeRpc:
-    """Answers thread/loaded/list with nothing; thread/resume with `resume_error`."""
+async def _find(url: str) -> None:
+    async with AppServerClient(url, connector=MemoryAppServer(threads=[]).connector) as c:
+        await find_target(c, None)
 
-    def __init__(self, url: str, resume_error: dict[str, Any] | None = None) -> None:
-        self.url = url
-        self.resume_error = resume_error
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, *,
-                      timeout: float | None = None) -> Any:
-        if method == "thread/resume" and self.resume_error:
-            raise RpcError.from_wire(self.resume_error)
-        return {"data": [], "nextCursor": None}
+async def _join(tid: str, refusal: str) -> None:
+    server = MemoryAppServer()
+    server.refuse["thread/resume"] = refusal
+    async with AppServerClient("ws://127.0.0.1:8787", connector=server.connector) as c:
+        await join(c, tid)
 
 
 def test_no_user_thread_on_the_daemon_says_plain_codex() -> None:
     with pytest.raises(NoThreadError) as info:
-        asyncio.run(find_target(FakeRpc(DAEMON), None))  # type: ignore[arg-type]
+        asyncio.run(_find(DAEMON))
     assert ("is loaded in the app-server: open the Codex TUI with `codex -C DIR` (plain "
             "`codex` attaches to codex's own daemon by itself) and send it one message "
             "first") in info.value.message
     assert "--remote" not in info.value.message
     with pytest.raises(NoThreadError) as info:
-        asyncio.run(find_target(FakeRpc("ws://127.0.0.1:8787"), None))  # type: ignore[arg-type]
+        asyncio.run(_find("ws://127.0.0.1:8787"))
     assert "`codex --remote ws://127.0.0.1:8787 -C DIR`" in info.value.message
 
 
 def test_an_active_writer_elsewhere_is_exit_3_not_1() -> None:
     tid = "01a23239-2603-7b62-8e22-80dd227a612d"
-    rpc = FakeRpc("ws://127.0.0.1:8787", {"code": -32600,
-                                          "message": f"thread {tid} already has an active "
-                                                     "writer"})
     with pytest.raises(NoThreadError) as info:
-        asyncio.run(join(rpc, tid))  # type: ignore[arg-type]
+        asyncio.run(_join(tid, f"thread {tid} already has an active writer"))
     err = info.value
     assert err.exit_code == 3 and err.retryable is False
     assert err.message.startswith(f"thread {tid} is held by another app-server on this "
