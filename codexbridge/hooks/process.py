@@ -206,8 +206,9 @@ def run_hook(name: str, payload: JsonObject) -> int:
         # this turn is answered by this turn's final message.
         from ..inbox.live import reconcile
 
+        last = payload.get("last_assistant_message")
         try:
-            reconcile(inbox, name)
+            reconcile(inbox, name, answer=last if isinstance(last, str) else None)
         except Exception as exc:  # the mail stays in its record for the next try
             log(f"mailbox {name!r}: could not settle live deliveries: {exc!r}")
     session = _str(payload.get("session_id"))

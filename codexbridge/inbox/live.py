@@ -399,14 +399,27 @@ def _settle(inbox: str, name: str, path: str, record: JsonObject,
         _save(path, record)
 
 
+def _answers(record: JsonObject, answer: str | None) -> bool:
+    """`answer` names a request token one of the record's mails carried."""
+    if not answer:
+        return False
+    tokens = (m.extra.get("request") for m in _mails(record))
+    return any(isinstance(t, str) and t and t in answer for t in tokens)
+
+
 def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 
 
-def reconcile(inbox: str, name: str) -> None:
+def reconcile(inbox: str, name: str, *, answer: str | None = None) -> None:
     """Settle every live record of NAME: delivered → remembered; the session gone, or
-    never a sign of it → back to the mailbox; an old put-back record → forgotten."""
+    never a sign of it → back to the mailbox; an old put-back record → forgotten.
+
+    `answer`, at a stop, is the final message of the turn now ending: when it names the
+    request token a live frame carried, the session took that frame in even if its
+    transcript does not show it yet (an interactive session's transcript can lag its Stop
+    hook — the journeys caught the answer never sent back when it did)."""
     paths = live_files(inbox, name)
     if not paths:
         return
@@ -420,6 +433,8 @@ def reconcile(inbox: str, name: str) -> None:
         state = transcript_state(_transcript_lines(opt_str(record.get("transcript")),
                                                    opt_int(record.get("offset")) or 0), msg_id)
         gone = current is None or current.session_id != record.get("session_id")
+        if state is not DeliveryState.DELIVERED and not gone and _answers(record, answer):
+            state = DeliveryState.DELIVERED
         age = now - (opt_float(record.get("at")) or now)
         why = None
         if state is not DeliveryState.DELIVERED:

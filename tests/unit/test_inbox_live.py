@@ -315,3 +315,24 @@ def test_a_record_an_older_codexbridge_left_in_flight_is_settled_on_time(
     Path(path).write_text(json.dumps(record))
     live.reconcile(str(box), "box")
     assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
+
+
+def test_a_stop_whose_answer_names_the_request_settles_a_frame_its_transcript_lags(
+        box: Path, tmp_path: Path) -> None:
+    # An interactive session's transcript can lag its Stop hook: the final message naming
+    # the request token is the proof the frame was taken in (else the answer was never
+    # sent back: the journeys caught it).
+    fake = FakeSession(tmp_path, "silent")
+    try:
+        asked = new_mail("is it safe?", to="box", sender="codex",
+                         extra={"request": "req_1_lagged", "expect_reply": {"thread": "t"}})
+        store.push(str(box), asked)
+        live.deliver_now(str(box), "box")
+    finally:
+        fake.close()
+    live.reconcile(str(box), "box", answer="an answer that names nothing")
+    assert len(live_files(str(box), "box")) == 1  # no proof yet: still in the session's hands
+    live.reconcile(str(box), "box", answer="ANSWER to req_1_lagged: yes")
+    assert live_files(str(box), "box") == []
+    assert asked.mail_id in store.delivered_ids(str(box), "box")
+    assert reading.peek(str(box), "box").mails == []
