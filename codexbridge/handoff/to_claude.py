@@ -159,7 +159,7 @@ def _mail(h: Handoff, session: ClaudeSession, prepared: Prepared, outcome: Outco
         record["mail_id"] = receipt.mail.mail_id
         ledger.commit(state, h.target, record, "handoff (mail)")  # the mailbox keeps it
     outcome.where["mailId"] = receipt.mail.mail_id
-    if receipt.live:
+    if receipt.in_flight:  # the watcher can take it between the push and the live try
         outcome.arrived()
     elif session.running:
         outcome.state = DeliveryState.QUEUED

@@ -148,6 +148,13 @@ class PushReceipt(NamedTuple):
         imported only when a listener is there, so the value is compared as its string)."""
         return self.delivery == "live"
 
+    @property
+    def in_flight(self) -> bool:
+        """In the running session, or being carried into it right now by whoever took it
+        first — the session's watcher (asyncRewake), its Stop hook or another push
+        (`live.Route.TAKEN`): either way no stop of the session has to come first."""
+        return self.live or self.delivery == "taken"
+
 
 def push(text: str, *, to: str | None = None, sender: str | None = None,
          inbox: str | None = None, new: bool = False,

@@ -52,7 +52,7 @@ def test_codex_hands_the_work_to_the_running_claude(journey: Journey) -> None:
     done = j.cb("handoff", "--to", "claude", "--json", "--note", NOTE)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["state"] == "delivered", result
+    assert result["state"] == "delivered", json.dumps(result)
     got = j.claude_saw("write the migration tests", since)
     text = fresh_text(got)
     assert "CODEX-SIDE-WORDS" in text and "keep sqlite for now" in text

@@ -27,6 +27,7 @@ from codexbridge.handoff.delta import Received
 from codexbridge.handoff.note import parse_note
 from codexbridge.handoff.to_claude import handoff_to_claude
 from codexbridge.inbox import service
+from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.talk.client import AppServerClient
 from tests.support import payloads
@@ -196,3 +197,13 @@ async def test_handoff_to_claude_skips_the_reply_it_got_as_mail(
     assert "codex: looking at it" in text and "codex: thanks for the 42" in text
     for gone in ("CODEX REPLY", "please review", "reply: 42"):
         assert gone not in text, gone
+
+
+def test_mail_taken_first_by_the_watcher_is_on_its_way_not_waiting_for_a_stop() -> None:
+    # The session's watcher can take the mail between the push and the live try: it is
+    # being carried into the running session, which a handoff reports as delivered.
+    mail = new_mail("delta", to="web", sender="codex")
+    taken = service.PushReceipt(mail, "f", None, None, "taken")
+    assert taken.in_flight and not taken.live
+    assert service.PushReceipt(mail, "f", None, None, "live").in_flight
+    assert not service.PushReceipt(mail, "f", None, None, "next-stop").in_flight
