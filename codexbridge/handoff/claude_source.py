@@ -59,6 +59,10 @@ transcript holds the request it answered (`request <token>` in the mail's envelo
 Then the request and the answer are words the target wrote, and the reply's final
 agentMessage one it received: none of them crosses. Records expire with the delivery
 store (7 days by default); older ones cross again, labelled.
+
+The other way, a Codex thread has Claude's answers to its requests as reply turns
+(`answers_into`: the answer records' texts, matched against Claude's messages), so
+those do not cross into it again.
 """
 
 from __future__ import annotations
@@ -377,8 +381,11 @@ def _active_branch(parents: dict[str, str | None], leaf: str | None) -> set[str]
     return seen
 
 
-def parse(lines: Iterable[bytes], since: str | None) -> Parsed:
-    """Every message after the record `since` (all of them when it is not found)."""
+def parse(lines: Iterable[bytes], since: str | None,
+          answered: frozenset[str] = frozenset()) -> Parsed:
+    """Every message after the record `since` (all of them when it is not found).
+    `answered`: texts of Claude's messages the target already has (`answers_into`):
+    left out, though the mark moves past them."""
     out = Parsed()
     stats = out.stats
     parents: dict[str, str | None] = {}
@@ -424,19 +431,24 @@ def parse(lines: Iterable[bytes], since: str | None) -> Parsed:
     if active is not None:
         out.messages = [m for m in out.messages if m.mark in active]
     out.mark = out.messages[-1].mark if out.messages else since
+    if answered:
+        out.messages = [m for m in out.messages
+                        if not (m.role == CLAUDE and m.text in answered)]
     return out
 
 
 def read_transcript(path: str, session_id: str, since: str | None,
-                    label: str | None = None) -> SourceRead:
+                    label: str | None = None,
+                    answered: frozenset[str] = frozenset()) -> SourceRead:
     """The session's transcript since `since`, as a SourceRead (a missing or unreadable
-    file is a `problem`, never an exception: the other sources still cross)."""
+    file is a `problem`, never an exception: the other sources still cross).
+    `answered`: what the target already has (`answers_into`), left out."""
     read = SourceRead(key=source_key(CLAUDE, session_id), kind=CLAUDE,
                       label=label or f"Claude Code session {session_id}", since=since,
                       mark=since, where=path)
     try:
         with open(path, "rb") as fh:
-            parsed = parse(fh, since)
+            parsed = parse(fh, since, answered)
     except OSError as exc:
         read.problem = f"cannot read {path}: {exc.strerror or exc}"
         return read
@@ -494,3 +506,26 @@ def received_by(transcript: str | None, mailbox: str | None, waiting: Iterable[s
                              frozenset(r.turn_id for r in have if r.thread_id == thread
                                        and not r.in_reply_to and r.turn_id))
             for thread in {str(r.thread_id) for r in have}}
+
+
+def answers_into(thread_id: str, store: DeliveryStore | None = None) -> frozenset[str]:
+    """Claude's answers to `thread_id`'s requests that went into it as reply turns (or
+    are on their way: the courier carries a queued one anyway), as the transcript reads
+    them: the thread has them, so they do not cross again. Matched by text, because the
+    answer is the answering turn's final message, sent as it was (one clipped for its
+    size no longer matches, and crosses: never dropped on a guess)."""
+    store = store or DeliveryStore()
+    out: set[str] = set()
+    for r in store.recent(ALL_RECORDS):
+        if (r.direction is not Direction.TO_CODEX or not r.in_reply_to or r.notice
+                or r.thread_id != thread_id
+                or r.state in (DeliveryState.FAILED, DeliveryState.ORPHANED)):
+            continue
+        try:
+            raw = store.text_path(r.id).read_bytes()
+        except OSError:
+            continue  # no text kept: nothing to match, so it crosses
+        text = writable(raw.decode("utf-8", "replace")).strip()
+        if text:
+            out.add(text)
+    return frozenset(out)

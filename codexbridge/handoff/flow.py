@@ -227,9 +227,11 @@ class Prepared:
 
 
 def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None,
-                   received: dict[str, Received] | None = None) -> dict[str, Reader]:
+                   received: dict[str, Received] | None = None,
+                   answered: frozenset[str] = frozenset()) -> dict[str, Reader]:
     """Readers for the other agents the ledger links to this project (`received`:
-    thread id → what the target already has from that thread)."""
+    thread id → what a Claude target already has from that thread; `answered`: Claude's
+    answers a Codex target already has as reply turns)."""
     out: dict[str, Reader] = {}
     for key, agent in state["agents"].items():
         if key in skip or not isinstance(agent, dict):
@@ -237,15 +239,16 @@ def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None,
         ident, where = str(agent.get("id") or ""), opt_str(agent.get("where"))
         label = opt_str(agent.get("label"))
         if agent.get("kind") == CLAUDE and where is not None and ident:
-            out[key] = _claude_reader(where, ident, label)
+            out[key] = _claude_reader(where, ident, label, answered)
         elif agent.get("kind") == CODEX and ident and rpc is not None:
             out[key] = _codex_reader(rpc, ident, label, (received or {}).get(ident))
     return out
 
 
-def _claude_reader(path: str, ident: str, label: str | None) -> Reader:
+def _claude_reader(path: str, ident: str, label: str | None,
+                   answered: frozenset[str] = frozenset()) -> Reader:
     async def read(since: str | None) -> SourceRead:
-        return claude_source.read_transcript(path, ident, since, label)
+        return claude_source.read_transcript(path, ident, since, label, answered)
     return read
 
 
@@ -349,13 +352,16 @@ class Handoff:
 
     async def gather(self, earlier: tuple[JsonObject, str | None] | None, departing: Reader,
                      rpc: Rpc, *, names: tuple[str, str], note: Note, cap: int,
-                     received: dict[str, Received] | None = None) -> Prepared:
+                     received: dict[str, Received] | None = None,
+                     answered: frozenset[str] = frozenset()) -> Prepared:
         """Claim, read every source behind the target, and build the delta (`names`: the
-        target as the text names it, and the departing agent's kind). Nothing stays
+        target as the text names it, and the departing agent's kind; `received`,
+        `answered`: what the target already has, see `linked_readers`). Nothing stays
         claimed when this fails."""
         marks, snapshot = self.claim(earlier)
         try:
-            others = linked_readers(snapshot, {self.source, self.target}, rpc, received)
+            others = linked_readers(snapshot, {self.source, self.target}, rpc, received,
+                                    answered)
             reads = [await read(marks.get(key)) for key, read in others.items()]
             reads.append(await departing(marks.get(self.source)))  # last: the tail kept
             return self.build(snapshot, reads, names, note, cap)

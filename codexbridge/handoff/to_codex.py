@@ -70,12 +70,14 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
     old = h.to_settle(state)
     earlier = (old, await settle_old(rpc, info.id, old)) if old is not None else None
 
+    answered = claude_source.answers_into(info.id)  # the thread has them as reply turns
+
     async def departing(since: str | None) -> SourceRead:
         return claude_source.read_transcript(transcript, session.session_id, since,
-                                             str(source["label"]))
+                                             str(source["label"]), answered)
 
     prepared = await h.gather(earlier, departing, rpc, names=("Codex", CLAUDE), note=note,
-                              cap=cap_for())
+                              cap=cap_for(), answered=answered)
     where: JsonObject = {"threadId": info.id, "thread": info.as_dict(),
                          "session": session.as_dict()}
     outcome = Outcome(h.hid, h.target, "codex", Via.INJECT, False, prepared, where=where,

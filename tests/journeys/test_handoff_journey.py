@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -21,8 +23,30 @@ pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 NOTE = "Decisions: keep sqlite for now. Next: write the migration tests"
 
 
+def codex_asks_claude(j: Journey, question: str) -> str:
+    """Codex asks over MCP (the human allows the write); Claude answers; the answer
+    renders in the Codex TUI as a reply turn. Returns Claude's answer."""
+    codex = j.codex["project"]
+    since = j.claude_mark()
+    call = {"text": question, "expectReply": True}
+    codex.send(f"MCP_CALL: claude_message_send {json.dumps(call)}")
+    codex.wait_for_text('Allow the codexbridge MCP server to run tool "claude_message_send"', 60)
+    codex.key("Enter")
+    asked = j.claude_saw(question, since)
+    request = re.search(r"request (req_\d+_[a-z0-9]+)", asked.tail_text())
+    assert request is not None, asked.tail_text()
+    answer = f"CLAUDE ANSWER to {request.group(1)}: {question}"
+    j.on_screen(codex, f"MOCK REPLY: {answer}")
+    return answer
+
+
 def test_claude_hands_the_work_to_codex(journey: Journey) -> None:
+    """… and what Codex already has from Claude (its answer, which came back as a reply
+    turn) does not cross again."""
     j = journey
+    answer = codex_asks_claude(j, "ASKED-BEFORE: is the parser done?")
+    wait_until(lambda: j.transcript_has(answer), 60, "Claude's answer in its transcript",
+               lambda: j.transcript_tail())
     since = j.claude_mark()
     j.claude["project"].send("CLAUDE-SIDE-WORDS: the parser is done")
     j.claude_saw("CLAUDE-SIDE-WORDS", since)
@@ -33,8 +57,11 @@ def test_claude_hands_the_work_to_codex(journey: Journey) -> None:
     wait_until(lambda: j.transcript_has("MOCK_REPLY", "CLAUDE-SIDE-WORDS"), 60,
                "Claude's answer in its transcript", lambda: j.transcript_tail())
     calls = len(j.world.codex_mock.model_calls)
-    done = j.cb("handoff", "--to", "codex", "--note", NOTE)
+    done = j.cb("handoff", "--to", "codex", "--json", "--note", NOTE)
     assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    delta = Path(result["delta"]).read_text()
+    assert "CLAUDE-SIDE-WORDS" in delta and answer not in delta, delta
     j.on_screen(j.codex["project"], "handoff")
     got = j.world.codex_mock.wait_for_request(
         lambda r: r.is_model_call and "write the migration tests" in json.dumps(r.body),

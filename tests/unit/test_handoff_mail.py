@@ -161,6 +161,34 @@ def test_received_by_needs_the_mail_in_the_target(tmp_path: Path) -> None:
     assert received_by(str(tmp_path / "gone.jsonl"), "web", []) == {}
 
 
+# --- Claude → Codex: what the thread already has ---------------------------------------
+
+def answer_record(rid: str, text: str, *, thread: str = THREAD,
+                  state: DeliveryState = DeliveryState.DELIVERED, notice: bool = False) -> None:
+    store = DeliveryStore()
+    store.save(Delivery(id=rid, direction=Direction.TO_CODEX, thread_id=thread, state=state,
+                        in_reply_to=ASKED_BY_CODEX, notice=notice))
+    store.text_path(rid).write_bytes(text.encode("utf-8"))
+
+
+def test_an_answer_the_thread_got_as_a_reply_turn_does_not_cross_again() -> None:
+    answer_record(ANSWER, "the answer is 42\n")  # the hook's text, as it was sent
+    answer_record("req_1796000000002_other0", "said to another thread", thread="thr_other")
+    answer_record("req_1796000000003_failed", "never arrived", state=DeliveryState.FAILED)
+    answer_record("req_1796000000004_notice", "a notice", notice=True)
+    answered = claude_source.answers_into(THREAD)
+    assert answered == {"the answer is 42"}
+    t = Transcript()
+    t.prompt("the human asks")
+    t.reply("the answer is 42")
+    t.prompt("the human again")
+    last = t.reply("the answer is 42")  # the last one: the mark still moves past it
+    everything = claude_source.parse(t.lines(), None)
+    kept = claude_source.parse(t.lines(), None, answered)
+    assert [m.text for m in kept.messages] == ["the human asks", "the human again"]
+    assert kept.mark == everything.mark == last
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> str:
     path = tmp_path / "project"
