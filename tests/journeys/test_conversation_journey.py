@@ -159,17 +159,35 @@ class Gate:
         self.j.world.claude_mock.on_request = None
 
 
-def ask_claude(j: Journey, question: str) -> str:
-    """The human's Codex turn calls claude_message_send with expectReply (allowed in the
-    TUI); returns the request token from the tool's result."""
+# The two ways Codex asks Claude: its MCP tool, or `inbox push --expect-reply` run as a
+# command (what codexbridge's MCP instructions tell it, with codexbridge's absolute path:
+# Codex's login shell resets PATH). Each is walked with Claude idle, mid-turn, mid-tool
+# and stopped.
+MCP, COMMAND = "mcp", "command"
+ASKS = (MCP, COMMAND)
+
+
+def ask_claude(j: Journey, question: str, how: str = MCP) -> str:
+    """The human's Codex turn asks Claude `how`, and the human allows it in the TUI: the
+    MCP tool writes (`writes` approval), the command writes outside the workspace (run
+    escalated). Returns the request token."""
     codex = j.codex["project"]
     before = {r["id"] for r in j.records()}
-    codex.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
-    codex.wait_for_text('Allow the codexbridge MCP server to run tool "claude_message_send"', 60)
-    codex.key("Enter")
+    if how == MCP:
+        codex.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
+        codex.wait_for_text('Allow the codexbridge MCP server to run tool '
+                            '"claude_message_send"', 60)
+        codex.key("Enter")
+    else:
+        codex.send(f"ASK_CLAUDE: {question}")
+        screen = j.on_screen(codex, "Would you like to run the following command?")
+        assert "inbox push --expect-reply" in one_line(screen)
+        codex.key("y")
     made = wait_until(lambda: [r for r in j.records() if r["id"] not in before
-                               and r["direction"] == "to-claude"], 60, "the request record")
+                               and r["direction"] == "to-claude"], 60, "the request record",
+                      lambda: j.explain("the request record"))
     assert len(made) == 1
+    assert made[0]["thread_id"] == j.threads["project"]  # the asking thread, never a guess
     return str(made[0]["id"])
 
 
@@ -191,38 +209,31 @@ def test_codex_asks_claude_by_running_inbox_push_itself(journey: Journey) -> Non
     instructions carry codexbridge's absolute path; the command writes outside the
     workspace, so Codex asks to run it escalated and the human allows it in the TUI."""
     j = journey
-    codex = j.codex["project"]
     question = "Codex asks by command: where is the changelog kept?"
-    before = {r["id"] for r in j.records()}
-    codex.send(f"ASK_CLAUDE: {question}")
-    screen = j.on_screen(codex, "Would you like to run the following command?")
-    assert "inbox push --expect-reply" in one_line(screen)
-    codex.key("y")
-    made = wait_until(lambda: [r for r in j.records() if r["id"] not in before
-                               and r["direction"] == "to-claude"], 60, "the request record",
-                      lambda: j.explain("the request record"))
-    assert len(made) == 1 and made[0]["mailbox"] == j.listener("project")
-    assert made[0]["thread_id"] == j.threads["project"]  # $CODEX_THREAD_ID
-    answered_once(j, made[0]["id"], question)
-    j.on_screen(codex, f"CLAUDE ANSWER to {made[0]['id']}")
+    rid = ask_claude(j, question, COMMAND)
+    assert j.record(rid)["mailbox"] == j.listener("project")
+    answered_once(j, rid, question)
+    j.on_screen(j.codex["project"], f"CLAUDE ANSWER to {rid}")
 
 
-def test_codex_asks_claude_while_claude_is_mid_turn(journey: Journey) -> None:
+@pytest.mark.parametrize("how", ASKS)
+def test_codex_asks_claude_while_claude_is_mid_turn(journey: Journey, how: str) -> None:
     """The mail reaches Claude as soon as its running turn ends — and that turn's final
     message is not taken for the answer: the next turn, the one that read it, answers."""
     j = journey
     with Gate(j, "BUSY-ONE") as gate:
         j.claude["project"].send("BUSY-ONE: think about the release notes")
         gate.wait_held()
-        question = "Codex asks (mid-turn): which file holds the release notes?"
-        rid = ask_claude(j, question)
+        question = f"Codex asks (mid-turn, {how}): which file holds the release notes?"
+        rid = ask_claude(j, question, how)
         reach = j.cb_json("inbox", "list")["mailboxes"]
         assert any(m.get("reach", {}).get("session") == "busy" for m in reach), reach
         gate.release()
     answered_once(j, rid, question)
 
 
-def test_codex_asks_claude_while_claude_runs_a_tool(journey: Journey) -> None:
+@pytest.mark.parametrize("how", ASKS)
+def test_codex_asks_claude_while_claude_runs_a_tool(journey: Journey, how: str) -> None:
     """Mail that arrives during a tool call is taken in by the same turn (beside the
     tool's result); that turn's final message answers it."""
     j = journey
@@ -231,22 +242,24 @@ def test_codex_asks_claude_while_claude_runs_a_tool(journey: Journey) -> None:
     j.claude["project"].send(bash(f"while [ ! -e {flag} ]; do sleep 0.05; done; echo tool done"))
     j.claude_allows(unless="Running while")
     j.on_screen(j.claude["project"], "Running while")
-    question = "Codex asks (mid-tool): is the cache warm?"
-    rid = ask_claude(j, question)
+    question = f"Codex asks (mid-tool, {how}): is the cache warm?"
+    rid = ask_claude(j, question, how)
     flag.touch()
     got = j.claude_saw(question, since)
     assert "tool done" in got.all_text()  # the same turn: the tool's result beside it
     answered_once(j, rid, question)
 
 
-def test_codex_asks_a_stopped_claude_which_answers_when_it_starts(journey: Journey) -> None:
+@pytest.mark.parametrize("how", ASKS)
+def test_codex_asks_a_stopped_claude_which_answers_when_it_starts(journey: Journey,
+                                                                   how: str) -> None:
     """Claude is not running: the mail waits in its project's mailbox (the tool says so),
     and the next `claude` in the project gets it at once and answers."""
     j = journey
     name = j.listener("project")
     j.claude.pop("project").stop()
-    question = "Codex asks (while Claude is stopped): did the migration run?"
-    rid = ask_claude(j, question)
+    question = f"Codex asks (while Claude is stopped, {how}): did the migration run?"
+    rid = ask_claude(j, question, how)
     assert j.record(rid)["mailbox"] == name and j.record(rid)["state"] == "queued"
     since = j.claude_mark()
     j.open_claude("project")
