@@ -95,11 +95,11 @@ class Directory(NamedTuple):
     def unknown(self, name: str) -> NoMailboxError:
         listening = sorted(self.listeners)
         guess = closest_name(name, listening or self.names)
-        hint = f'; did you mean "{guess}"?' if guess else ""
+        hint = f'; did you mean "{guess}"?' if guess else "."
         return NoMailboxError(
             f'no Claude session listens on mailbox "{name}" (listening: '
-            f"{self.listening_summary()}){hint}. Address one of those; only for a session "
-            "you will start later on that very name, --new (MCP: new=true) stores it anyway",
+            f"{self.listening_summary()}){hint} Address one of those (--to NAME, MCP: "
+            "mailbox): mail stored under a name nobody reads waits there unread",
             details={"mailbox": name, "mailboxes": self.names, "listening": listening,
                      "didYouMean": guess})
 

@@ -236,10 +236,10 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
                     daemon_home=str(home))
     if picked is None:
         raise ConnectError(
-            "no app-server to talk to: no `codexbridge serve` runs (looked for "
-            f"{bridge_file()}) and codex's daemon is not running (no "
-            f"{daemon.socket_path(home)}); {daemon.start_hint()}, or start "
-            "`codexbridge serve` first, or pass --url / set CODEX_BRIDGE_URL",
+            "no app-server to talk to: codex's daemon is not running (no "
+            f"{daemon.socket_path(home)}) and no `codexbridge serve` runs (looked for "
+            f"{bridge_file()}); {daemon.start_hint()}, or start `codexbridge serve` "
+            "first, or pass --url / set CODEX_BRIDGE_URL",
             details={"bridge_file": str(bridge_file()),
                      "daemon_socket": str(daemon.socket_path(home)),
                      "daemon_lookup": daemon.enabled()})

@@ -100,8 +100,8 @@ async def connect_websocket(url: str, headers: Mapping[str, str] | None = None) 
                 CONNECT_TIMEOUT)
     except (TimeoutError, OSError, InvalidHandshake, InvalidURI) as exc:
         raise ConnectError(f"cannot connect to the app-server at {url}: "
-                           f"{exc or type(exc).__name__}; is it running (`codexbridge "
-                           "serve`, or codex's own daemon)?") from exc
+                           f"{exc or type(exc).__name__}; is it running (codex's own "
+                           "daemon, or `codexbridge serve`)?") from exc
     return _WebSocket(ws)
 
 

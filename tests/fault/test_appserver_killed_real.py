@@ -25,6 +25,16 @@ async def held(mock: MockResponsesServer, key: str) -> None:
     await asyncio.to_thread(mock.wait_held, key, 60.0)
 
 
+async def courier_noticed(rid: str, env: dict[str, str]) -> None:
+    """The courier has recorded that it lost the app-server (it writes the record)."""
+    for _ in range(300):
+        got = await arun_cli("talk", "status", rid, "--json", env=env)
+        if json.loads(got.out)["delivery"].get("server_lost_at") is not None:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the courier never noted the lost server: {got.out}")
+
+
 def kill(server: AppServerProcess) -> None:
     assert server.proc is not None
     server.proc.send_signal(signal.SIGKILL)
@@ -64,6 +74,11 @@ async def test_say_and_send_when_the_app_server_dies_mid_turn(
         down = await arun_cli("talk", "status", rid, "--json", env=env)
         assert down.code == 0, down.err
         assert json.loads(down.out)["delivery"]["state"] not in ("delivered", "failed")
+        await courier_noticed(rid, env)
+        text = await arun_cli("talk", "status", rid, env=env)
+        assert text.code == 0 and "the app-server is down" in text.out, text
+        table = await arun_cli("talk", "status", env=env)
+        assert "(app-server down: the courier waits for it)" in table.out, table
         # 3) codex comes back on the same address: the courier rejoins by itself and the
         # thread tells what became of the turn; the asker is told without any command
         server = launch(codex_bin, workdir, codex_env, port=port,
@@ -81,4 +96,40 @@ async def test_say_and_send_when_the_app_server_dies_mid_turn(
         mock_model.release("dead1")
         mock_model.release("dead2")
     finally:
+        server.stop()
+
+
+async def test_the_server_never_comes_back_the_asker_is_told_what_to_run(
+        codex_bin: str, workdir: Path, codex_env: dict[str, str], tmp_path: Path,
+        mock_model: MockResponsesServer) -> None:
+    """The courier waits CODEX_BRIDGE_SERVER_WAIT (60 s by default; 2 s here, the bound
+    under test) for a dead app-server; while it waits, `talk status` shows the local
+    record and says the server is down; when the wait ends, the record fails and the
+    asker gets DELIVERY FAILED naming the request, what happened and what to run."""
+    server = launch(codex_bin, workdir, codex_env, stderr_path=tmp_path / "a.stderr")
+    env = {"CODEX_BRIDGE_URL": server.url, "CODEX_BRIDGE_SERVER_WAIT": "2"}
+    try:
+        async with RawClient(server.url) as peer:
+            human = await start_user_thread(peer, workdir, "first")
+        sent = await arun_cli("talk", "send", "--json", "--thread", human.thread_id,
+                              "--reply-to", "asker", "HOLD:gone1 a job", env=env)
+        assert sent.code == 0, sent.err
+        rid = json.loads(sent.out)["delivery_id"]
+        await held(mock_model, "gone1")
+        kill(server)
+        after = await arun_cli("talk", "status", rid, "--json", "--wait", "60", env=env)
+        assert after.code == 0, after.err
+        record: dict[str, Any] = json.loads(after.out)["delivery"]
+        assert record["state"] == "failed", record
+        assert "did not come back within 2 s" in record["reason"], record
+        assert "while Codex was answering" in record["reason"], record
+        told = [m.text for m in peek(inbox_dir(), "asker").mails]
+        assert len(told) == 1 and told[0].startswith(f"DELIVERY FAILED: your request {rid}")
+        assert "did not come back" in told[0] and "codex -C" in told[0]
+        assert f"codexbridge talk read --thread {human.thread_id}" in told[0]
+        # with no server at all, `talk status` still reads the record, offline
+        text = await arun_cli("talk", "status", rid, env=env)
+        assert text.code == 0 and f"delivery {rid} (to-codex): failed" in text.out, text
+    finally:
+        mock_model.release("gone1")
         server.stop()

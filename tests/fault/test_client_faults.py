@@ -287,9 +287,10 @@ async def test_connect_to_a_closed_port() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(ConnectError, match="is it running"):
+    with pytest.raises(ConnectError, match="is it running") as info:
         async with AppServerClient(f"ws://127.0.0.1:{port}"):
             pass
+    assert "(codex's own daemon, or `codexbridge serve`)" in info.value.message
 
 
 async def test_connect_refused_at_the_http_handshake() -> None:

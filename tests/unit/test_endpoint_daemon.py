@@ -154,8 +154,11 @@ def test_the_switch_and_a_dead_socket(fake_daemon: Path,
     monkeypatch.setenv("CODEX_BRIDGE_DAEMON", "off")
     with pytest.raises(ConnectError) as info:
         resolve_endpoint()
-    assert "codex app-server daemon start" in info.value.message
-    assert "codexbridge serve" in info.value.message
+    msg = info.value.message
+    assert "codex app-server daemon start" in msg and "codexbridge serve" in msg
+    # codex's own daemon leads, in the diagnosis and in the fix; serve is the alternative
+    assert msg.index("codex's daemon") < msg.index("codexbridge serve")
+    assert msg.index("codex app-server daemon start") < msg.rindex("codexbridge serve")
     monkeypatch.delenv("CODEX_BRIDGE_DAEMON")
     assert daemon.running_url() is not None
 

@@ -53,7 +53,8 @@ def test_push_to_unknown_name_is_refused_with_closest_match_unless_new() -> None
     assert code == 8 and not out.strip()
     assert 'no Claude session listens on mailbox "bridg"' in err
     assert "listening: bridge (" in err and ", web (" in err
-    assert 'did you mean "bridge"' in err and "--new" in err
+    assert 'did you mean "bridge"? Address one of those' in err
+    assert "--new" not in err and "new=true" not in err  # never offered as the way out
     code, out, err = run("inbox", "push", "--to", "bridg", "--new", "on purpose")
     assert code == 0 and out.strip() and 'mailbox "bridg" yet' in err
     _, peeked, _ = run("inbox", "peek", "--as", "bridg", "--json")
@@ -224,3 +225,4 @@ def test_no_name_means_the_session_listening_in_this_project(
     monkeypatch.chdir(tmp_path)
     code, _, err = run("inbox", "push", "nobody here")
     assert code == 8 and 'mailbox "default"' in err and f"web-1a2b3c ({web})" in err
+    assert "--new" not in err and "new=true" not in err  # parking it is never the way out
