@@ -65,6 +65,9 @@ def test_the_codex_tui_killed_mid_turn_the_answer_still_arrives(journey: Journey
                        TOLD_WITHIN)
     assert "Reply from Codex" in fresh_text(got)
     assert j.final(str(rec["id"]))["state"] == "delivered"
+    told = [r for r in j.claude_requests(since)
+            if "MOCK REPLY: HOLD:tui-dies" in fresh_text(r)]
+    assert len(told) == 1  # told once
     # the human opens it again, back on the same thread
     j.codex["project"] = j.world.codex_tui("project", resume=j.threads["project"])
     j.on_screen(j.codex["project"], "MOCK REPLY: HOLD:tui-dies Claude asks: summarise")

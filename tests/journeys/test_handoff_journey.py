@@ -62,6 +62,9 @@ def test_claude_hands_the_work_to_codex(journey: Journey) -> None:
     result = json.loads(done.stdout)
     delta = Path(result["delta"]).read_text()
     assert "CLAUDE-SIDE-WORDS" in delta and answer not in delta, delta
+    # README's one-line note: both labels found where the user wrote them
+    assert "== Decisions ==\nkeep sqlite for now." in delta, delta
+    assert "== Next ==\nwrite the migration tests" in delta, delta
     j.on_screen(j.codex["project"], "handoff")
     got = j.world.codex_mock.wait_for_request(
         lambda r: r.is_model_call and "write the migration tests" in json.dumps(r.body),

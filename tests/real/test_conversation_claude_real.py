@@ -377,6 +377,56 @@ async def test_an_idle_claude_is_woken_by_codexs_reply(
     courier_gone(record)
 
 
+@pytest.mark.tmux
+async def test_codex_asks_an_idle_claude_the_watcher_wakes_it_and_the_answer_comes_back(
+        claude: ClaudeHarness, cproject: Path, mock_messages: MockMessages,
+        app_server: AppServer, workdir: Path) -> None:
+    """The watcher's road for a request (live delivery off: the switch that leaves mail
+    to the Stop hook and the watcher): `inbox push --expect-reply` to an idle interactive
+    Claude; the watcher wakes it with the mail, the woken turn answers, and that turn's
+    stop sends the answer into the asking thread — once, both records delivered."""
+    name = "tui"
+    install(str(cproject), name, rewake=True, watch_timeout=120)
+    claude.seed_interactive(cproject)
+    session = TmuxClaude(claude, cproject, env={"CODEX_BRIDGE_URL": app_server.url,
+                                                **HOOK_PATH})
+    question = "Codex asks (the watcher's road): is the index rebuilt?"
+    try:
+        async with RawClient(app_server.url) as tui:
+            user = await start_user_thread(tui, workdir, "first message from the human")
+            session.start("--permission-mode", "manual")
+            assert await asyncio.to_thread(session.wait_for_screen, "❯", 30), session.screen()
+            await asyncio.to_thread(live_watcher, name)  # idle, its watcher armed
+            since, before = tui.mark(), len(mock_messages.requests)
+            # (the pusher decides the road: live delivery off where it runs)
+            pushed = cli("inbox", "push", "--to", name, "--expect-reply", "--thread",
+                         user.thread_id, question, env=HOOK_PATH)
+            request = pushed["request"]
+            woken = await asyncio.to_thread(
+                mock_messages.wait_for,
+                lambda r: r.index >= before and question in r.tail_text(), 30)
+            assert woken is not None, session.screen()
+            note = await tui.wait_for(
+                lambda n: f"reply to {request}" in (user_message_text(n) or ""),
+                since=since, timeout=30)
+            await tui.wait_for(turn_completed(user.thread_id, note["params"]["turnId"]),
+                               since=since, timeout=30)
+            replies = [n for n in tui.notifications[since:]
+                       if f"reply to {request}" in (user_message_text(n) or "")]
+    finally:
+        session.stop()
+    # the watcher's wake (no live frame: live delivery is off), carrying the request
+    tail = woken.tail_text()
+    assert "Stop hook feedback" in tail and f"request {request}" in tail, tail[:3000]
+    assert len(replies) == 1  # answered once
+    record = final_delivery(request)
+    assert record["state"] == "delivered" and record["reply_preview"]
+    assert (user_message_text(note) or "").endswith(record["reply_preview"])
+    answers = [d for d in cli("talk", "status")["deliveries"] if d["in_reply_to"] == request]
+    assert len(answers) == 1 and final_delivery(answers[0]["id"])["state"] == "delivered"
+    assert mails(name) == []
+
+
 # --- 3. Codex → Claude with expect-reply: Claude's final message goes back -------------
 
 async def test_codex_asks_claude_and_the_answer_comes_back_as_a_turn(
