@@ -91,6 +91,9 @@ def state_rows(s: StateFacts) -> list[Check]:
 
 STUCK_AFTER = 120.0  # s without a courier before an unfinished delivery counts as stuck
 UNREAD_AFTER = 600.0  # s a failure notice may wait unread before doctor says so
+# s a running Claude session may hold a request of Codex's before doctor asks after it
+# (a long task is normal; a request no stop ever answers leaves Codex waiting silently)
+UNANSWERED_AFTER = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,27 +111,43 @@ class DeliveryFacts:
     courier: bool
     unfinished: tuple[Delivery, ...] = ()
     failed: tuple[Failed, ...] = ()
+    # requests to Claude still `queued` whose mail is no longer in their mailbox: taken
+    # in, yet no session was noted as handling them, so no answer goes back by itself
+    unheard: tuple[Delivery, ...] = ()
+
+
+def _waiting(names: set[str]) -> dict[str, set[str]]:
+    """mailbox → the mail ids and request tokens still waiting in it."""
+    from ..inbox import peek as reading
+    from ..inbox.location import inbox_dir
+
+    out: dict[str, set[str]] = {}
+    for name in names:
+        try:
+            mails = reading.peek(inbox_dir(), name).mails
+        except OSError:
+            mails = []
+        out[name] = ({m.mail_id for m in mails if m.mail_id}
+                     | {str(m.extra["request"]) for m in mails if m.extra.get("request")})
+    return out
 
 
 def deliveries() -> DeliveryFacts:
     from ..conversation import courier_link
     from ..conversation.records import DeliveryState, DeliveryStore
-    from ..inbox import peek as reading
-    from ..inbox.location import inbox_dir
 
     store = DeliveryStore()
     recent = store.recent(200)
-    pending: dict[str, set[str]] = {}
-    for name in {r.reply_to for r in recent if r.reply_to}:
-        try:
-            pending[name] = {m.mail_id for m in reading.peek(inbox_dir(), name).mails
-                             if m.mail_id}
-        except OSError:
-            pending[name] = set()
+    asks = [r for r in recent if r.direction is Direction.TO_CLAUDE and r.mailbox
+            and r.state is DeliveryState.QUEUED and r.claude_pid is None]
+    waiting = _waiting({r.reply_to for r in recent if r.reply_to}
+                       | {str(r.mailbox) for r in asks})
     bad = (DeliveryState.FAILED, DeliveryState.ORPHANED)
-    return DeliveryFacts(time.time(), courier_link.running(), tuple(store.unfinished()),
-                         tuple(Failed(r, bool(r.reply_mail_id and r.reply_mail_id in pending.get(
-                             r.reply_to or "", set()))) for r in recent if r.state in bad))
+    return DeliveryFacts(
+        time.time(), courier_link.running(), tuple(store.unfinished()),
+        tuple(Failed(r, bool(r.reply_mail_id and r.reply_mail_id in waiting.get(
+            r.reply_to or "", set()))) for r in recent if r.state in bad),
+        tuple(r for r in asks if r.id not in waiting.get(str(r.mailbox), set())))
 
 
 def _age(now: float, at: float) -> str:
@@ -143,11 +162,40 @@ def _unseen(f: DeliveryFacts, failed: Failed) -> bool:
         or (failed.notice_waiting and f.now - r.updated_at > UNREAD_AFTER))
 
 
+def _answer_by_hand(r: Delivery) -> str:
+    return (f"`codexbridge talk status {r.id}` shows it; if Claude's answer is there, send "
+            f"it yourself: `codexbridge talk send --in-reply-to {r.id} --thread "
+            f"{r.thread_id or 'THREAD'} \"…\"` (or ask again)")
+
+
+def _claude_rows(f: DeliveryFacts) -> list[Check]:
+    """Requests of Codex's that Claude has and no answer will follow by itself."""
+    rows = []
+    unheard = [r for r in f.unheard if f.now - r.updated_at > STUCK_AFTER]
+    if unheard:
+        ids = ", ".join(f"{r.id} (mailbox {r.mailbox}, {_age(f.now, r.updated_at)})"
+                        for r in unheard[:5])
+        rows.append(Check("deliveries", WARN, f"{len(unheard)} request(s) from Codex taken "
+                          f"in by Claude with no session noted answering them, so no answer "
+                          f"goes back by itself: {ids}", _answer_by_hand(unheard[0]),
+                          {"unheard": [r.id for r in unheard]}))
+    held = [r for r in f.unfinished if r.direction is Direction.TO_CLAUDE
+            and r.claude_pid is not None and r.answered_at is None
+            and f.now - r.updated_at > UNANSWERED_AFTER]
+    if held:
+        ids = ", ".join(f"{r.id} (session {r.session_id or '?'}, "
+                        f"{_age(f.now, r.updated_at)})" for r in held[:5])
+        rows.append(Check("deliveries", WARN, f"{len(held)} request(s) from Codex held by a "
+                          f"running Claude session with no answer yet: {ids}",
+                          _answer_by_hand(held[0]), {"unanswered": [r.id for r in held]}))
+    return rows
+
+
 def delivery_rows(f: DeliveryFacts) -> list[Check]:
     now = f.now
     stuck = [r for r in f.unfinished if not f.courier and now - r.updated_at > STUCK_AFTER]
     unseen = [x.record for x in f.failed if _unseen(f, x)]
-    rows = []
+    rows = _claude_rows(f)
     if stuck:
         ids = ", ".join(f"{r.id} ({r.state.value}, {_age(now, r.updated_at)})"
                         for r in stuck[:5])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from codexbridge.conversation.records import Delivery, DeliveryState, Direction
@@ -43,6 +44,48 @@ def test_a_failure_nobody_heard_of_is_said() -> None:
     assert "req_1_a" not in row.finding
     [quiet] = delivery_rows(facts(True, [], [told]))
     assert quiet.status == OK and "told to its asker" in quiet.finding
+
+
+def ask(id_: str, state: str, age: float, **kw: Any) -> Delivery:
+    """A request of Codex's to Claude (expect-reply), as its record keeps it."""
+    return Delivery(id_, Direction.TO_CLAUDE, DeliveryState(state), updated_at=NOW - age,
+                    mailbox="web-1a2b3c", thread_id="thr_1", **kw)
+
+
+def test_a_request_taken_in_that_no_session_answers_is_said() -> None:
+    # break 1 of the journeys: the mail reached Claude, nothing noted the request, and
+    # Codex waited forever while doctor was green
+    taken = ask("req_1_a", "queued", 900)
+    fresh = ask("req_2_b", "queued", 5)  # a live frame the transcript has not shown yet
+    [row] = delivery_rows(DeliveryFacts(NOW, True, (), (), (taken, fresh)))
+    assert row.status == WARN and "req_1_a" in row.finding and "req_2_b" not in row.finding
+    assert row.fix and "talk send --in-reply-to req_1_a --thread thr_1" in row.fix
+
+
+def test_the_facts_find_a_request_whose_mail_was_taken_with_nobody_noted() -> None:
+    from click.testing import CliRunner
+
+    from codexbridge.cli.app import cli
+    from codexbridge.doctor.records import deliveries
+
+    runner = CliRunner()
+    pushed = runner.invoke(cli, ["inbox", "push", "--to", "web", "--new", "--expect-reply",
+                                 "--thread", "thr_1", "--json", "q"])
+    assert pushed.exit_code == 0, pushed.output
+    assert deliveries().unheard == ()  # waiting in its mailbox: it will be heard
+    assert runner.invoke(cli, ["inbox", "drain", "--as", "web"]).exit_code == 0
+    assert [r.id for r in deliveries().unheard] == [json.loads(pushed.stdout)["request"]]
+
+
+def test_a_request_a_running_session_holds_for_long_is_said() -> None:
+    long = ask("req_1_a", "awaiting-reply", 3600, claude_pid=4242, session_id="s1")
+    busy = ask("req_2_b", "awaiting-reply", 60, claude_pid=4242, session_id="s1")
+    done = ask("req_3_c", "awaiting-reply", 3600, claude_pid=4242, answered_at=NOW - 10)
+    [row] = delivery_rows(DeliveryFacts(NOW, True, (long, busy, done)))
+    assert row.status == WARN and "req_1_a (session s1, 60 min)" in row.finding
+    assert "req_2_b" not in row.finding and "req_3_c" not in row.finding
+    [quiet] = delivery_rows(DeliveryFacts(NOW, True, (busy,)))
+    assert quiet.status == OK
 
 
 def test_codex_shell() -> None:
