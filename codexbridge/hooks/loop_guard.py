@@ -148,6 +148,20 @@ def decide(inp: HookInput, stored: ChainState | None, pending: bool,
     return Decision(Action.DELIVER, before, max_chain, "mail waiting")
 
 
-def block_output(reason: str) -> str:
-    """The Stop hook's stdout that makes Claude continue with `reason`."""
-    return json.dumps({"decision": "block", "reason": reason}, ensure_ascii=False)
+def block_output(reason: str, note: str | None = None) -> str:
+    """The Stop hook's stdout that makes Claude continue with `reason`. `note` is for
+    the human: an interactive Claude shows it as "Stop says: …" above the block, which
+    it labels "Stop hook reported a problem" (measured on 2.1.332); the model never
+    sees it."""
+    out = {"decision": "block", "reason": reason}
+    if note:
+        out["systemMessage"] = note
+    return json.dumps(out, ensure_ascii=False)
+
+
+def mail_note(name: str, senders: list[str]) -> str:
+    """The human's line for a block that carries mail."""
+    n = len(senders)
+    who = ", ".join(sorted(set(senders)))
+    return (f"codexbridge: {n} message{'s' if n != 1 else ''} from {who} for mailbox "
+            f"{name}, handed to Claude (the block below is that mail, not an error)")

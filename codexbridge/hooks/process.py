@@ -391,7 +391,7 @@ def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool
     from ..inbox.render import render_mail, spilled
     from ..inbox.replies import note_handed
     from ..inbox.store import take
-    from .loop_guard import block_output
+    from .loop_guard import block_output, mail_note
 
     with take(inbox, name, lock_timeout=LOCK_WAIT) as batch:
         if batch.empty:
@@ -400,7 +400,8 @@ def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool
         reason = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
                              rejected_path(inbox, name))
         out = sys.stdout.buffer
-        out.write(block_output(reason).encode("utf-8") + b"\n")
+        note = mail_note(name, [m.sender for m in batch.mails]) if batch.mails else None
+        out.write(block_output(reason, note).encode("utf-8") + b"\n")
         out.flush()
         batch.commit()
         transcript = _str(payload.get("transcript_path"))

@@ -1,10 +1,17 @@
 """`inbox watch --as NAME`: the asyncRewake watcher that wakes an idle Claude session.
 
 Registered as an `asyncRewake` command hook on SessionStart and Stop, it runs in the
-background, polls the mailbox, and when mail arrives exits 2 with the mail on stderr —
-Claude then starts a new turn with that text (docs/protocol-notes.md, "asyncRewake";
-0.18 s measured from file write to model request). Exit 0 does nothing, so timing out
-or being replaced is silent.
+background and polls the mailbox. When mail arrives it first takes the live road (the
+session's cross-session inbox, `inbox/live.py`), as a push does: the human sees the
+mail in full in Claude's TUI, where a wake shows only a collapsed "Stop hook feedback"
+(measured on 2.1.332 — it also ignores a wake's `systemMessage`). Once the session's
+transcript shows the frame, the watcher leaves quietly. When the live road is off or
+not reachable, or a frame comes back, it exits 2 with the mail on stderr — Claude then
+starts a new turn with that text (docs/protocol-notes.md, "asyncRewake"; 0.18 s
+measured from file write to model request). A frame only handed over keeps it
+watching: it settles the frame (`live.reconcile`) every OWED_EVERY, and mail that comes
+back wakes the session the old way. Exit 0 does nothing, so timing out or being
+replaced is silent.
 
 Claude starts another watcher at every Stop, including blocked ones, so they would pile
 up. One watcher per mailbox at a time, the newest winning: each watcher writes its pid
@@ -23,13 +30,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from enum import Enum
 
 from ..conversation.handling import transcript_end
 from ..host.locking import lock
 from ..host.procs import pid_alive
 from ..inbox.listeners import record_listener
 from ..inbox.location import ensure_private_dir, has_pending, rejected_path, watcher_path
-from .process import claude_pid, courier_owed
+from .process import claude_pid, courier_owed, log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,24 +89,67 @@ def run_watch(name: str, *, inbox: str, payload: JsonObject, timeout: float,
     claude = claude_pid()
     claim = Claim(watcher_path(inbox, name))
     owed_check = 0.0
+    road = Road.LIVE
     try:
         holding = False
         while time.monotonic() < deadline:
             if holding and time.monotonic() >= owed_check:
                 owed_check = time.monotonic() + OWED_EVERY
                 courier_owed()
+                if road is Road.HANDED:
+                    _settle_live(inbox, name)  # a frame never taken comes back as mail
             if not claim.still_mine():
                 return EXIT_QUIET  # a newer watcher took over
             if claude is not None and not pid_alive(claude):
                 return EXIT_QUIET  # the session we serve is gone
             if not holding:
                 holding = lock(claim.fd, blocking=False)
-            if holding and has_pending(inbox, name) and _wake(inbox, name, payload, claude):
-                return EXIT_WAKE
+            if holding and has_pending(inbox, name):
+                via = _live(inbox, name) if road is Road.LIVE else Road.WAKE
+                if via is Road.DONE:
+                    return EXIT_QUIET  # the session has it, shown in full
+                if via is Road.WAKE and _wake(inbox, name, payload, claude):
+                    return EXIT_WAKE
+                if via is Road.HANDED:
+                    road = via
             time.sleep(interval)
         return EXIT_QUIET
     finally:
         claim.close()
+
+
+class Road(Enum):
+    """Where this watcher's next mail goes."""
+
+    LIVE = "live"  # try the session's cross-session inbox first
+    HANDED = "handed"  # a frame is in the session's hands, unconfirmed: wake for the rest
+    WAKE = "wake"  # exit 2 with the mail on stderr
+    DONE = "done"  # the session's transcript shows the frame: nothing left to do
+
+
+def _live(inbox: str, name: str) -> Road:
+    """The live road for the waiting mail; where the next mail goes after it."""
+    from ..inbox import live
+
+    try:
+        outcome = live.deliver_now(inbox, name)
+    except Exception as exc:  # a bug here must not strand the mail: the wake carries it
+        log(f"mailbox {name!r}: live delivery failed ({exc!r}): waking the session", True)
+        return Road.WAKE
+    if outcome.delivery is live.Route.LIVE:
+        return Road.DONE if outcome.confirmed else Road.HANDED
+    if outcome.delivery is live.Route.NONE:
+        return Road.LIVE  # another taker was first: nothing here now
+    return Road.WAKE  # not reachable, or refused and put back: the wake delivers it
+
+
+def _settle_live(inbox: str, name: str) -> None:
+    from ..inbox import live
+
+    try:
+        live.reconcile(inbox, name)
+    except Exception as exc:  # the next stop or push settles it too
+        log(f"mailbox {name!r}: settling a live frame failed ({exc!r})", True)
 
 
 def _wake(inbox: str, name: str, payload: JsonObject, claude: int | None) -> bool:

@@ -105,6 +105,9 @@ class Outcome(NamedTuple):
     reason: str | None
     msg_id: str | None = None
     mails: int = 0
+    # LIVE only: the session's transcript shows the frame (taken in, or in its own
+    # queue) — False while it is merely handed over, which a later reconcile settles
+    confirmed: bool = False
 
 
 class Reach(TypedDict):
@@ -520,14 +523,14 @@ def _confirm(inbox: str, name: str, path: str, record: JsonObject,
         state = transcript_state(_transcript_lines(transcript, offset), msg_id) or state
         if state is DeliveryState.DELIVERED:
             _settle(inbox, name, path, record, state, None)
-            return Outcome(Route.LIVE, None, msg_id, count)
+            return Outcome(Route.LIVE, None, msg_id, count, confirmed=True)
         if time.monotonic() >= end:
             break
     if state is DeliveryState.QUEUED:
         _settle(inbox, name, path, record, state, None)
         return Outcome(Route.LIVE, "in the session's queue: it reaches Claude as soon as the "
                                    "running turn ends (or at its next tool result)",
-                       msg_id, count)
+                       msg_id, count, confirmed=True)
     # Written, no bad receipt, the session alive: in its hands, not yet in its
     # transcript. Later reconciles settle it (delivered; or back to the mailbox if the
     # session ends or never shows it).

@@ -6,6 +6,10 @@ new turn within a few seconds whose model request carries the mail — twice in 
 (the first wake comes from the SessionStart watcher, the second from the watcher the
 Stop hook re-armed). Teardown kills claude by pid first, then the tmux server, and
 checks that no watcher outlives the session.
+
+Live delivery is off in the session too (the switch that leaves the watcher the wake
+alone): at its defaults the watcher takes the live road first, proven in
+tests/real/test_conversation_claude_real.py (`…through_its_watcher…[live]`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,6 +63,16 @@ def _push(to: str, text: str) -> None:
     subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "push", "--to", to, text],
                    check=True, capture_output=True,
                    env={**os.environ, "CODEX_BRIDGE_LIVE": "0"})
+
+
+@pytest.fixture
+def tmux_claude(claude: ClaudeHarness, claude_project: Path) -> Iterator[TmuxClaude]:
+    """An interactive claude in tmux with live delivery off; always torn down."""
+    session = TmuxClaude(claude, claude_project, env={"CODEX_BRIDGE_LIVE": "0"})
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,

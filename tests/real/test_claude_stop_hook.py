@@ -26,7 +26,12 @@ import pytest
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.listeners import hook_command
 from codexbridge.inbox.location import inbox_dir, session_path
-from tests.support.claude_fixtures import ClaudeHarness, hook_settings, write_project_settings
+from tests.support.claude_fixtures import (
+    ClaudeHarness,
+    TmuxClaude,
+    hook_settings,
+    write_project_settings,
+)
 from tests.support.mock_messages import MockMessages, RecordedRequest
 
 pytestmark = pytest.mark.real_claude
@@ -206,3 +211,28 @@ def test_the_repos_own_settings_work_from_a_clone(
     else:  # no interpreter: the hook is silent and the mail waits
         assert len(calls) == 1
         assert pending_texts("bridge") == ["mail for the repo session"]
+
+
+@pytest.mark.tmux
+def test_an_interactive_block_tells_the_human_it_is_mail(
+        claude: ClaudeHarness, claude_project: Path, mock_messages: MockMessages) -> None:
+    """In the TUI a block reads "Stop hook reported a problem"; the hook's systemMessage
+    says above it that this is codexbridge's mail (the model sees only the mail)."""
+    hook_project(claude_project, "bridge")
+    cli_push("bridge", "MAIL FOR THE HUMAN TO SEE: the build is green")
+    claude.seed_interactive(claude_project)
+    session = TmuxClaude(claude, claude_project, env={"CODEX_BRIDGE_LIVE": "0"})
+    try:
+        session.start()
+        assert session.wait_for_screen("❯", 30), session.screen()
+        session.type("hello")
+        assert session.wait_for_screen("MOCK_REPLY #2", 30), session.screen()
+        screen = " ".join(session.screen().split())
+    finally:
+        session.stop()
+    assert ("Stop says: codexbridge: 1 message from codex for mailbox bridge, handed to "
+            "Claude") in screen, screen
+    assert "MAIL FOR THE HUMAN TO SEE: the build is green" in screen, screen
+    feedback = mock_messages.model_calls[1].stop_feedback() or ""
+    assert "MAIL FOR THE HUMAN TO SEE" in feedback and "Stop says" not in feedback
+    assert "handed to Claude (the block below" not in feedback

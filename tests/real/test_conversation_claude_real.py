@@ -378,19 +378,22 @@ async def test_an_idle_claude_is_woken_by_codexs_reply(
 
 
 @pytest.mark.tmux
-async def test_codex_asks_an_idle_claude_the_watcher_wakes_it_and_the_answer_comes_back(
+@pytest.mark.parametrize("road", ["live", "wake"])
+async def test_codex_asks_an_idle_claude_through_its_watcher_and_the_answer_comes_back(
         claude: ClaudeHarness, cproject: Path, mock_messages: MockMessages,
-        app_server: AppServer, workdir: Path) -> None:
-    """The watcher's road for a request (live delivery off: the switch that leaves mail
-    to the Stop hook and the watcher): `inbox push --expect-reply` to an idle interactive
-    Claude; the watcher wakes it with the mail, the woken turn answers, and that turn's
-    stop sends the answer into the asking thread — once, both records delivered."""
+        app_server: AppServer, workdir: Path, road: str) -> None:
+    """Mail the pusher did not deliver live (its live delivery is off: the switch under
+    test) reaches an idle interactive Claude through the session's watcher — by the live
+    road at the session's defaults (the human sees the mail in full in the TUI), by the
+    asyncRewake wake when the session's live delivery is off too (a collapsed "Stop hook
+    feedback"). Either way the woken turn answers, and its stop sends the answer into
+    the asking thread once, both records delivered."""
     name = "tui"
     install(str(cproject), name, rewake=True, watch_timeout=120)
     claude.seed_interactive(cproject)
     session = TmuxClaude(claude, cproject, env={"CODEX_BRIDGE_URL": app_server.url,
-                                                **HOOK_PATH})
-    question = "Codex asks (the watcher's road): is the index rebuilt?"
+                                                **(HOOK_PATH if road == "wake" else {})})
+    question = f"Codex asks (the watcher's {road} road): is the index rebuilt?"
     try:
         async with RawClient(app_server.url) as tui:
             user = await start_user_thread(tui, workdir, "first message from the human")
@@ -398,7 +401,6 @@ async def test_codex_asks_an_idle_claude_the_watcher_wakes_it_and_the_answer_com
             assert await asyncio.to_thread(session.wait_for_screen, "❯", 30), session.screen()
             await asyncio.to_thread(live_watcher, name)  # idle, its watcher armed
             since, before = tui.mark(), len(mock_messages.requests)
-            # (the pusher decides the road: live delivery off where it runs)
             pushed = cli("inbox", "push", "--to", name, "--expect-reply", "--thread",
                          user.thread_id, question, env=HOOK_PATH)
             request = pushed["request"]
@@ -413,11 +415,16 @@ async def test_codex_asks_an_idle_claude_the_watcher_wakes_it_and_the_answer_com
                                since=since, timeout=30)
             replies = [n for n in tui.notifications[since:]
                        if f"reply to {request}" in (user_message_text(n) or "")]
+            screen = session.screen()
     finally:
         session.stop()
-    # the watcher's wake (no live frame: live delivery is off), carrying the request
     tail = woken.tail_text()
-    assert "Stop hook feedback" in tail and f"request {request}" in tail, tail[:3000]
+    assert f"request {request}" in tail
+    if road == "live":  # a live frame: shown in full to the human
+        assert "Another Claude session sent a message" in tail, tail[-1500:]
+        assert question in " ".join(screen.split()), screen
+    else:  # the watcher's wake
+        assert "Stop hook feedback" in tail, tail[-1500:]
     assert len(replies) == 1  # answered once
     record = final_delivery(request)
     assert record["state"] == "delivered" and record["reply_preview"]

@@ -14,6 +14,7 @@ from codexbridge.hooks.loop_guard import (
     chain_before,
     decide,
     effective_max_chain,
+    mail_note,
 )
 from codexbridge.inbox.lines import Mail, parse_line
 from codexbridge.inbox.render import render_mail
@@ -113,3 +114,7 @@ def test_reason_reports_rejected_lines() -> None:
 def test_block_output_is_the_claude_shape() -> None:
     out = json.loads(block_output("hello ünï"))
     assert out == {"decision": "block", "reason": "hello ünï"}
+    told = json.loads(block_output("mail", mail_note("web", ["codex", "codex"])))
+    assert told == {"decision": "block", "reason": "mail", "systemMessage": (
+        "codexbridge: 2 messages from codex for mailbox web, handed to Claude (the block "
+        "below is that mail, not an error)")}
