@@ -79,6 +79,7 @@ def test_claude_asks_codex_with_talk_send_and_the_answer_arrives_by_itself(
     # … and comes into Claude by itself: a new turn whose request carries it
     got = j.claude_saw(f"MOCK REPLY: {ask}", since)
     assert "Reply from Codex" in fresh_text(got)
+    j.on_screen(claude, f"MOCK REPLY: {ask}")  # the human sees it arrive in Claude too
     sent = [r for r in j.records() if r.get("text_preview") == ask]
     assert len(sent) == 1
     rec = j.final(sent[0]["id"])
@@ -100,6 +101,7 @@ def test_claude_asks_codex_with_its_mcp_tool(journey: Journey) -> None:
     j.on_screen(j.codex["project"], f"MOCK REPLY: {ask}")
     got = j.claude_saw(f"MOCK REPLY: {ask}", since)
     assert "Reply from Codex" in fresh_text(got)
+    j.on_screen(j.claude["project"], f"MOCK REPLY: {ask}")
     sent = [r for r in j.records() if r.get("text_preview") == ask]
     assert len(sent) == 1 and j.final(sent[0]["id"])["state"] == "delivered"
     assert sent[0]["reply_to"] == j.listener("project")
@@ -193,14 +195,22 @@ def ask_claude(j: Journey, question: str, how: str = MCP) -> str:
 
 def answered_once(j: Journey, rid: str, question: str) -> None:
     """Claude's answer to `rid` reached the asking thread as one reply turn, both records
-    delivered, and it is the answer to *this* question."""
+    delivered, and it is the answer to *this* question — as both agents saw it (Claude's
+    model got the question; Codex's got the answer once) and as the human sees it (the
+    answer on both screens)."""
     j.final(rid)
     assert j.record(rid)["state"] == "delivered", j.record(rid)
+    assert any(question in fresh_text(r) for r in j.claude_requests()), j.explain(question)
+    answer = f"CLAUDE ANSWER to {rid}: {question}"
     turns = [t for t in j.codex_user_texts() if f"reply to {rid}" in t]
     assert len(turns) == 1, turns
-    assert turns[0].endswith(f"CLAUDE ANSWER to {rid}: {question}"), turns[0][-300:]
+    assert turns[0].endswith(answer), turns[0][-300:]
     replies = [r for r in j.records() if r.get("in_reply_to") == rid]
     assert len(replies) == 1 and j.final(replies[0]["id"])["state"] == "delivered"
+    j.on_screen(j.codex["project"], f"reply to {rid}")
+    j.on_screen(j.codex["project"], f"MOCK REPLY: {answer}"[:60])
+    if "project" in j.claude:
+        j.on_screen(j.claude["project"], answer[:60])
 
 
 def test_codex_asks_claude_by_running_inbox_push_itself(journey: Journey) -> None:
@@ -237,7 +247,7 @@ def test_codex_asks_claude_while_claude_runs_a_tool(journey: Journey, how: str) 
     """Mail that arrives during a tool call is taken in by the same turn (beside the
     tool's result); that turn's final message answers it."""
     j = journey
-    flag = j.world.root / "tool-may-finish"
+    flag = j.world.root / f"tool-may-finish-{how}"  # its own: the other variant made one
     since = j.claude_mark()
     j.claude["project"].send(bash(f"while [ ! -e {flag} ]; do sleep 0.05; done; echo tool done"))
     j.claude_allows(unless="Running while")

@@ -93,6 +93,8 @@ def test_the_courier_killed_mid_turn_is_replaced_and_the_answer_recovered(
                        since, TOLD_WITHIN)
     assert "RECOVERED reply from Codex" in fresh_text(got)
     assert j.final(str(rec["id"]))["state"] == "delivered"
+    j.on_screen(j.codex["project"], "MOCK REPLY: HOLD:courier-dies")
+    j.on_screen(j.claude["project"], "RECOVERED reply from Codex")
     turns = [t for t in j.codex_user_texts() if "list the flaky tests" in t]
     assert len(turns) == 1  # never resent
 
@@ -154,5 +156,6 @@ def test_the_daemon_killed_mid_turn_claude_is_told_when_codex_is_back(
     assert final["state"] == "failed" and final["reply_mail_id"]
     told = [r for r in j.claude_requests(since) if "DELIVERY FAILED" in fresh_text(r)]
     assert len(told) == 1  # told once
+    j.on_screen(j.claude["project"], "DELIVERY FAILED")  # the human sees it too
     status = json.loads(j.cb("talk", "status", str(rec["id"]), "--json").stdout)
     assert status["delivery"]["state"] == "failed"

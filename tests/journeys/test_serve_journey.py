@@ -137,5 +137,6 @@ def test_serves_app_server_killed_mid_turn_claude_is_told(
                "serve to restart its app-server", lambda: serve.proc.stderr)
     got = j.claude_saw("DELIVERY FAILED", since, 90)
     assert rec["id"] in fresh_text(got) and "went away" in fresh_text(got)
+    j.on_screen(j.claude["project"], "DELIVERY FAILED")  # the human sees it too
     assert j.final(str(rec["id"]))["state"] == "failed"
     assert Path(serve.record_path).exists() and serve.proc.poll() is None
