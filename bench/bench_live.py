@@ -5,7 +5,8 @@
 One idle interactive Claude Code 2.1.332 in tmux (offline, against the mock Messages
 API), hooked for mailbox `bench` with the watcher (`install-hook --rewake`). Each round
 pushes one mail with `codexbridge inbox push` twice — once live (the default), once with
-`CODEX_BRIDGE_LIVE=0` so the watcher wakes the session — alternating, and times the push
+`CODEX_BRIDGE_LIVE=0` so the watcher wakes the session (the session runs with it off
+too, else its watcher would take the live road) — alternating, and times the push
 process's start to the mock seeing the mail in a model request. Printed as medians and
 their ratio, measured in the same run.
 """
@@ -95,6 +96,9 @@ def main() -> int:
             install(str(project), BOX, rewake=True, watch_timeout=300)
             seed_interactive(config, project)
             env = offline_env(home, config, mock.url, term="xterm-256color")
+            # the session's own live switch off: its watcher (the baseline) wakes it by
+            # asyncRewake, as it did before it learned to take the live road itself
+            env["CODEX_BRIDGE_LIVE"] = "0"
             subprocess.run([tmux, "-L", sock, "new-session", "-d", "-s", "main", "-x", "200",
                             "-y", "50", "-c", str(project), claude, "--permission-mode",
                             "manual"], env=env, check=True)
