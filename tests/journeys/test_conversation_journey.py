@@ -95,8 +95,8 @@ def test_claude_asks_codex_with_its_mcp_tool(journey: Journey) -> None:
     j = journey
     ask = "Claude asks via MCP: what is left to do?"
     since = j.claude_mark()
-    tool = "mcp__plugin_codexbridge_codex__codex_message_send"
-    j.claude["project"].send(f"CALL_TOOL {tool} " + json.dumps({"text": ask, "wait": False}))
+    j.claude["project"].send(f"CALL_TOOL {CODEX_TOOL} "
+                             + json.dumps({"text": ask, "wait": False}))
     j.claude_allows()  # sending to Codex asks (setup allows only the read-only tools)
     j.on_screen(j.codex["project"], f"MOCK REPLY: {ask}")
     got = j.claude_saw(f"MOCK REPLY: {ask}", since)
@@ -107,27 +107,36 @@ def test_claude_asks_codex_with_its_mcp_tool(journey: Journey) -> None:
     assert sent[0]["reply_to"] == j.listener("project")
 
 
-def test_codexs_answer_reaches_claude_while_it_is_mid_turn(journey: Journey) -> None:
-    """Claude asked, then got busy with something else: Codex's answer lands as soon as
-    that turn ends, as its own turn."""
+CODEX_TOOL = "mcp__plugin_codexbridge_codex__codex_message_send"
+
+
+@pytest.mark.parametrize("via", ["talk-send", "mcp-tool"])
+def test_codexs_answer_reaches_claude_while_it_is_mid_turn(journey: Journey, via: str) -> None:
+    """Claude asked (through its Bash tool, or its MCP tool), then got busy with something
+    else: Codex's answer lands as soon as that turn ends, as its own turn."""
     j = journey
-    ask = "HOLD:answer-later Claude asks: is the release branch cut?"
-    j.claude["project"].send(bash(f'codexbridge talk send "{ask}"'))
+    hold, busy = f"answer-later-{via}", f"BUSY-TWO-{via}"
+    ask = f"HOLD:{hold} Claude asks ({via}): is the release branch cut?"
+    asking = j.claude_mark()
+    j.claude["project"].send(bash(f'codexbridge talk send "{ask}"') if via == "talk-send"
+                             else f"CALL_TOOL {CODEX_TOOL} "
+                             + json.dumps({"text": ask, "wait": False}))
     j.claude_allows()
-    j.world.codex_mock.wait_held("answer-later", 60)
-    j.on_screen(j.claude["project"], "TOOL_RESULT_SEEN")
+    j.world.codex_mock.wait_held(hold, 60)
+    [sent] = [r for r in j.records() if r.get("text_preview") == ask]
+    j.claude_saw(sent["id"], asking)  # the receipt came back: the asking turn ends
     since = j.claude_mark()
-    with Gate(j, "BUSY-TWO") as gate:
-        j.claude["project"].send("BUSY-TWO: tidy the changelog")
+    with Gate(j, busy) as gate:
+        j.claude["project"].send(f"{busy}: tidy the changelog")
         gate.wait_held()
-        j.world.codex_mock.release("answer-later")
+        j.world.codex_mock.release(hold)
         rec = wait_until(lambda: [r for r in j.records() if r.get("text_preview") == ask
                                   and r["state"] == "delivered"], 60, "Codex's answer",
-                         lambda: j.explain("answer-later delivered"))[0]
+                         lambda: j.explain(f"{hold} delivered"))[0]
         assert rec["reply_mail_id"]
         gate.release()
     got = j.claude_saw(f"MOCK REPLY: {ask}", since)
-    assert "BUSY-TWO" not in fresh_text(got)  # its own turn, after the busy one
+    assert busy not in fresh_text(got)  # its own turn, after the busy one
 
 
 class Gate:
