@@ -7,6 +7,7 @@ way; a wrong token is refused with 401 before anything reaches codex.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import signal
 import subprocess
@@ -28,23 +29,32 @@ pytestmark = [pytest.mark.real_codex, pytest.mark.tmux]
 TOKEN = "cb-wss-token-0123456789abcdef"
 
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "fitting-in.md"
+
+
+def documented_cert_command() -> list[str]:
+    """The self-signed certificate command docs/fitting-in.md gives users, as written
+    (its continuation lines joined), for HOST localhost and ADDR 127.0.0.1."""
+    text = DOCS.read_text(encoding="utf-8")
+    start = text.index("openssl req -x509 -newkey")
+    lines = []
+    for line in text[start:].splitlines():
+        lines.append(line.rstrip("\\").strip())
+        if not line.endswith("\\"):
+            break
+    command = " ".join(lines).replace("HOST", "localhost").replace("ADDR", "127.0.0.1")
+    return shlex.split(command)
+
+
 def make_certs(d: Path) -> tuple[Path, Path, Path]:
-    """A CA and a server certificate for 127.0.0.1 signed by it (openssl CLI)."""
+    """The certificate exactly as the docs tell users to make it (self-signed, CA:FALSE:
+    the TUI refuses a CA certificate as a server's own); it is its own trust anchor."""
     openssl = shutil.which("openssl")
     assert openssl, "openssl is needed to make the test certificates"
-
-    def run(*args: str) -> None:
-        subprocess.run([openssl, *args], cwd=d, check=True, capture_output=True, timeout=60)
-
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
-        "ca.pem", "-days", "2", "-subj", "/CN=codexbridge test CA")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
-        "-subj", "/CN=127.0.0.1")
-    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                               "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-    run("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf")
-    return d / "ca.pem", d / "srv.pem", d / "srv.key"
+    argv = documented_cert_command()
+    assert argv[0] == "openssl" and "basicConstraints=critical,CA:FALSE" in argv, argv
+    subprocess.run([openssl, *argv[1:]], cwd=d, check=True, capture_output=True, timeout=60)
+    return d / "cert.pem", d / "cert.pem", d / "key.pem"
 
 
 @pytest.fixture
