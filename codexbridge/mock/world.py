@@ -54,13 +54,22 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def readme_setup(readme: Path = README) -> list[str]:
     """The `codexbridge …` commands of the first shell block under README's "Use it for
     real" (comments cut); [] when there is no README (an installed package)."""
+    return readme_block(0, readme)
+
+
+def readme_block(index: int, readme: Path = README) -> list[str]:
+    """The `codexbridge …` commands of shell block `index` under README's "Use it for
+    real" (comments cut); [] when there is no such block or no README."""
     try:
         text = readme.read_text(encoding="utf-8")
     except OSError:
         return []
     section = text.split("## Use it for real", 1)[-1] if "## Use it for real" in text else ""
-    block = section.split("```bash", 1)[-1].split("```", 1)[0] if "```bash" in section else ""
-    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    section = section.split("\n## ", 1)[0]
+    blocks = [part.split("```", 1)[0] for part in section.split("```bash")[1:]]
+    if index >= len(blocks):
+        return []
+    lines = [line.split("#", 1)[0].strip() for line in blocks[index].splitlines()]
     return [line for line in lines if line.startswith("codexbridge ")]
 
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import pytest
+
+from codexbridge.mock.world import readme_block
 
 from .conftest import Journey, fresh_text, one_line, wait_until
 
@@ -360,6 +363,30 @@ def test_a_conversation_of_four_hops_and_the_fifth_is_refused(journey: Journey) 
         (1, "claude→codex"), (2, "codex→claude"), (3, "claude→codex"), (4, "codex→claude")]
     assert not any(r.get("text_preview", "").startswith("HOP-FIVE") for r in j.records())
     assert not any(t.split("\n\n", 1)[-1].startswith("HOP-FIVE") for t in j.codex_user_texts())
+
+
+def test_readmes_talk_commands_work_as_written(journey: Journey) -> None:
+    """README's "Use it for real" block of talk commands, typed as written in a terminal
+    in the project: each exits 0 and does what its comment says, in the human's TUI."""
+    j = journey
+    codex = j.codex["project"]
+    lines = readme_block(2)
+    assert [shlex.split(line)[2] for line in lines] == ["list", "say", "send", "status",
+                                                        "read"], lines
+    out = {}
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        done = j.cb(*argv, timeout=120)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+        out[argv[1]] = done.stdout
+        if argv[1] == "send":  # its reply comes later: wait for it before the next line
+            j.on_screen(codex, f"MOCK REPLY: {argv[2]}")
+            j.final(done.stdout.split()[0])
+    assert j.threads["project"] in out["list"]
+    assert out["say"].strip() == "MOCK REPLY: run the tests and summarise"
+    j.on_screen(codex, "MOCK REPLY: run the tests and summarise")
+    assert "delivered" in out["status"] and "review auth.py" in out["status"]
+    assert "run the tests and summarise" in out["read"] and "review auth.py" in out["read"]
 
 
 def test_two_projects_each_with_a_tui_and_a_claude_never_cross(journey: Journey) -> None:
