@@ -62,6 +62,8 @@ def test_claude_hands_the_work_to_codex(journey: Journey) -> None:
     result = json.loads(done.stdout)
     delta = Path(result["delta"]).read_text()
     assert "CLAUDE-SIDE-WORDS" in delta and answer not in delta, delta
+    # Codex's question reached Claude as mail: never "the human's", never back to Codex
+    assert "ASKED-BEFORE" not in delta, delta
     # README's one-line note: both labels found where the user wrote them
     assert "== Decisions ==\nkeep sqlite for now." in delta, delta
     assert "== Next ==\nwrite the migration tests" in delta, delta
@@ -75,7 +77,15 @@ def test_claude_hands_the_work_to_codex(journey: Journey) -> None:
 
 
 def test_codex_hands_the_work_to_the_running_claude(journey: Journey) -> None:
+    """… without what Claude already has: the reply to its own request, which it got
+    as mail."""
     j = journey
+    ask = "CLAUDE-ASKED-FIRST: is the schema final?"
+    asked = j.claude_mark()
+    j.claude["project"].send("CALL_TOOL Bash " + json.dumps(
+        {"command": f'codexbridge talk send "{ask}"'}))
+    j.claude_allows()
+    j.claude_saw(f"MOCK REPLY: {ask}", asked)  # Codex's reply came to Claude as mail
     since = j.claude_mark()
     j.codex["project"].send("CODEX-SIDE-WORDS: the schema is final")
     j.on_screen(j.codex["project"], "MOCK REPLY: CODEX-SIDE-WORDS")
@@ -87,6 +97,7 @@ def test_codex_hands_the_work_to_the_running_claude(journey: Journey) -> None:
     text = fresh_text(got)
     assert "CODEX-SIDE-WORDS" in text and "keep sqlite for now" in text
     assert "[the human] CODEX-SIDE-WORDS" in text  # the human typed it in the TUI
+    assert f"MOCK REPLY: {ask}" not in text and ask not in text, text  # it has those
 
 
 def test_codex_hands_to_a_stopped_claude_which_gets_it_on_resume_once(
