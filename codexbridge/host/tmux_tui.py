@@ -280,6 +280,23 @@ class CodexTUI(_TUI):
         super().start(server, beside)
         return self
 
+    def answer(self, prompt: str, key: str, timeout: float = 60.0) -> str:
+        """As the human: once `prompt` (an approval) is on the screen, press `key` — and
+        again while the prompt still stands there, as `submit` does for Enter (a cold CI
+        run caught a `y` pressed as the prompt appeared doing nothing, leaving the turn
+        waiting on it). Returns the screen that showed the prompt."""
+        pane = self._pane()
+        screen = pane.wait_for_text(prompt, timeout, scrollback=False, what=self.what)
+        for _ in range(3):
+            time.sleep(0.15)  # the overlay that shows it takes keys a beat later
+            pane.keys(key)
+            left = time.monotonic() + 3.0
+            while time.monotonic() < left:
+                if prompt not in pane.capture():
+                    return screen  # answered: the prompt is gone
+                time.sleep(0.05)
+        return screen
+
 
 class ClaudeTUI(_TUI):
     """Interactive Claude Code in a 200x50 pane, run in `workdir` with `args`."""

@@ -41,8 +41,7 @@ def test_codex_asks_claude_over_mcp_and_the_answer_comes_back(journey: Journey) 
     since = j.claude_mark()
     codex.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
     # `setup codex` asks the human before the tool writes (default_tools_approval_mode)
-    codex.wait_for_text('Allow the codexbridge MCP server to run tool "claude_message_send"', 60)
-    codex.key("Enter")
+    codex.answer('Allow the codexbridge MCP server to run tool "claude_message_send"', "Enter")
     # Claude, idle at its prompt, gets it at once (live) and answers
     asked = j.claude_saw(question, since)
     request = re.search(r"request (req_\d+_[a-z0-9]+)", asked.tail_text())
@@ -189,14 +188,12 @@ def ask_claude(j: Journey, question: str, how: str = MCP) -> str:
     before = {r["id"] for r in j.records()}
     if how == MCP:
         codex.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
-        codex.wait_for_text('Allow the codexbridge MCP server to run tool '
-                            '"claude_message_send"', 60)
-        codex.key("Enter")
+        codex.answer('Allow the codexbridge MCP server to run tool "claude_message_send"',
+                     "Enter")
     else:
         codex.send(f"ASK_CLAUDE: {question}")
-        screen = j.on_screen(codex, "Would you like to run the following command?")
+        screen = codex.answer("Would you like to run the following command?", "y")
         assert "inbox push --expect-reply" in one_line(screen)
-        codex.key("y")
     made = wait_until(lambda: [r for r in j.records() if r["id"] not in before
                                and r["direction"] == "to-claude"], 60, "the request record",
                       lambda: j.explain("the request record"))
@@ -297,8 +294,7 @@ def test_claudes_turn_asks_for_an_approval_the_human_gives_it_in_the_codex_tui(
     since = j.claude_mark()
     j.claude["project"].send(bash(f'codexbridge talk send "RUN: touch {target}"'))
     j.claude_allows()
-    j.on_screen(codex, "Would you like to run the following command?")
-    codex.key("y")  # the human decides, in the TUI
+    codex.answer("Would you like to run the following command?", "y")  # the human decides
     got = j.claude_saw("MOCK DONE", since)
     text = fresh_text(got)
     assert "Reply from Codex" in text and "answered in the TUI" in text
@@ -343,13 +339,11 @@ def test_a_conversation_of_four_hops_and_the_fifth_is_refused(journey: Journey) 
     since = j.claude_mark()
     j.claude["project"].send(bash(_send_line("HOP-ONE " + hop2)))
     j.claude_allows()                                   # hop 1: Claude → Codex
-    j.on_screen(codex, 'run tool "claude_message_send"')
-    codex.key("Enter")                                  # hop 2: Codex → Claude
+    codex.answer('run tool "claude_message_send"', "Enter")  # hop 2: Codex → Claude
     j.claude_saw("hop 2/4 · request", since)  # (every hop's text rides inside the first)
     j.claude_allows()                                   # hop 3: Claude → Codex
     j.on_screen(codex, "hop 3/4")
-    j.on_screen(codex, 'run tool "claude_message_send"')
-    codex.key("Enter")                                  # hop 4: Codex → Claude
+    codex.answer('run tool "claude_message_send"', "Enter")  # hop 4: Codex → Claude
     j.claude_saw("hop 4/4 · request", since)
     j.claude_allows()                                   # the fifth: refused
     refused = j.claude_saw("has used its 4 hops", since)  # what Claude's tool result says
@@ -407,8 +401,7 @@ def test_two_projects_each_with_a_tui_and_a_claude_never_cross(journey: Journey)
     # Codex in `other` asks without naming a mailbox: its own project's Claude gets it
     question = "Codex in other asks: is the cache cold?"
     codex_other.send(mcp_call("claude_message_send", {"text": question, "expectReply": True}))
-    j.on_screen(codex_other, 'run tool "claude_message_send"')
-    codex_other.key("Enter")
+    codex_other.answer('run tool "claude_message_send"', "Enter")
     asked = j.claude_saw(question, since)
     assert asked.session_id == j.session("other")
     j.on_screen(codex_other, "CLAUDE ANSWER to req_")

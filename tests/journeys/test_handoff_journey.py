@@ -30,8 +30,7 @@ def codex_asks_claude(j: Journey, question: str) -> str:
     since = j.claude_mark()
     call = {"text": question, "expectReply": True}
     codex.send(f"MCP_CALL: claude_message_send {json.dumps(call)}")
-    codex.wait_for_text('Allow the codexbridge MCP server to run tool "claude_message_send"', 60)
-    codex.key("Enter")
+    codex.answer('Allow the codexbridge MCP server to run tool "claude_message_send"', "Enter")
     asked = j.claude_saw(question, since)
     request = re.search(r"request (req_\d+_[a-z0-9]+)", asked.tail_text())
     assert request is not None, asked.tail_text()

@@ -70,9 +70,8 @@ async def test_human_approves_in_the_tui(app_server: AppServer,
     target = workdir / "approved-in-tui"
     say = asyncio.create_task(arun_cli("talk", "say", "--json", "-q",
                                        f"RUN: touch {target}", env=env))
-    await asyncio.to_thread(tui.wait_for_text, "Would you like to run the following command?",
+    await asyncio.to_thread(tui.answer, "Would you like to run the following command?", "y",
                             30)
-    tui.key("y")
     res = await say
     assert res.code == 0, res.err
     data = json.loads(res.out)
