@@ -112,6 +112,7 @@ def test_claude_asks_codex_with_its_mcp_tool(journey: Journey) -> None:
 CODEX_TOOL = "mcp__plugin_codexbridge_codex__codex_message_send"
 
 
+@pytest.mark.claude_states
 @pytest.mark.parametrize("via", ["talk-send", "mcp-tool"])
 def test_codexs_answer_reaches_claude_while_it_is_mid_turn(journey: Journey, via: str) -> None:
     """Claude asked (through its Bash tool, or its MCP tool), then got busy with something
@@ -235,6 +236,7 @@ def test_codex_asks_claude_by_running_inbox_push_itself(journey: Journey) -> Non
     j.on_screen(j.codex["project"], f"CLAUDE ANSWER to {rid}")
 
 
+@pytest.mark.claude_states
 @pytest.mark.parametrize("how", ASKS)
 def test_codex_asks_claude_while_claude_is_mid_turn(journey: Journey, how: str) -> None:
     """The mail reaches Claude as soon as its running turn ends — and that turn's final
@@ -251,6 +253,7 @@ def test_codex_asks_claude_while_claude_is_mid_turn(journey: Journey, how: str) 
     answered_once(j, rid, question)
 
 
+@pytest.mark.claude_states
 @pytest.mark.parametrize("how", ASKS)
 def test_codex_asks_claude_while_claude_runs_a_tool(journey: Journey, how: str) -> None:
     """Mail that arrives during a tool call is taken in by the same turn (beside the
@@ -269,6 +272,7 @@ def test_codex_asks_claude_while_claude_runs_a_tool(journey: Journey, how: str) 
     answered_once(j, rid, question)
 
 
+@pytest.mark.claude_states
 @pytest.mark.parametrize("how", ASKS)
 def test_codex_asks_a_stopped_claude_which_answers_when_it_starts(journey: Journey,
                                                                    how: str) -> None:
