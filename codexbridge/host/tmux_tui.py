@@ -295,7 +295,8 @@ class CodexTUI(_TUI):
                 if prompt not in pane.capture():
                     return screen  # answered: the prompt is gone
                 time.sleep(0.05)
-        return screen
+        raise TimeoutError(f"{prompt!r} still on the {self.what} screen after pressing "
+                           f"{key!r} three times:\n{pane.capture()}")
 
 
 class ClaudeTUI(_TUI):
