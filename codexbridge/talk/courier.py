@@ -372,7 +372,7 @@ def _unreachable(store: DeliveryStore, record: Delivery, exc: BridgeError,
                  lost: float) -> Delivery:
     waited = _seconds(SERVER_WAIT_ENV, DEFAULT_SERVER_WAIT)
     stage = ("while Codex was answering" if record.turn_id else
-             "after codex took the message, before its turn started"
+             "after codex took the message, before its turn was seen to start"
              if record.submission_id else "before codex took the message")
     where = record.app_server or "the app-server"
     reason = (f"the app-server ({where}) went away at {_clock(lost)} {stage} and did not "

@@ -25,14 +25,15 @@ async def held(mock: MockResponsesServer, key: str) -> None:
     await asyncio.to_thread(mock.wait_held, key, 60.0)
 
 
-async def courier_noticed(rid: str, env: dict[str, str]) -> None:
-    """The courier has recorded that it lost the app-server (it writes the record)."""
+async def courier_noted(rid: str, env: dict[str, str], field: str) -> None:
+    """The courier has written `field` into the record it carries (`server_lost_at`: it
+    lost the app-server; `turn_id`: it follows the turn)."""
     for _ in range(300):
         got = await arun_cli("talk", "status", rid, "--json", env=env)
-        if json.loads(got.out)["delivery"].get("server_lost_at") is not None:
+        if json.loads(got.out)["delivery"].get(field) is not None:
             return
         await asyncio.sleep(0.1)
-    raise AssertionError(f"the courier never noted the lost server: {got.out}")
+    raise AssertionError(f"the courier never noted {field}: {got.out}")
 
 
 def kill(server: AppServerProcess) -> None:
@@ -74,7 +75,7 @@ async def test_say_and_send_when_the_app_server_dies_mid_turn(
         down = await arun_cli("talk", "status", rid, "--json", env=env)
         assert down.code == 0, down.err
         assert json.loads(down.out)["delivery"]["state"] not in ("delivered", "failed")
-        await courier_noticed(rid, env)
+        await courier_noted(rid, env, "server_lost_at")
         text = await arun_cli("talk", "status", rid, env=env)
         assert text.code == 0 and "the app-server is down" in text.out, text
         table = await arun_cli("talk", "status", env=env)
@@ -116,6 +117,7 @@ async def test_the_server_never_comes_back_the_asker_is_told_what_to_run(
         assert sent.code == 0, sent.err
         rid = json.loads(sent.out)["delivery_id"]
         await held(mock_model, "gone1")
+        await courier_noted(rid, env, "turn_id")  # (else an earlier stage is named)
         kill(server)
         after = await arun_cli("talk", "status", rid, "--json", "--wait", "60", env=env)
         assert after.code == 0, after.err
