@@ -37,6 +37,9 @@
     ├── DeliveryNotFoundError       no delivery record with that id          2  DELIVERY_NOT_FOUND
     ├── HandoffStateError           handoff ledger unreadable or newer       2  HANDOFF_STATE
     ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
+    ├── StateError                  the state home cannot be used           73  STATE_UNUSABLE
+    │   ├── UnsafeStateError        loose, foreign or a symlink: refused    73  STATE_UNSAFE
+    │   └── StateWriteError         read-only, full, or out of quota        73  STATE_UNWRITABLE
     ├── OutputClosedError           whoever read our output went away       74  OUTPUT_CLOSED
     └── InternalError               a bug in codexbridge                    70  INTERNAL_ERROR
         └── SchemaViolation         a message we built breaks schemas/      70  INTERNAL_ERROR
@@ -352,6 +355,37 @@ class UnhealthyError(BridgeError):
 
     exit_code = 1
     exit_meaning = "at least one FAIL row: the bridge cannot work until it is fixed"
+
+
+class StateError(BridgeError):
+    """codexbridge's own state (`CODEX_BRIDGE_HOME`, the inbox dir, the runtime dir)
+    cannot be used. The user's environment, not a bug: the message names the path and
+    the fix, and nothing was half-written (details.path)."""
+
+    exit_code = 73  # EX_CANTCREAT
+    exit_meaning = ("codexbridge's state cannot be written: read-only, full, or refused as "
+                    "unsafe (the message names the path and the fix)")
+    mcp_code = "STATE_UNUSABLE"
+    mcp_meaning = "codexbridge's state directory cannot be used (details.path, details.fix)"
+
+
+class UnsafeStateError(StateError):
+    """A directory or file in the state home is not ours alone: another owner, a mode
+    others may use, or a symlink. Refused, never repaired: codexbridge changes the mode
+    only of what it created itself."""
+
+    mcp_code = "STATE_UNSAFE"
+    mcp_meaning = ("a state path is another user's, open to others, or a symlink; refused "
+                   "and left as it is (details.fix says what to run)")
+
+
+class StateWriteError(StateError):
+    """The state home is read-only (a sandbox, a read-only mount), the disk is full, or
+    the quota is spent. What was being written was not written (or was undone)."""
+
+    mcp_code = "STATE_UNWRITABLE"
+    mcp_meaning = ("the state directory is read-only or full; nothing was stored "
+                   "(details.path, details.errno)")
 
 
 class OutputClosedError(BridgeError):
