@@ -357,10 +357,14 @@ class UnhealthyError(BridgeError):
     exit_meaning = "at least one FAIL row: the bridge cannot work until it is fixed"
 
 
-class StateError(BridgeError):
+class StateError(BridgeError, OSError):
     """codexbridge's own state (`CODEX_BRIDGE_HOME`, the inbox dir, the runtime dir)
     cannot be used. The user's environment, not a bug: the message names the path and
-    the fix, and nothing was half-written (details.path)."""
+    the fix, and nothing was half-written (details.path).
+
+    Also an OSError, which is what it is: every place that already carries on when the
+    state cannot be written (an artifact store that falls back to inline text, the Stop
+    hook's log) carries on the same way, and a command that cannot is told exactly why."""
 
     exit_code = 73  # EX_CANTCREAT
     exit_meaning = ("codexbridge's state cannot be written: read-only, full, or refused as "

@@ -19,6 +19,8 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory,
                     monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own CODEX_BRIDGE_HOME so no test sees a real user's state."""
     home = tmp_path_factory.mktemp("bridge-home")
+    # As codexbridge makes a state home (0700): it refuses a loose one, never chmods it.
+    home.chmod(0o700)
     monkeypatch.setenv("CODEX_BRIDGE_HOME", str(home))
     for var in ("CODEX_BRIDGE_URL", "CODEX_BRIDGE_INBOX_DIR", "CODEX_BRIDGE_TOKEN",
                 "CODEX_BRIDGE_APPROVALS", "CODEX_BRIDGE_APPROVAL_TIMEOUT",

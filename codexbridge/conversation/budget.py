@@ -81,7 +81,7 @@ def _usable(data: JsonObject) -> bool:
 
 class Conversations:
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(root) if root is not None else state_dir() / "conversations"
+        self.root = Path(root) if root is not None else state_dir(create=False) / "conversations"
 
     def path(self, conv: str) -> Path:
         return self.root / f"{valid_id(conv)}.json"

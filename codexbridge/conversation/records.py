@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypedDict
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
-from ..host.private import ensure_private_dir, write_private
+from ..host.private import ensure_private_dir, open_state, write_private
 from ..jsontypes import opt_str
 from ..protocol.enums import WireEnum
 from . import envelope
@@ -189,7 +189,7 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 class DeliveryStore:
     def __init__(self, root: Path | None = None, *, ttl: float | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        self.root = Path(root) if root is not None else state_dir() / "deliveries"
+        self.root = Path(root) if root is not None else state_dir(create=False) / "deliveries"
         self.ttl = ttl if ttl is not None else _ttl_from_env()
         self.clock = clock
 
@@ -234,7 +234,7 @@ class DeliveryStore:
             return
         if not marker.exists():
             ensure_private_dir(self.pending_dir)
-            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
+            os.close(open_state(str(marker), os.O_WRONLY | os.O_CREAT))
 
     def pending(self) -> list[str]:
         """Ids of the deliveries a courier still has to carry or watch (their markers)."""

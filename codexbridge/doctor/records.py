@@ -34,40 +34,57 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class StateFacts:
-    """`problem`: why the home is refused; `loose`: entries others can read."""
+    """`problem`: why the home is refused; `refused`: (what, fix) for each directory or
+    symlink in it that codexbridge refuses to use (and never repairs itself); `loose`:
+    files others can read."""
 
     home: str
     problem: str | None = None
     exists: bool = False
     loose: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()
 
 
-def _loose(home: str) -> list[str]:
+def _walk(home: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """What a write would refuse (a foreign, loose or symlinked directory, a symlink),
+    and the loose files — read with lstat only, a symlink never followed."""
+    from ..host.private import dir_problem
+
+    refused: list[tuple[str, str]] = []
     loose: list[str] = []
+    try:
+        found = dir_problem(home, os.stat(home))  # the home itself may be a chosen link
+    except OSError as exc:
+        return [(f"{home} cannot be read: {exc.strerror}", f"ls -ld {home}")], []
+    if found:
+        refused.append(found)
     for root, dirs, files in os.walk(home):
         for name in [*dirs, *files]:
             path = os.path.join(root, name)
             try:
-                mode = stat.S_IMODE(os.lstat(path).st_mode)
+                st = os.lstat(path)
             except OSError:
                 continue
-            if mode & 0o077 and not os.path.islink(path):
-                loose.append(f"{path} ({oct(mode)})")
-        if len(loose) > 20:
+            if name in dirs or stat.S_ISLNK(st.st_mode):
+                found = dir_problem(path, st)
+                if found:
+                    refused.append(found)
+            elif st.st_mode & 0o077:
+                loose.append(f"{path} ({oct(stat.S_IMODE(st.st_mode))})")
+        if len(loose) + len(refused) > 20:
             break
-    if stat.S_IMODE(os.stat(home).st_mode) & 0o077:
-        loose.insert(0, f"{home} ({oct(stat.S_IMODE(os.stat(home).st_mode))})")
-    return loose
+    return refused, loose
 
 
 def state() -> StateFacts:
+    """Read only: nothing is made, chmodded or followed."""
     from ..host.private import HOME_ENV, state_home, unsafe_state_dir
 
     home = state_home()
     problem = unsafe_state_dir(home, HOME_ENV)
     exists = os.path.isdir(home)
-    loose = _loose(home) if exists and not problem else []
-    return StateFacts(home, problem, exists, tuple(loose))
+    refused, loose = _walk(home) if exists and not problem else ([], [])
+    return StateFacts(home, problem, exists, tuple(loose), tuple(refused))
 
 
 def state_rows(s: StateFacts) -> list[Check]:
@@ -79,6 +96,12 @@ def state_rows(s: StateFacts) -> list[Check]:
     if not s.exists:
         return [Check("state", OK, f"{home} does not exist yet (created 0700 on first use)",
                       None, {"home": home})]
+    if s.refused:
+        what = "; ".join(problem for problem, _ in s.refused[:3])
+        more = " …" if len(s.refused) > 3 else ""
+        return [Check("state", FAIL, f"codexbridge refuses to write there: {what}{more}",
+                      "; ".join(fix for _, fix in s.refused[:3]),
+                      {"home": home, "refused": [p for p, _ in s.refused]})]
     loose = s.loose
     if loose:
         return [Check("state", WARN, f"{len(loose)} entries under {home} are readable by "

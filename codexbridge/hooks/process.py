@@ -21,7 +21,7 @@ import time
 from ..conversation.handling import path as handling_path
 from ..conversation.handling import transcript_end
 from ..host.jsonfile import loads_json
-from ..host.private import write_private
+from ..host.private import open_state, write_private
 from ..host.text import writable
 from ..inbox.clock import iso_utc
 from ..inbox.location import (
@@ -137,7 +137,7 @@ def log(message: str, with_traceback: bool = False) -> None:
             import traceback
 
             text += traceback.format_exc()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_state(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, text.encode("utf-8", errors="replace"))
         finally:

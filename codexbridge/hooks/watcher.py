@@ -34,6 +34,7 @@ from enum import Enum
 
 from ..conversation.handling import transcript_end
 from ..host.locking import lock
+from ..host.private import open_state
 from ..host.procs import pid_alive
 from ..inbox.listeners import record_listener
 from ..inbox.location import ensure_private_dir, has_pending, rejected_path, watcher_path
@@ -66,7 +67,7 @@ class Claim:
     """This process's claim on NAME.watcher."""
 
     def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.fd = open_state(path, os.O_RDWR | os.O_CREAT)
         self.pid = os.getpid()
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, f"{self.pid}\n".encode(), 0)

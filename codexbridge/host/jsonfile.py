@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 TYPE_CHECKING = False  # (no `typing` at run time: the Stop hook imports this module)
 if TYPE_CHECKING:
@@ -20,11 +21,16 @@ def loads_json(text: str | bytes) -> JsonValue:
     return value
 
 
+def _nofollow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
 def read_object(path: str) -> JsonObject | None:
     """The JSON object in `path`; None when it is missing, unreadable, not JSON, or not
     an object — the callers treat all of those as "not there (yet)"."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        # never through a symlink: state files are ours, written by rename
+        with open(path, encoding="utf-8", opener=_nofollow) as fh:
             data = loads_json(fh.read())
     except (OSError, ValueError):
         return None

@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .private import open_state
+
 
 def lock(fd: int, *, blocking: bool = True) -> bool:
     """Take an exclusive lock on `fd`. Non-blocking: False when someone else holds it."""
@@ -59,7 +61,7 @@ class FileLock:
         self._fd = -1
 
     def __enter__(self) -> FileLock:
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd = open_state(self.path, os.O_RDWR | os.O_CREAT)
         try:
             if self.timeout is None:
                 lock(self._fd)
@@ -85,7 +87,7 @@ class FileLock:
 @contextmanager
 def try_lock(path: str) -> Iterator[bool]:
     """`with try_lock(p) as mine:` — mine is False when another holder has it (now)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_state(path, os.O_RDWR | os.O_CREAT)
     try:
         mine = lock(fd, blocking=False)
         try:

@@ -2,15 +2,19 @@
 
 The state home holds bridge.json (which names a socket that drives an agent able to run
 commands), mailboxes and logs, so it is the user's alone: directories 0700, files 0600,
-written by temp file + rename so a reader never sees half a file. Every writer in
-codexbridge goes through these two functions.
+written by temp file + rename so a reader never sees half a file (a rename replaces a
+symlink, it never writes through one). Every writer in codexbridge goes through these
+functions. Nothing here changes the mode of what codexbridge did not create: a loose,
+foreign or symlinked directory is refused with the exact fix (UnsafeStateError).
 
 Standard library `os` only: the Stop hook imports this on every Claude stop.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 HOME_ENV = "CODEX_BRIDGE_HOME"
 
@@ -42,31 +46,201 @@ def unsafe_state_dir(path: str, what: str = HOME_ENV) -> str | None:
     return None
 
 
-def ensure_private_dir(path: str | os.PathLike[str]) -> None:
-    """Create `path` (and the parents it needs) 0700; tighten it if it exists loosely.
+# Every open of a file in the state home adds these: a symlink there is refused (ELOOP),
+# never followed; and no descriptor leaks into the agents we start.
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
-    Every directory this creates is made 0700, not only the last: `makedirs` gives the
-    parents the umask's mode (measured: a fresh CODEX_BRIDGE_HOME came out 0755 when
-    only its `inbox/` was asked for)."""
-    target = os.path.abspath(os.fspath(path))
+
+def _roots() -> list[str]:
+    """The directories codexbridge keeps its state in, each checked as a whole: the
+    state home and, when set, a separate inbox dir."""
+    roots = [state_home()]
+    inbox = os.environ.get("CODEX_BRIDGE_INBOX_DIR")
+    if inbox:
+        roots.append(inbox)
+    return [os.path.abspath(os.path.expanduser(r)) for r in roots]
+
+
+def _owner(uid: int) -> str:
     try:
-        st = os.stat(target)
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def dir_problem(path: str, st: os.stat_result) -> tuple[str, str] | None:
+    """(what is wrong, the exact fix) when directory `path` (its `lstat`) is not ours
+    alone; None when it is. Pure: nothing is changed, here or by the caller — a mode
+    codexbridge did not set is never "repaired", it is refused."""
+    shown = path
+    if stat.S_ISLNK(st.st_mode):
+        return (f"{shown} is a symlink, and codexbridge never follows a symlink inside its "
+                "state home", f"move it away (mv {shown} {shown}.moved); codexbridge makes "
+                "its own directory there")
+    if not stat.S_ISDIR(st.st_mode):
+        return (f"{shown} is not a directory", f"move it away (mv {shown} {shown}.moved)")
+    if st.st_uid != os.geteuid():
+        return (f"{shown} belongs to {_owner(st.st_uid)}, not to you ({_owner(os.geteuid())})",
+                f"use a state home of your own: unset {HOME_ENV} (default ~/.codex-bridge) "
+                "or point it at a directory you own")
+    mode = st.st_mode & 0o777
+    if mode & 0o077:
+        return (f"{shown} is mode {mode:04o}: other users may read or change codexbridge's "
+                "state there", f"chmod 700 {shown}")
+    return None
+
+
+def _refuse(problem: tuple[str, str], path: str) -> None:
+    from ..errors import UnsafeStateError  # lazily: errors imports typing (~3 ms)
+
+    raise UnsafeStateError(f"refusing {path}: {problem[0]}. Fix: {problem[1]}",
+                           details={"path": path, "problem": problem[0], "fix": problem[1]})
+
+
+def _made(path: str) -> None:
+    """A directory we just made: exactly 0700 (mkdir's mode went through the umask). The
+    one mode change codexbridge makes — on what it created itself."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+def _make(path: str) -> bool:
+    """mkdir `path` 0700; False when something is already there (checked by the caller)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise write_failure(exc, path) from None
+    _made(path)
+    return True
+
+
+def _ensure_root(root: str, known: bool) -> None:
+    """The state home (or inbox dir) itself: made with its missing parents, or checked.
+    It may be a symlink the user chose (`~/.codex-bridge -> /data/cb`): its target is
+    what must be ours alone."""
+    if known:
+        problem = unsafe_state_dir(root, HOME_ENV)
+        if problem:
+            _refuse((problem, f"set {HOME_ENV} to a directory of its own, e.g. "
+                              "~/.codex-bridge"), root)
+    try:
+        # A root we do not know (the runtime dir in /tmp) must not be a symlink at all:
+        # another user may have put one there first.
+        st = os.stat(root) if known else os.lstat(root)
     except FileNotFoundError:
         missing = []
-        walk = target
-        while not os.path.exists(walk):
+        walk = root
+        while not os.path.lexists(walk):
             missing.append(walk)
             parent = os.path.dirname(walk)
             if parent == walk:
                 break
             walk = parent
-        os.makedirs(target, mode=0o700, exist_ok=True)
-        for made in missing:
-            os.chmod(made, 0o700)
-        st = os.stat(target)
-    # mkdir's mode is filtered by umask and ignored for an existing directory.
-    if st.st_mode & 0o077:
-        os.chmod(target, 0o700)
+        for path in reversed(missing):
+            # Parents are made 0700 too: makedirs would give them the umask's mode.
+            if not _make(path) and path == root:
+                break
+        st = os.stat(root) if known else os.lstat(root)
+    found = dir_problem(root, st)
+    if found:
+        _refuse(found, root)
+
+
+def ensure_private_dir(path: str | os.PathLike[str]) -> None:
+    """Make `path` a directory of ours alone, or refuse it (UnsafeStateError, exit 73).
+
+    Inside the state home every component is checked with `lstat`: a symlink is never
+    followed, another owner or a mode open to others is refused with the exact fix —
+    never chmodded: codexbridge changes the mode only of what it created itself (and
+    makes each missing directory 0700). A path outside the state home (the runtime dir
+    of our sockets) is its own root, checked the same way."""
+    target = os.path.abspath(os.fspath(path))
+    roots = _roots()
+    root = next((r for r in roots if target == r or target.startswith(r.rstrip(os.sep) + os.sep)),
+                None)
+    _ensure_root(root or target, known=root is not None)
+    if root is None or target == root:
+        return
+    walk = root
+    for part in os.path.relpath(target, root).split(os.sep):
+        walk = os.path.join(walk, part)
+        try:
+            st = os.lstat(walk)
+        except FileNotFoundError:
+            if _make(walk):
+                continue
+            st = os.lstat(walk)
+        problem = dir_problem(walk, st)
+        if problem:
+            _refuse(problem, walk)
+
+
+# What the user's environment does to a write, not a bug of ours: each becomes
+# StateWriteError (exit 73) naming the path and the fix, instead of a traceback.
+_WRITE_FAILURES = {
+    errno.EROFS: "it is on a read-only file system",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is spent",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
+
+
+def write_failure(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """`exc` as StateWriteError when the environment refused the write (read-only, full,
+    denied); otherwise `exc` itself. `raise write_failure(exc, path) from None`."""
+    why = _WRITE_FAILURES.get(exc.errno or 0)
+    if why is None:  # (a StateError has no errno: it passes through as it is)
+        return exc
+    from ..errors import StateWriteError  # lazily: only on this failure path
+
+    target = os.fspath(path)
+    home = state_home()
+    ours = any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in _roots())
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = f"free space on the disk that holds {os.path.dirname(target) or target}"
+    elif ours:
+        fix = (f"make {home} writable, or set {HOME_ENV} to a writable directory of your own. "
+               "Inside Codex's sandbox the state home is read-only: ask Claude with the MCP "
+               "tool claude_message_send instead of running codexbridge in the shell, or add "
+               f"{home} to writable_roots under [sandbox_workspace_write] in "
+               "~/.codex/config.toml")
+    else:
+        fix = f"make {os.path.dirname(target) or target} writable for you"
+    return StateWriteError(f"cannot write {target}: {why}; nothing was stored. Fix: {fix}",
+                           details={"path": target, "errno": errno.errorcode.get(
+                               exc.errno or 0, str(exc.errno)), "fix": fix})
+
+
+def open_state(path: str, flags: int) -> int:
+    """`os.open` of a file in the state home, created 0600, never through a symlink (one
+    there is refused with UnsafeStateError)."""
+    try:
+        return os.open(path, flags | NOFOLLOW, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            _refuse((f"{path} is a symlink, and codexbridge never follows a symlink inside "
+                     "its state home", f"remove it (rm {path})"), path)
+        raise write_failure(exc, path) from None
+
+
+def write_all(fd: int, data: bytes, path: str) -> None:
+    """Write all of `data` to `fd` (a file at `path`); a full disk is StateWriteError."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise write_failure(exc, path) from None
 
 
 def write_private(path: str | os.PathLike[str], data: bytes, *,
@@ -90,23 +264,26 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int,
     directory = os.path.dirname(target) or "."
     tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}."
                                   f"{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise write_failure(exc, target) from None
     try:
         try:
             os.fchmod(fd, mode)  # exactly `mode`, whatever the umask
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data, target)
             if durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:  # noqa: SIM105 - no contextlib: this runs on the Stop hook's lean path
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise write_failure(exc, target) from None
         raise
     if durable:
         sync_dir(directory)
@@ -122,37 +299,34 @@ def sync_dir(directory: str) -> None:
 
 
 def open_private_log(path: str | os.PathLike[str]) -> int:
-    """An O_APPEND descriptor on log file `path`, created 0600 (and tightened if an older
-    codexbridge left it looser: logs hold message text and thread ids). The caller
-    closes it; a child process can be given it as its stdout/stderr."""
+    """An O_APPEND descriptor on log file `path`, created 0600 (logs hold message text
+    and thread ids). The caller closes it; a child process can be given it as its
+    stdout/stderr."""
     target = os.fspath(path)
     ensure_private_dir(os.path.dirname(target) or ".")
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    except OSError:
-        pass
-    return fd
+    return open_state(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
 
 def check_state_dirs() -> None:
-    """Refuse a state home or inbox dir that would lock the user out or mix our files
-    into another agent's state (`host/private.unsafe_state_dir`) — before anything is
-    written there. `doctor` reports the same as a FAIL row instead."""
-    import contextlib
-    import os
-
+    """Refuse, before anything is written, a state home or inbox dir that would lock the
+    user out, mix our files into another agent's state (`unsafe_state_dir`), or is not
+    ours alone (`dir_problem`). Reads only: a home that does not exist yet is made on
+    first write; one that exists loosely is refused with its fix, never chmodded."""
     from ..errors import UsageError
 
-    problem = unsafe_state_dir(state_home(), HOME_ENV)
-    if problem is None and os.environ.get("CODEX_BRIDGE_INBOX_DIR"):
-        problem = unsafe_state_dir(os.environ["CODEX_BRIDGE_INBOX_DIR"],
-                                   "CODEX_BRIDGE_INBOX_DIR")
-    if problem:
-        raise UsageError(f"refusing to use it: {problem}", details={"problem": problem})
-    home = state_home()
-    # repaired on start: the state home is the user's alone (doctor shows the rest)
-    with contextlib.suppress(OSError):
-        if os.stat(home).st_mode & 0o077:
-            os.chmod(home, 0o700)
+    for root, what in ((state_home(), HOME_ENV),
+                       (os.environ.get("CODEX_BRIDGE_INBOX_DIR"), "CODEX_BRIDGE_INBOX_DIR")):
+        if not root:
+            continue
+        problem = unsafe_state_dir(root, what)
+        if problem:
+            raise UsageError(f"refusing to use it: {problem}", details={"problem": problem})
+        try:
+            st = os.stat(root)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            continue  # (unreadable parent) the first write says what is wrong
+        found = dir_problem(root, st)
+        if found:
+            _refuse(found, root)

@@ -12,7 +12,6 @@ Standard library only: the Stop hook and the watcher reach it (through the couri
 from __future__ import annotations
 
 import os
-import stat
 
 from .private import ensure_private_dir
 
@@ -27,16 +26,19 @@ def runtime_dir() -> str:
 
 
 def private_runtime_dir() -> str | None:
-    """`runtime_dir()`, created if missing — None when it is not ours alone."""
+    """`runtime_dir()`, created if missing — None when it is not ours alone (another
+    user could have made it first; it is refused, never chmodded)."""
     directory = runtime_dir()
     try:
-        if not os.path.lexists(directory):
-            ensure_private_dir(directory)
-        st = os.lstat(directory)
+        ensure_private_dir(directory)
     except OSError:
         return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
+    except Exception as exc:  # errors is imported only on this path (the Stop hook's)
+        from ..errors import UnsafeStateError
+
+        if isinstance(exc, UnsafeStateError):
+            return None
+        raise
     return directory
 
 

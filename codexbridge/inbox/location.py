@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 
 from ..host.locking import lock, unlock
-from ..host.private import ensure_private_dir, state_home
+from ..host.private import ensure_private_dir, open_state, state_home
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def has_pending(inbox: str, name: str) -> bool:
         pass
     for path in taken_files(inbox, name):
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = open_state(path, os.O_RDONLY)
         except FileNotFoundError:
             continue
         try:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock, lock
+from ..host.private import open_state
 from .lines import Mail, Rejected, parse_file, split_lines
 from .location import (
     MAIL_SUFFIX,
@@ -45,7 +46,7 @@ class Peek(NamedTuple):
 
 def _owner_alive(path: str) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_state(path, os.O_RDONLY)
     except FileNotFoundError:
         return True  # gone: someone committed it
     try:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
 from ..host.locking import FileLock, lock
-from ..host.private import write_private
+from ..host.private import open_state, write_all, write_private
 from .clock import iso_utc
 from .lines import Mail, Rejected, encode_line, parse_file
 from .location import (
@@ -59,18 +59,11 @@ def _passing(_point: str) -> None:
 reached: Callable[[str], None] = _passing
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
 def _append(path: str, data: bytes) -> None:
     """Append a mail line, synced: a push that returned is on disk (an OS crash keeps it)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_state(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
-        _write_all(fd, data)
+        write_all(fd, data, path)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -205,7 +198,7 @@ def delivered_ids(inbox: str, name: str) -> set[str]:
 def _claim_orphan(path: str) -> _Taken | None:
     """Lock a taken file whose owner is gone; None if it is alive or already deleted."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_state(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
@@ -232,7 +225,7 @@ def _take_current(inbox: str, name: str, timeout: float | None = None) -> _Taken
     src = mail_path(inbox, name)
     with FileLock(lock_path(inbox, name), timeout):
         try:
-            fd = os.open(src, os.O_RDONLY)
+            fd = open_state(src, os.O_RDONLY)
         except FileNotFoundError:
             return None
         try:

@@ -208,7 +208,8 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
     if not await asyncio.to_thread(courier_link.ensure, [record.id]):
         store.update(record.id, lambda r: r.warnings.append(
             "no courier could be started to follow the turn (see "
-            f"{state_dir() / 'logs' / 'courier.log'}); the message is in codex's queue, and "
+            f"{state_dir(create=False) / 'logs' / 'courier.log'}); the message is in "
+            "codex's queue, and "
             "the next codexbridge command or Claude stop starts one to route the answer"))
     return receipt._replace(delivery=get(store, record.id))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def test_a_renamed_field_is_a_warn_naming_it(codex_bin: str, tmp_path: Path) -> 
 
 def test_doctor_json_state_and_deep(codex_bin: str, tmp_path: Path) -> None:
     home = Path(os.environ["CODEX_BRIDGE_HOME"])
-    (home / "inbox").mkdir(parents=True, exist_ok=True)
+    (home / "inbox").mkdir(parents=True, exist_ok=True, mode=0o700)
     (home / "inbox" / "web.jsonl").write_text("")
     os.chmod(home / "inbox" / "web.jsonl", 0o644)  # someone loosened it
     env = {"CODEX_BRIDGE_CODEX_BIN": codex_bin}
@@ -97,7 +98,15 @@ def test_doctor_json_state_and_deep(codex_bin: str, tmp_path: Path) -> None:
     assert rows["state"]["fix"] == f"chmod -R go-rwx {home}"
     assert rows["protocol"]["status"] == "OK"
     assert rows["deep"]["status"] == "OK" and rows["deep"]["finding"].startswith("LIVE")
+    # A state home that exists loosely (as `/` does for root): FAIL with the fix, and
+    # doctor leaves it exactly as it was — it reads, it never chmods or creates. (Never
+    # `/` itself: a test touches nothing outside its own temp dirs.)
+    loose = tmp_path / "loose-home"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
     bad = run_cli("doctor", "--json", "--project", str(tmp_path),
-                  env={**env, "CODEX_BRIDGE_HOME": "/"})
+                  env={**env, "CODEX_BRIDGE_HOME": str(loose)})
     assert bad.code == 1
-    assert {r["name"]: r for r in json.loads(bad.out)["checks"]}["state"]["status"] == "FAIL"
+    row = {r["name"]: r for r in json.loads(bad.out)["checks"]}["state"]
+    assert row["status"] == "FAIL" and row["fix"] == f"chmod 700 {loose}"
+    assert stat.S_IMODE(loose.stat().st_mode) == 0o755 and not any(loose.iterdir())

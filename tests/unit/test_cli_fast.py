@@ -53,6 +53,7 @@ def test_what_needs_saying_goes_to_click(tmp_path: Path) -> None:
     bad = probe("setup", "mailbox", "--session", SID, "--nonsense", "x")
     assert bad.stderr.split()[-2:] == ["CLICK", "2"] and "No such option" in bad.stderr
     unsafe = probe("setup", "mailbox", "--session", SID, "--project", str(tmp_path),
-                   env={"CODEX_BRIDGE_HOME": "/"})
+                   env={"HOME": str(tmp_path), "CODEX_BRIDGE_HOME": str(tmp_path)})
     assert unsafe.stderr.split()[-2:] == ["CLICK", "2"]
-    assert "refusing to use it: CODEX_BRIDGE_HOME resolves to /" in unsafe.stderr
+    assert ("refusing to use it: CODEX_BRIDGE_HOME resolves to your home directory"
+            in unsafe.stderr)

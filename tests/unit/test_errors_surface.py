@@ -34,7 +34,7 @@ DAMAGED = [
 
 def _write_chain(text: str) -> str:
     path = chain_path(inbox_dir(), "box")
-    os.makedirs(inbox_dir(), exist_ok=True)
+    os.makedirs(inbox_dir(), mode=0o700, exist_ok=True)
     Path(path).write_text(text)
     return path
 

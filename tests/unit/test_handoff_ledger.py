@@ -58,7 +58,7 @@ def test_locked_writes_atomically_0600_and_reads_back() -> None:
 def test_a_newer_or_damaged_ledger_is_refused_and_left_alone() -> None:
     key = project_key(PROJECT)
     path = Path(state_path(key))
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, mode=0o700)
     path.write_text(json.dumps({"version": ledger.VERSION + 1, "knownBy": {"x": {}}}))
     with pytest.raises(HandoffStateError, match="newer than this codexbridge"):
         ledger.load(key, PROJECT)

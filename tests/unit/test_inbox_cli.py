@@ -129,7 +129,7 @@ def test_drain_json_then_empty() -> None:
 
 
 def test_peek_reports_rejected_and_unreadable() -> None:
-    os.makedirs(inbox_dir(), exist_ok=True)
+    os.makedirs(inbox_dir(), mode=0o700, exist_ok=True)
     with open(os.path.join(inbox_dir(), "web.jsonl"), "wb") as fh:
         fh.write(b'{"text":"ok"}\nnope\n')
     _, out, _ = run("inbox", "peek", "--as", "web")
@@ -173,7 +173,7 @@ def test_hook_via_click_group_still_exits_0() -> None:
 
 
 def test_list_reads_claude_codex_bridge_session_files() -> None:
-    os.makedirs(inbox_dir(), exist_ok=True)
+    os.makedirs(inbox_dir(), mode=0o700, exist_ok=True)
     with open(os.path.join(inbox_dir(), "bridge.session.json"), "w") as fh:
         json.dump({"name": "bridge", "cwd": "/w", "lastSeen": "2026-05-01T09:30:12.345Z"}, fh)
     _, out, _ = run("inbox", "list", "--json")
@@ -192,13 +192,18 @@ def test_a_push_over_the_hard_cap_is_refused_and_nothing_is_stored(
     assert run("inbox", "peek", "--as", "web", "--json")[1].count('"id"') == 0
 
 
-@pytest.mark.parametrize("where", ["/", "~", "~/.claude/state"])
+@pytest.mark.parametrize("where", ["~", "~/.claude/state", "~/.codex"])
 def test_an_unsafe_state_home_is_refused_before_anything_is_written(
-        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    # HOME is the test's own: the product is never pointed at a directory outside the
+    # test's temp dirs (`/` is judged by the pure function: test_conversation.py).
+    monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("CODEX_BRIDGE_HOME", os.path.expanduser(where))
+    before, mode = sorted(p.name for p in tmp_path.iterdir()), tmp_path.stat().st_mode
     code, _out, err = run("inbox", "list")
     assert code == 2 and "refusing to use it: CODEX_BRIDGE_HOME" in err
-    assert not os.path.exists(os.path.expanduser("~/.claude/state"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert tmp_path.stat().st_mode == mode
 
 
 def test_no_name_means_the_session_listening_in_this_project(

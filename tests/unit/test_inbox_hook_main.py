@@ -128,7 +128,7 @@ def test_stale_chains_are_pruned() -> None:
     from codexbridge.hooks import process as chain
 
     path = chain_path(inbox_dir(), "box")
-    os.makedirs(inbox_dir(), exist_ok=True)
+    os.makedirs(inbox_dir(), mode=0o700, exist_ok=True)
     with open(path, "w") as fh:
         json.dump({"sessions": {"old": {"blocks": 1, "at": "2000-01-01T00:00:00.000Z"}}}, fh)
     chain.save_chain(inbox_dir(), "box", "new", 1, None)
@@ -146,7 +146,7 @@ def test_claude_cap_is_respected_even_if_max_chain_is_higher() -> None:
 
 
 def test_rejected_lines_are_reported_once() -> None:
-    os.makedirs(inbox_dir(), exist_ok=True)
+    os.makedirs(inbox_dir(), mode=0o700, exist_ok=True)
     with open(os.path.join(inbox_dir(), "box.jsonl"), "wb") as fh:
         fh.write(b"this is not json\n")
     out = json.loads(hook("box", STOP).stdout)

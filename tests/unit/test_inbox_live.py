@@ -185,7 +185,7 @@ class FakeSession:
 def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv(live.CONFIRM_ENV, "0.5")
     inbox = Path(inbox_dir())
-    inbox.mkdir(parents=True, exist_ok=True)
+    inbox.mkdir(parents=True, exist_ok=True, mode=0o700)
     (tmp_path / "cfg" / "sessions").mkdir(parents=True)
     (tmp_path / "cfg" / "sessions" / f"{PID}.json").write_text(json.dumps(registry(tmp_path)))
     Path(session_path(str(inbox), "box")).write_text(json.dumps(listener(tmp_path)))

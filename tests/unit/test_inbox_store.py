@@ -104,7 +104,7 @@ def test_live_takers_batch_is_left_alone(inbox: str) -> None:
 
 
 def test_orphan_named_for_a_dead_pid_is_recovered(inbox: str) -> None:
-    os.makedirs(inbox)
+    os.makedirs(inbox, mode=0o700)
     orphan = os.path.join(inbox, "box.jsonl.taken-999999-1")
     with open(orphan, "wb") as fh:
         fh.write(INTEROP_LINE.replace(b'"to":"bridge"', b'"to":"box"'))
@@ -159,7 +159,7 @@ def test_duplicate_ids_within_a_batch_are_delivered_once(inbox: str) -> None:
 
 
 def test_mail_without_id_is_never_dropped_as_duplicate(inbox: str) -> None:
-    os.makedirs(inbox)
+    os.makedirs(inbox, mode=0o700)
     with open(mail_path(inbox, "box"), "wb") as fh:
         fh.write(b'{"text":"ok"}\n{"text":"ok"}\n')
     assert [m.text for m in take_all(inbox).mails] == ["ok", "ok"]
