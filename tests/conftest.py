@@ -11,13 +11,17 @@ pytest_plugins = [
     "tests.support.codex_fixtures",
     "tests.support.claude_fixtures",
     "tests.support.schema_guard",
+    "tests.support.machine_guard",
 ]
 
 
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path_factory: pytest.TempPathFactory,
                     monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own CODEX_BRIDGE_HOME so no test sees a real user's state."""
+    """Every test gets its own HOME and CODEX_BRIDGE_HOME: no test sees a real user's
+    state, and a default path a test forgot to set lands in the test's own temp dir, not
+    in the home of whoever runs the suite (CI runs as root)."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     home = tmp_path_factory.mktemp("bridge-home")
     # As codexbridge makes a state home (0700): it refuses a loose one, never chmods it.
     home.chmod(0o700)

@@ -208,12 +208,14 @@ def write_failure(exc: OSError, path: str | os.PathLike[str]) -> OSError:
     ours = any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in _roots())
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = f"free space on the disk that holds {os.path.dirname(target) or target}"
-    elif ours:
-        fix = (f"make {home} writable, or set {HOME_ENV} to a writable directory of your own. "
-               "Inside Codex's sandbox the state home is read-only: ask Claude with the MCP "
-               "tool claude_message_send instead of running codexbridge in the shell, or add "
-               f"{home} to writable_roots under [sandbox_workspace_write] in "
+    elif ours and os.environ.get("CODEX_THREAD_ID"):
+        # A command Codex runs is sandboxed: its writes outside the workspace fail.
+        fix = ("Codex's sandbox does not let a command write outside the workspace: use the "
+               "MCP tool claude_message_send, run the command with escalated permissions, or "
+               f"add {home} to writable_roots under [sandbox_workspace_write] in "
                "~/.codex/config.toml")
+    elif ours:
+        fix = f"make {home} writable, or set {HOME_ENV} to a writable directory of your own"
     else:
         fix = f"make {os.path.dirname(target) or target} writable for you"
     return StateWriteError(f"cannot write {target}: {why}; nothing was stored. Fix: {fix}",
@@ -330,3 +332,15 @@ def check_state_dirs() -> None:
         found = dir_problem(root, st)
         if found:
             _refuse(found, root)
+        # Its rooms too (inbox, deliveries, conversations, logs…): a command refused at
+        # its first write there would have written elsewhere already (a hop spent).
+        try:
+            with os.scandir(root) as entries:
+                rooms = [(e.path, e.stat(follow_symlinks=False)) for e in entries
+                         if e.is_dir(follow_symlinks=False) or e.is_symlink()]
+        except OSError:
+            continue
+        for path, entry in rooms:
+            found = dir_problem(path, entry)
+            if found:
+                _refuse(found, path)

@@ -11,7 +11,6 @@ with no listener anywhere the mail is stored, with a warning saying how to hook 
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from ..errors import (
     MailboxReadError,
     MailboxWriteError,
     NoMailboxError,
+    StateError,
     UsageError,
 )
 from . import peek as reading
@@ -51,18 +51,15 @@ FROM_ENV = "CODEX_BRIDGE_FROM"
 
 @contextmanager
 def mailbox_io(action: str, error: type[MailboxError] = MailboxWriteError) -> Iterator[None]:
-    """Turn an OSError into `error` naming what could not be done, and where."""
+    """Turn an OSError into `error` naming what could not be done, and where. A state
+    home that cannot be used (read-only, full, refused: StateError) says so itself."""
     try:
         yield
+    except StateError:
+        raise
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        hint = ""
-        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and os.environ.get(
-                "CODEX_THREAD_ID"):
-            # A Codex command runs sandboxed: the mailbox is outside its workspace.
-            hint = ("; Codex's sandbox does not let a command write outside the workspace: "
-                    "run it with escalated permissions, or use the claude_message_send tool")
-        raise error(f"cannot {action}: {exc.strerror or exc}{where}{hint}",
+        raise error(f"cannot {action}: {exc.strerror or exc}{where}",
                     details={"errno": exc.errno}) from exc
 
 

@@ -128,7 +128,7 @@ def test_cli_status_on_a_fresh_and_a_damaged_ledger(project: str) -> None:
     assert res.code == 0 and "no handoff yet" in res.out
     data = json.loads(run_cli("handoff", "status", "--project", project, "--json").out)
     assert data["ok"] and data["targets"] == [] and data["stateFile"].endswith(".json")
-    Path(data["stateFile"]).parent.mkdir(parents=True, exist_ok=True)
+    Path(data["stateFile"]).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     Path(data["stateFile"]).write_text('{"version": 99}')
     res = run_cli("handoff", "status", "--project", project, "--json")
     assert res.code == 2 and json.loads(res.out)["error"]["code"] == "HANDOFF_STATE"
