@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..conversation.records import Delivery, DeliveryStore
+from ..conversation.records import Damaged, Delivery, DeliveryStore
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -171,10 +171,12 @@ def status(delivery_id: str | None, wait: float, limit: int, as_json: bool) -> i
     store = DeliveryStore()
     if delivery_id is None:
         records = store.recent(limit)
+        damaged = store.damaged()
         if as_json:
-            emit_json({"ok": True, "deliveries": [r.as_dict() for r in records]})
+            emit_json({"ok": True, "deliveries": [r.as_dict() for r in records],
+                       "damaged": [{**d._asdict(), "fix": d.fix} for d in damaged]})
         else:
-            _print_table(records)
+            _print_table(records, damaged)
         return 0
     record = check(store, delivery_id)
     end = time.monotonic() + wait
@@ -193,9 +195,12 @@ def _age(ts: float) -> str:
     return f"{secs}s" if secs < 120 else f"{secs // 60}m" if secs < 7200 else f"{secs // 3600}h"
 
 
-def _print_table(records: list[Delivery]) -> None:
+def _print_table(records: list[Delivery], damaged: list[Damaged]) -> None:
+    for d in damaged:
+        click.echo(f"damaged record {d.path}: {d.reason} — not shown below; {d.fix}",
+                   err=True)
     if not records:
-        click.echo("no deliveries yet")
+        click.echo("no readable deliveries" if damaged else "no deliveries yet")
         return
     for r in records:
         target = (r.thread_id or "-") if r.direction.value == "to-codex" \

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
-from ..host.jsonfile import loads_json
+from ..host.jsonfile import loads_json, nofollow
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, open_state, write_private
@@ -186,6 +186,24 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+class Damaged(NamedTuple):
+    """A record file that is there but cannot be used, and why."""
+
+    id: str
+    path: str
+    reason: str
+
+    @property
+    def fix(self) -> str:
+        return f"move it aside (mv {self.path} {self.path}.damaged) or delete it"
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 class DeliveryStore:
     def __init__(self, root: Path | None = None, *, ttl: float | None = None,
                  clock: Callable[[], float] = time.time) -> None:
@@ -258,18 +276,29 @@ class DeliveryStore:
         return out
 
     def get(self, delivery_id: str) -> Delivery | None:
+        found = self.read(delivery_id)
+        return found if isinstance(found, Delivery) else None
+
+    def read(self, delivery_id: str) -> Delivery | Damaged | None:
+        """The record; Damaged (with why) when its file is there but cannot be used;
+        None when there is none."""
+        path = self.path(delivery_id)
         try:
-            with open(self.path(delivery_id), encoding="utf-8") as fh:
+            with open(path, encoding="utf-8", opener=nofollow) as fh:
                 data = loads_json(fh.read())
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return None
+        except (OSError, ValueError) as exc:
+            return Damaged(delivery_id, str(path), _why(exc))
         try:
             record = Delivery.from_dict(data)
-        except (KeyError, TypeError, ValueError):
-            return None
+        except (KeyError, TypeError, ValueError) as exc:
+            return Damaged(delivery_id, str(path), f"not a delivery record ({_why(exc)})")
         # A record under another id's name (a copied file) would be listed twice and
         # saved under its own name by update(): it is not this id's record.
-        return record if record.id == delivery_id else None
+        if record.id != delivery_id:
+            return Damaged(delivery_id, str(path), f"it holds record {record.id}")
+        return record
 
     def update(self, delivery_id: str, change: Callable[[Delivery], None]) -> Delivery | None:
         """Read, `change(record)`, write — under the record's lock. None if it is gone
@@ -288,18 +317,23 @@ class DeliveryStore:
 
     def recent(self, limit: int = 20) -> list[Delivery]:
         """The newest records first."""
-        records = [r for r in self._all() if r is not None]
+        records = [r for r in self._all() if isinstance(r, Delivery)]
         records.sort(key=lambda r: r.created_at, reverse=True)
         return records[:limit]
 
-    def _all(self) -> Iterator[Delivery | None]:
+    def damaged(self) -> list[Damaged]:
+        """Record files that cannot be read: shown by `talk status` and doctor, never
+        skipped in silence (a damaged record once read as "no deliveries yet")."""
+        return [r for r in self._all() if isinstance(r, Damaged)]
+
+    def _all(self) -> Iterator[Delivery | Damaged | None]:
         try:
             names = os.listdir(self.root)
         except FileNotFoundError:
             return
         for name in names:
             if name.endswith(".json") and not name.startswith("."):
-                yield self.get(name[: -len(".json")])
+                yield self.read(name[: -len(".json")])
 
     def sweep(self) -> int:
         """Delete records older than the TTL; returns how many went."""
@@ -348,6 +382,7 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       reply_to_how="the answering session" if reply_to else None,
                       app_server=app_server, notice=notice)
     record.move(DeliveryState.QUEUED)
-    store.save(record)
+    # the text before the record: a record is a delivery a courier must be able to carry
     write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)
+    store.save(record)
     return record

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..conversation.records import Delivery, Direction
+from ..conversation.records import Damaged, Delivery, Direction
 from ..jsontypes import objs
 from .report import FAIL, INFO, OK, WARN, Check, Status
 
@@ -43,19 +43,24 @@ class StateFacts:
     exists: bool = False
     loose: tuple[str, ...] = ()
     refused: tuple[tuple[str, str], ...] = ()
+    damaged: tuple[str, ...] = ()  # JSON state files that do not read as an object
 
 
-def _walk(home: str) -> tuple[list[tuple[str, str]], list[str]]:
+def _walk(home: str) -> tuple[list[tuple[str, str]], list[str], list[str]]:
     """What a write would refuse (a foreign, loose or symlinked directory, a symlink),
-    and the loose files — read with lstat only, a symlink never followed."""
+    the loose files, and the JSON state files that cannot be read (a hop budget, a
+    listener, a ledger: each is otherwise taken for "not there") — read with lstat
+    only, a symlink never followed."""
+    from ..host.jsonfile import read_object
     from ..host.private import dir_problem
 
     refused: list[tuple[str, str]] = []
     loose: list[str] = []
+    damaged: list[str] = []
     try:
         found = dir_problem(home, os.stat(home))  # the home itself may be a chosen link
     except OSError as exc:
-        return [(f"{home} cannot be read: {exc.strerror}", f"ls -ld {home}")], []
+        return [(f"{home} cannot be read: {exc.strerror}", f"ls -ld {home}")], [], []
     if found:
         refused.append(found)
     for root, dirs, files in os.walk(home):
@@ -69,11 +74,15 @@ def _walk(home: str) -> tuple[list[tuple[str, str]], list[str]]:
                 found = dir_problem(path, st)
                 if found:
                     refused.append(found)
-            elif st.st_mode & 0o077:
+                continue
+            if st.st_mode & 0o077:
                 loose.append(f"{path} ({oct(stat.S_IMODE(st.st_mode))})")
+            if name.endswith(".json") and not name.startswith(".") \
+                    and read_object(path) is None and len(damaged) < 20:
+                damaged.append(path)
         if len(loose) + len(refused) > 20:
             break
-    return refused, loose
+    return refused, loose, damaged
 
 
 def state() -> StateFacts:
@@ -83,8 +92,8 @@ def state() -> StateFacts:
     home = state_home()
     problem = unsafe_state_dir(home, HOME_ENV)
     exists = os.path.isdir(home)
-    refused, loose = _walk(home) if exists and not problem else ([], [])
-    return StateFacts(home, problem, exists, tuple(loose), tuple(refused))
+    refused, loose, damaged = _walk(home) if exists and not problem else ([], [], [])
+    return StateFacts(home, problem, exists, tuple(loose), tuple(refused), tuple(damaged))
 
 
 def state_rows(s: StateFacts) -> list[Check]:
@@ -102,12 +111,20 @@ def state_rows(s: StateFacts) -> list[Check]:
         return [Check("state", FAIL, f"codexbridge refuses to write there: {what}{more}",
                       "; ".join(fix for _, fix in s.refused[:3]),
                       {"home": home, "refused": [p for p, _ in s.refused]})]
+    rows = []
+    if s.damaged:
+        rows.append(Check("state", WARN, f"{len(s.damaged)} state file(s) under {home} cannot "
+                          f"be read and are taken for missing: {', '.join(s.damaged[:3])}"
+                          + (" …" if len(s.damaged) > 3 else ""),
+                          "move each aside (mv FILE FILE.damaged) or delete it",
+                          {"home": home, "damaged": list(s.damaged)}))
     loose = s.loose
     if loose:
-        return [Check("state", WARN, f"{len(loose)} entries under {home} are readable by "
+        return [*rows, Check("state", WARN, f"{len(loose)} entries under {home} are readable by "
                       f"others: {', '.join(loose[:3])}" + (" …" if len(loose) > 3 else ""),
                       f"chmod -R go-rwx {home}", {"home": home, "loose": list(loose)})]
-    return [Check("state", OK, f"{home}: private (0700 / 0600)", None, {"home": home})]
+    return rows or [Check("state", OK, f"{home}: private (0700 / 0600)", None,
+                          {"home": home})]
 
 
 # --- deliveries ---------------------------------------------------------------------------
@@ -137,6 +154,7 @@ class DeliveryFacts:
     # requests to Claude still `queued` whose mail is no longer in their mailbox: taken
     # in, yet no session was noted as handling them, so no answer goes back by itself
     unheard: tuple[Delivery, ...] = ()
+    damaged: tuple[Damaged, ...] = ()  # record files that cannot be read
 
 
 def _waiting(names: set[str]) -> dict[str, set[str]]:
@@ -170,7 +188,8 @@ def deliveries() -> DeliveryFacts:
         time.time(), courier_link.running(), tuple(store.unfinished()),
         tuple(Failed(r, bool(r.reply_mail_id and r.reply_mail_id in waiting.get(
             r.reply_to or "", set()))) for r in recent if r.state in bad),
-        tuple(r for r in asks if r.id not in waiting.get(str(r.mailbox), set())))
+        tuple(r for r in asks if r.id not in waiting.get(str(r.mailbox), set())),
+        tuple(store.damaged()))
 
 
 def _age(now: float, at: float) -> str:
@@ -219,6 +238,11 @@ def delivery_rows(f: DeliveryFacts) -> list[Check]:
     stuck = [r for r in f.unfinished if not f.courier and now - r.updated_at > STUCK_AFTER]
     unseen = [x.record for x in f.failed if _unseen(f, x)]
     rows = _claude_rows(f)
+    if f.damaged:
+        shown = "; ".join(f"{d.path} ({d.reason})" for d in f.damaged[:3])
+        rows.append(Check("deliveries", WARN, f"{len(f.damaged)} delivery record(s) cannot be "
+                          f"read, so what they carried is not shown anywhere: {shown}",
+                          f.damaged[0].fix, {"damaged": [d.path for d in f.damaged]}))
     if stuck:
         ids = ", ".join(f"{r.id} ({r.state.value}, {_age(now, r.updated_at)})"
                         for r in stuck[:5])

@@ -21,7 +21,8 @@ def loads_json(text: str | bytes) -> JsonValue:
     return value
 
 
-def _nofollow(path: str, flags: int) -> int:
+def nofollow(path: str, flags: int) -> int:
+    """`open(…, opener=nofollow)`: a symlink is refused (ELOOP), never followed."""
     return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
 
 
@@ -30,7 +31,7 @@ def read_object(path: str) -> JsonObject | None:
     an object — the callers treat all of those as "not there (yet)"."""
     try:
         # never through a symlink: state files are ours, written by rename
-        with open(path, encoding="utf-8", opener=_nofollow) as fh:
+        with open(path, encoding="utf-8", opener=nofollow) as fh:
             data = loads_json(fh.read())
     except (OSError, ValueError):
         return None

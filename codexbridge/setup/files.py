@@ -8,6 +8,7 @@ keeping the old file's mode.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import time
@@ -108,6 +109,30 @@ def apply(change: FileChange) -> None:
     else:
         write(change.path, change.after)
     change.written = True
+
+
+def undo(done: list[tuple[FileChange, list[str]]]) -> list[str]:
+    """Put back what `apply` wrote, newest first: the old text (or no file), the
+    directories made for it, the backup taken. The files that could not be put back."""
+    left: list[str] = []
+    for change, dirs in reversed(done):
+        if not change.written:
+            continue
+        try:
+            if change.before is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(change.path)
+                remove_empty_dirs(dirs)
+            else:
+                write(change.path, change.before)
+            if change.backup:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(change.backup)
+                change.backup = None
+            change.written = False
+        except OSError:
+            left.append(change.path)
+    return left
 
 
 def remove_empty_dirs(dirs: list[str]) -> None:

@@ -154,34 +154,65 @@ Records = dict[str, tuple[str, "JsonObject | None"]]
 
 def commit(report: Report, records: Records, key: str) -> None:
     """Write every change and update the record under the scope `key` (nothing at all
-    for a dry run)."""
+    for a dry run). All or nothing: when a write fails (a read-only HOME, a full disk,
+    the state home unwritable for the record), what was already written is put back as
+    it was and the error says so — setup never leaves settings half-changed."""
     if report.dry_run:
         return
     book = load(ledger_path())
-    for change in report.changes:
-        dirs = files.missing_dirs(change.path) if change.after is not None else []
-        files.apply(change)
-        kind, scope_record = records.get(change.path, ("json", None))
-        rec = book.files.get(change.path)
-        if scope_record is not None:
-            if rec is None:
-                if not change.changed:
-                    continue  # all there already, none of it ours: nothing to record
-                rec = FileRecord(kind, change.before is not None, change.backup, "", dirs)
-                book.files[change.path] = rec
-            rec.scopes[key] = scope_record
-            if change.changed:
-                # Only what we wrote: a file edited since must not pass for untouched.
-                rec.written = digest(change.after or "")
-        elif rec is not None:
-            rec.scopes.pop(key, None)
-            if change.after is None:
-                files.remove_empty_dirs(rec.created_dirs)
-            if not rec.scopes:
-                del book.files[change.path]
-            elif change.changed:
-                rec.written = digest(change.after or "")
-    save(ledger_path(), book)
+    done: list[tuple[FileChange, list[str]]] = []
+    try:
+        for change in report.changes:
+            dirs = files.missing_dirs(change.path) if change.after is not None else []
+            files.apply(change)
+            done.append((change, dirs))
+            _record(book, change, records, key, dirs)
+        save(ledger_path(), book)
+    except OSError as exc:
+        left = files.undo(done)
+        raise _unfinished(exc, left) from None
+
+
+def _record(book: Ledger, change: FileChange, records: Records, key: str,
+            dirs: list[str]) -> None:
+    kind, scope_record = records.get(change.path, ("json", None))
+    rec = book.files.get(change.path)
+    if scope_record is not None:
+        if rec is None:
+            if not change.changed:
+                return  # all there already, none of it ours: nothing to record
+            rec = FileRecord(kind, change.before is not None, change.backup, "", dirs)
+            book.files[change.path] = rec
+        rec.scopes[key] = scope_record
+        if change.changed:
+            # Only what we wrote: a file edited since must not pass for untouched.
+            rec.written = digest(change.after or "")
+    elif rec is not None:
+        rec.scopes.pop(key, None)
+        if change.after is None:
+            files.remove_empty_dirs(rec.created_dirs)
+        if not rec.scopes:
+            del book.files[change.path]
+        elif change.changed:
+            rec.written = digest(change.after or "")
+
+
+def _unfinished(exc: OSError, left: list[str]) -> OSError:
+    """The failed write as the user's environment (StateWriteError, exit 73), saying
+    that nothing was changed — or exactly what could not be put back."""
+    from ..errors import StateError, StateWriteError
+    from ..host.private import write_failure
+
+    found = write_failure(exc, exc.filename or ledger_path())
+    if isinstance(found, StateError):
+        message, details = found.message, found.details
+    else:
+        where = f" {exc.filename}" if exc.filename else ""
+        message, details = f"cannot write{where}: {exc.strerror or exc}", {
+            "path": exc.filename or ""}
+    done = (f"; could not put back {', '.join(left)} (its backup is beside it)" if left
+            else "; setup changed nothing (every file is as it was)")
+    return StateWriteError(message + done, details=details)
 
 
 def scoped_files(book: Ledger, key: str) -> list[str]:

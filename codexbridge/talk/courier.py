@@ -243,8 +243,17 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
     # An answer read from a turn a courier before us left behind is a recovered one.
     recovered = before is not None and before != os.getpid() and not pid_alive(before)
     store.update(delivery_id, lambda r: setattr(r, "courier_pid", os.getpid()))
-    text = envelope_of(get(store, delivery_id)).wrap(
-        store.text_path(delivery_id).read_text(encoding="utf-8"))
+    try:
+        body = store.text_path(delivery_id).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        # (an older codexbridge wrote the record first: a sender killed between the two
+        # left a record with no text) Nothing was sent; the asker hears it at once.
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        return await asyncio.to_thread(
+            _fail, store, get(store, delivery_id),
+            f"not delivered: the message's text ({store.text_path(delivery_id)}) cannot "
+            f"be read ({why}), so nothing was sent — send it again")
+    text = envelope_of(get(store, delivery_id)).wrap(body)
     while True:
         record = get(store, delivery_id)
         if record.state.final:

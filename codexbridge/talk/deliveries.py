@@ -27,7 +27,14 @@ from typing import NamedTuple
 from ..conversation import courier_link, envelope
 from ..conversation.budget import Conversations, current_conversation
 from ..conversation.limits import max_hops
-from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction, preview
+from ..conversation.records import (
+    Damaged,
+    Delivery,
+    DeliveryState,
+    DeliveryStore,
+    Direction,
+    preview,
+)
 from ..conversation.routing import (
     SESSION_ENV,
     SOCKET_ENV,
@@ -115,10 +122,13 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
     record.move(DeliveryState.QUEUED)
-    store.save(record)
+    # The text first: a record is what makes a delivery exist, and one killed between
+    # the two writes must not leave a record a courier cannot carry (a text with no
+    # record is swept with the rest).
     from ..host.private import write_private
 
     write_private(store.text_path(token), text.encode("utf-8"), durable=True)
+    store.save(record)
     return Receipt(record, thread)
 
 
@@ -233,18 +243,17 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
 
 
 def get(store: DeliveryStore, delivery_id: str) -> Delivery:
-    record = store.get(delivery_id)
+    try:
+        record = store.read(delivery_id)
+    except ValueError:  # not an id at all
+        record = None
+    if isinstance(record, Damaged):
+        # Not "never made": the file is there but damaged (left as it is, for a person).
+        raise DeliveryNotFoundError(
+            f"delivery {delivery_id!r}: its record {record.path} is damaged "
+            f"({record.reason}); it is left as it is — {record.fix}",
+            details={"delivery": delivery_id, "path": record.path, "reason": record.reason})
     if record is None:
-        try:
-            path = store.path(delivery_id)
-        except ValueError:
-            path = None
-        if path is not None and path.exists():
-            # Not "never made": the file is there but damaged (left as it is, for a person).
-            raise DeliveryNotFoundError(
-                f"delivery {delivery_id!r}: its record {path} is damaged (not a delivery "
-                "record this codexbridge can read); it is left as it is",
-                details={"delivery": delivery_id, "path": str(path)})
         raise DeliveryNotFoundError(f"no delivery {delivery_id!r} in {store.root} (never made "
                                     "here, or expired)", details={"delivery": delivery_id})
     return record
