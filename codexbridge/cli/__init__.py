@@ -56,7 +56,17 @@ def _dispatch(args: list[str]) -> None:
             sys.exit(status)
     from .app import cli
 
-    cli.main(args=args, prog_name="codexbridge")
+    try:
+        cli.main(args=args, prog_name="codexbridge")
+    except SystemExit as done:
+        # click's own output (help, usage, version) to a reader that went away exits 1:
+        # it is our documented 74, as for every command's output.
+        if done.code == 1:
+            from .command import reader_gone, stdout_gone
+
+            if stdout_gone():
+                sys.exit(reader_gone())
+        raise
 
 
 # -- the plugin's hot commands, without click -------------------------------------------

@@ -13,6 +13,7 @@ Not imported for `codexbridge --help` (app.py lists the commands without loading
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -23,7 +24,7 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from ..errors import INTERRUPTED_EXIT, BridgeError, UsageError
+from ..errors import INTERRUPTED_EXIT, BridgeError, OutputClosedError, UsageError
 from ..host.private import check_state_dirs
 from ..protocol.approvals import POLICIES
 
@@ -149,13 +150,42 @@ def command(fn: Callable[P, int | None], *, check_state: bool = True) -> Callabl
         except KeyboardInterrupt:
             click.echo("codexbridge: interrupted", err=True)
             status = INTERRUPTED_EXIT
+        except BrokenPipeError:
+            status = reader_gone()
         except Exception as exc:  # a bug: exit 70, the traceback in the log (cli/bug.py)
             from .bug import report_bug
 
             status = report_bug(exc, as_json=bool(kwargs.get("as_json")), where=_where())
+        try:
+            sys.stdout.flush()  # (what is still buffered: `… | head` may have gone)
+        except BrokenPipeError:
+            status = reader_gone()
         sys.exit(status if isinstance(status, int) else 0)
 
     return wrapper
+
+
+def reader_gone() -> int:
+    """Whoever read our stdout went away (`codexbridge … | head`): not a bug, exit 74 as
+    documented. stdout is pointed at /dev/null so the interpreter's last flush cannot
+    fail again (it would make the exit status 120)."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return OutputClosedError.exit_code
+
+
+def stdout_gone() -> bool:
+    """Nobody reads our stdout any more (a pipe whose reader closed it)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _where() -> str:

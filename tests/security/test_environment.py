@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -139,3 +141,23 @@ async def test_a_record_whose_text_never_came_fails_and_tells_its_asker(
     done = await asyncio.wait_for(carry(store, record.id), 30)
     assert done.state is DeliveryState.FAILED
     assert done.reason and "cannot be read" in done.reason and "send it again" in done.reason
+
+
+@pytest.mark.parametrize("args", [("inbox", "peek", "--as", "web"),
+                                  ("inbox", "peek", "--as", "web", "--json"),
+                                  ("inbox", "list"), ("talk", "status"), ("--help",),
+                                  ("talk", "--help"), ("doctor", "--json")])
+def test_a_reader_that_went_away_is_exit_74_not_a_bug(tmp_path: Path,
+                                                       args: tuple[str, ...]) -> None:
+    """`codexbridge … | head`: the pipe's reader is gone before we write (closed at
+    once, so every write fails): README promises 74, never 70 "a bug" or Python's 120."""
+    env = {**os.environ, "CODEX_BRIDGE_HOME": str(tmp_path / "state")}
+    assert run_cli("inbox", "push", "--new", "--to", "web", "x" * 5000, env=env).code == 0
+    proc = subprocess.Popen([sys.executable, "-m", "codexbridge", *args], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 74, err
+    no_bug(err)
