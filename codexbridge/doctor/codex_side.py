@@ -43,7 +43,7 @@ from ..host.binaries import (
     supported_range,
     version_fit,
 )
-from ..host.daemon import attach_line, is_daemon_url, start_hint
+from ..host.daemon import attach_line, is_daemon_url, start_hint, token_word
 from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
 from ..host.tomlfile import load_toml
@@ -98,6 +98,7 @@ class EndpointFacts:
     source: str | None = None
     kind: EndpointKind | None = None
     token: bool = False
+    token_file: str | None = None  # where the token was read (serve's ws-token), if a file
     bad_url: str | None = None
     resolve_error: str | None = None
     reachable: bool = False
@@ -164,7 +165,7 @@ def endpoint(url: str | None, timeout: float = TIMEOUT) -> EndpointFacts:
         return EndpointFacts(resolve_error=exc.message)
     said = asyncio.run(_probe(ep.url, ep.token, timeout))
     return replace(said, url=ep.url, source=ep.source, kind=ep.kind,
-                   token=ep.token is not None)
+                   token=ep.token is not None, token_file=ep.token_file)
 
 
 def is_local(url: str) -> bool:
@@ -395,8 +396,7 @@ def attach_row(ep: EndpointFacts, project: str, serve: ServeFacts) -> Check:
                      f"to codex's own daemon by itself; the explicit form: {line})", None,
                      {"line": plain, "explicit": line, "url": url})
     if ep.token:
-        line = ("CODEX_BRIDGE_TOKEN=<token> " + line
-                + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+        line = attach_line(str(public or url), project, token=token_word(ep.token_file))
     return Check("tui-attach", INFO, f"open the TUI with: {line}", None,
                  {"line": line, "url": url})
 

@@ -50,6 +50,9 @@ class Endpoint(NamedTuple):
     token: str | None
     source: str
     kind: EndpointKind = EndpointKind.URL  # a URL the caller named itself
+    # Where `token` came from when it is a file (serve's 0600 ws-token); None: from
+    # CODEX_BRIDGE_TOKEN, or no token.
+    token_file: str | None = None
 
 
 class Choice(NamedTuple):
@@ -193,8 +196,12 @@ def _url_problem(url: str) -> str | None:
 
 def _token_file(record: JsonObject) -> str | None:
     path = record.get("token_file")
-    if not isinstance(path, str):
-        return None
+    return read_token(path) if isinstance(path, str) else None
+
+
+def read_token(path: str) -> str | None:
+    """The token kept in `path` (serve's ws-token, a delivery's own copy); None when it
+    cannot be read — the server then says 401, which names the fix."""
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read().strip() or None
@@ -253,11 +260,15 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
                         note)
     if picked.note:
         _say_once(picked.note)
+    token_file = None
     if token is None and record and (picked.from_record or record.get("url") == picked.url):
-        token = _token_file(record)  # our own serve, found or named explicitly
+        # our own serve, found or named explicitly: its token file
+        found = record.get("token_file")
+        token_file = found if isinstance(found, str) else None
+        token = read_token(token_file) if token_file else None
     if picked.kind is EndpointKind.DAEMON:
-        token = None  # a unix socket of the user's own: no bearer to present
-    return Endpoint(picked.url, token, picked.source, picked.kind)
+        token, token_file = None, None  # a unix socket of the user's own: no bearer
+    return Endpoint(picked.url, token, picked.source, picked.kind, token_file)
 
 
 def others(url: str) -> list[Server]:

@@ -1,4 +1,5 @@
-"""`codexbridge serve` with the real codex binary."""
+"""`codexbridge serve` with the real codex binary: at its defaults on a private unix
+socket, on TCP (`--port`) behind a capability token."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from tests.support.raw_client import RawClient, start_user_thread
 pytestmark = pytest.mark.real_codex
 
 
-def _start_serve(workdir: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+def _start_serve(workdir: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "codexbridge", "serve", "--cwd",
-                             str(workdir), "--port", "0"], env=env, text=True,
+                             str(workdir), *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -65,7 +66,11 @@ def test_serve_writes_record_keeps_secrets_out_and_cleans_up(
         assert record["cwd"] == str(workdir.resolve())
         assert record["codex_version"] == codex_version()
         assert record["pid"] == proc.pid
-        assert record["url"].startswith("ws://127.0.0.1:")
+        # at its defaults: a unix socket in a 0700 directory of ours, no token
+        assert record["url"].startswith("unix://") and "token_file" not in record
+        sock = Path(record["url"][len("unix://"):])
+        assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+        assert len(str(sock).encode()) < 100
         assert set(record) >= {"url", "pid", "cwd", "codex_version", "started_at"}
         assert stat.S_IMODE(_isolated_state.stat().st_mode) == 0o700
         assert stat.S_IMODE((_isolated_state / "bridge.json").stat().st_mode) == 0o600
@@ -92,7 +97,7 @@ def test_serve_writes_record_keeps_secrets_out_and_cleans_up(
         assert res.out.strip() == "MOCK REPLY: via bridge.json"
 
         # a second serve on the same state dir is refused
-        second = run_cli("serve", "--cwd", str(workdir), "--port", "0", env=serve_env)
+        second = run_cli("serve", "--cwd", str(workdir), env=serve_env)
         assert second.code == 2 and "already running" in second.err
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -121,8 +126,9 @@ def test_serve_refuses_bad_input(serve_env: dict[str, str], tmp_path: Path) -> N
     afile = tmp_path / "file"
     afile.write_text("x")
     assert run_cli("serve", "--cwd", str(afile), env=serve_env).code == 2
-    remote = run_cli("serve", "--cwd", str(tmp_path), "--host", "0.0.0.0", env=serve_env)
-    assert remote.code == 2 and "CODEX_BRIDGE_TOKEN" in remote.err
+    weak = run_cli("serve", "--cwd", str(tmp_path), "--port", "0",
+                   env={**serve_env, "CODEX_BRIDGE_TOKEN": "short"})
+    assert weak.code == 2 and "CODEX_BRIDGE_TOKEN is 5 characters" in weak.err
     missing = run_cli("serve", "--cwd", str(tmp_path),
                       env={**serve_env, "CODEX_BRIDGE_CODEX_BIN": str(tmp_path / "nocodex")})
     assert missing.code == 10 and "CODEX_BRIDGE_CODEX_BIN" in missing.err
@@ -132,7 +138,7 @@ def test_capability_token_is_required_when_configured(
         serve_env: dict[str, str], workdir: Path, _isolated_state: Path,
         mock_model: MockResponsesServer) -> None:
     env = {**serve_env, "CODEX_BRIDGE_TOKEN": "s3cret-capability"}
-    proc = _start_serve(workdir, env)
+    proc = _start_serve(workdir, env, "--port", "0")
     try:
         record = _wait_record(_isolated_state, proc)
         token_file = Path(record["token_file"])
@@ -147,6 +153,7 @@ def test_capability_token_is_required_when_configured(
                                       f"at {record['url']} wants a capability token (HTTP "
                                       "401) and none was sent: set CODEX_BRIDGE_TOKEN"), \
             refused.err
+        assert token_file.read_text() == "s3cret-capability"
         wrong = run_cli("talk", "list", env={**no_token, "CODEX_BRIDGE_TOKEN": "wrong"})
         assert wrong.code == 5 and "refused the capability token (HTTP 401)" in wrong.err
         assert "is it running" not in refused.err + wrong.err

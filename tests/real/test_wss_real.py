@@ -85,7 +85,8 @@ def wss_serve(tmp_path: Path, codex_bin: str, codex_env: dict[str, str], workdir
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
         assert f"SSL_CERT_FILE=<CA file, for a self-signed certificate> CODEX_BRIDGE_TOKEN=" \
-               f"<token> codex --remote wss://127.0.0.1:{port}" in out
+               f"$(cat {_isolated_state / 'ws-token'}) codex --remote wss://127.0.0.1:{port}" \
+               in out
 
 
 async def test_the_tui_and_talk_over_wss(wss_serve: tuple[str, dict[str, str]],
@@ -112,3 +113,4 @@ async def test_the_tui_and_talk_over_wss(wss_serve: tuple[str, dict[str, str]],
     assert "is it running" not in wrong.err + missing.err
     untrusted = run_cli("talk", "list", "--url", url, env={**env, "SSL_CERT_FILE": ""})
     assert untrusted.code == 5 and "CERTIFICATE_VERIFY_FAILED" in untrusted.err
+

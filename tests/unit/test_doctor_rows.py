@@ -74,9 +74,9 @@ def test_codex_version_paths(facts: dict[str, Any], status: str, words: str) -> 
 
 
 @pytest.mark.parametrize(("listen", "help_error", "status", "words"), [
-    (ListenSchemes(True, False, True), None, FAIL, "does not list ws://"),
+    (ListenSchemes(True, False, True), None, WARN, "not ws://"),
     (ListenSchemes(False, False, False), None, FAIL, "no --listen option"),
-    (ListenSchemes(True, True, False), None, WARN, "not unix://"),
+    (ListenSchemes(True, True, False), None, FAIL, "does not list unix://"),
     (None, "exit status 2 error: unrecognized", WARN, "could not run"),
 ])
 def test_listen_scheme_paths(listen: Any, help_error: str | None, status: str,
@@ -450,3 +450,4 @@ def test_a_bad_url_is_a_fail_naming_it_not_no_server() -> None:
         bad_url="--url 'ws://[::1' is not an app-server URL"))
     assert row.status == FAIL and "ws://[::1" in row.finding
     assert row.fix and "--url" in row.fix
+
