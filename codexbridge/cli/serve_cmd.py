@@ -59,9 +59,10 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
     Starts `codex app-server` in DIR on a unix socket in a private (0700) directory of
     yours — nobody else on the machine can connect — with only a baseline of environment
     variables (PATH, HOME, locale, TMPDIR, CODEX_HOME, credential-free proxy settings,
-    plus names listed in $CODEX_BRIDGE_CHILD_ENV), writes bridge.json to the state dir
-    ($CODEX_BRIDGE_HOME, default ~/.codex-bridge) so `talk` finds it, and prints the
-    `codex --remote …` line to paste. Ctrl-C stops it.
+    the token variables codex's config names for its MCP servers, plus names listed in
+    $CODEX_BRIDGE_CHILD_ENV), writes bridge.json to the state dir ($CODEX_BRIDGE_HOME,
+    default ~/.codex-bridge) so `talk` finds it, and prints the `codex --remote …` line
+    to paste. Ctrl-C stops it.
 
     \b
     --host/--port (or --tls-cert) listen on TCP instead: codex then wants a capability

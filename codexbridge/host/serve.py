@@ -34,7 +34,7 @@ from ..jsontypes import opt_int
 from . import daemon
 from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
-from .envbaseline import auth_hint, child_env
+from .envbaseline import auth_hint, child_env, mcp_token_vars
 from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
 from .procs import pid_alive
 from .tokens import check_strength, new_token
@@ -232,7 +232,7 @@ def run_serve(cwd: str, port: int | None = None, host: str | None = None,
     codex = find_codex()
     version = codex_version(codex)
     extra, token_file = _auth_args(list(codex_args), listen.token)
-    env = child_env(os.environ)
+    env = child_env(os.environ, also=mcp_token_vars(daemon.codex_home(os.environ), workdir))
     child = _Child(lambda: AppServerProcess(codex, workdir, listen.host, listen.inner_port,
                                             env, extra, stderr=subprocess.PIPE,
                                             socket_path=listen.socket))
