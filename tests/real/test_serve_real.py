@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.responses import MockResponsesServer
 from tests.support.binaries import codex_version
 from tests.support.cli import run_cli
@@ -289,3 +290,45 @@ def test_serve_restarts_on_the_same_port_after_serving_a_connection(
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(20) == 0
+
+
+class PastedTUI(CodexTUI):
+    """The Codex TUI started by the very line serve printed, run by a shell as the user
+    pastes it (`codex` found on PATH)."""
+
+    def __init__(self, line: str, *args: object, **kw: object) -> None:
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self.line = line
+
+    def command(self) -> list[str]:
+        return self._argv(["/bin/sh", "-c", self.line])
+
+
+@pytest.mark.tmux
+@pytest.mark.parametrize("listen", [(), ("--port", "0")], ids=["defaults", "tcp"])
+def test_the_printed_line_attaches_the_tui(
+        serve_env: dict[str, str], workdir: Path, _isolated_state: Path, tmp_path: Path,
+        codex_bin: str, mock_model: MockResponsesServer, listen: tuple[str, ...]) -> None:
+    """What serve prints to paste — at its defaults `codex --remote unix://…`, on TCP with
+    the token read from its file — attaches the real TUI, and a turn renders."""
+    from tests.support.binaries import require_tmux
+
+    tmux = require_tmux()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").symlink_to(codex_bin)
+    proc = _start_serve(workdir, serve_env, *listen)
+    try:
+        _wait_record(_isolated_state, proc)
+        assert proc.stdout is not None
+        line = next(x for x in iter(proc.stdout.readline, "") if "codex --remote" in x).strip()
+        assert ("CODEX_BRIDGE_TOKEN=$(cat" in line) == bool(listen), line
+        env = {k: v for k, v in serve_env.items() if not k.startswith("CODEX_BRIDGE_")}
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+        with PastedTUI(line, codex_bin, None, workdir, env, tmux=tmux) as tui:
+            tui.wait_ready(60)
+            tui.send("hello through the printed line")
+            tui.wait_for_text("MOCK REPLY: hello through the printed line", 60)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
