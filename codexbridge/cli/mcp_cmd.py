@@ -38,10 +38,10 @@ if TYPE_CHECKING:
 @click.option("--http", "http_listen", default=None, metavar="HOST:PORT",
               help="Serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
                    "(Codex on another machine; docs/fitting-in.md of codexbridge's source). "
-                   "Needs a bearer token ($CODEX_BRIDGE_MCP_TOKEN or --token-file) off "
-                   "loopback.")
+                   "Needs a bearer token of at least 16 characters ($CODEX_BRIDGE_MCP_TOKEN "
+                   "or --token-file), at any address.")
 @click.option("--token-file", default=None, metavar="FILE",
-              help="With --http: read the bearer token from FILE.")
+              help="With --http: read the bearer token from FILE (yours alone: mode 0600).")
 @command
 def mcp(role: str | None, http_listen: str | None = None,
         token_file: str | None = None) -> None:
@@ -76,18 +76,15 @@ def _serve_http(config: Settings, listen_text: str | None, token_file: str | Non
     if listen_text is None:
         raise UsageError("--token-file needs --http HOST:PORT")
     listen = http.parse_listen(listen_text)
-    token = http.load_token(token_file)
-    http.check_exposure(listen, token)
+    token = http.check_exposure(listen, http.load_token(token_file))
     with quiet_gc():
         from ..mcp.server import build_server
 
         server = build_server(config)
     sock = http.bind(listen)  # bound before anything is printed: the URL below is live
     url = http.url_of(listen, sock)
-    click.echo(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}"
-               + ("" if token else " with no token (loopback only)"), err=True)
-    if token:
-        click.echo("codexbridge mcp: on the Codex machine: `codexbridge setup codex --url "
-                   f"{url}` and export {http.TOKEN_ENV} for codex", err=True)
+    click.echo(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}", err=True)
+    click.echo("codexbridge mcp: on the Codex machine: `codexbridge setup codex --url "
+               f"{url}` and export {http.TOKEN_ENV} (the same token) for codex", err=True)
     sys.stderr.flush()
     http.serve_http(server, sock, listen, token)

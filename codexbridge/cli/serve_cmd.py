@@ -9,6 +9,7 @@ import click
 from ..error_tables import exit_help
 from ..errors import BinaryNotFoundError, ServeError, UsageError
 from ..host.serve import DEFAULT_PORT, run_serve
+from ..host.tokens import MIN_CHARS
 from .command import command
 
 SERVE_EXIT_HELP = exit_help(
@@ -16,13 +17,15 @@ SERVE_EXIT_HELP = exit_help(
     success="stopped (Ctrl-C, SIGTERM, SIGHUP) and the app-server exited cleanly; otherwise "
             "the app-server's own status (128+N when killed by signal N) — also when it died "
             "more often than serve restarts it",
-    extra={2: "bad --cwd / --port / address, or a serve is already running"})
+    extra={2: "bad --cwd / --port / address, a weak CODEX_BRIDGE_TOKEN, or a serve is "
+              "already running"})
 
 
-def _default_port() -> int:
+def _env_port() -> int | None:
+    """CODEX_BRIDGE_PORT: a TCP port asked for by the environment (None: not set)."""
     raw = os.environ.get("CODEX_BRIDGE_PORT")
     if not raw:
-        return DEFAULT_PORT
+        return None
     try:
         return int(raw)
     except ValueError:
@@ -34,11 +37,13 @@ def _default_port() -> int:
               help="The project Codex works in (default: $CODEX_BRIDGE_CWD, else the current "
                    "directory).")
 @click.option("--port", type=click.IntRange(0, 65535), default=None,
-              help=f"Port to listen on (default $CODEX_BRIDGE_PORT or {DEFAULT_PORT}; 0 picks "
-                   "a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Listen address. A non-loopback address needs CODEX_BRIDGE_TOKEN (a "
-                   "capability token the clients must present).")
+              help="Listen on TCP at this port instead of the private unix socket (also "
+                   f"$CODEX_BRIDGE_PORT; {DEFAULT_PORT} with only --host; 0 picks a free "
+                   "one). Needs a capability token: CODEX_BRIDGE_TOKEN (at least "
+                   f"{MIN_CHARS} characters), else one is generated.")
+@click.option("--host", default=None,
+              help="Listen on TCP at this address (default 127.0.0.1 once TCP is asked for; "
+                   "the token rule of --port applies).")
 @click.option("--codex-arg", "codex_args", multiple=True, metavar="ARG",
               help="Extra argument for `codex app-server` (repeatable), e.g. "
                    "--codex-arg=-c --codex-arg=model=o3.")
@@ -51,11 +56,19 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
           tls_cert: str | None = None, tls_key: str | None = None) -> int:
     """Run the shared codex app-server that the TUI and the bridge both attach to.
 
-    Starts `codex app-server --listen ws://HOST:PORT` in DIR with only a baseline of
-    environment variables (PATH, HOME, locale, TMPDIR, CODEX_HOME, credential-free proxy
-    settings, plus names listed in $CODEX_BRIDGE_CHILD_ENV), writes bridge.json to the
-    state dir ($CODEX_BRIDGE_HOME, default ~/.codex-bridge) so `talk` finds it, and
-    prints the `codex --remote …` line to paste. Ctrl-C stops it.
+    Starts `codex app-server` in DIR on a unix socket in a private (0700) directory of
+    yours — nobody else on the machine can connect — with only a baseline of environment
+    variables (PATH, HOME, locale, TMPDIR, CODEX_HOME, credential-free proxy settings,
+    the token variables codex's config names for its MCP servers, plus names listed in
+    $CODEX_BRIDGE_CHILD_ENV), writes bridge.json to the state dir ($CODEX_BRIDGE_HOME,
+    default ~/.codex-bridge) so `talk` finds it, and prints the `codex --remote …` line
+    to paste. Ctrl-C stops it.
+
+    \b
+    --host/--port (or --tls-cert) listen on TCP instead: codex then wants a capability
+    token from every client — CODEX_BRIDGE_TOKEN (at least 16 characters), else a fresh
+    one serve writes to the 0600 file bridge.json names (`talk` reads it; the printed
+    line reads it with $(cat …)).
 
     \b
     If the app-server dies without being asked to (a crash, a SIGKILL), serve starts a
@@ -67,10 +80,10 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
     \b
     You may not need it: codex's own daemon (`codex app-server daemon start`, or just
     `codex`) is found by `talk`, `mcp` and `doctor` by themselves. serve is for a
-    dedicated ws:// (or, with --tls-cert/--tls-key, wss://) server.
+    dedicated app-server (with --tls-cert/--tls-key, wss:// for another machine).
     """
     workdir = cwd or os.environ.get("CODEX_BRIDGE_CWD") or os.getcwd()
-    chosen = _default_port() if port is None else port
+    chosen = _env_port() if port is None else port
     if bool(tls_cert) != bool(tls_key):
         raise UsageError("--tls-cert and --tls-key go together")
     tls = (tls_cert, tls_key) if tls_cert and tls_key else None

@@ -61,13 +61,12 @@ def open_tui_hint(ep: Endpoint) -> str:
     """How to open a TUI on `ep` (host/daemon.open_tui: plain `codex` for codex's own
     daemon, the --remote line for another server), with the token flag a protected
     server needs."""
-    from ..host.daemon import open_tui
+    from ..host.daemon import attach_line, open_tui, token_word
 
-    hint = open_tui(ep.url)
     if ep.token:
-        hint += (" with CODEX_BRIDGE_TOKEN exported and `--remote-auth-token-env "
-                 "CODEX_BRIDGE_TOKEN`")
-    return hint
+        line = attach_line(ep.url, "DIR", token=token_word(ep.token_file))
+        return f"open the Codex TUI with `{line}`"
+    return open_tui(ep.url)
 
 
 LIVE = "codexbridge.cli.talk_live_cmd"

@@ -3,6 +3,8 @@
     <state home>/deliveries/<id>.json    0600, written by temp file + rename
                            <id>.text    the message as sent (the courier reads it)
                            <id>.reply   a reply too long for mail, kept whole
+                           <id>.token   the sender's CODEX_BRIDGE_TOKEN, when reaching
+                                        its app-server took one (`Reach`)
 
 A record walks `queued → delivering → awaiting-reply → delivered`, or ends `failed`
 (with the reason) or `orphaned` (its carrier died and the message is nowhere: never
@@ -20,7 +22,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
@@ -89,6 +91,13 @@ class Delivery:
     turn_id: str | None = None
     courier_pid: int | None = None
     app_server: str | None = None  # the url the sender used; its courier uses it too
+    # ... and what reaching it took, as the sender had it (`Reach`): the courier carries
+    # every sender's deliveries in the environment of whoever started it, so it uses
+    # these, never its own. The token as a file (serve's 0600 ws-token, or `<id>.token`),
+    # the CA a wss:// server is checked against (SSL_CERT_FILE / SSL_CERT_DIR).
+    app_server_token_file: str | None = None
+    app_server_ca_file: str | None = None
+    app_server_ca_dir: str | None = None
     # How the courier answers codex's approvals during the turn, and how long it follows.
     approvals: str = "tui"
     approval_timeout: float = 300.0
@@ -182,6 +191,33 @@ def _fits(value: object, annotation: str) -> bool:
     return isinstance(value, kinds.get(base, object))  # (direction, state: parsed above)
 
 
+@dataclass(frozen=True)
+class Reach:
+    """How a delivery's app-server is reached, as its sender reached it: the URL, the
+    capability token (`token`, from the sender's environment — kept beside the record,
+    0600 — or `token_file`, the file it came from), and what a wss:// server is trusted
+    by. All None: the courier finds the app-server itself (codex's daemon, a serve)."""
+
+    url: str | None = None
+    token: str | None = None
+    token_file: str | None = None
+    ca_file: str | None = None
+    ca_dir: str | None = None
+
+    @staticmethod
+    def from_env(env: Mapping[str, str]) -> Reach:
+        """What this environment names (CODEX_BRIDGE_URL, CODEX_BRIDGE_TOKEN,
+        SSL_CERT_FILE / SSL_CERT_DIR for wss://, made absolute) — for a sender that does
+        not connect itself (the Stop hook answering Codex)."""
+        url = env.get("CODEX_BRIDGE_URL") or None
+        if url is None:
+            return Reach()
+        trust = [env.get(k) or None for k in ("SSL_CERT_FILE", "SSL_CERT_DIR")] \
+            if url.startswith("wss://") else [None, None]
+        ca_file, ca_dir = (os.path.abspath(v) if v else None for v in trust)
+        return Reach(url, env.get("CODEX_BRIDGE_TOKEN") or None, None, ca_file, ca_dir)
+
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -220,6 +256,18 @@ class DeliveryStore:
     def text_path(self, delivery_id: str) -> Path:
         """Where the whole message of a delivery is kept (its record holds a preview)."""
         return self.root / f"{delivery_id}.text"
+
+    def note_reach(self, record: Delivery, reach: Reach) -> None:
+        """Put `reach` into `record` (not saved here). A token from the sender's
+        environment is kept in `<id>.token` (0600): the record itself, shown by `talk
+        status` and to the agents, holds only its path."""
+        record.app_server = reach.url
+        record.app_server_token_file = reach.token_file
+        if reach.token is not None and reach.token_file is None:
+            path = self.root / f"{record.id}.token"
+            write_private(path, reach.token.encode("utf-8"), durable=True)
+            record.app_server_token_file = str(path)
+        record.app_server_ca_file, record.app_server_ca_dir = reach.ca_file, reach.ca_dir
 
     def _lock(self, delivery_id: str) -> FileLock:
         ensure_private_dir(self.root)
@@ -281,8 +329,11 @@ class DeliveryStore:
 
     def read(self, delivery_id: str) -> Delivery | Damaged | None:
         """The record; Damaged (with why) when its file is there but cannot be used;
-        None when there is none."""
-        path = self.path(delivery_id)
+        None when there is none (or `delivery_id` is not an id at all)."""
+        try:
+            path = self.path(delivery_id)
+        except ValueError:
+            return None
         try:
             with open(path, encoding="utf-8", opener=nofollow) as fh:
                 data = loads_json(fh.read())
@@ -344,8 +395,9 @@ class DeliveryStore:
         except FileNotFoundError:
             return 0
         for entry in entries:
-            # the record, the text it carried, a long reply kept whole, their locks
-            if not entry.name.endswith((".json", ".text", ".reply", ".lock")):
+            # the record, the text it carried, a long reply kept whole, the token that
+            # reached its app-server, their locks
+            if not entry.name.endswith((".json", ".text", ".reply", ".token", ".lock")):
                 continue
             try:
                 if entry.stat().st_mtime < cutoff:
@@ -368,11 +420,12 @@ def _ttl_from_env() -> float:
 # --- Claude's answer to a Codex request -------------------------------------------------
 
 def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: str | None,
-              text: str, *, app_server: str | None, reply_to: str | None,
+              text: str, *, reach: Reach, reply_to: str | None,
               notice: bool = False) -> Delivery:
     """Record Claude's answer to Codex's `request` as a delivery into the asking thread
-    (no hop spent; nothing routed back), for the courier to queue and follow. `reply_to`:
-    the answering session's mailbox, told if the answer cannot be delivered."""
+    (no hop spent; nothing routed back), for the courier to queue and follow, through the
+    app-server `reach` names. `reply_to`: the answering session's mailbox, told if the
+    answer cannot be delivered."""
     text = clip(text, text_max(os.environ), "in the Claude Code session's transcript")
     record = Delivery(id=envelope.request_token(), direction=Direction.TO_CODEX,
                       conversation=conversation or envelope.conversation_id(), hop=0,
@@ -380,7 +433,8 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       thread_id=thread_id, chosen_by="asking-thread",
                       text_preview=preview(text), reply_to=reply_to,
                       reply_to_how="the answering session" if reply_to else None,
-                      app_server=app_server, notice=notice)
+                      notice=notice)
+    store.note_reach(record, reach)
     record.move(DeliveryState.QUEUED)
     # the text before the record: a record is a delivery a courier must be able to carry
     write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)

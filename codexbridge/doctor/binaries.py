@@ -200,15 +200,16 @@ def _listen_row(f: BinaryFacts) -> Check:
         return Check("listen-schemes", FAIL,
                      "`codex app-server --help` shows no --listen option: this codex cannot "
                      "serve the TUI and the bridge together", install, details)
-    if not listen.ws:
-        return Check("listen-schemes", FAIL,
-                     "`codex app-server --listen` does not list ws://: `codexbridge serve` "
-                     "cannot start (some codex builds removed WebSocket listening)",
-                     install, details)
     if not listen.unix:
+        return Check("listen-schemes", FAIL,
+                     "`codex app-server --listen` does not list unix://: `codexbridge serve` "
+                     "cannot start at its defaults (a private unix socket), and --url "
+                     "unix://… will not work", install, details)
+    if not listen.ws:
         return Check("listen-schemes", WARN,
-                     "`codex app-server --listen` lists ws:// but not unix://: "
-                     "--url unix://… will not work", None, details)
+                     "`codex app-server --listen` lists unix:// but not ws://: `codexbridge "
+                     "serve --port/--host/--tls-cert` cannot start (some codex builds removed "
+                     "WebSocket listening); serve at its defaults works", install, details)
     return Check("listen-schemes", OK, "`codex app-server --listen` lists ws:// and unix://",
                  details=details)
 

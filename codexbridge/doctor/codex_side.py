@@ -8,6 +8,8 @@ how they are gathered (the only network use is the configured app-server), and r
     endpoint-pick             a serve and the daemon both run: which one talk / mcp use,
                               how to pick the other (only then); WARN on one CODEX_HOME
     tui-attach                the exact line that opens the Codex TUI on it
+    codex-mcp-env             a token variable codex's config names for an MCP server
+                              (`setup codex --url`): does the app-server in force have it
     codex-hooks,              settings in CODEX_HOME (yours, the app-server's, the
       approvals-reviewer,     project's .codex/) that answer approvals before the TUI
       approval-policy
@@ -43,7 +45,7 @@ from ..host.binaries import (
     supported_range,
     version_fit,
 )
-from ..host.daemon import attach_line, is_daemon_url, start_hint
+from ..host.daemon import attach_line, is_daemon_url, start_hint, token_word
 from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
 from ..host.tomlfile import load_toml
@@ -98,6 +100,7 @@ class EndpointFacts:
     source: str | None = None
     kind: EndpointKind | None = None
     token: bool = False
+    token_file: str | None = None  # where the token was read (serve's ws-token), if a file
     bad_url: str | None = None
     resolve_error: str | None = None
     reachable: bool = False
@@ -164,7 +167,7 @@ def endpoint(url: str | None, timeout: float = TIMEOUT) -> EndpointFacts:
         return EndpointFacts(resolve_error=exc.message)
     said = asyncio.run(_probe(ep.url, ep.token, timeout))
     return replace(said, url=ep.url, source=ep.source, kind=ep.kind,
-                   token=ep.token is not None)
+                   token=ep.token is not None, token_file=ep.token_file)
 
 
 def is_local(url: str) -> bool:
@@ -395,8 +398,7 @@ def attach_row(ep: EndpointFacts, project: str, serve: ServeFacts) -> Check:
                      f"to codex's own daemon by itself; the explicit form: {line})", None,
                      {"line": plain, "explicit": line, "url": url})
     if ep.token:
-        line = ("CODEX_BRIDGE_TOKEN=<token> " + line
-                + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
+        line = attach_line(str(public or url), project, token=token_word(ep.token_file))
     return Check("tui-attach", INFO, f"open the TUI with: {line}", None,
                  {"line": line, "url": url})
 
@@ -404,6 +406,91 @@ def attach_row(ep: EndpointFacts, project: str, serve: ServeFacts) -> Check:
 def daemon_rows(d: DaemonFacts, serve: ServeFacts, ep: EndpointFacts,
                 project: str) -> list[Check]:
     return [daemon_row(d), *pick_row(d, serve, ep), attach_row(ep, project, serve)]
+
+
+# --- what codex's MCP servers read from codex's own environment ------------------------------
+
+@dataclass(frozen=True, slots=True)
+class McpEnvFacts:
+    """The variables codex's config names for its MCP servers' credentials (`needs`:
+    server, variable — what `setup codex --url` writes for the Claude machine's server),
+    and the environment of the app-server in force, when it runs here and can be read
+    (`server_env` None otherwise): codex reads those variables from its own process."""
+
+    needs: tuple[tuple[str, str], ...] = ()
+    config_home: str = ""
+    server: str | None = None  # "serve" or "daemon": whose environment was read
+    server_pid: int | None = None
+    server_env: frozenset[str] | None = None
+    shell_env: frozenset[str] = frozenset()
+
+
+def mcp_env(ep: EndpointFacts, serve: ServeFacts, project: Path) -> McpEnvFacts:
+    from ..host.daemon import codex_home
+    from ..host.envbaseline import mcp_token_needs
+    from ..host.procs import environ_names
+
+    local = bool(ep.codex_home) and is_local(ep.url or "")
+    home = Path(str(ep.codex_home)) if local else codex_home()
+    needs = tuple(mcp_token_needs(home, project))
+    record = serve.record or {}
+    server, pid = None, None
+    if ep.url and (ep.kind is EndpointKind.SERVE or record.get("url") == ep.url):
+        server, pid = "serve", opt_int(record.get("app_server_pid"))
+    elif ep.kind is EndpointKind.DAEMON or is_daemon_url(ep.url):
+        server, pid = "daemon", _daemon_pid(home)
+    seen = environ_names(pid) if needs and pid else None
+    return McpEnvFacts(needs, str(home), server, pid, seen, frozenset(os.environ))
+
+
+def _daemon_pid(home: Path) -> int | None:
+    """codex's daemon records its pid in `<CODEX_HOME>/app-server-daemon/daemon.pid`
+    (JSON `{"pid": N, …}`, measured on 0.171.0)."""
+    text, _error = read_text(home / "app-server-daemon" / "daemon.pid")
+    try:
+        return opt_int(obj(loads_json(text)).get("pid")) if text else None
+    except ValueError:
+        return None
+
+
+def mcp_env_rows(f: McpEnvFacts) -> list[Check]:
+    """One row per variable an MCP server of codex's config reads from codex's own
+    environment: FAIL when the app-server in force was started without it (codex then
+    offers the model none of that server's tools: measured, docs/fitting-in.md)."""
+    rows = []
+    for server, var in f.needs:
+        details: dict[str, object] = {"server": server, "variable": var,
+                                      "config_home": f.config_home,
+                                      "app_server": f.server, "app_server_pid": f.server_pid}
+        said = f"codex's MCP server {server} (in {f.config_home}) reads its token from ${var}"
+        if f.server_env is not None:
+            who = ("`codexbridge serve`'s app-server" if f.server == "serve"
+                   else "codex's own daemon") + f" (pid {f.server_pid})"
+            if var in f.server_env:
+                rows.append(Check("codex-mcp-env", OK, f"{said}; {who} has it",
+                                  details=details))
+                continue
+            fix = (f"export {var} in the shell that runs `codexbridge serve`, and restart "
+                   "serve (it passes on the variables codex's config names)"
+                   if f.server == "serve" else
+                   f"`codex app-server daemon stop`, export {var}, then start codex again "
+                   "(the daemon keeps the environment of the shell that started it)")
+            rows.append(Check("codex-mcp-env", FAIL,
+                              f"{said}, but {who} was started without it: codex offers "
+                              f"the model none of {server}'s tools", fix, details))
+        elif var in f.shell_env:
+            rows.append(Check("codex-mcp-env", INFO,
+                              f"{said}; it is set in this shell (the app-server in force "
+                              "is not one whose environment can be read here: start it "
+                              "with this variable too)", None, details))
+        else:
+            rows.append(Check("codex-mcp-env", WARN,
+                              f"{said}, which is not set in this shell: codex started from "
+                              f"here would offer the model none of {server}'s tools",
+                              f"export {var} (the token `codexbridge mcp --http` serves "
+                              "behind) before codex, or `codexbridge serve`, starts",
+                              details))
+    return rows
 
 
 # --- CODEX_HOME layers: the approval diverters -------------------------------------------------

@@ -51,6 +51,8 @@ def diagnose(project: Path, url: str | None = None,
         *codex_side.daemon_rows(codex_side.DaemonFacts.read(), serve or ServeFacts(),
                                 ep or EndpointFacts(), str(project)),
         claude_side.plugin_row(claude_side.plugin_facts(project))])
+    add("codex-mcp-env", lambda: codex_side.mcp_env_rows(codex_side.mcp_env(
+        ep or EndpointFacts(), serve or ServeFacts(), project)))
     add("codex-hooks", lambda: codex_side.diverter_rows(
         codex_side.codex_homes(ep or EndpointFacts()) + codex_side.project_codex(project)))
     _claude_checks(add, checks, project, url, timeout)

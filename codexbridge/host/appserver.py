@@ -52,9 +52,14 @@ class AppServerProcess:
     # Where stderr goes when `stderr` is not given: a file kept for `stderr_text()`.
     stderr_path: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
+    # Listen on this unix socket instead of host:port (`serve`'s default: its directory,
+    # 0700 and ours, is the authentication).
+    socket_path: Path | None = None
 
     @property
     def url(self) -> str:
+        if self.socket_path is not None:
+            return f"unix://{self.socket_path}"
         return f"ws://{self.host}:{self.port}"
 
     def start(self) -> None:
@@ -88,23 +93,32 @@ class AppServerProcess:
         return self.proc.pid if self.proc is not None else None
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        """Poll a TCP connect until the listener accepts; fail if the child exits first."""
+        """Poll a connect until the listener accepts; fail if the child exits first."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host.strip("[]")
         while time.monotonic() < deadline:
             code = self.proc.poll()
             if code is not None:
                 raise ServeError(f"codex app-server exited with status {code} before it "
                                  "accepted connections", details={"status": code})
-            try:
-                with socket.create_connection((host, self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
+            if self._accepts():
+                return
+            time.sleep(0.05)
         self.stop()
         raise ServeError(f"codex app-server did not accept connections on {self.url} within "
                          f"{timeout:g} s")
+
+    def _accepts(self) -> bool:
+        if self.socket_path is not None:
+            from .daemon import listening
+
+            return listening(self.socket_path)
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host.strip("[]")
+        try:
+            with socket.create_connection((host, self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
 
     def signal(self, signum: int) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -68,16 +68,22 @@ def running_url(env: Mapping[str, str] | None = None) -> str | None:
     return socket_url(path) if listening(path) else None
 
 
-def attach_line(url: str, project: str | None = None, *, token: bool = False) -> str:
+def attach_line(url: str, project: str | None = None, *, token: str | None = None) -> str:
     """The TUI command for `url`; `token`: the server wants the capability token, which
-    the TUI reads from the variable the line names."""
+    the TUI reads from the variable the line sets to this shell word (`token_word`)."""
     line = f"codex --remote {shlex.quote(url)}"
     if project:
         line += f" -C {shlex.quote(project)}"
     if token:
-        line = ("CODEX_BRIDGE_TOKEN=<token> " + line
+        line = (f"CODEX_BRIDGE_TOKEN={token} " + line
                 + " --remote-auth-token-env CODEX_BRIDGE_TOKEN")
     return line
+
+
+def token_word(token_file: str | None) -> str:
+    """The token as a pasted line gets it: read from serve's 0600 token file (on this
+    machine; copied with the line elsewhere), or a placeholder when there is no file."""
+    return f"$(cat {shlex.quote(token_file)})" if token_file else "<token>"
 
 
 def is_daemon_url(url: str | None) -> bool:

@@ -4,12 +4,19 @@ API keys in the caller's shell must not reach codex (it authenticates through fi
 CODEX_HOME); a user who relies on an environment variable names it in
 `CODEX_BRIDGE_CHILD_ENV` (comma or space separated). Proxy variables pass with any
 credentials in them removed.
+
+One more kind passes by itself: a variable codex's own config tells it to read for an MCP
+server (`bearer_token_env_var`, `env_http_headers`) — the user configured codex to take
+that token from its environment (`codexbridge setup codex --url` writes one for the
+Claude machine's MCP server), and without it codex offers the model none of that
+server's tools (docs/fitting-in.md, "Two machines").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 BASELINE = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "TERM",
@@ -35,14 +42,16 @@ def extra_names(parent: Mapping[str, str]) -> list[str]:
     return [n for n in re.split(r"[\s,]+", raw) if n]
 
 
-def child_env(parent: Mapping[str, str]) -> dict[str, str]:
+def child_env(parent: Mapping[str, str], also: Iterable[str] = ()) -> dict[str, str]:
+    """The baseline of `parent`, plus the names in `also` (those codex's config reads:
+    `mcp_token_vars`) and in CODEX_BRIDGE_CHILD_ENV."""
     env: dict[str, str] = {}
     for name, value in parent.items():
         if name in BASELINE or name.startswith("LC_"):
             env[name] = value
         elif name in PROXY_VARS:
             env[name] = strip_credentials(value)
-    for name in extra_names(parent):
+    for name in [*also, *extra_names(parent)]:
         if name in parent:
             env[name] = parent[name]
     return env
@@ -72,3 +81,39 @@ def auth_hint(text: str) -> str | None:
                 f"environment variable such as OPENAI_API_KEY, name it in {EXTRA_VAR} "
                 f"(e.g. {EXTRA_VAR}=OPENAI_API_KEY) — serve passes only named variables.")
     return None
+
+
+def mcp_token_needs(codex_home: Path, project: Path | None = None
+                    ) -> list[tuple[str, str]]:
+    """(MCP server, variable) for each environment variable codex's config.toml
+    (`codex_home`'s, and the project's `.codex/config.toml`) names for an MCP server's
+    credentials: `bearer_token_env_var`, and the variables of `env_http_headers`. A file
+    that cannot be read or parsed names none (codex itself reports it)."""
+    from .tomlfile import load_toml
+
+    needs: list[tuple[str, str]] = []
+    files = [codex_home / "config.toml"]
+    if project is not None:
+        files.append(project / ".codex" / "config.toml")
+    for path in files:
+        try:
+            config = load_toml(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        servers = config.get("mcp_servers")
+        for name, table in servers.items() if isinstance(servers, dict) else ():
+            if not isinstance(table, dict):
+                continue
+            wanted = [table.get("bearer_token_env_var")]
+            headers = table.get("env_http_headers")
+            if isinstance(headers, dict):
+                wanted.extend(headers.values())
+            needs.extend((str(name), v) for v in wanted
+                         if isinstance(v, str) and v and (str(name), v) not in needs)
+    return needs
+
+
+def mcp_token_vars(codex_home: Path, project: Path | None = None) -> list[str]:
+    """The variables of `mcp_token_needs`, each once: what an app-server child of serve
+    is given besides the baseline."""
+    return list(dict.fromkeys(var for _server, var in mcp_token_needs(codex_home, project)))

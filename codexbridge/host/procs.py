@@ -20,3 +20,16 @@ def pid_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True  # no /proc (macOS): kill(0) succeeding is all we know
+
+
+def environ_names(pid: int) -> frozenset[str] | None:
+    """The names in process `pid`'s environment as it started (/proc/PID/environ: only
+    its own user may read it); None when it cannot be read (another user's, gone, no
+    /proc)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return frozenset(item.split(b"=", 1)[0].decode("utf-8", "replace")
+                     for item in data.split(b"\0") if b"=" in item)

@@ -1,9 +1,11 @@
 """`codexbridge serve`: run the shared app-server and record where it is.
 
-The serve process is a thin supervisor: it starts codex with a baseline environment,
-waits until it listens, writes bridge.json, forwards SIGINT/SIGTERM/SIGHUP to the child's
-process group, relays the child's stderr (watching for auth failures), and on exit
-removes bridge.json and returns the child's status.
+The serve process is a thin supervisor: it starts codex with a baseline environment —
+on a unix socket in a private directory at its defaults (the file system is the
+authentication: loopback is no boundary on a shared machine), on TCP behind a capability
+token when asked for — waits until it listens, writes bridge.json, forwards
+SIGINT/SIGTERM/SIGHUP to the child's process group, relays the child's stderr (watching
+for auth failures), and on exit removes bridge.json and returns the child's status.
 
 What it says to the person goes two ways: the greeting (where to point the TUI) through
 the caller's `echo`, on stdout; warnings (an auth hint, a restart) to this module's
@@ -25,17 +27,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from ..errors import ServeError, UsageError
 from ..jsontypes import opt_int
 from . import daemon
 from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
-from .envbaseline import auth_hint, child_env
-from .loopback import is_loopback
+from .envbaseline import auth_hint, child_env, mcp_token_vars
 from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
 from .procs import pid_alive
+from .tokens import check_strength, new_token
 
 if TYPE_CHECKING:
     from .tls_relay import TlsRelay
@@ -89,8 +91,10 @@ def _relay_stderr(stream: IO[bytes], tail: deque[str]) -> None:
             log.warning(hint)
 
 
-def attach_lines(url: str, workdir: str, token: bool, tls: bool) -> list[str]:
-    """What to paste to open the TUI on this serve (and what plain `codex` does)."""
+def attach_lines(url: str, workdir: str, token_file: Path | None, tls: bool) -> list[str]:
+    """What to paste to open the TUI on this serve: at its defaults a unix socket of
+    ours, so no token; on TCP the token, read from its 0600 file."""
+    token = daemon.token_word(str(token_file)) if token_file is not None else None
     remote = daemon.attach_line(url, workdir, token=token)
     if tls:
         remote = "SSL_CERT_FILE=<CA file, for a self-signed certificate> " + remote
@@ -209,29 +213,36 @@ def _how(code: int) -> str:
     return f"exited with status {code}"
 
 
-def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[str, ...] = (),
-              *, echo: Callable[[str], None], tls: tuple[str, str] | None = None) -> int:
+def run_serve(cwd: str, port: int | None = None, host: str | None = None,
+              codex_args: tuple[str, ...] = (), *, echo: Callable[[str], None],
+              tls: tuple[str, str] | None = None) -> int:
     """Run until stopped (SIGINT/SIGTERM/SIGHUP: the app-server's status) or until the
-    app-server dies more often than serve restarts it (non-zero). `tls` = (cert, key):
-    codex listens on loopback and a TLS relay serves wss://HOST:PORT (tls_relay.py)."""
-    workdir, token, port = _checked(cwd, host, port)
+    app-server dies more often than serve restarts it (non-zero).
+
+    At its defaults codex listens on a unix socket in a 0700 directory of ours: nobody
+    else can connect, and nothing needs a token. `host`/`port` ask for TCP, and `tls` =
+    (cert, key) for wss:// (codex on loopback, a TLS relay on HOST:PORT: tls_relay.py);
+    every TCP listener wants a capability token (`_token`)."""
+    workdir = _workdir(cwd)
+    check_not_running()
+    listen = _listen(host, port, tls)
     front: TlsRelay | None = None  # the TLS relay in front of codex, with --tls-cert
-    public_host, public_port = host, port
     if tls is not None:
-        host, port, front = _tls_front(tls, public_host, public_port, token)
+        front = _tls_front(tls, listen)
     codex = find_codex()
     version = codex_version(codex)
-    extra, token_file = _auth_args(list(codex_args), token)
-    env = child_env(os.environ)
-    child = _Child(lambda: AppServerProcess(codex, workdir, host, port, env, extra,
-                                            stderr=subprocess.PIPE))
+    extra, token_file = _auth_args(list(codex_args), listen.token)
+    env = child_env(os.environ, also=mcp_token_vars(daemon.codex_home(os.environ), workdir))
+    child = _Child(lambda: AppServerProcess(codex, workdir, listen.host, listen.inner_port,
+                                            env, extra, stderr=subprocess.PIPE,
+                                            socket_path=listen.socket))
     previous = {s: signal.signal(s, child.forward) for s in (signal.SIGINT, signal.SIGTERM,
                                                             signal.SIGHUP)}
     record_path = bridge_file()
     try:
         child.start()
         assert child.proc is not None
-        url = f"ws://{_url_host(host)}:{port}"
+        url = child.proc.url
         record: dict[str, object] = {
             "url": url, "pid": os.getpid(), "app_server_pid": child.proc.pid,
             "cwd": str(workdir), "codex_version": version,
@@ -241,11 +252,12 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
         public = url
         if front is not None:
             front.start()
-            public = record["public_url"] = f"wss://{_url_host(public_host)}:{public_port}"
+            public = f"wss://{_url_host(listen.public_host)}:{listen.port}"
+            record["public_url"] = public
         if token_file is not None:
             record["token_file"] = str(token_file)
         write_private_json(record_path, record)
-        _greet(echo, version, public, url, workdir, bool(token), front is not None)
+        _greet(echo, version, public, url, workdir, token_file, front is not None)
         return child.run(_recorder(record_path, record))
     finally:
         if front is not None:
@@ -259,34 +271,92 @@ def run_serve(cwd: str, port: int, host: str = "127.0.0.1", codex_args: tuple[st
                 record_path.unlink()
 
 
-def _checked(cwd: str, host: str, port: int) -> tuple[Path, str | None, int]:
-    """The project directory, the capability token and the port to listen on — or a
-    UsageError saying what is wrong, before anything starts."""
+class Listen(NamedTuple):
+    """Where serve listens, and the token TCP needs.
+
+    `socket`: the private unix socket codex listens on (the default; the rest unused).
+    Otherwise codex listens on host:inner_port — the public port itself, or, behind the
+    TLS relay, a free loopback port — and `token` is never None."""
+
+    socket: Path | None
+    host: str
+    port: int
+    inner_port: int
+    token: str | None
+    public_host: str
+
+
+def _workdir(cwd: str) -> Path:
     workdir = Path(cwd).expanduser()
     if not workdir.is_dir():
         raise UsageError(f"--cwd {cwd!r} is not a directory")
-    token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
-    if not is_loopback(host) and not token:
-        raise UsageError(f"refusing to listen on non-loopback address {host!r} without a "
-                         "capability token: set CODEX_BRIDGE_TOKEN")
-    check_not_running()
+    return workdir.resolve()
+
+
+def _listen(host: str | None, port: int | None, tls: tuple[str, str] | None) -> Listen:
+    """Where to listen — or a UsageError saying what is wrong, before anything starts."""
+    if host is None and port is None and tls is None:
+        path = socket_path()
+        if daemon.listening(path):
+            raise UsageError(f"something already listens on {path} (another serve of this "
+                             "state home?); stop it first")
+        return Listen(path, "", 0, 0, None, "")
+    host = host or "127.0.0.1"
+    port = DEFAULT_PORT if port is None else port
+    token = _token()
     if port == 0:
         port = free_port(host)
     elif not port_free(host, port):
         raise UsageError(f"port {port} on {host} is in use (another serve?); pass --port N "
                          "or --port 0 for a free one")
-    return workdir.resolve(), token, port
+    if tls is None:
+        return Listen(None, host, port, port, token, host)
+    # codex has no TLS listener: it sits on loopback behind the relay, token and all
+    return Listen(None, "127.0.0.1", port, free_port("127.0.0.1"), token, host)
 
 
-def _tls_front(tls: tuple[str, str], host: str, port: int, token: str | None
-               ) -> tuple[str, int, TlsRelay]:
-    """`--tls-cert`: the relay that serves wss://HOST:PORT, and the loopback (host, port)
-    codex itself listens on behind it (codex has no TLS listener)."""
+def _token() -> str:
+    """The capability token every TCP listener of serve wants: CODEX_BRIDGE_TOKEN when
+    set (refused when weak), else a fresh one (written to the ws-token file, where our
+    own clients and the printed attach line read it)."""
+    given = os.environ.get("CODEX_BRIDGE_TOKEN")
+    if not given:
+        return new_token()
+    check_strength(given, "CODEX_BRIDGE_TOKEN")
+    return given
+
+
+def socket_path() -> Path:
+    """serve's own unix socket: `serve-<hash of the state home>.sock` in the private
+    runtime directory (host/runtime.py), else in the state home itself (0700 too) — a
+    socket path must fit in ~104 bytes. UsageError when neither place fits."""
+    from hashlib import sha256
+
+    from .runtime import SOCKET_PATH_MAX, socket_in_runtime
+
+    home = os.path.realpath(state_dir(create=False))
+    name = "serve-" + sha256(home.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    found = socket_in_runtime(f"{name}.sock")
+    if found is not None:
+        return Path(found)
+    fallback = state_dir() / "serve.sock"
+    if len(str(fallback).encode()) < SOCKET_PATH_MAX:
+        return fallback
+    raise UsageError(f"no private place for serve's socket: the runtime directory is not "
+                     f"yours alone and {fallback} is too long for a unix socket; set "
+                     "CODEX_BRIDGE_HOME to a shorter path, or pass --port N for a "
+                     "token-protected ws:// listener")
+
+
+def _tls_front(tls: tuple[str, str], listen: Listen) -> TlsRelay:
+    """`--tls-cert`: the relay that serves wss://HOST:PORT in front of codex's loopback
+    listener (codex has no TLS listener); it checks the token itself too."""
     from .tls_relay import TlsRelay, server_context
 
+    assert listen.token is not None
     context = server_context(*tls)
-    inner = free_port("127.0.0.1")
-    return "127.0.0.1", inner, TlsRelay(host, port, f"ws://127.0.0.1:{inner}", context, token)
+    return TlsRelay(listen.public_host, listen.port, f"ws://127.0.0.1:{listen.inner_port}",
+                    context, listen.token)
 
 
 def _recorder(path: Path, record: dict[str, object]) -> Callable[[int], None]:
@@ -317,11 +387,11 @@ def _auth_args(extra: list[str], token: str | None) -> tuple[list[str], Path | N
 
 
 def _greet(echo: Callable[[str], None], version: str, public: str, url: str, workdir: Path,
-           token: bool, tls: bool) -> None:
+           token_file: Path | None, tls: bool) -> None:
     where = f"{public} (TLS; codex itself on {url})" if tls else url
     echo(f"codexbridge: app-server (codex {version}) listening on {where}, cwd {workdir}")
     echo("codexbridge: open the TUI with:")
-    for line in attach_lines(public, str(workdir), token, tls):
+    for line in attach_lines(public, str(workdir), token_file, tls):
         echo(f"    {line}")
     for note in daemon_notes(dict(os.environ)):
         echo(f"codexbridge: {note}")

@@ -40,16 +40,14 @@ def server_context(cert: str, key: str) -> ssl.SSLContext:
     return ctx
 
 
-def token_ok(header: str | None, token: str | None) -> bool:
-    if token is None:
-        return True
+def token_ok(header: str | None, token: str) -> bool:
     return header is not None and hmac.compare_digest(header.encode(),
                                                       f"Bearer {token}".encode())
 
 
 class TlsRelay:
     def __init__(self, host: str, port: int, upstream: str, context: ssl.SSLContext,
-                 token: str | None) -> None:
+                 token: str) -> None:
         self.host, self.port, self.upstream = host, port, upstream
         self.context, self.token = context, token
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -89,9 +89,10 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     if not requests:
         return 0
     from ..conversation import courier_link
-    from ..conversation.records import DeliveryState, DeliveryStore, new_reply, preview
+    from ..conversation.records import DeliveryState, DeliveryStore, Reach, new_reply, preview
 
     store = DeliveryStore()
+    reach = Reach.from_env(os.environ)  # the asking thread's app-server, as this env names it
     started = []
     for req in requests:
         request = str(req["request"])
@@ -115,7 +116,7 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
             continue
         if answer:
             reply = new_reply(store, str(req["thread"]), request,
-                              opt_str(req.get("conversation")), answer, app_server=_app_server(),
+                              opt_str(req.get("conversation")), answer, reach=reach,
                               reply_to=mailbox if isinstance(mailbox, str) else None)
         else:  # nothing to send back: the asking thread is told so, not left waiting
             reply = new_reply(store, str(req["thread"]), request,
@@ -123,14 +124,9 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
                               f"codexbridge: your request {request} to Claude Code got no "
                               "answer — the Claude Code session ended its turn without a "
                               "final message. Ask again if you still need it.",
-                              app_server=_app_server(), reply_to=None, notice=True)
+                              reach=reach, reply_to=None, notice=True)
         started.append(reply.id)
     if started:
         courier_link.ensure(started)
     return len(started)
 
-
-def _app_server() -> str | None:
-    """The app-server a reply goes through: the one named for this environment, else
-    the courier's own choice (codex's daemon or a running serve)."""
-    return os.environ.get("CODEX_BRIDGE_URL") or None

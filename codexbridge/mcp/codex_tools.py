@@ -264,10 +264,11 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
     """wait=false: the receipt of `talk send` (the courier carries the turn)."""
     from ..inbox.service import mailbox_name
     from ..talk.deliveries import send as send_message
+    from ..talk.endpoint import reach_of
 
     policy = check_args(rt, text, approvals)
     receipt = await send_message(
-        text, selector=selector, connect=rt.connect,
+        text, selector=selector, connect=rt.connect, reach=reach_of(rt.endpoint()),
         reply_to=mailbox_name(reply_to) if reply_to else None, conversation=conversation,
         policy=policy, approval_timeout=rt.settings.approval_timeout,
         turn_timeout=(timeout_ms / 1000.0) if timeout_ms else 4 * 3600.0)

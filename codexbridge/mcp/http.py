@@ -8,9 +8,11 @@ measured on 0.169.0 — docs/fitting-in.md, "Two machines"), and the tools write
 
 The gate is a plain ASGI wrapper: every HTTP request must carry `Authorization: Bearer
 <token>` (compared in constant time) or gets 401 with `WWW-Authenticate` — which codex
-reports as "not logged in", and it then offers the model none of the tools. A
-non-loopback address without a token is refused at start-up. The SDK's own auth path
-expects OAuth settings; a fixed shared token is what `bearer_token_env_var` sends.
+reports as "not logged in", and it then offers the model none of the tools. No token, no
+server, at any address: loopback is not a boundary on a shared machine, and these tools
+read and write every mailbox of this user (host/tokens.py: the token's floor, and a
+--token-file other users may read is refused). The SDK's own auth path expects OAuth
+settings; a fixed shared token is what `bearer_token_env_var` sends.
 """
 
 from __future__ import annotations
@@ -57,34 +59,34 @@ def parse_listen(raw: str) -> Listen:
 
 def load_token(token_file: str | None, environ: MutableMapping[str, str] | None = None
                ) -> str | None:
+    """The bearer token: `--token-file` (a file of this user's alone), else
+    CODEX_BRIDGE_MCP_TOKEN; None when neither gives one."""
+    from ..host.tokens import read_token_file
+
     env = os.environ if environ is None else environ
     if token_file:
-        try:
-            with open(token_file, encoding="utf-8") as fh:
-                token = fh.read().strip()
-        except OSError as exc:
-            raise UsageError(f"--token-file {token_file}: {exc.strerror}") from exc
-        if not token:
-            raise UsageError(f"--token-file {token_file} is empty")
-        return token
+        return read_token_file(token_file, "--token-file")
     return env.get(TOKEN_ENV) or None
 
 
-def check_exposure(listen: Listen, token: str | None) -> None:
-    from ..host.loopback import is_loopback
+def check_exposure(listen: Listen, token: str | None) -> str:
+    """The token to serve behind — or a UsageError: none at all (at any address: another
+    local user reaches loopback too), or one too weak to keep anyone out."""
+    from ..host.tokens import MAKE_HINT, check_strength
 
-    if token is None and not is_loopback(listen.host):
-        raise UsageError(f"refusing to serve MCP on non-loopback address {listen.host!r} "
-                         f"without a token: set {TOKEN_ENV} (or pass --token-file)")
-    if token is not None and len(token) < 16:
-        raise UsageError(f"the MCP token is {len(token)} characters; use at least 16 "
-                         "(`openssl rand -hex 24`)")
-
-
-def bearer_gate(app: App, token: str | None) -> App:
-    """`app` behind `Authorization: Bearer <token>` (no token: `app` itself)."""
     if token is None:
-        return app
+        raise UsageError(f"refusing to serve MCP on {listen.host}:{listen.port} without a "
+                         "bearer token: any user of this machine could read and write your "
+                         "Claude sessions' mail through it (loopback is no boundary). Run "
+                         f"`export {TOKEN_ENV}=$({MAKE_HINT})` first (or pass --token-file "
+                         "FILE, a file of yours alone), and give codex the same token",
+                         details={"variable": TOKEN_ENV})
+    check_strength(token, "the MCP token")
+    return token
+
+
+def bearer_gate(app: App, token: str) -> App:
+    """`app` behind `Authorization: Bearer <token>`."""
     wanted = f"Bearer {token}".encode()
 
     async def gate(scope: Scope, receive: Receive, send: Send) -> None:
@@ -127,8 +129,7 @@ def url_of(listen: Listen, sock: socket.socket) -> str:
     return f"http://{listen.url_host}:{sock.getsockname()[1]}{PATH}"
 
 
-def serve_http(server: MCPServer, sock: socket.socket, listen: Listen,
-               token: str | None) -> None:
+def serve_http(server: MCPServer, sock: socket.socket, listen: Listen, token: str) -> None:
     """Run `server` on `sock` (from `bind`) until SIGINT/SIGTERM."""
     import anyio
     import uvicorn

@@ -26,7 +26,12 @@ leaves one *warm server* behind, and the next ones are forked from it:
         checked in full on each request: the interpreter and its options, the
         codexbridge package, sys.path, and the variables read at import (PYTHON*, OTEL_*,
         LANG, LC_*, TZ) — another install or such an environment gets a server of its
-        own. One per key (a lock). It answers only its own user; it refuses, and leaves,
+        own. One per key (a lock). Those variables may hold credentials (an OTLP
+        exporter's headers), so none of their values is in any argv — which every user
+        reads in `ps` — or in a socket name, which every user reads in /proc/net/unix:
+        the server is handed that identity in its environment (/proc/PID/environ is its
+        user's alone), and <key> is a keyed hash (BLAKE2b) under a random key kept 0600
+        in the same private directory. It answers only its own user; it refuses, and leaves,
         once a module it imported has changed on disk; it leaves after
         CODEX_BRIDGE_MCP_WARM seconds (default 600) without a request.
         CODEX_BRIDGE_MCP_WARM=0: none is started or used; every start is cold.
@@ -80,6 +85,8 @@ GO_WAIT = 5.0  # s a forked worker waits for the launcher's go before it leaves
 MAX_REQUEST = 1 << 20
 IMPORT_ENV_PREFIXES = ("PYTHON", "OTEL_", "LC_")
 IMPORT_ENV_KEYS = ("LANG", "TZ")
+IDENT_ENV = "CODEX_BRIDGE_WARM_IDENT"  # how `start` hands the warm server its ident()
+NAME_KEY = "mcp-name.key"  # the socket names' key, in the private runtime directory
 FD_COUNT = 3  # stdin, stdout, stderr
 ROLES = ("claude", "codex")  # settings.ROLES, without importing it
 
@@ -141,21 +148,51 @@ def ident() -> str:
                        "path": search_path(), "env": env}, ensure_ascii=True, sort_keys=True)
 
 
-def server_key(text: str) -> str:
-    """A short name for `ident()` text (the server checks the whole text; zlib is
-    imported in well under a millisecond, hashlib's OpenSSL in ~3 ms)."""
-    import zlib
+def server_key(text: str, key: bytes) -> str:
+    """A short name for `ident()` text, keyed (the server checks the whole text). Keyed
+    because the name is public (/proc/net/unix) and the text holds environment values;
+    `_blake2` is built in and imported in ~0.5 ms (hashlib's OpenSSL takes ~4 ms)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter without the builtin
+        from hashlib import blake2b
+    return blake2b(text.encode(), digest_size=8, key=key).hexdigest()
 
-    data = text.encode()
-    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+def name_key(directory: str) -> bytes | None:
+    """This user's random key for socket names, in `directory` (the private runtime
+    directory): made once, 0600; None while it cannot be read whole (another launcher is
+    making it this instant: this start runs cold)."""
+    path = os.path.join(directory, NAME_KEY)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        return data if len(data) == 32 else None
+    except OSError:
+        return None
+    data = os.urandom(32)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return data
 
 
 def socket_path() -> str | None:
     """Where this install's warm server listens; None when there is no safe place
     (a directory that is not ours alone, or a path too long for a unix socket)."""
-    from ..host.runtime import socket_in_runtime
+    from ..host.runtime import private_runtime_dir, socket_in_runtime
 
-    return socket_in_runtime(f"mcp-{server_key(ident())}.sock")
+    directory = private_runtime_dir()
+    key = name_key(directory) if directory is not None else None
+    if key is None:
+        return None
+    return socket_in_runtime(f"mcp-{server_key(ident(), key)}.sock")
 
 
 def wanted(env: dict[str, str] | os._Environ[str]) -> bool:
@@ -281,7 +318,10 @@ def start() -> None:
     if path is None or not idle:
         return
     env = {k: v for k, v in os.environ.items() if k == "PATH" or _is_import_env(k)}
-    argv = [sys.executable, "-c", BOOT, json.dumps(search_path()), path, repr(idle), ident()]
+    # ident() holds environment values (OTEL_* may carry credentials): not in argv,
+    # which `ps` shows every user — in the environment, which only we may read
+    env[IDENT_ENV] = ident()
+    argv = [sys.executable, "-c", BOOT, json.dumps(search_path()), path, repr(idle)]
     # sh puts it in the background and exits: the warm server is nobody's child, so it
     # never lingers as a zombie of a long session.
     subprocess.run(["/bin/sh", "-c", '"$@" </dev/null >/dev/null 2>&1 &', "sh", *argv],
@@ -321,10 +361,13 @@ class _Warm:
 
 
 def main(argv: list[str]) -> int:
-    """`BOOT`'s entry: SOCKET IDLE IDENT."""
+    """`BOOT`'s entry: SOCKET IDLE, and the ident in $CODEX_BRIDGE_WARM_IDENT."""
     from ..host.locking import lock
 
-    path, idle, expected = argv[0], float(argv[1]), argv[2]
+    path, idle = argv[0], float(argv[1])
+    expected = os.environ.pop(IDENT_ENV, "")
+    if not expected:
+        return 0
     with contextlib.suppress(OSError):  # already a session leader
         os.setsid()
     lock_fd = os.open(path[: -len(".sock")] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,

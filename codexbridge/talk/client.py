@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -116,8 +117,9 @@ class AppServerClient:
     """Connect, handshake, send requests, receive events.
 
     `url` is `ws://HOST:PORT` or `unix://PATH`; `token` is sent as a bearer token
-    (codex's `--ws-auth capability-token`). `connector` opens the transport (default: a
-    WebSocket; tests pass an in-memory one). `experimental` opts into codex's
+    (codex's `--ws-auth capability-token`); `ca_file`/`ca_dir`, what a wss:// server is
+    trusted by (default: SSL_CERT_FILE/SSL_CERT_DIR). `connector` opens the transport
+    (default: a WebSocket; tests pass an in-memory one). `experimental` opts into codex's
     experimental API, which the server-side queue needs (docs/protocol-notes.md,
     "Server-side queue"); codexbridge always does.
     """
@@ -127,12 +129,15 @@ class AppServerClient:
                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
                  on_invalid: Callable[[Invalid], None] | None = None,
                  connector: tp.Connector | None = None,
-                 experimental: bool = True) -> None:
+                 experimental: bool = True, ca_file: str | None = None,
+                 ca_dir: str | None = None) -> None:
         self.url = url
         self.token = token
         self.client_name = client_name
         self.request_timeout = request_timeout
         self.on_invalid = on_invalid or _report_invalid
+        if connector is None and (ca_file or ca_dir):
+            connector = functools.partial(tp.connect, ca_file=ca_file, ca_dir=ca_dir)
         self.connector: tp.Connector = connector or tp.connect
         self.experimental = experimental
         self.initialized = InitializeResponse()  # the server's answer to `initialize`

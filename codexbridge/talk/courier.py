@@ -40,6 +40,7 @@ from ..conversation.records import (
     DeliveryState,
     DeliveryStore,
     Direction,
+    Reach,
     new_reply,
     preview,
 )
@@ -53,7 +54,7 @@ from ..inbox import service as inbox
 from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from .client import AppServerClient
 from .deliveries import get
-from .endpoint import resolve_endpoint
+from .endpoint import recorded_endpoint
 from .follow import SayResult
 from .turn import SayProgress, follow_queued
 
@@ -259,8 +260,7 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
         if record.state.final:
             return record
         try:
-            ep = resolve_endpoint(record.app_server)
-            async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
+            async with _client(record) as client:
                 result = await _run(client, store, record, text)
         except Orphaned as exc:
             return await asyncio.to_thread(_orphaned, store, record, str(exc))
@@ -269,8 +269,8 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
             if record.server_lost_at is None:
                 store.update(delivery_id, functools.partial(_lost_at, at=lost))
             _log(f"{delivery_id}: lost the app-server ({exc.message}); waiting for it")
-            if await _server_back(record.app_server, lost + _seconds(SERVER_WAIT_ENV,
-                                                                     DEFAULT_SERVER_WAIT)):
+            if await _server_back(record, lost + _seconds(SERVER_WAIT_ENV,
+                                                          DEFAULT_SERVER_WAIT)):
                 continue  # rejoin, find the message again (never resent)
             return await asyncio.to_thread(_unreachable, store, get(store, delivery_id), exc,
                                            lost)
@@ -335,13 +335,22 @@ def _lost_at(r: Delivery, at: float) -> None:
     r.server_lost_at = at
 
 
-async def _server_back(url: str | None, until: float) -> bool:
-    """Wait (until the wall-clock time `until`) for the app-server at `url` to accept a
-    connection again."""
+def _client(record: Delivery) -> AppServerClient:
+    """A client of the delivery's app-server, reached with what its record carries (the
+    sender's URL, token, trusted CA): never this process's environment, which is that of
+    whoever happened to start the courier."""
+    ep = recorded_endpoint(record.app_server, record.app_server_token_file,
+                           record.app_server_ca_file, record.app_server_ca_dir)
+    return AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME,
+                           ca_file=ep.ca_file, ca_dir=ep.ca_dir)
+
+
+async def _server_back(record: Delivery, until: float) -> bool:
+    """Wait (until the wall-clock time `until`) for the delivery's app-server to accept
+    a connection again."""
     while time.time() < until:
         try:
-            ep = resolve_endpoint(url)
-            async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME):
+            async with _client(record):
                 return True
         except BridgeError:
             await asyncio.sleep(0.25)
@@ -580,5 +589,5 @@ def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
             "that project (start `claude` there), which will answer it.")
     notice = new_reply(store, record.thread_id, record.id, record.conversation,
                        f"codexbridge: your request {record.id} to Claude Code got no answer "
-                       f"— {why}. {then}", app_server=None, reply_to=None, notice=True)
+                       f"— {why}. {then}", reach=Reach(), reply_to=None, notice=True)
     return notice.id

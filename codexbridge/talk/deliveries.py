@@ -33,6 +33,7 @@ from ..conversation.records import (
     DeliveryState,
     DeliveryStore,
     Direction,
+    Reach,
     preview,
 )
 from ..conversation.routing import (
@@ -95,9 +96,10 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
             reply_to: str | None = None, conversation: str | None = None,
             in_reply_to: str | None = None, policy: ApprovalPolicy = ApprovalPolicy.TUI,
             approval_timeout: float = 300.0, turn_timeout: float = 4 * 3600.0,
-            env: Mapping[str, str] | None = None, app_server: str | None = None,
+            env: Mapping[str, str] | None = None, reach: Reach | None = None,
             store: DeliveryStore | None = None) -> Receipt:
-    """Pass the guards, spend the hop, write the record (nothing is sent yet)."""
+    """Pass the guards, spend the hop, write the record (nothing is sent yet). `reach`:
+    how the courier gets to the app-server (none: it finds one itself)."""
     env = os.environ if env is None else env
     store = store or DeliveryStore()
     refuse_self_send(thread.id, env)
@@ -118,7 +120,8 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
                       reply_to=route.mailbox if route else None,
                       reply_to_how=route.how if route else None,
                       approvals=policy.value, approval_timeout=approval_timeout,
-                      turn_timeout=turn_timeout, app_server=app_server)
+                      turn_timeout=turn_timeout)
+    store.note_reach(record, reach or Reach())
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
     record.move(DeliveryState.QUEUED)
@@ -176,32 +179,35 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
                turn_timeout: float = 4 * 3600.0, wait_thread: float = 0.0,
                env: Mapping[str, str] | None = None,
                store: DeliveryStore | None = None,
-               connect: Callable[[], AbstractAsyncContextManager[Rpc]] | None = None
-               ) -> Receipt:
+               connect: Callable[[], AbstractAsyncContextManager[Rpc]] | None = None,
+               reach: Reach | None = None) -> Receipt:
     """Send `text` into the thread: guards, record, codex's queue, the courier — and the
     receipt, within a second. Errors before codex took the message mean nothing was
     sent (and nothing is left recorded as on its way). `connect` (the MCP server's
-    connector) replaces connecting to `url`; the courier then finds the endpoint itself."""
+    connector) replaces connecting to `url`, with `reach` saying how the courier gets
+    to the same server (none: it finds the endpoint itself). Everything the courier
+    needs to reach the server travels in the record: it never uses its own
+    environment (it was started by whoever came first)."""
     from ..errors import BridgeError, RpcError
     from .client import AppServerClient
-    from .endpoint import resolve_endpoint
+    from .endpoint import reach_of, resolve_endpoint
     from .turn import SayProgress, queue_message
 
     store = store or DeliveryStore()
-    app_server: str | None = None
     if connect is None:
         endpoint = resolve_endpoint(url, thread=selector)
-        app_server = endpoint.url
+        reach = reach_of(endpoint)
 
         def connect() -> AbstractAsyncContextManager[Rpc]:
-            return AppServerClient(endpoint.url, token=endpoint.token)
+            return AppServerClient(endpoint.url, token=endpoint.token,
+                                   ca_file=endpoint.ca_file, ca_dir=endpoint.ca_dir)
 
     async with connect() as client:
         thread, chosen_by = await choose(client, selector, cwd, wait=wait_thread)
         receipt = prepare(text, thread, chosen_by, reply_to=reply_to,
                           conversation=conversation, in_reply_to=in_reply_to, policy=policy,
                           approval_timeout=approval_timeout, turn_timeout=turn_timeout,
-                          env=env, app_server=app_server, store=store)
+                          env=env, reach=reach, store=store)
         record = receipt.delivery
         progress = SayProgress(client_id=record.id)
         try:
@@ -243,10 +249,7 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
 
 
 def get(store: DeliveryStore, delivery_id: str) -> Delivery:
-    try:
-        record = store.read(delivery_id)
-    except ValueError:  # not an id at all
-        record = None
+    record = store.read(delivery_id)
     if isinstance(record, Damaged):
         # Not "never made": the file is there but damaged (left as it is, for a person).
         raise DeliveryNotFoundError(

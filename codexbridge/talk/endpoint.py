@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
+from ..conversation.records import Reach
 from ..errors import ConnectError, UsageError
 from ..host.paths import bridge_file, read_bridge_file
 
@@ -50,6 +51,13 @@ class Endpoint(NamedTuple):
     token: str | None
     source: str
     kind: EndpointKind = EndpointKind.URL  # a URL the caller named itself
+    # Where `token` came from when it is a file (serve's 0600 ws-token); None: from
+    # CODEX_BRIDGE_TOKEN, or no token.
+    token_file: str | None = None
+    # What a wss:// connection trusts, as this process's TLS would (SSL_CERT_FILE,
+    # SSL_CERT_DIR), made absolute: a courier started elsewhere must trust the same.
+    ca_file: str | None = None
+    ca_dir: str | None = None
 
 
 class Choice(NamedTuple):
@@ -193,13 +201,27 @@ def _url_problem(url: str) -> str | None:
 
 def _token_file(record: JsonObject) -> str | None:
     path = record.get("token_file")
-    if not isinstance(path, str):
-        return None
+    return read_token(path) if isinstance(path, str) else None
+
+
+def read_token(path: str) -> str | None:
+    """The token kept in `path` (serve's ws-token, a delivery's own copy); None when it
+    cannot be read — the server then says 401, which names the fix."""
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read().strip() or None
     except OSError:
         return None
+
+
+def _trust(url: str) -> tuple[str | None, str | None]:
+    """SSL_CERT_FILE / SSL_CERT_DIR for a wss:// URL, absolute (a relative one names a
+    file in this process's directory)."""
+    if not url.startswith("wss://"):
+        return None, None
+    found = [os.environ.get(name) or None for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")]
+    ca_file, ca_dir = (os.path.abspath(v) if v else None for v in found)
+    return ca_file, ca_dir
 
 
 def _serve_alive(record: JsonObject | None) -> bool | None:
@@ -253,11 +275,43 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
                         note)
     if picked.note:
         _say_once(picked.note)
+    token_file = None
     if token is None and record and (picked.from_record or record.get("url") == picked.url):
-        token = _token_file(record)  # our own serve, found or named explicitly
+        # our own serve, found or named explicitly: its token file
+        found = record.get("token_file")
+        token_file = found if isinstance(found, str) else None
+        token = read_token(token_file) if token_file else None
     if picked.kind is EndpointKind.DAEMON:
-        token = None  # a unix socket of the user's own: no bearer to present
-    return Endpoint(picked.url, token, picked.source, picked.kind)
+        token, token_file = None, None  # a unix socket of the user's own: no bearer
+    return Endpoint(picked.url, token, picked.source, picked.kind, token_file,
+                    *_trust(picked.url))
+
+
+def reach_of(ep: Endpoint) -> Reach:
+    """What a delivery record keeps of `ep` for its courier (conversation/records.py)."""
+    token = ep.token if ep.token_file is None else None  # a file is kept by its path
+    return Reach(ep.url, token, ep.token_file, ep.ca_file, ep.ca_dir)
+
+
+def recorded_endpoint(url: str | None, token_file: str | None, ca_file: str | None,
+                      ca_dir: str | None) -> Endpoint:
+    """The app-server a delivery record names, reached with what the record carries
+    (conversation/records.py, `Delivery.app_server*`) — never the environment of the
+    process asking: the courier carries every sender's deliveries and was started with
+    whatever environment its first caller had. A record that names no server (one made
+    before records carried it) is this process's own lookup."""
+    if url is None:
+        return resolve_endpoint()
+    token = read_token(token_file) if token_file else None
+    if token_file is None:
+        # a record older than its token file: serve's own, when it names serve's URL
+        record = read_bridge_file()
+        if record and url in (record.get("url"), record.get("public_url")):
+            found = record.get("token_file")
+            token_file = found if isinstance(found, str) else None
+            token = read_token(token_file) if token_file else None
+    return Endpoint(url, token, "the delivery record", EndpointKind.URL, token_file,
+                    ca_file, ca_dir)
 
 
 def others(url: str) -> list[Server]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from websockets.asyncio.client import ClientConnection, unix_connect
 from websockets.asyncio.client import connect as ws_connect
@@ -78,8 +78,12 @@ class _WebSocket:
         await self._ws.close()
 
 
-async def connect_websocket(url: str, headers: Mapping[str, str] | None = None) -> Transport:
-    """Open `ws://HOST:PORT` (or `wss://`) or `unix://PATH`; ConnectError if it fails."""
+async def connect_websocket(url: str, headers: Mapping[str, str] | None = None, *,
+                            ca_file: str | None = None, ca_dir: str | None = None
+                            ) -> Transport:
+    """Open `ws://HOST:PORT` (or `wss://`) or `unix://PATH`; ConnectError if it fails.
+    `ca_file`/`ca_dir`: what a wss:// server's certificate is checked against instead
+    of this process's SSL_CERT_FILE/SSL_CERT_DIR (the same meaning: only these)."""
     extra = dict(headers) if headers else None
     try:
         if url.startswith("unix://"):
@@ -94,10 +98,15 @@ async def connect_websocket(url: str, headers: Mapping[str, str] | None = None) 
             # websockets routes ws:// through the environment's proxy by default
             # (ALL_PROXY=… broke `talk list` against a loopback serve); a loopback
             # app-server is never reached through a proxy.
+            tls: dict[str, Any] = {}  # no `ssl` key: websockets makes its default
+            if url.startswith("wss://") and (ca_file or ca_dir):
+                import ssl
+
+                tls["ssl"] = ssl.create_default_context(cafile=ca_file, capath=ca_dir)
             ws = await asyncio.wait_for(ws_connect(
                 url, compression=None, additional_headers=extra, max_size=None,
-                open_timeout=CONNECT_TIMEOUT, proxy=None if loopback_url(url) else True),
-                CONNECT_TIMEOUT)
+                open_timeout=CONNECT_TIMEOUT, proxy=None if loopback_url(url) else True,
+                **tls), CONNECT_TIMEOUT)
     except (TimeoutError, OSError, InvalidHandshake, InvalidURI) as exc:
         raise ConnectError(f"cannot connect to the app-server at {url}: "
                            f"{exc or type(exc).__name__}; is it running (codex's own "
@@ -112,9 +121,10 @@ def observed(transport: Transport) -> Transport:
     return transport
 
 
-async def connect(url: str, headers: Mapping[str, str] | None = None) -> Transport:
+async def connect(url: str, headers: Mapping[str, str] | None = None, *,
+                  ca_file: str | None = None, ca_dir: str | None = None) -> Transport:
     """The default connector: a WebSocket, seen by every `observe` wrapper."""
-    return observed(await connect_websocket(url, headers))
+    return observed(await connect_websocket(url, headers, ca_file=ca_file, ca_dir=ca_dir))
 
 
 class MemoryEnd:

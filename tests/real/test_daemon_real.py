@@ -200,7 +200,7 @@ async def test_the_tui_on_the_daemon_shows_a_talk_say(daemon: Daemon) -> None:
 
 
 def _serve(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "codexbridge", "serve", "--port", "0",
+    return subprocess.Popen([sys.executable, "-m", "codexbridge", "serve",
                              "--cwd", str(cwd)], env={**os.environ, **env}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)

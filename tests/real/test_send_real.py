@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from codexbridge.conversation.records import DeliveryState, DeliveryStore
+from codexbridge.conversation.records import DeliveryState, DeliveryStore, Reach
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
@@ -231,7 +231,7 @@ async def test_a_message_codex_never_got_is_sent_once_one_it_lost_is_orphaned(
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()
         receipt = prepare("lost before it left", thread, "caller", reply_to="asker",
-                          app_server=app_server.url)
+                          reach=Reach(app_server.url))
         DeliveryStore().update(receipt.delivery.id, lambda r: setattr(r, "courier_pid",
                                                                       dead.pid))
         # codex never had it: the courier that takes over sends it — once

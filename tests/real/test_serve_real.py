@@ -1,4 +1,5 @@
-"""`codexbridge serve` with the real codex binary."""
+"""`codexbridge serve` with the real codex binary: at its defaults on a private unix
+socket, on TCP (`--port`) behind a capability token."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.responses import MockResponsesServer
 from tests.support.binaries import codex_version
 from tests.support.cli import run_cli
@@ -21,9 +23,9 @@ from tests.support.raw_client import RawClient, start_user_thread
 pytestmark = pytest.mark.real_codex
 
 
-def _start_serve(workdir: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+def _start_serve(workdir: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "codexbridge", "serve", "--cwd",
-                             str(workdir), "--port", "0"], env=env, text=True,
+                             str(workdir), *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -65,7 +67,11 @@ def test_serve_writes_record_keeps_secrets_out_and_cleans_up(
         assert record["cwd"] == str(workdir.resolve())
         assert record["codex_version"] == codex_version()
         assert record["pid"] == proc.pid
-        assert record["url"].startswith("ws://127.0.0.1:")
+        # at its defaults: a unix socket in a 0700 directory of ours, no token
+        assert record["url"].startswith("unix://") and "token_file" not in record
+        sock = Path(record["url"][len("unix://"):])
+        assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+        assert len(str(sock).encode()) < 100
         assert set(record) >= {"url", "pid", "cwd", "codex_version", "started_at"}
         assert stat.S_IMODE(_isolated_state.stat().st_mode) == 0o700
         assert stat.S_IMODE((_isolated_state / "bridge.json").stat().st_mode) == 0o600
@@ -92,7 +98,7 @@ def test_serve_writes_record_keeps_secrets_out_and_cleans_up(
         assert res.out.strip() == "MOCK REPLY: via bridge.json"
 
         # a second serve on the same state dir is refused
-        second = run_cli("serve", "--cwd", str(workdir), "--port", "0", env=serve_env)
+        second = run_cli("serve", "--cwd", str(workdir), env=serve_env)
         assert second.code == 2 and "already running" in second.err
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -121,8 +127,9 @@ def test_serve_refuses_bad_input(serve_env: dict[str, str], tmp_path: Path) -> N
     afile = tmp_path / "file"
     afile.write_text("x")
     assert run_cli("serve", "--cwd", str(afile), env=serve_env).code == 2
-    remote = run_cli("serve", "--cwd", str(tmp_path), "--host", "0.0.0.0", env=serve_env)
-    assert remote.code == 2 and "CODEX_BRIDGE_TOKEN" in remote.err
+    weak = run_cli("serve", "--cwd", str(tmp_path), "--port", "0",
+                   env={**serve_env, "CODEX_BRIDGE_TOKEN": "short"})
+    assert weak.code == 2 and "CODEX_BRIDGE_TOKEN is 5 characters" in weak.err
     missing = run_cli("serve", "--cwd", str(tmp_path),
                       env={**serve_env, "CODEX_BRIDGE_CODEX_BIN": str(tmp_path / "nocodex")})
     assert missing.code == 10 and "CODEX_BRIDGE_CODEX_BIN" in missing.err
@@ -132,7 +139,7 @@ def test_capability_token_is_required_when_configured(
         serve_env: dict[str, str], workdir: Path, _isolated_state: Path,
         mock_model: MockResponsesServer) -> None:
     env = {**serve_env, "CODEX_BRIDGE_TOKEN": "s3cret-capability"}
-    proc = _start_serve(workdir, env)
+    proc = _start_serve(workdir, env, "--port", "0")
     try:
         record = _wait_record(_isolated_state, proc)
         token_file = Path(record["token_file"])
@@ -147,6 +154,7 @@ def test_capability_token_is_required_when_configured(
                                       f"at {record['url']} wants a capability token (HTTP "
                                       "401) and none was sent: set CODEX_BRIDGE_TOKEN"), \
             refused.err
+        assert token_file.read_text() == "s3cret-capability"
         wrong = run_cli("talk", "list", env={**no_token, "CODEX_BRIDGE_TOKEN": "wrong"})
         assert wrong.code == 5 and "refused the capability token (HTTP 401)" in wrong.err
         assert "is it running" not in refused.err + wrong.err
@@ -282,3 +290,45 @@ def test_serve_restarts_on_the_same_port_after_serving_a_connection(
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(20) == 0
+
+
+class PastedTUI(CodexTUI):
+    """The Codex TUI started by the very line serve printed, run by a shell as the user
+    pastes it (`codex` found on PATH)."""
+
+    def __init__(self, line: str, *args: object, **kw: object) -> None:
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self.line = line
+
+    def command(self) -> list[str]:
+        return self._argv(["/bin/sh", "-c", self.line])
+
+
+@pytest.mark.tmux
+@pytest.mark.parametrize("listen", [(), ("--port", "0")], ids=["defaults", "tcp"])
+def test_the_printed_line_attaches_the_tui(
+        serve_env: dict[str, str], workdir: Path, _isolated_state: Path, tmp_path: Path,
+        codex_bin: str, mock_model: MockResponsesServer, listen: tuple[str, ...]) -> None:
+    """What serve prints to paste — at its defaults `codex --remote unix://…`, on TCP with
+    the token read from its file — attaches the real TUI, and a turn renders."""
+    from tests.support.binaries import require_tmux
+
+    tmux = require_tmux()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").symlink_to(codex_bin)
+    proc = _start_serve(workdir, serve_env, *listen)
+    try:
+        _wait_record(_isolated_state, proc)
+        assert proc.stdout is not None
+        line = next(x for x in iter(proc.stdout.readline, "") if "codex --remote" in x).strip()
+        assert ("CODEX_BRIDGE_TOKEN=$(cat" in line) == bool(listen), line
+        env = {k: v for k, v in serve_env.items() if not k.startswith("CODEX_BRIDGE_")}
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+        with PastedTUI(line, codex_bin, None, workdir, env, tmux=tmux) as tui:
+            tui.wait_ready(60)
+            tui.send("hello through the printed line")
+            tui.wait_for_text("MOCK REPLY: hello through the printed line", 60)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)

@@ -32,9 +32,9 @@ TOKEN = "cb-wss-token-0123456789abcdef"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "fitting-in.md"
 
 
-def documented_cert_command() -> list[str]:
+def documented_cert_command(host: str = "localhost", addr: str = "127.0.0.1") -> list[str]:
     """The self-signed certificate command docs/fitting-in.md gives users, as written
-    (its continuation lines joined), for HOST localhost and ADDR 127.0.0.1."""
+    (its continuation lines joined), for HOST `host` and ADDR `addr`."""
     text = DOCS.read_text(encoding="utf-8")
     start = text.index("openssl req -x509 -newkey")
     lines = []
@@ -42,16 +42,17 @@ def documented_cert_command() -> list[str]:
         lines.append(line.rstrip("\\").strip())
         if not line.endswith("\\"):
             break
-    command = " ".join(lines).replace("HOST", "localhost").replace("ADDR", "127.0.0.1")
+    command = " ".join(lines).replace("HOST", host).replace("ADDR", addr)
     return shlex.split(command)
 
 
-def make_certs(d: Path) -> tuple[Path, Path, Path]:
+def make_certs(d: Path, host: str = "localhost", addr: str = "127.0.0.1"
+               ) -> tuple[Path, Path, Path]:
     """The certificate exactly as the docs tell users to make it (self-signed, CA:FALSE:
     the TUI refuses a CA certificate as a server's own); it is its own trust anchor."""
     openssl = shutil.which("openssl")
     assert openssl, "openssl is needed to make the test certificates"
-    argv = documented_cert_command()
+    argv = documented_cert_command(host, addr)
     assert argv[0] == "openssl" and "basicConstraints=critical,CA:FALSE" in argv, argv
     subprocess.run([openssl, *argv[1:]], cwd=d, check=True, capture_output=True, timeout=60)
     return d / "cert.pem", d / "cert.pem", d / "key.pem"
@@ -85,7 +86,8 @@ def wss_serve(tmp_path: Path, codex_bin: str, codex_env: dict[str, str], workdir
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
         assert f"SSL_CERT_FILE=<CA file, for a self-signed certificate> CODEX_BRIDGE_TOKEN=" \
-               f"<token> codex --remote wss://127.0.0.1:{port}" in out
+               f"$(cat {_isolated_state / 'ws-token'}) codex --remote wss://127.0.0.1:{port}" \
+               in out
 
 
 async def test_the_tui_and_talk_over_wss(wss_serve: tuple[str, dict[str, str]],
@@ -112,3 +114,44 @@ async def test_the_tui_and_talk_over_wss(wss_serve: tuple[str, dict[str, str]],
     assert "is it running" not in wrong.err + missing.err
     untrusted = run_cli("talk", "list", "--url", url, env={**env, "SSL_CERT_FILE": ""})
     assert untrusted.code == 5 and "CERTIFICATE_VERIFY_FAILED" in untrusted.err
+
+
+async def test_a_wss_send_handed_to_a_courier_started_without_its_settings(
+        wss_serve: tuple[str, dict[str, str]], workdir: Path, _isolated_state: Path) -> None:
+    """The courier already runs — started by someone else, in an environment without the
+    CA file and the token (a Stop hook, another session) — when `talk send --url
+    wss://…` hands it a delivery: it reaches the server with what the delivery carries
+    (the sender's token and CA, kept with the record) and delivers Codex's answer."""
+    from codexbridge.conversation import courier_link
+    from tests.support.binaries import wait_flock_held
+    from tests.support.raw_client import RawClient, start_user_thread
+
+    url, env = wss_serve
+    record = json.loads((_isolated_state / "bridge.json").read_text())
+    async with RawClient(record["url"], token=TOKEN) as tui:  # the TUI's first message
+        await start_user_thread(tui, workdir, "hello from the TUI")
+    bare = {k: v for k, v in env.items() if k not in ("SSL_CERT_FILE", "CODEX_BRIDGE_TOKEN")}
+    courier = subprocess.Popen([sys.executable, "-m", "codexbridge", "talk", "courier"],
+                               env={**bare, "CODEX_BRIDGE_COURIER_IDLE": "120"},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_flock_held(str(_isolated_state / "courier.lock"), 60)
+        sent = await arun_cli("talk", "send", "--url", url, "--reply-to", "asker", "--json",
+                              "over wss, carried by a courier that has no CA", env=env)
+        assert sent.code == 0, sent.err
+        delivery = json.loads(sent.out)["delivery_id"]
+        assert courier.poll() is None and courier_link.running()  # the same courier
+        done = await arun_cli("talk", "status", delivery, "--wait", "60", "--json", env=bare)
+        assert done.code == 0, done.err
+        final = json.loads(done.out)["delivery"]
+        assert final["state"] == "delivered", final
+        assert final["reply_preview"] == \
+            "MOCK REPLY: over wss, carried by a courier that has no CA"
+        # the record names the token's file, never the token itself
+        assert TOKEN not in done.out
+        token_file = Path(final["app_server_token_file"])
+        assert token_file.read_text() == TOKEN and oct(token_file.stat().st_mode)[-3:] == "600"
+    finally:
+        courier.terminate()
+        courier.wait(30)

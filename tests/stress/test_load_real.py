@@ -112,7 +112,7 @@ BIG = 24_000_000
 
 async def test_memory_stays_bounded_under_a_reply_over_the_caps(
         app_server: AppServer, workdir: Path, mock_model: MockResponsesServer) -> None:
-    from codexbridge.conversation.records import DeliveryStore
+    from codexbridge.conversation.records import DeliveryStore, Reach
     from codexbridge.inbox import peek as reading
     from codexbridge.inbox.location import inbox_dir
     from codexbridge.protocol.threads import ThreadInfo
@@ -138,7 +138,7 @@ async def test_memory_stays_bounded_under_a_reply_over_the_caps(
     # the courier carrying a `talk send`, run as our child so its peak is measurable (it
     # adopts the record on start; with no idle grace it leaves once the delivery is done)
     receipt = prepare(f"BIG:{BIG}", thread, "caller", reply_to="flood",
-                      app_server=app_server.url)
+                      reach=Reach(app_server.url))
     code, courier = await asyncio.to_thread(_rss_of_run, [
         sys.executable, "-m", "codexbridge", "talk", "courier"],
         {**env, "CODEX_BRIDGE_COURIER_IDLE": "0"})

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed
 
 Message = dict[str, Any]
@@ -42,8 +42,10 @@ class RawClient:
     """One WebSocket connection to `codex app-server`, initialized on enter."""
 
     def __init__(self, url: str, *, name: str = "test-peer", initialize: bool = True,
-                 capabilities: dict[str, Any] | None = None) -> None:
+                 capabilities: dict[str, Any] | None = None,
+                 token: str | None = None) -> None:
         self.url = url
+        self.token = token  # a capability token (serve on TCP), sent as a bearer
         self.name = name
         self._do_initialize = initialize
         self._capabilities = capabilities if capabilities is not None else {
@@ -60,8 +62,15 @@ class RawClient:
         self.init_result: dict[str, Any] | None = None
 
     async def __aenter__(self) -> RawClient:
-        self._ws = await connect(self.url, compression=None, max_size=None,
-                                 open_timeout=10, ping_interval=None)
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
+        if self.url.startswith("unix://"):
+            self._ws = await unix_connect(self.url[len("unix://"):], uri="ws://localhost/",
+                                          compression=None, max_size=None, open_timeout=10,
+                                          ping_interval=None, additional_headers=headers)
+        else:
+            self._ws = await connect(self.url, compression=None, max_size=None,
+                                     open_timeout=10, ping_interval=None,
+                                     additional_headers=headers)
         self._reader = asyncio.create_task(self._read_loop(), name=f"raw-client-{self.name}")
         if self._do_initialize:
             await self.initialize()

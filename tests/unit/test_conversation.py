@@ -351,3 +351,45 @@ def test_mail_cap() -> None:
     assert mail_max({}) == 10 * 1024 * 1024 and mail_max({"CODEX_BRIDGE_MAIL_MAX": "9"}) == 9
     assert mail_over_limit("é" * 5, 9) is not None  # bytes, not characters
     assert mail_over_limit("abc", 9) is None
+
+
+def test_what_reaching_the_app_server_took_travels_with_the_delivery(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23, item 11: the courier carries every sender's deliveries in the environment
+    of whoever started it, so the URL, the token and the CA a send used are kept with the
+    record — the token beside it (0600), never in the record `talk status` shows."""
+    from codexbridge.conversation.records import Delivery, Direction, Reach
+    from codexbridge.talk.endpoint import Endpoint, reach_of, recorded_endpoint
+
+    store = DeliveryStore(tmp_path / "d")
+    record = Delivery(id=request_token(), direction=Direction.TO_CODEX)
+    store.note_reach(record, Reach("wss://codex-box:8443", "tok-" + "x" * 20, None,
+                                   "/etc/cb/cert.pem", None))
+    store.save(record)
+    kept = Path(str(record.app_server_token_file))
+    assert kept == store.root / f"{record.id}.token"
+    assert kept.read_text() == "tok-" + "x" * 20 and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    shown = json.dumps(record.as_dict())
+    assert "tok-" not in shown and "/etc/cb/cert.pem" in shown
+    again = store.get(record.id)
+    assert again is not None
+    ep = recorded_endpoint(again.app_server, again.app_server_token_file,
+                           again.app_server_ca_file, again.app_server_ca_dir)
+    assert (ep.url, ep.token, ep.ca_file) == ("wss://codex-box:8443", "tok-" + "x" * 20,
+                                               "/etc/cb/cert.pem")
+    # a token read from serve's file is kept by its path: a restarted serve's new token
+    # is read there
+    served = reach_of(Endpoint("ws://127.0.0.1:1", "t", "bridge.json", token_file="/s/ws-token"))
+    assert served.token is None and served.token_file == "/s/ws-token"
+    # the Stop hook's reply: what its environment names, a relative CA file made absolute
+    monkeypatch.chdir(tmp_path)
+    env = {"CODEX_BRIDGE_URL": "wss://codex-box:8443", "CODEX_BRIDGE_TOKEN": "t" * 16,
+           "SSL_CERT_FILE": "cert.pem"}
+    assert Reach.from_env(env) == Reach("wss://codex-box:8443", "t" * 16, None,
+                                        str(tmp_path / "cert.pem"), None)
+    assert Reach.from_env({"CODEX_BRIDGE_TOKEN": "t" * 16}) == Reach()
+    # swept with its record
+    old = store.clock() - store.ttl - 10
+    os.utime(kept, (old, old))
+    store.sweep()
+    assert not kept.exists()

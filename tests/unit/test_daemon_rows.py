@@ -106,9 +106,12 @@ def test_codex_not_found_names_the_npm_command(tmp_path: Path,
 def test_serve_prints_the_attach_line_and_the_daemon_notes() -> None:
     from codexbridge.host.serve import attach_lines, daemon_notes
 
-    assert attach_lines("ws://127.0.0.1:8787", "/p", False, False) == [
-        "codex --remote ws://127.0.0.1:8787 -C /p"]
-    [tls] = attach_lines("wss://h:1", "/p", True, True)
+    assert attach_lines("unix:///run/cb/serve.sock", "/p", None, False) == [
+        "codex --remote unix:///run/cb/serve.sock -C /p"]
+    assert attach_lines("ws://127.0.0.1:8787", "/p", Path("/s/ws-token"), False) == [
+        "CODEX_BRIDGE_TOKEN=$(cat /s/ws-token) codex --remote ws://127.0.0.1:8787 -C /p "
+        "--remote-auth-token-env CODEX_BRIDGE_TOKEN"]
+    [tls] = attach_lines("wss://h:1", "/p", Path("/s/ws-token"), True)
     assert tls.startswith("SSL_CERT_FILE=") and "--remote-auth-token-env" in tls
     notes = daemon_notes({"CODEX_BRIDGE_DAEMON": "off"})
     assert len(notes) == 1 and "plain `codex`" in notes[0]

@@ -74,9 +74,9 @@ def test_codex_version_paths(facts: dict[str, Any], status: str, words: str) -> 
 
 
 @pytest.mark.parametrize(("listen", "help_error", "status", "words"), [
-    (ListenSchemes(True, False, True), None, FAIL, "does not list ws://"),
+    (ListenSchemes(True, False, True), None, WARN, "not ws://"),
     (ListenSchemes(False, False, False), None, FAIL, "no --listen option"),
-    (ListenSchemes(True, True, False), None, WARN, "not unix://"),
+    (ListenSchemes(True, True, False), None, FAIL, "does not list unix://"),
     (None, "exit status 2 error: unrecognized", WARN, "could not run"),
 ])
 def test_listen_scheme_paths(listen: Any, help_error: str | None, status: str,
@@ -450,3 +450,28 @@ def test_a_bad_url_is_a_fail_naming_it_not_no_server() -> None:
         bad_url="--url 'ws://[::1' is not an app-server URL"))
     assert row.status == FAIL and "ws://[::1" in row.finding
     assert row.fix and "--url" in row.fix
+
+
+def test_codex_mcp_env_rows() -> None:
+    """A token variable codex's config names for an MCP server (`setup codex --url`):
+    FAIL when the app-server in force runs without it — codex then offers the model none
+    of that server's tools (docs/fitting-in.md, "Two machines")."""
+    from codexbridge.doctor.codex_side import McpEnvFacts, mcp_env_rows
+
+    need = (("codexbridge", "CODEX_BRIDGE_MCP_TOKEN"),)
+    assert mcp_env_rows(McpEnvFacts()) == []
+    [ok] = mcp_env_rows(McpEnvFacts(need, "/h", "serve", 42,
+                                    frozenset({"CODEX_BRIDGE_MCP_TOKEN", "PATH"})))
+    assert ok.status == "OK" and "`codexbridge serve`'s app-server (pid 42) has it" in \
+        ok.finding
+    [missing] = mcp_env_rows(McpEnvFacts(need, "/h", "serve", 42, frozenset({"PATH"})))
+    assert missing.status == "FAIL" and "was started without it" in missing.finding
+    assert missing.fix is not None and "restart serve" in missing.fix
+    [daemon] = mcp_env_rows(McpEnvFacts(need, "/h", "daemon", 7, frozenset()))
+    assert daemon.status == "FAIL" and daemon.fix is not None and \
+        "codex app-server daemon stop" in daemon.fix
+    [unknown] = mcp_env_rows(McpEnvFacts(need, "/h", None, None, None, frozenset()))
+    assert unknown.status == "WARN" and "not set in this shell" in unknown.finding
+    [shell] = mcp_env_rows(McpEnvFacts(need, "/h", None, None, None,
+                                       frozenset({"CODEX_BRIDGE_MCP_TOKEN"})))
+    assert shell.status == "INFO"

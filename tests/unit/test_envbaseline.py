@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from codexbridge.host.envbaseline import BASELINE, child_env, extra_names, strip_credentials
@@ -85,3 +87,29 @@ def test_auth_hint_names_the_missing_variable() -> None:
     assert generic is not None and "CODEX_BRIDGE_CHILD_ENV" in generic
     assert auth_hint("Codex could not find bubblewrap on PATH. Install bubblewrap") is None
     assert auth_hint("Unknown model mock-model is used") is None
+
+
+def test_the_variables_codex_config_names_for_mcp_servers_pass(tmp_path: Path) -> None:
+    """docs/fitting-in.md, "Two machines": `setup codex --url` has codex read the Claude
+    machine's MCP token from its own environment; serve's baseline must not cut it."""
+    from codexbridge.host.envbaseline import mcp_token_needs, mcp_token_vars
+
+    home, project = tmp_path / "codex-home", tmp_path / "project"
+    (project / ".codex").mkdir(parents=True)
+    home.mkdir()
+    (home / "config.toml").write_text(
+        '[mcp_servers.codexbridge]\nurl = "http://claude-box:8790/mcp"\n'
+        'bearer_token_env_var = "CODEX_BRIDGE_MCP_TOKEN"\n'
+        '[mcp_servers.other]\ncommand = "x"\n', encoding="utf-8")
+    (project / ".codex" / "config.toml").write_text(
+        '[mcp_servers.docs]\nurl = "https://docs.example/mcp"\n'
+        '[mcp_servers.docs.env_http_headers]\nX-Api-Key = "DOCS_KEY"\n', encoding="utf-8")
+    assert mcp_token_needs(home, project) == [("codexbridge", "CODEX_BRIDGE_MCP_TOKEN"),
+                                              ("docs", "DOCS_KEY")]
+    names = mcp_token_vars(home, project)
+    env = child_env({**PARENT, "CODEX_BRIDGE_MCP_TOKEN": "t" * 20, "DOCS_KEY": "k"},
+                    also=names)
+    assert env["CODEX_BRIDGE_MCP_TOKEN"] == "t" * 20 and env["DOCS_KEY"] == "k"
+    assert "OPENAI_API_KEY" not in env  # the rest of the baseline rule still holds
+    (home / "config.toml").write_text("not toml [", encoding="utf-8")
+    assert mcp_token_vars(home) == []  # codex reports its own config errors

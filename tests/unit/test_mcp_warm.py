@@ -76,7 +76,7 @@ def test_the_socket_lives_in_a_directory_of_ours_alone(
     assert os.stat(tmp_path / "codexbridge").st_mode & 0o777 == 0o700
     os.chmod(tmp_path / "codexbridge", 0o755)  # others may enter: no warm server here
     assert warm.socket_path() is None
-    os.rmdir(tmp_path / "codexbridge")
+    shutil.rmtree(tmp_path / "codexbridge")  # (with the socket names' key in it)
     os.symlink(tmp_path / "elsewhere", tmp_path / "codexbridge")
     (tmp_path / "elsewhere").mkdir(mode=0o700)
     assert warm.socket_path() is None
@@ -107,4 +107,23 @@ def test_what_import_reads_separates_servers_the_working_directory_does_not(
     assert warm.ident() == from_c
     monkeypatch.setattr(sys, "path", [str(tmp_path / "bin"), *rest])  # a console script
     assert warm.ident() != from_c
-    assert warm.server_key(base) != warm.server_key(base + " ")
+    key = os.urandom(32)
+    assert warm.server_key(base, key) != warm.server_key(base + " ", key)
+
+
+def test_socket_names_are_keyed_by_a_private_key(short_dir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """/proc/net/unix lists every socket's name to every user, and ident() holds
+    environment values (OTEL_* may carry credentials): the name is a keyed hash under a
+    random key of ours (0600, in the private runtime directory), not a checksum anyone
+    could match against guesses."""
+    import stat
+
+    run = short_dir
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    first = warm.socket_path()
+    assert first is not None and first == warm.socket_path()  # stable for one user
+    key_file = run / "codexbridge" / warm.NAME_KEY
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(key_file.read_bytes()) == 32
+    key_file.unlink()  # another key: another name for the same ident
+    assert warm.socket_path() not in (None, first)
