@@ -22,7 +22,7 @@ from ..inbox.lines import Mail, Rejected
 from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.location import rejected_path
-from ..inbox.render import render_mail
+from ..inbox.render import render_mail, sender_of
 from .command import command, echo, emit_json
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def _rejected_json(bad: Rejected) -> JsonObject:
 
 def _print_mails(mails: list[Mail]) -> None:
     for i, mail in enumerate(mails, start=1):
-        bits = [f"from {mail.sender}"]
+        bits = [f"from {sender_of(mail)}"]
         if mail.at:
             bits.append(mail.at)
         if mail.mail_id:

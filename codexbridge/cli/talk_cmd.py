@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..conversation.routing import agent_sending
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -175,12 +176,14 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         async with _client(url, selector) as client:
             target = await find_joinable(client, selector, target_cwd, wait=wait_thread)
             words = message
-            if os.environ.get("CLAUDE_CODE_SESSION_ID"):
-                # Claude Code runs this (its Bash tool sets the variable): a peer agent's
-                # request — the envelope tells Codex and the human so, and spends a hop.
+            sender = agent_sending(os.environ)
+            if sender is not None:
+                # An agent runs this (Claude Code's Bash tool, a Codex command): a peer
+                # agent's request — the envelope tells Codex and the human so, and spends
+                # a hop. Only the human's own shell sends words unlabelled.
                 from ..talk.deliveries import blocking_request
 
-                words = blocking_request(message, target.id)
+                words = blocking_request(message, target.id, sender=sender)
             return await say(
                 client, target.id, words, approvals=policy,
                 approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,

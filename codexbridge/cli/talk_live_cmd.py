@@ -242,7 +242,7 @@ def _print_record(r: Delivery) -> None:
 def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> None:
     """Add TEXT (or `-`) to the turn running in the thread (`turn/steer`): the model
     sees it at once, in the same turn."""
-    from ..conversation.envelope import CLAUDE, steer_header
+    from ..conversation.envelope import CLAUDE, steer_text
     from ..talk.threads import find_target
     from ..talk.turn import steer as steer_turn
 
@@ -251,7 +251,7 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
     async def go() -> tuple[str, str]:
         async with _client(url, selector) as client:
             thread = await find_target(client, selector)
-            turn = await steer_turn(client, thread.id, f"{steer_header(CLAUDE)}\n\n{message}")
+            turn = await steer_turn(client, thread.id, steer_text(CLAUDE, message))
             if turn is None:
                 raise NoRunningTurnError(f"no turn is running in thread {thread.id}: nothing "
                                          "to steer (use `talk say` or `talk send`)",
