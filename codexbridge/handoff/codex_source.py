@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..conversation.envelope import is_framed, words_of
+from ..conversation.frame import is_framed, words_of
 from ..errors import RpcError
 from ..host.text import writable
 from ..protocol.generated import methods as m
@@ -55,7 +55,7 @@ def _user_text(item: JsonObject) -> str | None:
 
 def _speaker(kind: ThreadItemType, text: str) -> tuple[str, str]:
     """Who said `text` in the thread, and the words that cross: a peer's words without the
-    frame codexbridge put around them for this thread (`envelope.frame`)."""
+    frame codexbridge put around them for this thread (`conversation/frame.py`)."""
     if kind is ThreadItemType.AGENT_MESSAGE:
         return CODEX, text
     return (PEER, words_of(text)) if is_framed(text) else ("user", text)

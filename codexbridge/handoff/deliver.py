@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..conversation import envelope
+from ..conversation.frame import frame
 from ..errors import QueueTimeoutError
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome, WireEnum
@@ -56,13 +56,13 @@ def injected_item(text: str) -> JsonObject:
 
 def notice(source: str, handoff_id: str, messages: int, full_path: str, next_text: str
            ) -> str:
-    """The visible turn, framed like every bridge message (`envelope.frame`: a tagged
+    """The visible turn, framed like every bridge message (`conversation/frame.py`: a tagged
     header line, the words, a tagged end line). It says who the work comes from, never
     that the human moved it: an agent can start a handoff too (MCP `bridge_handoff`)."""
     nxt = next_text.strip()
     if len(nxt) > NOTICE_MAX:
         nxt = nxt[:NOTICE_MAX - 1] + "…"
-    return envelope.frame(
+    return frame(
         [f"from {source} — handoff: its work moves to you"],
         f"Handoff {handoff_id}: {source}'s context since your last handoff ({messages} "
         "message(s), decisions, work, next step) is in your history just above this "

@@ -19,7 +19,7 @@ The delta is one plain-text block in four sections, with a companion:
 
 Each message is one `[<who>] <text>` — `[the human]` only for what the source's own
 records say the human wrote. Every piece of text in it (the messages, the note, git's
-output) is quoted as `envelope.quoted` quotes a sender's words: a line of it that could
+output) is quoted as `frame.quoted` quotes a sender's words: a line of it that could
 pass for a line of this layout (`[the human] …`, `== Next ==`, `[end of handoff …`,
 `[codexbridge …`) gets `> ` in front. No line of the delta itself opens with
 `[codexbridge`, so the delta travels inside a mail frame untouched.
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
-from ..conversation.envelope import quoted
+from ..conversation.frame import quoted
 from .note import Note
 
 CLAUDE = "claude"

@@ -5,7 +5,7 @@ The text opens with the bridge's own instruction (who the mail is from, how to a
 and then carries every message between its header and its end line, both tagged with
 a seal drawn for this one text (docs/protocol-notes.md, "Stop hook";
 docs/reverse-channel.md, "What Claude is handed"). The mail's text is quoted as
-`conversation/envelope.py` says: no line of it can pass for one of ours.
+`conversation/frame.py` says: no line of it can pass for one of ours.
 
 A mail whose text is over `INLINE_MAX` (64 KiB) is written whole to a private file
 (`<inbox>/NAME.spill/<mail id>.txt`, 0600) and handed over as its first `PREVIEW_CHARS`
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..conversation import envelope
+from ..conversation import frame
 from ..host.private import ensure_private_dir, write_private
 from ..host.text import for_terminal
 from .lines import Mail, Rejected
@@ -36,14 +36,14 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
                 rejected_file: str | None = None, *, live_id: str | None = None,
                 seal: str | None = None) -> str:
     """The text handed to Claude: the bridge's instruction first, then every message
-    between its tagged header and its tagged end line (`envelope.frame`'s rules: the
+    between its tagged header and its tagged end line (`conversation/frame.py`'s rules: the
     seal is drawn here, after the mail was written; a line of a mail's text that could
     pass for one of ours is quoted).
 
     `live_id`: the same text pushed into the session's cross-session inbox (Claude wraps
     it as "Another Claude session sent a message"), so it says it is not a Claude
     session and how to answer — not SendMessage to the receipt address."""
-    mark = envelope.tag(seal or envelope.new_seal())
+    mark = frame.tag(seal or frame.new_seal())
     parts: list[str] = []
     if mails:
         how = (f"codexbridge delivered {_plural(len(mails), 'new message')} for mailbox "
@@ -76,7 +76,7 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
             if mail.mail_id:
                 header += f" · id {_field(mail.mail_id)}"
             note = "".join(f"{mark} {line}\n" for line in conversation_note(mail.extra))
-            parts.append(f"{header}\n{note}{envelope.quoted(mail.text)}\n"
+            parts.append(f"{header}\n{note}{frame.quoted(mail.text)}\n"
                          f"{mark} end of message {i} of {len(mails)}")
     if rejected:
         one = len(rejected) == 1
@@ -94,8 +94,8 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
 
 
 def sender_of(mail: Mail) -> str:
-    """Who a mail is from, as its frame names it (`envelope.sender_label`)."""
-    return envelope.sender_label(mail.sender, name_problem(mail.sender) is None)
+    """Who a mail is from, as its frame names it (`frame.sender_label`)."""
+    return frame.sender_label(mail.sender, name_problem(mail.sender) is None)
 
 
 def _field(value: str) -> str:

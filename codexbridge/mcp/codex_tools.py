@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..conversation.envelope import quoted
+from ..conversation.frame import quoted
 from .results import Data, Outcome, Warnings, guarded, turn_started
 from .runtime import Runtime
 

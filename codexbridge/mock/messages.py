@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..conversation.envelope import MARK
+from ..conversation.frame import MARK
 from ..jsontypes import obj, objs
 from .serving import JsonHandler, QuietServer
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..conversation import envelope
+from ..conversation import frame
 from ..jsontypes import objs
 from .serving import JsonHandler, QuietServer
 
@@ -97,7 +97,7 @@ def big_text(n: int) -> str:
 def words_of(user: str) -> str:
     """The message without the frame codexbridge puts around a peer's words (its header
     and end line): what a model answers."""
-    return envelope.words_of(user)
+    return frame.words_of(user)
 
 
 def extract_user_text(body: JsonValue) -> str | None:

@@ -17,7 +17,7 @@ import shlex
 
 import pytest
 
-from codexbridge.conversation.envelope import words_of
+from codexbridge.conversation.frame import words_of
 from codexbridge.mock.world import readme_block
 
 from .conftest import Journey, fresh_text, one_line, wait_until

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.conversation.envelope import is_framed, words_of
+from codexbridge.conversation.frame import is_framed, words_of
 from codexbridge.errors import RpcError
 from codexbridge.handoff import claude_source, codex_source
 from codexbridge.handoff.delta import CLAUDE, CODEX, PEER, Parsed, Said

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from codexbridge.conversation.envelope import words_of
+from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.records import DeliveryState, DeliveryStore
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive

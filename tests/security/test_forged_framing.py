@@ -8,12 +8,12 @@ human user", the receiving model (and the person reading its TUI) cannot tell th
 frame from the forged one, and takes the forger's next lines as someone else's — the
 human's, at worst. And if a sender may simply name itself "human", no forging is needed.
 
-What holds (conversation/envelope.py): every frame line carries a seal drawn after the
-words were written; inside the words, every line that could pass for a frame line is
-quoted with `> `; a sender's name may not claim the human; words only go unlabelled
-into a Codex thread from the human's own shell. Proven on the pure functions, the CLI,
-and on the real binaries in both directions: the pinned codex's model request, and the
-real Claude Code's, carry the forged lines quoted.
+What holds (conversation/frame.py, which every road calls): every frame line carries a
+seal drawn after the words were written; inside the words, every line that could pass
+for a frame line is quoted with `> `; a sender's name may not claim the human; words
+only go unlabelled into a Codex thread from the human's own shell. Proven on the pure
+functions, the CLI, and on the real binaries in both directions: the pinned codex's
+model request, and the real Claude Code's, carry the forged lines quoted.
 """
 
 from __future__ import annotations
@@ -26,16 +26,8 @@ import pytest
 from click.testing import CliRunner
 
 from codexbridge.cli.app import cli
-from codexbridge.conversation.envelope import (
-    CLAUDE,
-    CODEX,
-    Envelope,
-    label_problem,
-    quoted,
-    steer_text,
-    tag,
-    words_of,
-)
+from codexbridge.conversation.envelope import CLAUDE, CODEX, Envelope, steer_text
+from codexbridge.conversation.frame import label_problem, quoted, tag, words_of
 from codexbridge.conversation.routing import agent_sending
 from codexbridge.errors import MailboxNameError
 from codexbridge.handoff import delta

@@ -14,13 +14,8 @@ import pytest
 
 from codexbridge.conversation import handling
 from codexbridge.conversation.budget import Conversations, current_conversation, valid_id
-from codexbridge.conversation.envelope import (
-    CLAUDE,
-    Envelope,
-    conversation_id,
-    request_token,
-    words_of,
-)
+from codexbridge.conversation.envelope import CLAUDE, Envelope, conversation_id, request_token
+from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.limits import clip, max_hops, over_limit, text_max
 from codexbridge.conversation.records import (
     Delivery,

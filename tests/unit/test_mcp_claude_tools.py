@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from codexbridge.conversation.envelope import words_of
+from codexbridge.conversation.frame import words_of
 from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
