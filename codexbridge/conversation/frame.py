@@ -96,9 +96,10 @@ def quoted(words: str, markers: Sequence[str] = ()) -> str:
     U+2028, …); the rest is left exactly as written."""
     words = for_terminal(words)
     lines = words.splitlines(keepends=True)
-    if not any(looks_framed(line, markers) for line in lines):
+    forged = [looks_framed(line, markers) for line in lines]
+    if not any(forged):
         return words
-    return "".join(QUOTE + line if looks_framed(line, markers) else line for line in lines)
+    return "".join(QUOTE + line if bad else line for line, bad in zip(lines, forged, strict=True))
 
 
 def frame(head: Sequence[str], words: str, end: str, seal: str | None = None) -> str:
