@@ -74,5 +74,8 @@ def report_bug(exc: BaseException, *, as_json: bool, where: str = "codexbridge")
 
 def _write(stream: TextIO, text: str) -> None:
     # The stream itself may be what broke (a closed pipe): the exit code still says it.
+    # An exception's message can quote anything (a reply, a name): shown, not acted on.
+    from ..host.text import for_terminal
+
     with contextlib.suppress(OSError, ValueError):
-        print(text, file=stream, flush=True)
+        print(for_terminal(text), file=stream, flush=True)

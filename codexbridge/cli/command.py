@@ -26,6 +26,7 @@ import click
 
 from ..errors import INTERRUPTED_EXIT, BridgeError, OutputClosedError, UsageError
 from ..host.private import check_state_dirs
+from ..host.text import for_terminal
 from ..protocol.approvals import POLICIES
 
 T = TypeVar("T")
@@ -91,8 +92,19 @@ def run_async(factory: Callable[[], Coroutine[object, None, T]]) -> T:
 
 # -- output -----------------------------------------------------------------------------
 
+def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print `text` for a person: what every command prints goes through here, so that
+    nothing a model or a peer wrote (a reply, a mail, a thread's name, an error codex
+    passed on) acts on the terminal — its control characters are shown as escapes
+    (`host/text.for_terminal`), whether stdout is a terminal or a pipe (into `less -R`,
+    say: a terminal too)."""
+    click.echo(for_terminal("" if text is None else str(text)), err=err, nl=nl)
+
+
 def emit_json(data: object) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    """One JSON object for scripts — through `echo` too: JSON escapes C0 controls, but
+    leaves C1 controls and bidi overrides raw; their escapes keep it the same JSON."""
+    echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def error_payload(exc: BridgeError) -> dict[str, object]:
@@ -104,18 +116,18 @@ def report(exc: BridgeError, as_json: bool) -> int:
     """Print `exc` for a person (stderr) and, with --json, for a script (stdout)."""
     if as_json and not exc.reported:
         emit_json(error_payload(exc))
-    click.echo(f"codexbridge: {exc.message}", err=True)
+    echo(f"codexbridge: {exc.message}", err=True)
     return exc.exit_code
 
 
 class _Stderr(logging.Handler):
     """The library's log lines, as the person sees every codexbridge line on stderr.
-    Through click.echo at each line, so it writes to whatever stderr is now (a test's
+    Through `echo` at each line, so it writes to whatever stderr is now (a test's
     CliRunner swaps it per run)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            click.echo(self.format(record), err=True)
+            echo(self.format(record), err=True)
         except Exception:
             self.handleError(record)
 
@@ -148,7 +160,7 @@ def command(fn: Callable[P, int | None], *, check_state: bool = True) -> Callabl
         except BridgeError as exc:
             status = report(exc, bool(kwargs.get("as_json")))
         except KeyboardInterrupt:
-            click.echo("codexbridge: interrupted", err=True)
+            echo("codexbridge: interrupted", err=True)
             status = INTERRUPTED_EXIT
         except BrokenPipeError:
             status = reader_gone()

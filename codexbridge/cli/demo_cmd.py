@@ -41,7 +41,7 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import INTERRUPTED_EXIT, BinaryNotFoundError, ServeError, UsageError
-from .command import command
+from .command import command, echo
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -82,7 +82,7 @@ def demo(tui: bool) -> int:
     answer; Codex asks Claude and gets the answer back into its thread. Each step is
     printed as it happens. Needs tmux.
     """
-    return run_demo(tui=tui, echo=click.echo)
+    return run_demo(tui=tui, echo=echo)
 
 
 # -- the binaries ------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import UnhealthyError, UsageError
-from .command import diagnosing, emit_json, ensure_dir, json_option, url_option
+from .command import diagnosing, echo, emit_json, ensure_dir, json_option, url_option
 
 DOCTOR_EXIT_HELP = exit_help(UnhealthyError, UsageError,
                              success="no FAIL row (WARN and INFO rows do not change it)")
@@ -68,7 +68,7 @@ def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(report_json(checks))
     else:
-        click.echo(render_text(checks))
+        echo(render_text(checks))
     if not healthy(checks):
         error = UnhealthyError("doctor found FAIL rows: the bridge cannot work until they "
                                "are fixed (see the `fix:` lines above)")

@@ -24,6 +24,7 @@ from .command import (
     approval_timeout_option,
     approvals_option,
     command,
+    echo,
     emit_json,
     json_option,
     run_async,
@@ -161,31 +162,31 @@ def _say(outcome: Outcome) -> None:
 
     data = outcome.as_dict()
     for line in outcome.settled:
-        click.echo(f"codexbridge: earlier handoff {line}", err=True)
+        echo(f"codexbridge: earlier handoff {line}", err=True)
     for warning in arr(data.get("warnings")):
-        click.echo(f"codexbridge: {warning}", err=True)
+        echo(f"codexbridge: {warning}", err=True)
     if outcome.dry_run and outcome.prepared is not None:
-        click.echo(outcome.prepared.built.delta, nl=False)
-        click.echo(f"(dry run: nothing delivered; delta {data['chars']} characters, "
-                   f"companion {data['full']})", err=True)
+        echo(outcome.prepared.built.delta, nl=False)
+        echo(f"(dry run: nothing delivered; delta {data['chars']} characters, "
+             f"companion {data['full']})", err=True)
         return
     if outcome.nothing_new:
-        click.echo(f"nothing new to hand to {outcome.target}: it has heard everything "
-                   "(pass --note to send one anyway)")
+        echo(f"nothing new to hand to {outcome.target}: it has heard everything "
+             "(pass --note to send one anyway)")
         return
     where = (f"thread {data.get('threadId')}" if outcome.to == "codex"
              else f"Claude session {obj(data['session']).get('session_id')} "
                   f"(mailbox {data.get('mailbox')})")
-    click.echo(f"handoff {outcome.handoff_id} → {where} via {outcome.via}: "
-               f"{outcome.state_text()}; "
-               f"{data['messages']} message(s), delta {data['chars']} characters"
-               + (f" ({data['cutMessages']} cut from the middle)" if data["cutMessages"]
-                  else "") + f"; every message in full: {data['full']}")
+    echo(f"handoff {outcome.handoff_id} → {where} via {outcome.via}: "
+         f"{outcome.state_text()}; "
+         f"{data['messages']} message(s), delta {data['chars']} characters"
+         + (f" ({data['cutMessages']} cut from the middle)" if data["cutMessages"]
+            else "") + f"; every message in full: {data['full']}")
     turn = outcome.turn
     if turn:
-        click.echo(f"visible turn {turn.get('turnId') or '(queued)'}: {turn.get('status')}")
+        echo(f"visible turn {turn.get('turnId') or '(queued)'}: {turn.get('status')}")
         if turn.get("reply"):
-            click.echo(turn["reply"])
+            echo(turn["reply"])
 
 
 @handoff.command("status", epilog=STATUS_EXIT_HELP)
@@ -203,4 +204,4 @@ def status_cmd(project: str, as_json: bool) -> None:
     if as_json:
         emit_json(data)
     else:
-        click.echo(render_status(data))
+        echo(render_status(data))

@@ -22,8 +22,8 @@ from ..inbox.lines import Mail, Rejected
 from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.location import rejected_path
-from ..inbox.render import render_mail
-from .command import command, emit_json
+from ..inbox.render import render_mail, sender_of
+from .command import command, echo, emit_json
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
@@ -47,14 +47,14 @@ def _rejected_json(bad: Rejected) -> JsonObject:
 
 def _print_mails(mails: list[Mail]) -> None:
     for i, mail in enumerate(mails, start=1):
-        bits = [f"from {mail.sender}"]
+        bits = [f"from {sender_of(mail)}"]
         if mail.at:
             bits.append(mail.at)
         if mail.mail_id:
             bits.append(f"id {mail.mail_id}")
-        click.echo(f"[{i}] " + " · ".join(bits))
+        echo(f"[{i}] " + " · ".join(bits))
         for line in mail.text.splitlines() or [""]:
-            click.echo(f"    {line}")
+            echo(f"    {line}")
 
 
 @click.group("inbox", context_settings={"help_option_names": ["-h", "--help"]},
@@ -126,7 +126,7 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
     receipt = sent.push
     mail = receipt.mail
     if receipt.warning:
-        click.echo(f"codexbridge: warning: {receipt.warning}", err=True)
+        echo(f"codexbridge: warning: {receipt.warning}", err=True)
     if as_json:
         emit_json({"ok": True, "id": mail.mail_id, "to": mail.to, "from": mail.sender,
                    "at": mail.at, "mailbox_file": receipt.mailbox_file,
@@ -136,12 +136,12 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
                    "expect_reply_from": sent.expect_reply_from,
                    "delivery": receipt.delivery, "delivery_reason": receipt.delivery_reason})
     else:
-        click.echo(mail.mail_id)
+        echo(mail.mail_id)
         if receipt.listener is not None:
             said = {"live": "delivered: live", "taken": "being delivered"}.get(
                 receipt.delivery, "queued: next stop")
-            click.echo(f"codexbridge: {said}" + (f" — {receipt.delivery_reason}"
-                                                 if receipt.delivery_reason else ""), err=True)
+            echo(f"codexbridge: {said}" + (f" — {receipt.delivery_reason}"
+                                           if receipt.delivery_reason else ""), err=True)
 
 
 @inbox.command("peek", epilog=INBOX_EXIT_HELP)
@@ -165,22 +165,22 @@ def peek(name: str | None, as_json: bool) -> None:
                    "rejected_lines": rejected})
         return
     if not result.mails:
-        click.echo(f'mailbox "{mailbox}": no mail waiting')
+        echo(f'mailbox "{mailbox}": no mail waiting')
     else:
-        click.echo(f'mailbox "{mailbox}": {len(result.mails)} waiting')
+        echo(f'mailbox "{mailbox}": {len(result.mails)} waiting')
         _print_mails(result.mails)
     if result.in_flight:
-        click.echo(f"{result.in_flight} line(s) are being delivered right now")
+        echo(f"{result.in_flight} line(s) are being delivered right now")
     if result.unreadable:
-        click.echo(f"{len(result.unreadable)} unreadable line(s) will be set aside at the "
-                   "next delivery:")
+        echo(f"{len(result.unreadable)} unreadable line(s) will be set aside at the "
+             "next delivery:")
         for bad in result.unreadable:
-            click.echo(f"    line {bad.lineno}: {bad.reason}: {bad.preview}")
+            echo(f"    line {bad.lineno}: {bad.reason}: {bad.preview}")
     if result.rejected_count:
-        click.echo(f"{result.rejected_count} rejected line(s) kept in "
-                   f"{rejected_path(directory, mailbox)}")
+        echo(f"{result.rejected_count} rejected line(s) kept in "
+             f"{rejected_path(directory, mailbox)}")
         for record in rejected[-5:]:
-            click.echo(f"    {record.get('at', '?')}: {record.get('reason', '?')}")
+            echo(f"    {record.get('at', '?')}: {record.get('reason', '?')}")
 
 
 @inbox.command("list", epilog=INBOX_EXIT_HELP)
@@ -199,7 +199,7 @@ def list_(as_json: bool) -> None:
             for s in summaries]})
         return
     if not summaries:
-        click.echo(f"no mailboxes yet in {directory}")
+        echo(f"no mailboxes yet in {directory}")
         return
     rows = [("MAILBOX", "PENDING", "REJECTED", "LAST SEEN", "SESSION", "REACH", "CWD")]
     notes = []
@@ -214,10 +214,10 @@ def list_(as_json: bool) -> None:
                      str(lst.get("session_id") or "-"), how, str(lst.get("cwd") or "-")))
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
-        click.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:6]))
-                   + "  " + row[6])
+        echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:6]))
+             + "  " + row[6])
     for note in notes:
-        click.echo(note)
+        echo(note)
 
 
 @inbox.command("drain", epilog=INBOX_EXIT_HELP)
@@ -241,10 +241,10 @@ def drain(name: str | None, as_json: bool) -> None:
                        "duplicates_skipped": batch.duplicates,
                        "recovered_batches": batch.recovered_files})
         elif batch.mails or batch.rejected:
-            click.echo(render_mail(mailbox, batch.mails, batch.rejected,
-                                   rejected_path(directory, mailbox)))
+            echo(render_mail(mailbox, batch.mails, batch.rejected,
+                             rejected_path(directory, mailbox)))
         else:
-            click.echo(f'mailbox "{mailbox}": no mail')
+            echo(f'mailbox "{mailbox}": no mail')
         sys.stdout.flush()  # delivered means written out, before the batch is deleted
 
     batch = inbox_service.drain(mailbox, deliver, inbox=directory)
@@ -333,16 +333,16 @@ def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
                    "dry_run": dry_run, "diff": result.diff, "commands": result.commands})
         return
     if not result.changes:
-        click.echo(f"{result.settings_path}: already has the codexbridge hooks for "
-                   f'"{mailbox}"; nothing to change')
+        echo(f"{result.settings_path}: already has the codexbridge hooks for "
+             f'"{mailbox}"; nothing to change')
         return
     if dry_run:
-        click.echo(result.diff, nl=False)
-        click.echo("(dry run: nothing was written)")
+        echo(result.diff, nl=False)
+        echo("(dry run: nothing was written)")
         return
     for change in result.changes:
-        click.echo(change)
+        echo(change)
     if result.backup:
-        click.echo(f"backup: {result.backup}")
-    click.echo(f"wrote {result.settings_path}\nRestart Claude Code sessions in that "
-               f'project; then `codexbridge inbox push --to {mailbox} "..."` reaches them.')
+        echo(f"backup: {result.backup}")
+    echo(f"wrote {result.settings_path}\nRestart Claude Code sessions in that "
+         f'project; then `codexbridge inbox push --to {mailbox} "..."` reaches them.')

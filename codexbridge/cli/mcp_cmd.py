@@ -25,7 +25,7 @@ import click
 
 from ..errors import UsageError
 from ..mcp.stdio import quiet_gc, serve_stdio
-from .command import command
+from .command import command, echo
 
 if TYPE_CHECKING:
     from ..mcp.settings import Settings
@@ -61,9 +61,9 @@ def mcp(role: str | None, http_listen: str | None = None,
         _serve_http(config, http_listen, token_file)
         return
     if sys.stdin.isatty():
-        click.echo(f"codexbridge mcp --role {chosen}: speaking MCP on stdin/stdout "
-                   "(started by Claude Code or Codex, not by hand); Ctrl-C to stop.",
-                   err=True)
+        echo(f"codexbridge mcp --role {chosen}: speaking MCP on stdin/stdout "
+             "(started by Claude Code or Codex, not by hand); Ctrl-C to stop.",
+             err=True)
     from ..mcp import warm
 
     serve_stdio(config, warm=warm.wanted(os.environ))
@@ -83,8 +83,8 @@ def _serve_http(config: Settings, listen_text: str | None, token_file: str | Non
         server = build_server(config)
     sock = http.bind(listen)  # bound before anything is printed: the URL below is live
     url = http.url_of(listen, sock)
-    click.echo(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}", err=True)
-    click.echo("codexbridge mcp: on the Codex machine: `codexbridge setup codex --url "
-               f"{url}` and export {http.TOKEN_ENV} (the same token) for codex", err=True)
+    echo(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}", err=True)
+    echo("codexbridge mcp: on the Codex machine: `codexbridge setup codex --url "
+         f"{url}` and export {http.TOKEN_ENV} (the same token) for codex", err=True)
     sys.stderr.flush()
     http.serve_http(server, sock, listen, token)

@@ -10,7 +10,7 @@ from ..error_tables import exit_help
 from ..errors import BinaryNotFoundError, ServeError, UsageError
 from ..host.serve import DEFAULT_PORT, run_serve
 from ..host.tokens import MIN_CHARS
-from .command import command
+from .command import command, echo
 
 SERVE_EXIT_HELP = exit_help(
     UsageError, BinaryNotFoundError, ServeError,
@@ -87,4 +87,4 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
     if bool(tls_cert) != bool(tls_key):
         raise UsageError("--tls-cert and --tls-key go together")
     tls = (tls_cert, tls_key) if tls_cert and tls_key else None
-    return run_serve(workdir, chosen, host, codex_args, echo=click.echo, tls=tls)
+    return run_serve(workdir, chosen, host, codex_args, echo=echo, tls=tls)

@@ -9,7 +9,7 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import UsageError
-from .command import command, emit_json
+from .command import command, echo, emit_json
 
 if TYPE_CHECKING:
     from ..setup.ledger import Report
@@ -44,21 +44,21 @@ def _show(report: Report, as_json: bool) -> None:
         return
     for change in report.changes:
         if not change.changed:
-            click.echo(f"{change.path}: already set up; nothing to change")
+            echo(f"{change.path}: already set up; nothing to change")
             continue
         if report.dry_run:
-            click.echo(change.diff(), nl=False)
+            echo(change.diff(), nl=False)
             continue
         for line in change.lines:
-            click.echo(f"{change.path}: {line}")
+            echo(f"{change.path}: {line}")
         if change.backup:
-            click.echo(f"  backup: {change.backup}")
+            echo(f"  backup: {change.backup}")
     if report.dry_run:
-        click.echo("(dry run: nothing was written)")
+        echo("(dry run: nothing was written)")
     if not report.changes:
-        click.echo("nothing to do")
+        echo("nothing to do")
     for note in report.notes:
-        click.echo(f"note: {note}")
+        echo(f"note: {note}")
 
 
 @click.group("setup", context_settings={"help_option_names": ["-h", "--help"]},
@@ -146,4 +146,4 @@ def mailbox_cmd(session: str, project: str | None) -> None:
     hooks run this once per session)."""
     from . import mailbox_name  # (cli/__init__.py runs it without click first)
 
-    click.echo(mailbox_name(session, project))
+    echo(mailbox_name(session, project))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..conversation.routing import agent_sending
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -19,6 +20,7 @@ from ..errors import (
     TurnTimeoutError,
     UsageError,
 )
+from ..host.text import for_terminal
 from ..protocol.approvals import approval_settings
 from ..protocol.enums import TurnOutcome
 from ..talk.client import AppServerClient
@@ -33,6 +35,7 @@ from .command import (
     approval_timeout_option,
     approvals_option,
     command,
+    echo,
     emit_json,
     ensure_dir,
     json_option,
@@ -111,12 +114,12 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
         emit_json({"ok": True, "threads": [t.as_dict() for t in threads]})
         return
     if not threads:
-        click.echo(f"no user threads loaded: {open_tui_hint(ep)} and send it one message",
-                   err=True)
+        echo(f"no user threads loaded: {open_tui_hint(ep)} and send it one message",
+             err=True)
         return
     for t in threads:
         extra = "" if t.is_user_thread else f"  [{t.thread_source or 'ephemeral'}]"
-        click.echo(f"{t.id}  {t.status_label:<10} name={t.name or '-'}  cwd={t.cwd or '-'}{extra}")
+        echo(f"{t.id}  {t.status_label:<10} name={t.name or '-'}  cwd={t.cwd or '-'}{extra}")
 
 
 @talk.command("say", epilog=TALK_EXIT_HELP)
@@ -172,12 +175,14 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         async with _client(url, selector) as client:
             target = await find_joinable(client, selector, target_cwd, wait=wait_thread)
             words = message
-            if os.environ.get("CLAUDE_CODE_SESSION_ID"):
-                # Claude Code runs this (its Bash tool sets the variable): a peer agent's
-                # request — the envelope tells Codex and the human so, and spends a hop.
+            sender = agent_sending(os.environ)
+            if sender is not None:
+                # An agent runs this (Claude Code's Bash tool, a Codex command): a peer
+                # agent's request — the envelope tells Codex and the human so, and spends
+                # a hop. Only the human's own shell sends words unlabelled.
                 from ..talk.deliveries import blocking_request
 
-                words = blocking_request(message, target.id)
+                words = blocking_request(message, target.id, sender=sender)
             return await say(
                 client, target.id, words, approvals=policy,
                 approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
@@ -206,6 +211,9 @@ class _ReplyOutput:
     (only when the stream missed it: a final message that came with no deltas). stdout a
     pipe or a file: the deltas stream to stderr for the person watching, and stdout gets
     the whole reply once at the end — what scripts and Claude Code's Bash tool read.
+    Either way the reply is Codex's text: what it writes goes through `for_terminal` (a
+    reply's escape sequences do not act on the person's terminal), delta by delta — a
+    sequence split across deltas is shown piece by piece, as harmless as whole.
     """
 
     TAIL = 1 << 16  # characters of the stream kept to tell whether the reply was shown
@@ -217,16 +225,20 @@ class _ReplyOutput:
         self.mid_line = False
         self._tail: list[str] = []
         self._tail_len = 0
+        self._cr = ""  # a delta's last CR: a line end if the next delta opens with LF
 
     def delta(self, chunk: str) -> None:
         if self.stream is None or not chunk:
             return
-        self.stream.write(chunk)
+        if self.to_stdout:
+            self._keep(chunk)
+        shown, self._cr = self._cr + chunk, ""
+        if shown.endswith("\r"):
+            shown, self._cr = shown[:-1], "\r"
+        self.stream.write(for_terminal(shown))
         self.stream.flush()
         self.streamed = True
         self.mid_line = not chunk.endswith("\n")
-        if self.to_stdout:
-            self._keep(chunk)
 
     def _keep(self, chunk: str) -> None:
         # a bounded tail, trimmed now and then: a 100 MB reply must not be kept twice
@@ -238,11 +250,13 @@ class _ReplyOutput:
 
     def approval(self, line: str) -> None:
         self.end_line()
-        sys.stderr.write(f"codexbridge: {line}\n")
-        sys.stderr.flush()
+        echo(f"codexbridge: {line}", err=True)  # it quotes the command Codex wants to run
 
     def end_line(self) -> None:
         """What comes next (an approval, an error, the summary) starts on its own line."""
+        if self.stream is not None and self._cr:
+            self.stream.write(for_terminal(self._cr))
+            self._cr = ""
         if self.stream is not None and self.mid_line:
             self.stream.write("\n")
             self.stream.flush()
@@ -250,8 +264,8 @@ class _ReplyOutput:
 
     def truncation_note(self, result: SayResult) -> None:
         if result.truncated:
-            click.echo(f"codexbridge: the reply is {result.reply_bytes} bytes; only the first "
-                       f"{len(result.reply.encode('utf-8'))} are printed", err=True)
+            echo(f"codexbridge: the reply is {result.reply_bytes} bytes; only the first "
+                 f"{len(result.reply.encode('utf-8'))} are printed", err=True)
 
     def finish(self, result: SayResult) -> None:
         if self.to_stdout and self.stream is not None and self._shown(result):
@@ -259,7 +273,7 @@ class _ReplyOutput:
         self.truncation_note(result)
         if self.to_stdout and not result.reply:
             return  # a terminal needs no empty line; a pipe still gets its one line
-        click.echo(result.reply)
+        echo(result.reply)
 
     def _shown(self, result: SayResult) -> bool:
         """The stream already put the whole reply on the terminal."""
@@ -300,10 +314,10 @@ def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: 
         emit_json({"ok": True, "thread": target.as_dict(),
                    "turns": [t.as_dict() for t in turns]})
         return
-    click.echo(f"thread {target.id}  name={target.name or '-'}  cwd={target.cwd or '-'}")
+    echo(f"thread {target.id}  name={target.name or '-'}  cwd={target.cwd or '-'}")
     for n, turn in enumerate(turns, 1):
-        click.echo(f"\n── turn {n} ({turn.status}) {turn.id}")
+        echo(f"\n── turn {n} ({turn.status}) {turn.id}")
         for item in turn.items:
             line = render_item(item)
             if line is not None:
-                click.echo(line)
+                echo(line)

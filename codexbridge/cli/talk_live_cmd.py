@@ -29,6 +29,7 @@ from .command import (
     approval_timeout_option,
     approvals_option,
     command,
+    echo,
     emit_json,
     json_option,
     read_text_arg,
@@ -133,14 +134,14 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
     if as_json:
         emit_json(receipt.as_dict())
     elif not quiet:
-        click.echo(d.id)
+        echo(d.id)
         where = f"reply → mailbox {d.reply_to} ({d.reply_to_how})" if d.reply_to else \
             ("a reply: nothing comes back" if d.in_reply_to else "reply → talk status only")
-        click.echo(f"codexbridge: {d.state} in thread {d.thread_id} ({d.chosen_by}), "
-                   f"conversation {d.conversation} hop {d.hop}/{d.max_hops}; {where}",
-                   err=True)
+        echo(f"codexbridge: {d.state} in thread {d.thread_id} ({d.chosen_by}), "
+             f"conversation {d.conversation} hop {d.hop}/{d.max_hops}; {where}",
+             err=True)
     for warning in d.warnings:
-        click.echo(f"codexbridge: warning: {warning}", err=True)
+        echo(f"codexbridge: warning: {warning}", err=True)
 
 
 def _answer_lost(store: DeliveryStore, request: str, answer: str, exc: BridgeError) -> None:
@@ -197,44 +198,43 @@ def _age(ts: float) -> str:
 
 def _print_table(records: list[Delivery], damaged: list[Damaged]) -> None:
     for d in damaged:
-        click.echo(f"damaged record {d.path}: {d.reason} — not shown below; {d.fix}",
-                   err=True)
+        echo(f"damaged record {d.path}: {d.reason} — not shown below; {d.fix}", err=True)
     if not records:
-        click.echo("no readable deliveries" if damaged else "no deliveries yet")
+        echo("no readable deliveries" if damaged else "no deliveries yet")
         return
     for r in records:
         target = (r.thread_id or "-") if r.direction.value == "to-codex" \
             else f"mailbox {r.mailbox}"
         if r.server_lost_at is not None and not r.state.final:
             target += " (app-server down: the courier waits for it)"
-        click.echo(f"{r.id}  {r.state.value:<14} {_age(r.created_at):>4}  {r.direction.value}"
-                   f"  {target}  {r.text_preview[:40]!r}")
+        echo(f"{r.id}  {r.state.value:<14} {_age(r.created_at):>4}  {r.direction.value}"
+             f"  {target}  {r.text_preview[:40]!r}")
 
 
 def _print_record(r: Delivery) -> None:
-    click.echo(f"delivery {r.id} ({r.direction.value}): {r.state.value}"
-               + (" — recovered" if r.recovered else ""))
-    click.echo(f"  thread {r.thread_id or '-'}  turn {r.turn_id or '-'}  conversation "
-               f"{r.conversation} hop {r.hop}/{r.max_hops}"
-               + (f"  in reply to {r.in_reply_to}" if r.in_reply_to else ""))
+    echo(f"delivery {r.id} ({r.direction.value}): {r.state.value}"
+         + (" — recovered" if r.recovered else ""))
+    echo(f"  thread {r.thread_id or '-'}  turn {r.turn_id or '-'}  conversation "
+         f"{r.conversation} hop {r.hop}/{r.max_hops}"
+         + (f"  in reply to {r.in_reply_to}" if r.in_reply_to else ""))
     if r.reply_to or r.mailbox:
-        click.echo(f"  mailbox {r.reply_to or r.mailbox}")
+        echo(f"  mailbox {r.reply_to or r.mailbox}")
     for step in r.history:
         at = step.get("at")
         try:  # a hand-edited step's time must not hide the rest of the record
             stamp = time.strftime("%H:%M:%S", time.localtime(at)) if at is not None else "?"
         except (TypeError, ValueError, OverflowError, OSError):
             stamp = "?"
-        click.echo(f"  {stamp}  {step.get('state')}"
-                   + (f": {step['reason']}" if step.get("reason") else ""))
+        echo(f"  {stamp}  {step.get('state')}"
+             + (f": {step['reason']}" if step.get("reason") else ""))
     if r.server_lost_at is not None and not r.state.final:
         stamp = time.strftime("%H:%M:%S", time.localtime(r.server_lost_at))
-        click.echo(f"  the app-server is down: the courier lost it at {stamp} and waits for it "
-                   "to come back (CODEX_BRIDGE_SERVER_WAIT); then it finds the turn again")
+        echo(f"  the app-server is down: the courier lost it at {stamp} and waits for it "
+             "to come back (CODEX_BRIDGE_SERVER_WAIT); then it finds the turn again")
     if r.reason:
-        click.echo(f"  reason: {r.reason}")
+        echo(f"  reason: {r.reason}")
     if r.reply_preview:
-        click.echo("  reply:\n    " + "\n    ".join(r.reply_preview.splitlines()))
+        echo("  reply:\n    " + "\n    ".join(r.reply_preview.splitlines()))
 
 
 @click.command("steer", epilog=CONTROL_EXIT_HELP)
@@ -246,7 +246,7 @@ def _print_record(r: Delivery) -> None:
 def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> None:
     """Add TEXT (or `-`) to the turn running in the thread (`turn/steer`): the model
     sees it at once, in the same turn."""
-    from ..conversation.envelope import CLAUDE, steer_header
+    from ..conversation.envelope import CLAUDE, steer_text
     from ..talk.threads import find_target
     from ..talk.turn import steer as steer_turn
 
@@ -255,7 +255,7 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
     async def go() -> tuple[str, str]:
         async with _client(url, selector) as client:
             thread = await find_target(client, selector)
-            turn = await steer_turn(client, thread.id, f"{steer_header(CLAUDE)}\n\n{message}")
+            turn = await steer_turn(client, thread.id, steer_text(CLAUDE, message))
             if turn is None:
                 raise NoRunningTurnError(f"no turn is running in thread {thread.id}: nothing "
                                          "to steer (use `talk say` or `talk send`)",
@@ -266,7 +266,7 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
     if as_json:
         emit_json({"ok": True, "thread_id": thread_id, "turn_id": turn_id})
     else:
-        click.echo(turn_id)
+        echo(turn_id)
 
 
 @click.command("interrupt", epilog=CONTROL_EXIT_HELP)
@@ -292,7 +292,7 @@ def interrupt(selector: str | None, url: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"ok": True, "thread_id": thread_id, "turn_id": turn_id})
     else:
-        click.echo(turn_id)
+        echo(turn_id)
 
 
 @click.command("name", epilog=CONTROL_EXIT_HELP)
@@ -319,7 +319,7 @@ def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"ok": True, "thread_id": thread_id, "name": new_name})
     else:
-        click.echo(thread_id)
+        echo(thread_id)
 
 
 @click.command("courier", hidden=True)

@@ -1,6 +1,8 @@
 """Conversations between the two agents: what crosses, where replies go, loop guards.
 
     envelope.py      the header every message carries; request tokens (pure)
+    frame.py         the sealed frame around words handed to a model, the quoting of
+                     look-alike lines in them, who may be named a sender (pure, stdlib)
     routing.py       where a reply goes; where a send comes from (pure)
     limits.py        how much a message may carry, how many hops (the env knobs)
     records.py       delivery records on disk: states, times, replies, TTL; Claude's

@@ -6,16 +6,18 @@ n/N it spends, where the reply goes, and a request token `req_<epoch ms>_<6 char
 peer is asked to echo. The same fields travel as structured fields of the mail and the
 delivery record. In the Codex TUI the header is what the human sees above the message,
 so it stays to three lines of under 80 characters.
+
+Its header and end line are drawn by `frame.py` (the seal, the quoting of the words).
 """
 
 from __future__ import annotations
 
-import secrets
-import string
+import os
 import time
 from typing import NamedTuple
 
-_ALPHABET = string.ascii_lowercase + string.digits
+from .frame import draw, frame
+
 CLAUDE = "Claude Code"
 CODEX = "Codex"
 
@@ -23,17 +25,20 @@ CODEX = "Codex"
 def request_token(now: float | None = None) -> str:
     """`req_<epoch ms>_<6 chars>`: sortable by time, unguessable enough to match on."""
     ms = int((time.time() if now is None else now) * 1000)
-    return f"req_{ms}_" + "".join(secrets.choice(_ALPHABET) for _ in range(6))
+    return f"req_{ms}_" + draw(6)
 
 
 def conversation_id() -> str:
-    return "conv_" + secrets.token_hex(6)
+    return "conv_" + os.urandom(6).hex()
 
 
-def steer_header(sender: str) -> str:
-    """The one line above words a peer adds to a running turn (`talk steer`)."""
-    return f"[codexbridge] from {sender} — a peer AI agent, not the human user (added to this turn)"
+def steer_text(sender: str, words: str) -> str:
+    """What a peer adds to a running turn (`talk steer`): its words, framed."""
+    return frame([f"from {sender} — a peer AI agent, not the human user (added to this turn)"],
+                 words, f"end of the words from {sender}")
 
+
+# --- the envelope of a message to Codex --------------------------------------------------
 
 class Envelope(NamedTuple):
     sender: str  # CLAUDE or CODEX
@@ -48,18 +53,18 @@ class Envelope(NamedTuple):
     def is_reply(self) -> bool:
         return self.in_reply_to is not None
 
-    def header(self) -> str:
-        """The lines above the message text."""
-        who = f"[codexbridge] from {self.sender} — a peer AI agent, not the human user"
+    def header(self) -> list[str]:
+        """The lines above the message text (the first is tagged by `frame`)."""
+        who = f"from {self.sender} — a peer AI agent, not the human user"
         if self.is_reply:
-            return f"{who}\nreply to {self.in_reply_to} · {self.conversation} · no reply needed"
+            return [who, f"reply to {self.in_reply_to} · {self.conversation} · no reply needed"]
         where = f"your final message goes back to {self.reply_to}" if self.reply_to else \
             "no reply is routed back by itself"
-        return (f"{who}\n{self.conversation} · hop {self.hop}/{self.max_hops} · request "
-                f"{self.request} (echo it)\n{where}")
+        return [who, f"{self.conversation} · hop {self.hop}/{self.max_hops} · request "
+                     f"{self.request} (echo it)", where]
 
-    def wrap(self, text: str) -> str:
-        return f"{self.header()}\n\n{text}"
+    def wrap(self, text: str, seal: str | None = None) -> str:
+        return frame(self.header(), text, f"end of the message from {self.sender}", seal)
 
     def fields(self) -> dict[str, object]:
         """The same facts as structured fields (mail lines, delivery records)."""

@@ -16,6 +16,7 @@ from typing import NamedTuple
 SOCKET_ENV = "CLAUDE_CODE_MESSAGING_SOCKET"
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 THREAD_ENV = "CODEX_THREAD_ID"  # set by codex for the commands it runs (measured)
+CLAUDE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDECODE")  # set by Claude Code (measured)
 
 
 class ReplyTo(NamedTuple):
@@ -42,3 +43,17 @@ def reply_mailbox(explicit: str | None, env: Mapping[str, str],
 def sending_from_thread(env: Mapping[str, str]) -> str | None:
     """The Codex thread whose turn is running this process, if codex started it."""
     return env.get(THREAD_ENV) or None
+
+
+def agent_sending(env: Mapping[str, str]) -> str | None:
+    """The agent that runs this command, as its words are labelled to Codex (Codex when a
+    Codex turn runs it, Claude Code when Claude Code does), or None: no agent says so,
+    and the words go as they are — the human's own, typed in their shell. An agent's
+    words never reach a thread unlabelled, where they would read as the human's."""
+    from .envelope import CLAUDE, CODEX
+
+    if env.get(THREAD_ENV):
+        return CODEX
+    if any(env.get(name) for name in CLAUDE_ENV):
+        return CLAUDE
+    return None

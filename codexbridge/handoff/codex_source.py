@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..conversation.frame import is_framed, words_of
 from ..errors import RpcError
 from ..host.text import writable
 from ..protocol.generated import methods as m
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue
 
 ROLES = (ThreadItemType.USER_MESSAGE.value, ThreadItemType.AGENT_MESSAGE.value)
-ENVELOPE_MARK = "[codexbridge] from "  # a message a peer agent sent through the bridge
 PAGE = 100
 MAX_PAGES = 100
 NO_ITEMS_YET = "not supported yet"  # a thread without a rollout (recover.py measured it)
@@ -51,6 +51,14 @@ def _user_text(item: JsonObject) -> str | None:
         return None
     return writable("".join(str(c.get("text", "")) for c in content
                          if isinstance(c, dict) and c.get("type") == "text"))
+
+
+def _speaker(kind: ThreadItemType, text: str) -> tuple[str, str]:
+    """Who said `text` in the thread, and the words that cross: a peer's words without the
+    frame codexbridge put around them for this thread (`conversation/frame.py`)."""
+    if kind is ThreadItemType.AGENT_MESSAGE:
+        return CODEX, text
+    return (PEER, words_of(text)) if is_framed(text) else ("user", text)
 
 
 def parse(entries: list[JsonObject], since: str | None,
@@ -89,8 +97,7 @@ def parse(entries: list[JsonObject], since: str | None,
                 # our own visible turn, or a message the target wrote itself
                 ours = is_handoff_id(client_id) or (isinstance(client_id, str)
                                                     and client_id in received.client_ids)
-                role = CODEX if parsed is ThreadItemType.AGENT_MESSAGE else (
-                    PEER if text.startswith(ENVELOPE_MARK) else "user")
+                role, text = _speaker(parsed, text)
                 if text.strip() and not ours:
                     out.messages.append(Said(role, text.strip(), mark))
                     if role == CODEX and isinstance(turn, str) and turn in received.reply_turns:

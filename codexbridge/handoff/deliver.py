@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..conversation.frame import frame
 from ..errors import QueueTimeoutError
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome, WireEnum
@@ -55,16 +56,19 @@ def injected_item(text: str) -> JsonObject:
 
 def notice(source: str, handoff_id: str, messages: int, full_path: str, next_text: str
            ) -> str:
-    """The visible turn: the bridge's envelope header line (`[codexbridge] from …`, as on
-    every bridge message), then a few lines of words."""
+    """The visible turn, framed like every bridge message (`conversation/frame.py`: a tagged
+    header line, the words, a tagged end line). It says who the work comes from, never
+    that the human moved it: an agent can start a handoff too (MCP `bridge_handoff`)."""
     nxt = next_text.strip()
     if len(nxt) > NOTICE_MAX:
         nxt = nxt[:NOTICE_MAX - 1] + "…"
-    return (f"[codexbridge] from {source} — handoff: the human moved this work to you\n\n"
-            f"Handoff {handoff_id}: {source}'s context since your last handoff "
-            f"({messages} message(s), decisions, work, next step) is in your history just "
-            f"above this message; every message in full is in {full_path}. Carry on from "
-            "there." + (f"\nNext: {nxt}" if nxt else ""))
+    return frame(
+        [f"from {source} — handoff: its work moves to you"],
+        f"Handoff {handoff_id}: {source}'s context since your last handoff ({messages} "
+        "message(s), decisions, work, next step) is in your history just above this "
+        f"message; every message in full is in {full_path}. Carry on from there."
+        + (f"\nNext: {nxt}" if nxt else ""),
+        "end of the handoff notice")
 
 
 async def into_thread(rpc: Rpc, thread_id: str, delta_text: str, notice_text: str,

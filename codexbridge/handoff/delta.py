@@ -10,12 +10,19 @@ another's.
 
 The delta is one plain-text block in four sections, with a companion:
 
-    [codexbridge handoff <id> · from <source> to <target> · <when>]
+    [handoff <id> through codexbridge · from <source> to <target> · <when>]
     == Conversation ==   what was said since the target last knew, per source
     == Decisions ==      from the departing agent's note
     == Work ==           what git shows since the checkpoint
     == Next ==           from the note
     [end of handoff <id> · every message in full: <companion>]
+
+Each message is one `[<who>] <text>` — `[the human]` only for what the source's own
+records say the human wrote. Every piece of text in it (the messages, the note, git's
+output) is quoted as `frame.quoted` quotes a sender's words: a line of it that could
+pass for a line of this layout (`[the human] …`, `== Next ==`, `[end of handoff …`,
+`[codexbridge …`) gets `> ` in front. No line of the delta itself opens with
+`[codexbridge`, so the delta travels inside a mail frame untouched.
 
 The cap counts characters. Over it, the middle of the conversation is cut, never the
 ends: the opening messages and the latest exchange (from the last thing the human said)
@@ -30,6 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
+from ..conversation.frame import quoted
 from .note import Note
 
 CLAUDE = "claude"
@@ -158,6 +166,9 @@ DEFAULT_CAP = 24_000
 MIN_CAP = 2_000
 WHO = {"user": "the human", "claude": "Claude", "codex": "Codex",
        "peer": "a peer agent, through codexbridge"}
+# How the delta's own lines open (lower case): a line of quoted text that does is quoted.
+MARKERS = ("[handoff", "[end of handoff", "== ", "-- ",
+           *(f"[{who.casefold()}]" for who in WHO.values()))
 CUT_ROOM = 240  # the marker line and its newlines
 TAIL_SHARE = 0.6  # of the conversation budget, for the latest exchange
 
@@ -203,14 +214,24 @@ def cut_text(text: str, limit: int, what: str = "characters") -> str:
     return text[:head] + marker.format(n=gone) + (text[-tail:] if tail else "")
 
 
+def words(text: str) -> str:
+    """Text someone wrote, as the delta carries it (see the module docstring)."""
+    return quoted(text, MARKERS)
+
+
+def one_line(text: str) -> str:
+    """A name inside one of the delta's own lines (a thread's name is anyone's)."""
+    return quoted(" ".join(text.split()))
+
+
 def render_message(said: Said) -> str:
-    return f"[{WHO.get(said.role, said.role)}] {said.text}"
+    return f"[{WHO.get(said.role, said.role)}] {words(said.text)}"
 
 
 def _header(inp: DeltaInput) -> str:
-    return (f"[codexbridge handoff {inp.handoff_id} · from {inp.source} to {inp.target} · "
-            f"{inp.at}]\n"
-            f"The human moved this work to you from {inp.source}. Below is only what you "
+    return (f"[handoff {inp.handoff_id} through codexbridge · from {inp.source} to "
+            f"{inp.target} · {inp.at}]\n"
+            f"This work moves to you from {inp.source}. Below is only what you "
             "have not seen: what was said since your last handoff, what was decided, what "
             "git shows, and the next step. Tool calls and their output are left out on "
             "purpose: check the repository itself. Every message in full: "
@@ -218,9 +239,9 @@ def _header(inp: DeltaInput) -> str:
 
 
 def _sections(inp: DeltaInput, budget: int | None) -> tuple[str, str, str]:
-    decisions = inp.note.decisions or "(the departing agent wrote none)"
-    nxt = inp.note.next or "(the departing agent wrote none: ask the human)"
-    work = inp.work or "(not looked at)"
+    decisions = words(inp.note.decisions) or "(the departing agent wrote none)"
+    nxt = words(inp.note.next) or "(the departing agent wrote none: ask the human)"
+    work = words(inp.work) or "(not looked at)"
     if budget is not None:
         decisions = cut_text(decisions, budget)
         nxt = cut_text(nxt, budget)
@@ -236,7 +257,7 @@ def _chunks(blocks: list[Block]) -> tuple[list[str], list[bool], int]:
     tail_from = -1
     last_msg = -1
     for block in blocks:
-        head = f"-- {block.label}: {len(block.messages)} message(s) --"
+        head = f"-- {one_line(block.label)}: {len(block.messages)} message(s) --"
         chunks.append(head + (f"\n({block.remark})" if block.remark else ""))
         is_msg.append(False)
         for said in block.messages:

@@ -388,7 +388,7 @@ def _decide_and_deliver(inbox: str, name: str, payload: JsonObject, pending: boo
 def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool:
     """Block with every waiting mail (True), or find only duplicates left (False)."""
     from ..inbox.location import rejected_path
-    from ..inbox.render import render_mail, spilled
+    from ..inbox.render import render_mail, sender_of, spilled
     from ..inbox.replies import note_handed
     from ..inbox.store import take
     from .loop_guard import block_output, mail_note
@@ -400,7 +400,7 @@ def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool
         reason = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
                              rejected_path(inbox, name))
         out = sys.stdout.buffer
-        note = mail_note(name, [m.sender for m in batch.mails]) if batch.mails else None
+        note = mail_note(name, [sender_of(m) for m in batch.mails]) if batch.mails else None
         out.write(block_output(reason, note).encode("utf-8") + b"\n")
         out.flush()
         batch.commit()

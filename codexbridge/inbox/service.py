@@ -69,10 +69,13 @@ def mailbox_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
 
 
 def sender_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
-    """`raw`, else $CODEX_BRIDGE_FROM, else `codex` — validated (it is shown to Claude)."""
+    """`raw`, else $CODEX_BRIDGE_FROM, else `codex` — validated (it is shown to Claude as
+    a peer AI agent's name, so it may not claim to be the human: `frame.label_problem`)."""
+    from ..conversation.frame import label_problem
+
     source = os.environ if env is None else env
     name = raw or source.get(FROM_ENV) or DEFAULT_SENDER
-    problem = name_problem(name)
+    problem = name_problem(name) or label_problem(name)
     if problem:
         raise MailboxNameError(f"invalid sender name {name!r} (from / --from / "
                                f"${FROM_ENV}): {problem}", details={"from": name})

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Annotated
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from ..conversation.frame import quoted
 from .results import Data, Outcome, Warnings, guarded, turn_started
 from .runtime import Runtime
 
@@ -252,9 +253,9 @@ def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float)
         summary = (f"Codex replied with {out.bytes} bytes (turn {result.turn_id}); stored "
                    f"as artifact {out.artifact['artifactId']} — read it with "
                    f"bridge_output_read (artifactId, then each nextCursor). It begins:\n"
-                   f"{preview[:500]}")
-    else:
-        summary = f"Codex replied (turn {result.turn_id} completed):\n{out.text}"
+                   f"{quoted(preview[:500])}")
+    else:  # Codex's words, quoted as any frame quotes them (`data.reply` keeps them exact)
+        summary = f"Codex replied (turn {result.turn_id} completed):\n{quoted(out.text or '')}"
     return Outcome(data, summary, warnings)
 
 
@@ -300,6 +301,6 @@ async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
     data: Data = {"delivery": record.as_dict(), "state": record.state.value,
                   "final": record.state.final, "replyPreview": record.reply_preview}
     summary = f"delivery {record.id}: {record.state}" + (
-        f"\n{record.reply_preview}" if record.reply_preview else "") + (
+        f"\n{quoted(record.reply_preview)}" if record.reply_preview else "") + (
         f"\nreason: {record.reason}" if record.reason else "")
     return Outcome(data, summary)

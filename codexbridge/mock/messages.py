@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..conversation.frame import MARK
 from ..jsontypes import obj, objs
 from .serving import JsonHandler, QuietServer
 
@@ -269,10 +270,10 @@ def peer_answer(body: JsonObject, n: int) -> Reply | None:
 
 
 def _question(text: str) -> str:
-    """The mail's own words: the line after codexbridge's bracketed envelope lines."""
+    """The mail's own words: the line after codexbridge's tagged line saying Codex waits."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith("[Codex waits for your answer"):
+        if line.startswith(MARK) and WAITS_MARK in line:
             rest = [x for x in lines[i + 1:] if x.strip()]
             return " ".join(rest[0].split())[:200] if rest else ""
     return ""

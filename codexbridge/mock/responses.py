@@ -22,8 +22,8 @@ The rules — decided from the request body alone, first match wins:
                                                 instructions give, with <text> — what a
                                                 model told only those instructions runs
     anything else                            -> "MOCK REPLY: <user text>" in 8-char deltas
-                                                (a codexbridge envelope header is read, not
-                                                echoed: the words after it are)
+                                                (a codexbridge frame is read, not echoed:
+                                                the words inside it are)
 
 `SLOW` anywhere in the user text puts 0.25 s between deltas, so a test can act mid-turn.
 `HOLD:<key>` (with the plain reply) stops the stream after its first delta until the test
@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ..conversation import frame
 from ..jsontypes import objs
 from .serving import JsonHandler, QuietServer
 
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue
 
 REPLY_PREFIX = "MOCK REPLY: "
-ENVELOPE_MARK = "[codexbridge] from "
 DONE_PREFIX = "MOCK DONE: "
 BIG_DELTA_BYTES = 8 * 1024
 BIG_MAX_BYTES = 128 * 1024 * 1024
@@ -95,10 +95,9 @@ def big_text(n: int) -> str:
 
 
 def words_of(user: str) -> str:
-    """The message without the envelope header codexbridge puts above a peer's words."""
-    if user.startswith(ENVELOPE_MARK) and "\n\n" in user:
-        return user.split("\n\n", 1)[1]
-    return user
+    """The message without the frame codexbridge puts around a peer's words (its header
+    and end line): what a model answers."""
+    return frame.words_of(user)
 
 
 def extract_user_text(body: JsonValue) -> str | None:

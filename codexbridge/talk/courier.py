@@ -50,6 +50,7 @@ from ..host.locking import FileLock, LockTimeout
 from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
+from ..host.text import for_terminal
 from ..inbox import service as inbox
 from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from .client import AppServerClient
@@ -209,7 +210,7 @@ _logger = logging.getLogger(__name__)
 
 
 def _log(line: str) -> None:
-    _logger.info("%s", line)
+    _logger.info("%s", for_terminal(line))  # a person tails courier.log: reasons quote codex
 
 
 def _log_to_stdout() -> None:

@@ -146,7 +146,7 @@ def _no_mailbox_warning(env: Mapping[str, str], token: str) -> str:
 
 
 def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = None,
-                     conversation: str | None = None) -> str:
+                     conversation: str | None = None, sender: str = envelope.CLAUDE) -> str:
     """An agent's blocking message (MCP `codex_message_send`, `talk say` from Claude Code):
     the same guards and hop as `send`, and the envelope — the answer is the call's own
     result, so nothing is recorded or routed. Returns the text to send."""
@@ -157,8 +157,9 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
     conv, hop = Conversations().spend(current_conversation(conversation, env), {
         "direction": "claude→codex", "delivery": token, "thread": thread_id,
         "reply_to": "inline"}, limit)
-    return envelope.Envelope(envelope.CLAUDE, token, conv, hop, limit,
-                             "this call (the asking Claude waits for it)").wrap(text)
+    waits = "the asking Claude" if sender == envelope.CLAUDE else "the asking agent"
+    return envelope.Envelope(sender, token, conv, hop, limit,
+                             f"this call ({waits} waits for it)").wrap(text)
 
 
 RECOVER_WAIT = 5.0  # s: a courier started for `talk status` settles a dead one's record

@@ -17,13 +17,15 @@ import shlex
 
 import pytest
 
+from codexbridge.conversation.frame import words_of
 from codexbridge.mock.world import readme_block
 
 from .conftest import Journey, fresh_text, one_line, wait_until
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 
-ENVELOPE = "[codexbridge] from Claude Code — a peer AI agent, not the human user"
+# the header line of every bridge message (after the seal: `[codexbridge <seal>]`)
+ENVELOPE = "] from Claude Code — a peer AI agent, not the human user"
 
 
 def mcp_call(tool: str, args: dict[str, object]) -> str:
@@ -54,7 +56,7 @@ def test_codex_asks_claude_over_mcp_and_the_answer_comes_back(journey: Journey) 
     j.on_screen(codex, f"MOCK REPLY: {answer}")
     # what the agents saw: Codex got Claude's answer under a reply envelope
     reply_turns = [t for t in j.codex_user_texts() if f"reply to {rid}" in t]
-    assert len(reply_turns) == 1 and reply_turns[0].endswith(answer)
+    assert len(reply_turns) == 1 and words_of(reply_turns[0]) == answer
     # the human sees Claude's side too
     assert answer[:60] in one_line(j.screen(claude))
     # talk status: both sides delivered, the request once
@@ -214,7 +216,7 @@ def answered_once(j: Journey, rid: str, question: str) -> None:
     answer = f"CLAUDE ANSWER to {rid}: {question}"
     turns = [t for t in j.codex_user_texts() if f"reply to {rid}" in t]
     assert len(turns) == 1, turns
-    assert turns[0].endswith(answer), turns[0][-300:]
+    assert words_of(turns[0]) == answer, turns[0][-300:]
     replies = [r for r in j.records() if r.get("in_reply_to") == rid]
     assert len(replies) == 1 and j.final(replies[0]["id"])["state"] == "delivered"
     j.on_screen(j.codex["project"], f"reply to {rid}")

@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from codexbridge.conversation.frame import is_framed, words_of
 from codexbridge.errors import RpcError
 from codexbridge.handoff import claude_source, codex_source
 from codexbridge.handoff.delta import CLAUDE, CODEX, PEER, Parsed, Said
@@ -253,10 +254,10 @@ def threads(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[str, str,
         else:
             it["text"] = text
         entries.append({"turnId": turn, "item": it, "completedAtMs": 1})
-        if kind != "reasoning" and text.strip():
-            role = CODEX if kind == "agentMessage" else (
-                PEER if text.startswith(codex_source.ENVELOPE_MARK) else "user")
-            expected.append((role, text.strip(), f"{turn}:{iid}"))
+        role = CODEX if kind == "agentMessage" else (PEER if is_framed(text) else "user")
+        said = words_of(text) if role == PEER else text  # a peer's words, not our frame
+        if kind != "reasoning" and said.strip():
+            expected.append((role, said.strip(), f"{turn}:{iid}"))
     return entries, expected
 
 

@@ -78,7 +78,8 @@ def test_mail_waiting_before_the_run_reaches_the_next_request(
     assert feedback.startswith('codexbridge: 3 new messages arrived in mailbox "bridge"')
     for text in ("Please review auth.py before merging", "Also run the tests",
                  "順便幫我看一下 auth 那段", first, second, "id m4x9k2a1-q7w3e9",
-                 "from codex · sent 2026-05-01T09:30:12.345Z"):
+                 "from codex — a peer AI agent, not the human user · sent "
+                 "2026-05-01T09:30:12.345Z"):
         assert text in feedback
     assert feedback.index("Please review") < feedback.index("Also run") \
         < feedback.index("順便")

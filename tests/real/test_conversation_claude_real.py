@@ -53,7 +53,8 @@ pytestmark = [pytest.mark.real_claude, pytest.mark.real_codex]
 # The interpreter that has codexbridge installed (the repo's .venv): Claude's Bash tool
 # runs it by absolute path, as a user's CLAUDE.md / skill would.
 PYTHON = sys.executable
-ENVELOPE_FROM_CLAUDE = "[codexbridge] from Claude Code — a peer AI agent, not the human user"
+ENVELOPE_FROM_CLAUDE = re.compile(
+    r"\[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI agent, not the human user\n")
 T = TypeVar("T")
 # The courier inherits Claude's environment (it runs from Claude's Bash tool): with live
 # delivery off, these tests prove the Stop hook's and the watcher's paths for replies.
@@ -244,7 +245,7 @@ async def test_claude_asks_codex_and_the_stop_hook_brings_the_reply(
                                   timeout=10)
         assert note["params"]["threadId"] == user.thread_id
         text = user_message_text(note) or ""
-        assert text.startswith(ENVELOPE_FROM_CLAUDE) and text.endswith(f"\n\n{ask}")
+        assert ENVELOPE_FROM_CLAUDE.match(text) and words_of(text) == ask
         done = await tui.wait_for(turn_completed(user.thread_id, note["params"]["turnId"]),
                                   since=since, timeout=10)
         assert done["params"]["turn"]["status"] == "completed"
@@ -359,7 +360,7 @@ async def test_an_idle_claude_is_woken_by_codexs_reply(
 
     assert done["params"]["turn"]["status"] == "completed"
     text = user_message_text(note) or ""
-    assert text.startswith(ENVELOPE_FROM_CLAUDE) and text.endswith(f"\n\n{ask}")
+    assert ENVELOPE_FROM_CLAUDE.match(text) and words_of(text) == ask
     assert receipt["reply_to"] == name and receipt["reply_to_how"] == "calling session"
     assert receipt["thread_id"] == user.thread_id and receipt["hop"] == 1
     assert receipt["state"] in ("queued", "delivering", "awaiting-reply")  # not final
@@ -428,7 +429,7 @@ async def test_codex_asks_an_idle_claude_through_its_watcher_and_the_answer_come
     assert len(replies) == 1  # answered once
     record = final_delivery(request)
     assert record["state"] == "delivered" and record["reply_preview"]
-    assert (user_message_text(note) or "").endswith(record["reply_preview"])
+    assert words_of(user_message_text(note) or "").endswith(record["reply_preview"])
     answers = [d for d in cli("talk", "status")["deliveries"] if d["in_reply_to"] == request]
     assert len(answers) == 1 and final_delivery(answers[0]["id"])["state"] == "delivered"
     assert mails(name) == []
@@ -473,8 +474,8 @@ async def test_codex_asks_claude_and_the_answer_comes_back_as_a_turn(
     # In the asking thread: the answer under a reply envelope, then Codex's turn on it.
     assert note["params"]["threadId"] == user.thread_id
     text = user_message_text(note) or ""
-    header, _, body = text.partition("\n\n")
-    assert header.startswith(ENVELOPE_FROM_CLAUDE) and body == answer
+    header = text.partition("\n\n")[0]
+    assert ENVELOPE_FROM_CLAUDE.match(text) and words_of(text) == answer
     assert f"reply to {request}" in header and f"· {conv} ·" in header
     assert re.search(r"\bhop \d+/\d+", header) is None  # a reply spends none
     assert done["params"]["turn"]["status"] == "completed"

@@ -89,7 +89,7 @@ async def test_the_stop_hook_brings_one_block_with_the_codex_conversation(
     for words in ("CODEX-HUMAN-ONE plan the migration",
                   "MOCK REPLY: CODEX-HUMAN-ONE plan the migration", CODEX_SAID_AFTER_TOOL,
                   "sqlite stays", "write the down-migration", out["full"],
-                  f"[codexbridge handoff {out['handoffId']} · from Codex to Claude Code"):
+                  f"[handoff {out['handoffId']} through codexbridge · from Codex to Claude Code"):
         assert words in block, words
     assert TOOL_OUTPUT not in block
     assert reading.peek(inbox_dir(), "web").mails == []
@@ -116,7 +116,7 @@ async def test_a_stopped_session_gets_it_on_resume_exactly_once(
     first = mock_messages.model_calls[before:]
     assert first, "no model request"
     text = first[0].all_text()
-    assert f"{ADDED}: [codexbridge handoff {hid}" in text
+    assert f"{ADDED}: [handoff {hid} through codexbridge" in text
     assert "CODEX-HUMAN-ONE plan the migration" in text and TOOL_OUTPUT not in text
     assert text.count(hid) >= 1
     assert not Path(out["pendingFile"]).exists()
@@ -129,8 +129,8 @@ async def test_a_stopped_session_gets_it_on_resume_exactly_once(
     assert proc.returncode == 0, proc.stderr
     second = mock_messages.model_calls[before:][0].all_text()
     # the history still holds the first hand-over; nothing was added a second time
-    assert second.count(f"{ADDED}: [codexbridge handoff") == text.count(
-        f"{ADDED}: [codexbridge handoff") == 1
+    assert second.count(f"{ADDED}: [handoff h_") == text.count(
+        f"{ADDED}: [handoff h_") == 1
     status = await arun_cli("handoff", "status", "--project", str(workdir), "--json")
     assert json.loads(status.out)["targets"][0]["pending"] is None
 

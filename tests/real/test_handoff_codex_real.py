@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,7 +31,6 @@ from tests.support.handoff_fakes import hook_session
 from tests.support.handoff_real import (
     CLAUDE_SAID_AFTER_TOOL,
     HANDOFF_LINE,
-    NOTICE,
     handoff,
     injected_before_notice,
     quiet_claude,
@@ -101,7 +101,8 @@ async def test_claudes_words_reach_codex_and_the_second_time_only_the_new_exchan
         shown = [n["params"]["item"] for n in notes
                  if n["params"]["item"].get("type") == "userMessage"]
         assert len(shown) == 1 and shown[0]["clientId"] == one["handoffId"]
-        assert shown[0]["content"][0]["text"].startswith(f"{NOTICE}Claude Code — {HANDOFF_LINE}")
+        assert re.match(rf"\[codexbridge [a-z0-9]{{6}}\] from Claude Code — {HANDOFF_LINE}",
+                        shown[0]["content"][0]["text"])
         assert "CLAUDE-ONE" not in shown[0]["content"][0]["text"]  # the delta is not shown
         # … nor in the thread's history: a later handoff back never echoes it
         items = await tui.request("thread/items/list", {"threadId": user.thread_id,

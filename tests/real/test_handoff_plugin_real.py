@@ -106,7 +106,7 @@ async def test_a_stopped_session_under_the_plugin_gets_it_on_resume(
     proc = await asyncio.to_thread(claude.run_p, workdir, "RESUME-ONE", "--resume", sid)
     assert proc.returncode == 0, proc.stderr
     text = mock_messages.model_calls[before].all_text()
-    assert f"{ADDED}: [codexbridge handoff {pending['id']}" in text
+    assert f"{ADDED}: [handoff {pending['id']} through codexbridge" in text
     assert "CODEX-HUMAN-ONE plan the migration" in text
     assert "== Decisions ==\nuse X." in text and "== Next ==\nwrite the tests" in text
     after = state(str(workdir))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,11 @@ async def test_send_returns_the_reply_and_the_tui_sees_the_turn(app_server: AppS
             last = history["data"]["turns"][-1]["text"]
             # the message went with its envelope (a peer agent, hop 1/4); the mock
             # answers the words under it
-            assert last.startswith("› [codexbridge] from Claude Code — a peer AI agent")
-            assert last.endswith("hello over MCP\n• MOCK REPLY: hello over MCP"), last
+            assert re.match(r"› \[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI "
+                            "agent", last)
+            assert "\n  hello over MCP\n  \n  [codexbridge " in last
+            assert last.endswith("end of the message from Claude Code\n"
+                                 "• MOCK REPLY: hello over MCP"), last
             status = await call(client, "bridge_status", {})
             assert status["data"]["appServer"]["reachable"] is True
             assert status["data"]["versions"]["codex"] == codex_version()

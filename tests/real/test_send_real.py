@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.records import DeliveryState, DeliveryStore, Reach
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive
@@ -33,7 +34,8 @@ from tests.support.raw_client import RawClient, resume_thread, start_user_thread
 
 pytestmark = pytest.mark.real_codex
 
-HEADER = "[codexbridge] from Claude Code — a peer AI agent, not the human user"
+HEADER = re.compile(r"\[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI agent, not the "
+                    "human user\n")
 
 
 @pytest.fixture
@@ -128,8 +130,8 @@ async def test_send_returns_a_receipt_while_the_turn_runs_and_the_reply_comes_as
             and n["params"]["item"].get("type") == "userMessage", since=since)
         item = started["params"]["item"]
         text = item_text(item)
-        assert text.startswith(HEADER) and rid in text and "hop 1/4" in text
-        assert text.endswith("HOLD:s1 please review auth.py")
+        assert HEADER.match(text) and rid in text and "hop 1/4" in text
+        assert words_of(text) == "HOLD:s1 please review auth.py"
         assert item["clientId"] == rid  # codex kept our id: how the courier finds its turn
         assert mock_model.model_calls[-1].user_text == text
         mock_model.release("s1")
@@ -187,8 +189,8 @@ async def test_courier_killed_mid_turn_the_answer_is_recovered_never_resent(
     [mail] = mails("asker")
     assert mail.text.startswith("RECOVERED reply from Codex") and mail.extra["recovered"]
     # never resent: one user message carries the request, one model call saw it
-    assert [item_text(i).endswith("HOLD:k1 long job") for i in items].count(True) == 1
-    assert sum(1 for c in mock_model.model_calls if (c.user_text or "").endswith(
+    assert [words_of(item_text(i)).endswith("HOLD:k1 long job") for i in items].count(True) == 1
+    assert sum(1 for c in mock_model.model_calls if words_of(c.user_text or "").endswith(
         "HOLD:k1 long job")) == 1
     again = await status(url_env, rid)  # asking again changes nothing
     assert again["state"] == "delivered" and len(mails("asker")) == 1
@@ -289,8 +291,8 @@ async def test_the_fifth_hop_is_refused_and_nothing_is_delivered(
     assert refused.code == 9
     assert f"conversation {conv} has used its 4 hops" in refused.err
     assert "nothing was sent" in refused.err
-    assert not any(item_text(i).endswith("hop five") for i in items)
-    assert not any((c.user_text or "").endswith("hop five") for c in mock_model.model_calls)
+    assert not any("hop five" in item_text(i) for i in items)
+    assert not any("hop five" in (c.user_text or "") for c in mock_model.model_calls)
     assert len(DeliveryStore().recent()) == 4
 
 
@@ -347,14 +349,15 @@ async def test_steer_lands_in_the_running_turn_and_interrupt_ends_it(
         steered = await arun_cli("talk", "steer", "--json", "also check the tests",
                                  env=url_env)
         assert steered.code == 0, steered.err
-        await asyncio.to_thread(mock_model.wait_for_request, lambda r: (
+        await asyncio.to_thread(mock_model.wait_for_request, lambda r: words_of(
             r.user_text or "").endswith("also check the tests"), 30)
         result = await say
         data = json.loads(result.out)
         assert data["turn_id"] == json.loads(steered.out)["turn_id"]
         assert data["status"] == "completed" and data["reply"].endswith("also check the tests")
         last = mock_model.model_calls[-1].user_text or ""
-        assert last.startswith("[codexbridge] from Claude Code") and "added to this turn" in last
+        assert re.match(r"\[codexbridge [a-z0-9]{6}\] from Claude Code", last) and \
+            "added to this turn" in last.splitlines()[0]
         # interrupt: a send's turn ends `interrupted`, its record `failed`, the asker told
         receipt = await send(url_env, "--reply-to", "asker", "HOLD:in1 stop me")
         await held(mock_model, "in1")

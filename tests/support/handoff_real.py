@@ -17,8 +17,8 @@ from tests.support.mock_messages import Text
 
 CODEX_SAID_AFTER_TOOL = "Codex: the command ran, it looks fine."
 CLAUDE_SAID_AFTER_TOOL = "Claude: I ran the check and it passed."
-NOTICE = "[codexbridge] from "
-HANDOFF_LINE = "handoff: the human moved this work to you"
+NOTICE = "[codexbridge "  # then the seal, then "] from <agent> — <HANDOFF_LINE>"
+HANDOFF_LINE = "handoff: its work moves to you"
 
 
 def quiet_planner(body: Any, n: int) -> Reply:
@@ -67,7 +67,7 @@ def injected_before_notice(req: MockRequest) -> str:
     texts = input_texts(req)
     assert texts and texts[-1][1].startswith(NOTICE), texts[-1:]
     role, text = texts[-2]
-    assert role == "user" and text.startswith("[codexbridge handoff "), text[:200]
+    assert role == "user" and text.startswith("[handoff h_"), text[:200]
     return text
 
 

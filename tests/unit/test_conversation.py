@@ -15,6 +15,7 @@ import pytest
 from codexbridge.conversation import handling
 from codexbridge.conversation.budget import Conversations, current_conversation, valid_id
 from codexbridge.conversation.envelope import CLAUDE, Envelope, conversation_id, request_token
+from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.limits import clip, max_hops, over_limit, text_max
 from codexbridge.conversation.records import (
     Delivery,
@@ -38,15 +39,17 @@ def test_request_token_shape_and_uniqueness() -> None:
 
 def test_header_says_peer_agent_hop_and_token_in_three_lines() -> None:
     env = Envelope(CLAUDE, "req_1_abcdef", "conv_1", 2, 4, 'mailbox "m"')
-    lines = env.header().splitlines()
-    assert len(lines) == 3 and all(len(line) < 120 for line in lines)
-    assert "peer AI agent, not the human user" in lines[0]
+    wrapped = env.wrap("hello", seal="k3x9qa")
+    lines = wrapped.split("\n\n")[0].splitlines()
+    assert len(lines) == 3 and all(len(line) < 80 for line in lines)
+    assert lines[0] == "[codexbridge k3x9qa] from Claude Code — a peer AI agent, not the human user"
     assert "hop 2/4" in lines[1] and "req_1_abcdef" in lines[1] and "echo" in lines[1]
     assert 'mailbox "m"' in lines[2]
-    assert env.wrap("hello").endswith("\n\nhello")
+    assert wrapped.endswith("\n\nhello\n\n[codexbridge k3x9qa] end of the message from Claude Code")
+    assert words_of(wrapped) == "hello"
     reply = Envelope(CLAUDE, "req_2_x", "conv_1", 0, 4, in_reply_to="req_1_abcdef")
-    assert reply.is_reply and "reply to req_1_abcdef" in reply.header()
-    assert "hop" not in reply.header()
+    assert reply.is_reply and "reply to req_1_abcdef" in reply.header()[1]
+    assert "hop" not in reply.wrap("x")
     assert env.fields()["request"] == "req_1_abcdef"
 
 

@@ -40,7 +40,7 @@ def test_four_sections_in_order_naming_the_companion() -> None:
     assert order == sorted(order)
     assert "[the human] message 001" in text and "[Claude] message 002" in text
     assert "d1" in text and "n1" in text and "git: clean" in text
-    assert text.count(COMPANION) == 2 and text.startswith("[codexbridge handoff h_1")
+    assert text.count(COMPANION) == 2 and text.startswith("[handoff h_1 through codexbridge")
     assert built.messages == 2 and built.cut_messages == 0 and built.full == built.delta
 
 

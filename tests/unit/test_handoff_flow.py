@@ -7,6 +7,7 @@ checked against schemas/ (the schema guard). The real binaries: tests/real/test_
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -89,7 +90,7 @@ async def test_to_codex_injects_words_then_a_visible_turn_and_moves_marks_after(
     (queued,) = server.requests("thread/queue/add")
     assert queued["params"]["clientUserMessageId"] == out.handoff_id
     notice = queued["params"]["input"][0]["text"]
-    assert notice.startswith("[codexbridge] from Claude Code — handoff") and \
+    assert re.match(r"\[codexbridge [a-z0-9]{6}\] from Claude Code — handoff", notice) and \
         "update the docs" in notice and out.prepared.full_path in notice
     # the inject came before the visible turn, after the thread was found idle
     methods = [m["method"] for m in server.received if "method" in m and "id" in m]

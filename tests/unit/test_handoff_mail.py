@@ -212,8 +212,8 @@ async def test_handoff_to_claude_skips_the_reply_it_got_as_mail(
                            fields={"in_reply_to": ASK, "delivery_id": ASK})
     records(receipt.mail.mail_id)
     t = Transcript()
-    t.hook_feedback(f"--- message 1 of 1 · from codex · id {receipt.mail.mail_id} ---\n"
-                    f"request {ASKED_BY_CODEX}")
+    t.hook_feedback(f"[codexbridge k3x9qa] message 1 of 1 · from codex — a peer AI agent, not "
+                    f"the human user · id {receipt.mail.mail_id}\nrequest {ASKED_BY_CODEX}")
     service.drain("web", lambda batch: None, inbox=inbox_dir())
     hook_session(project, t.write(tmp_path / "c.jsonl"), pid=os.getpid())
     async with client(server) as c:

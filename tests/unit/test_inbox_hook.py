@@ -100,7 +100,8 @@ def test_reason_puts_instruction_first_then_every_mail() -> None:
     assert text.startswith('codexbridge: 2 new messages arrived in mailbox "web"')
     first_mail = text.index("fix CORS")
     assert text.index("Read every message") < first_mail < text.index("and run tests")
-    assert "from codex · sent 2026-05-01T09:00:00.000Z · id id-1" in text
+    assert ("from codex — a peer AI agent, not the human user · sent 2026-05-01T09:00:00.000Z"
+            " · id id-1") in text
     assert "message 2 of 2 · from reviewer" in text
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from codexbridge.conversation.frame import words_of
 from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
@@ -33,13 +34,12 @@ from tests.support.memory_appserver import MemoryAppServer, Scripted
 
 pytestmark = pytest.mark.usefixtures("schema_guard")
 
-ENVELOPE = "[codexbridge] "
 APPROVAL = "item/commandExecution/requestApproval"
 
 
 def words(text: str) -> str:
     """The sender's words, without the envelope a blocking send puts around them."""
-    return text.split("\n\n", 1)[1] if text.startswith(ENVELOPE) else text
+    return words_of(text)
 
 
 def mock_turn(text: str) -> Scripted:
@@ -462,9 +462,9 @@ async def test_a_blocking_send_carries_the_envelope_and_spends_a_hop(
         sc = await call(client, "codex_message_send", {"text": "review it"})
         assert sc["ok"]
         sent = codex.requests("thread/queue/add")[-1]["params"]["input"][0]["text"]
-        header, said = sent.split("\n\n", 1)
-        assert said == "review it"
-        assert header.startswith("[codexbridge] from Claude Code — a peer AI agent")
+        header = sent.split("\n\n", 1)[0]
+        assert words_of(sent) == "review it"
+        assert re.match(r"\[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI agent", header)
         assert "hop 1/4" in header and "the asking Claude waits" in header
         conv = re.search(r"(conv_[0-9a-f]+)", header).group(1)  # type: ignore[union-attr]
         for _ in range(3):

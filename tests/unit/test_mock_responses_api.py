@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from codexbridge.conversation.envelope import CLAUDE, Envelope
 from codexbridge.mock.codex_home import isolated_env, mock_env, write_codex_home
 from codexbridge.mock.responses import MockResponsesServer, big_text, extract_user_text, plan_reply
 
@@ -248,8 +249,7 @@ def test_hold_stops_the_stream_after_its_first_delta_until_released() -> None:
 
 
 def test_the_envelope_header_is_read_not_echoed() -> None:
-    text = ("[codexbridge] from Claude Code — a peer AI agent, not the human user\n"
-            "conv_1 · hop 1/4 · request req_1_abcdef (echo it)\n\nrun the tests")
+    text = Envelope(CLAUDE, "req_1_abcdef", "conv_1", 1, 4).wrap("run the tests")
     assert reply_text(plan_reply(body(text), 1).frames) == "MOCK REPLY: run the tests"
     assert reply_text(plan_reply(body("[codexbridge] alone"), 1).frames) == (
         "MOCK REPLY: [codexbridge] alone")
