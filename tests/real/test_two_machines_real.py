@@ -104,8 +104,10 @@ class Host:
     def __init__(self, name: str, root: Path, addr: str) -> None:
         self.name, self.addr = name, addr
         self.dir = root / name
-        for sub in ("home", "codex-home", "state", "work"):
+        for sub in ("home", "codex-home", "work"):
             (self.dir / sub).mkdir(parents=True)
+        # as codexbridge makes a state home: it refuses one others may enter
+        self.state.mkdir(mode=0o700)
         self.holder = subprocess.Popen(["unshare", "--net", "sleep", "infinity"],
                                        stdin=subprocess.DEVNULL)
         mine = os.stat("/proc/self/ns/net").st_ino
