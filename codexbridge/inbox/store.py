@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
 from ..host.locking import FileLock, lock
-from ..host.private import open_state, write_all, write_private
+from ..host.private import open_state, write_all, write_failure, write_private
 from .clock import iso_utc
 from .lines import Mail, Rejected, encode_line, parse_file
 from .location import (
@@ -60,11 +60,29 @@ reached: Callable[[str], None] = _passing
 
 
 def _append(path: str, data: bytes) -> None:
-    """Append a mail line, synced: a push that returned is on disk (an OS crash keeps it)."""
-    fd = open_state(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    """Append whole lines to a line file (mail, rejected lines, delivered ids), synced: a
+    push that returned is on disk (an OS crash keeps it).
+
+    Never glued to a torn line: when the file does not end in a newline — a writer killed
+    mid-line, or a disk that filled before the line was whole — the fragment is closed
+    first, so it stays a line of its own (set aside, bytes and all, at the next take) and
+    `data` is read as written. And never left torn by this write: one that fails (a full
+    disk, a signal) is undone, the file cut back to where it was."""
+    fd = open_state(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        write_all(fd, data, path)
-        os.fsync(fd)
+        start = os.fstat(fd).st_size
+        if start and os.pread(fd, 1, start - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            write_all(fd, data, path)
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise write_failure(exc, path) from None
+        except BaseException:
+            with suppress(OSError):  # (if even this fails, the next append closes the line)
+                os.ftruncate(fd, start)
+            raise
     finally:
         os.close(fd)
 
