@@ -344,7 +344,7 @@ def _transcript_lines(path: str | None, offset: int) -> Iterator[bytes]:
         with open(path, "rb") as fh:
             fh.seek(offset)
             yield from fh
-    except OSError:
+    except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
         return
 
 
@@ -501,7 +501,7 @@ def wake(inbox: str, name: str, *, session_id: str | None, transcript: str | Non
     from .render import render_mail, spilled
     from .replies import note_handed, note_sent
 
-    with store.take(inbox, name) as batch:
+    with store.take_for_claude(inbox, name) as batch:
         if batch.empty:
             batch.commit()
             yield None
@@ -510,7 +510,7 @@ def wake(inbox: str, name: str, *, session_id: str | None, transcript: str | Non
                            rejected_path(inbox, name))
         needle = next((m.mail_id for m in batch.mails if m.mail_id), None)
         offset = transcript_end(transcript)
-        if not (needle and transcript and session_id):
+        if not (needle and transcript and "\0" not in transcript and session_id):
             yield text
             batch.commit()
             note_handed(session_id, name, batch.mails, transcript=transcript, offset=offset,
@@ -602,7 +602,7 @@ def _push(inbox: str, name: str, to: Target, msg_id: str,
     from .render import render_mail, spilled
 
     path = live_path(inbox, name, msg_id)
-    with store.take(inbox, name) as batch:
+    with store.take_for_claude(inbox, name) as batch:
         if not batch.mails:
             batch.commit()  # only duplicates or bad lines: nothing to say
             return Outcome(Route.NONE, None)
