@@ -348,6 +348,8 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       reply_to_how="the answering session" if reply_to else None,
                       app_server=app_server, notice=notice)
     record.move(DeliveryState.QUEUED)
-    store.save(record)
+    # The text before the record: a record is what the courier acts on, and one whose
+    # text a kill left unwritten could never be carried (a text alone is swept).
     write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)
+    store.save(record)
     return record

@@ -417,7 +417,7 @@ def _record_state(record: JsonObject) -> DeliveryState | None:
 
 
 def _save(path: str, record: JsonObject) -> None:
-    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=True)
 
 
 def _settle(inbox: str, name: str, path: str, record: JsonObject,

@@ -24,6 +24,7 @@ from ..errors import (
     MailboxReadError,
     MailboxWriteError,
     NoMailboxError,
+    StateError,
     UsageError,
 )
 from . import peek as reading
@@ -51,9 +52,13 @@ FROM_ENV = "CODEX_BRIDGE_FROM"
 
 @contextmanager
 def mailbox_io(action: str, error: type[MailboxError] = MailboxWriteError) -> Iterator[None]:
-    """Turn an OSError into `error` naming what could not be done, and where."""
+    """Turn an OSError into `error` naming what could not be done, and where. A state
+    home that cannot be written (read-only, full: StateWriteError) or is refused as
+    unsafe stays what it is — exit 73, its message naming the path and the fix."""
     try:
         yield
+    except StateError:
+        raise
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         hint = ""
