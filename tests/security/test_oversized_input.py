@@ -24,7 +24,7 @@ import os
 import struct
 import subprocess
 import sys
-import threading
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -63,28 +63,25 @@ def test_a_five_megabyte_mail_is_refused_and_nothing_stored() -> None:
 def _flood_stdin(argv: list[str], total: int) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run `argv` with `total` bytes offered on its stdin; how many it took before it
     closed the pipe."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO)
-    assert proc.stdin is not None
-    written = [0]
-
-    def feed() -> None:
-        chunk = b"y" * (1 << 20)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err,
+                                cwd=REPO)
         assert proc.stdin is not None
+        written = 0
+        chunk = b"y" * (1 << 20)
         try:
-            while written[0] < total:
+            while written < total:
                 proc.stdin.write(chunk)
-                written[0] += len(chunk)
+                written += len(chunk)
             proc.stdin.close()
-        except (BrokenPipeError, ValueError):
+        except BrokenPipeError:
             pass
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
-    out, err = proc.communicate(timeout=120)
-    feeder.join(timeout=60)
-    done = subprocess.CompletedProcess(argv, proc.returncode, out.decode(), err.decode())
-    return done, written[0]
+        proc.wait(timeout=120)
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(argv, proc.returncode, out.read().decode(),
+                                           err.read().decode())
+    return done, written
 
 
 def test_inbox_push_from_a_flood_on_stdin_stops_reading_at_the_cap() -> None:

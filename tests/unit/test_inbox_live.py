@@ -4,6 +4,7 @@ is in tests/real/test_live_delivery_real.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -158,6 +159,8 @@ class FakeSession:
                 data = b""
                 while chunk := conn.recv(65536):
                     data += chunk
+            if not data.strip():
+                continue  # a pusher killed before it wrote its frame
             frame = json.loads(data)
             self.frames.append(frame)
             mid = frame["msg_id"]
@@ -178,7 +181,13 @@ class FakeSession:
                                              "orig_msg_id": mid}).encode() + b"\n")
 
     def close(self) -> None:
+        # Shut down first: that wakes the thread blocked in accept() (a close alone does
+        # not), so no stale thread later accepts on a descriptor number reused by another
+        # test's socket (it took the mock Messages server's connections once).
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)
         self.server.close()
+        self.thread.join(timeout=10)
 
 
 @pytest.fixture
