@@ -1,11 +1,13 @@
-"""Memory under a 100 MB reply: peak RSS of `talk say` and of the courier.
+"""Memory under a 100 MB reply: peak RSS of `talk say`.
 
     .venv/bin/python bench/bench_flood.py [--mb 100]
 
 A private real app-server with the mock model (`BIG:<n>` makes it stream n bytes in
 8 KiB deltas). Baseline: the same `talk say` process on a small turn, in the same run.
-codex sends the finished message once more as one frame, so ~3x its size is the floor;
-the deltas before it are bounded by the 10 MiB capture.
+codex sends the finished message once more as one frame; a frame over
+$CODEX_BRIDGE_FRAME_MAX (16 MiB) is refused as its header arrives, and `say` exits with
+the error naming the cap, so the peak is bounded whatever the server sends; the deltas
+before it are bounded by the 10 MiB capture.
 """
 
 from __future__ import annotations
@@ -20,17 +22,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from codexbridge.conversation.limits import frame_max  # noqa: E402
 from codexbridge.host.binaries import pinned_codex  # noqa: E402
 from codexbridge.mock.stack import OfflineStack  # noqa: E402
 
 
-def peak_kib(argv: list[str], env: dict[str, str]) -> int:
+def peak_kib(argv: list[str], env: dict[str, str], *, refused: bool = False
+             ) -> tuple[int, str]:
+    """Peak RSS of the process; `refused`: it must fail with the frame cap's error."""
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode("utf-8", "replace")
     _pid, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"bench_flood: {argv[3:]} failed")
-    return usage.ru_maxrss
+    code = os.waitstatus_to_exitcode(status)
+    if refused and (code == 0 or "CODEX_BRIDGE_FRAME_MAX" not in err):
+        raise SystemExit(f"bench_flood: {argv[3:]} was not refused by the frame cap "
+                         f"(exit {code}): {err[-500:]}")
+    if not refused and code != 0:
+        raise SystemExit(f"bench_flood: {argv[3:]} failed (exit {code}): {err[-500:]}")
+    return usage.ru_maxrss, err.strip().splitlines()[-1] if err.strip() else ""
 
 
 def main() -> int:
@@ -48,13 +59,16 @@ def main() -> int:
         env = {**os.environ, "CODEX_BRIDGE_URL": stack.url,
                "CODEX_BRIDGE_HOME": str(stack.base / "bridge-home")}
         say = [sys.executable, "-m", "codexbridge", "talk", "say", "-q"]
-        small = peak_kib([*say, "a small turn"], env)
-        flood = peak_kib([*say, f"BIG:{args.mb * 1_000_000}"], env)
+        small, _ = peak_kib([*say, "a small turn"], env)
+        refused = args.mb * 1_000_000 > frame_max(env)
+        flood, said = peak_kib([*say, f"BIG:{args.mb * 1_000_000}"], env, refused=refused)
     print(f"talk say peak RSS, small turn {small / 1024:.0f} MiB, {args.mb} MB reply "
           f"{flood / 1024:.0f} MiB")
     print(f"    growth +{(flood - small) / 1024:.0f} MiB = "
           f"{(flood - small) / 1024 / (args.mb * 1e6 / 2**20):.2f}x the reply")
     print(f"    ratio flood / small          {flood / small:.2f}x")
+    if refused:
+        print(f"    refused, as it must be: {said[:300]}")
     return 0
 
 

@@ -59,13 +59,25 @@ wait_thread_option = click.option(
 
 # -- arguments --------------------------------------------------------------------------
 
+def read_stdin(cap: int) -> bytes | None:
+    """Standard input, or None when it holds more than `cap` bytes — found out by reading
+    one byte more, never the rest: a flood on stdin must not fill the memory."""
+    raw = sys.stdin.buffer.read(cap + 1)
+    return None if len(raw) > cap else raw
+
+
 def read_text_arg(text: str) -> str:
     """TEXT, or standard input for `-`; empty text is refused (it would start an empty
     turn), and so is text over $CODEX_BRIDGE_TEXT_MAX characters (it goes to a model)."""
     from ..conversation.limits import over_limit, text_max
 
     if text == "-":
-        raw = sys.stdin.buffer.read()
+        limit = text_max(os.environ)
+        raw = read_stdin(4 * limit)  # a character is at most 4 bytes of UTF-8
+        if raw is None:
+            raise UsageError(f"stdin holds more than {limit} characters, the limit "
+                             "($CODEX_BRIDGE_TEXT_MAX) — shorten it, or send a file path "
+                             "instead")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -23,7 +23,7 @@ from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.location import rejected_path
 from ..inbox.render import render_mail, sender_of
-from .command import command, echo, emit_json
+from .command import command, echo, emit_json, read_stdin
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
@@ -113,7 +113,12 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
     $CODEX_BRIDGE_LIVE=0 turns live delivery off.
     """
     if text == "-":
-        raw = sys.stdin.buffer.read()
+        from ..conversation.limits import mail_max, mail_refused
+
+        limit = mail_max(os.environ)
+        raw = read_stdin(limit + 1)  # (the newline that ends it is not the mail's)
+        if raw is None:
+            raise UsageError(mail_refused(f"over {limit} bytes on stdin", limit))
         try:
             text = raw.decode("utf-8").rstrip("\n")
         except UnicodeDecodeError as exc:

@@ -59,7 +59,7 @@ def transcript_end(path: object) -> int:
     (0 when there is no transcript to look at)."""
     try:
         return os.stat(path).st_size if isinstance(path, str) and path else 0
-    except OSError:
+    except (OSError, ValueError):  # (a path from the hook's input may hold a NUL)
         return 0
 
 

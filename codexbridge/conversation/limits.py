@@ -7,9 +7,18 @@ is, because refusing an answer would lose it.
 
     CODEX_BRIDGE_TEXT_MAX    characters per message to Codex (default 200,000; the
                              MCP tools read the same knob)
-    CODEX_BRIDGE_MAIL_MAX    bytes per mail to Claude (default 10 MiB): the hard cap
-                             of a push; mail over 64 KiB reaches Claude as a preview
-                             and the path of the whole text (inbox/render.py)
+    CODEX_BRIDGE_MAIL_MAX    bytes per mail to Claude (default 1 MiB): the hard cap
+                             of a push (`inbox push`, MCP `claude_message_send`, and
+                             the courier cutting Codex's answer to fit); mail over
+                             64 KiB reaches Claude as a preview and the path of the
+                             whole text (inbox/render.py)
+    CODEX_BRIDGE_BATCH_MAX   bytes of mail one delivery hands Claude — the Stop hook's
+                             block, the watcher's wake, a live frame — (default 256
+                             KiB, always at least one mail): the rest waits for the
+                             next delivery (inbox/store.py `take_for_claude`)
+    CODEX_BRIDGE_FRAME_MAX   bytes of one message codexbridge accepts from the
+                             app-server (default 16 MiB): a bigger one ends the
+                             connection with an error naming this (talk/transport.py)
 """
 
 from __future__ import annotations
@@ -29,11 +38,33 @@ def text_max(env: Mapping[str, str]) -> int:
 
 
 MAIL_MAX_ENV = "CODEX_BRIDGE_MAIL_MAX"
-DEFAULT_MAIL_MAX = 10 * 1024 * 1024
+# A mail is handed to a model: a megabyte of text is already more than a context holds
+# (over 64 KiB it reaches Claude as a preview and a file), and every mail is read whole
+# by each delivery. Bigger content travels as a file path.
+DEFAULT_MAIL_MAX = 1024 * 1024
 
 
 def mail_max(env: Mapping[str, str]) -> int:
     return env_int(env, MAIL_MAX_ENV, DEFAULT_MAIL_MAX)
+
+
+BATCH_MAX_ENV = "CODEX_BRIDGE_BATCH_MAX"
+DEFAULT_BATCH_MAX = 256 * 1024
+
+
+def batch_max(env: Mapping[str, str]) -> int:
+    return env_int(env, BATCH_MAX_ENV, DEFAULT_BATCH_MAX)
+
+
+FRAME_MAX_ENV = "CODEX_BRIDGE_FRAME_MAX"
+# codex sends a finished message once more as one frame, and a thread's history page is
+# one frame: 16 MiB holds any reply a model writes and pages of long threads, while a
+# flood (a broken or hostile server) costs a bounded few times this in memory.
+DEFAULT_FRAME_MAX = 16 * 1024 * 1024
+
+
+def frame_max(env: Mapping[str, str]) -> int:
+    return env_int(env, FRAME_MAX_ENV, DEFAULT_FRAME_MAX)
 
 
 MAX_HOPS_ENV = "CODEX_BRIDGE_MAX_HOPS"
@@ -87,7 +118,12 @@ def mail_over_limit(text: str, limit: int) -> str | None:
     size = len(text.encode("utf-8"))
     if size <= limit:
         return None
-    return (f"the mail is {size} bytes; the cap is {limit} (${MAIL_MAX_ENV}) — write it to "
+    return mail_refused(f"{size} bytes", limit)
+
+
+def mail_refused(size: str, limit: int) -> str:
+    """The refusal of a mail of `size` (e.g. "1048577 bytes") over the cap `limit`."""
+    return (f"the mail is {size}; the cap is {limit} bytes (${MAIL_MAX_ENV}) — write it to "
             "a file and send the path instead")
 
 

@@ -436,7 +436,8 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       notice=notice)
     store.note_reach(record, reach)
     record.move(DeliveryState.QUEUED)
-    # the text before the record: a record is a delivery a courier must be able to carry
+    # The text before the record: a record is what the courier acts on, and one whose
+    # text a kill left unwritten could never be carried (a text alone is swept).
     write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)
     store.save(record)
     return record

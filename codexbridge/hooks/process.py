@@ -390,10 +390,10 @@ def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool
     from ..inbox.location import rejected_path
     from ..inbox.render import render_mail, sender_of, spilled
     from ..inbox.replies import note_handed
-    from ..inbox.store import take
+    from ..inbox.store import take_for_claude
     from .loop_guard import block_output, mail_note
 
-    with take(inbox, name, lock_timeout=LOCK_WAIT) as batch:
+    with take_for_claude(inbox, name, lock_timeout=LOCK_WAIT) as batch:
         if batch.empty:
             batch.commit()  # only already-delivered duplicates were left
             return False

@@ -13,6 +13,13 @@ watching: it settles the frame (`live.reconcile`) every OWED_EVERY, and mail tha
 back wakes the session the old way. Exit 0 does nothing, so timing out or being
 replaced is silent.
 
+A wake counts as delivered only once the session has it. Claude Code takes a wake only
+from an exit 2 — a watcher killed first, even after writing its stderr, wakes nothing
+(measured) — so the mail it takes waits in an in-flight record (`live.wake`) until the
+session's transcript shows the wake; a watcher killed before its exit leaves that record
+to the next watcher or stop, which puts the mail back after `live.WAKE_GRACE_S` and
+delivers it. Every watcher settles such records every OWED_EVERY.
+
 Claude starts another watcher at every Stop, including blocked ones, so they would pile
 up. One watcher per mailbox at a time, the newest winning: each watcher writes its pid
 into `NAME.watcher` (its claim) and then waits for the flock on that file; an older
@@ -32,12 +39,11 @@ import sys
 import time
 from enum import Enum
 
-from ..conversation.handling import transcript_end
 from ..host.locking import lock
 from ..host.private import open_state
 from ..host.procs import pid_alive
 from ..inbox.listeners import record_listener
-from ..inbox.location import ensure_private_dir, has_pending, rejected_path, watcher_path
+from ..inbox.location import ensure_private_dir, has_live, has_pending, watcher_path
 from .process import claude_pid, courier_owed, log
 
 TYPE_CHECKING = False
@@ -97,8 +103,10 @@ def run_watch(name: str, *, inbox: str, payload: JsonObject, timeout: float,
             if holding and time.monotonic() >= owed_check:
                 owed_check = time.monotonic() + OWED_EVERY
                 courier_owed()
-                if road is Road.HANDED:
-                    _settle_live(inbox, name)  # a frame never taken comes back as mail
+                if has_live(inbox, name):
+                    # A frame never taken, or the wake of a watcher killed before it
+                    # exited, comes back as mail (and this watcher delivers it).
+                    _settle_live(inbox, name)
             if not claim.still_mine():
                 return EXIT_QUIET  # a newer watcher took over
             if claude is not None and not pid_alive(claude):
@@ -154,23 +162,18 @@ def _settle_live(inbox: str, name: str) -> None:
 
 
 def _wake(inbox: str, name: str, payload: JsonObject, claude: int | None) -> bool:
-    """Hand every waiting mail to Claude on stderr (True), or find only duplicates."""
-    from ..inbox.render import render_mail, spilled
-    from ..inbox.replies import note_handed
-    from ..inbox.store import take
+    """Hand the waiting mail to Claude on stderr (True), or find only duplicates. The
+    mail counts as delivered only once the session's transcript shows the wake
+    (`live.wake`): a watcher killed before its exit 2 wakes nothing, and what it took
+    goes back to the mailbox for the next watcher or stop."""
+    from ..inbox import live
 
-    with take(inbox, name) as batch:
-        if batch.empty:
-            batch.commit()
+    session, transcript = payload.get("session_id"), payload.get("transcript_path")
+    with live.wake(inbox, name, session_id=session if isinstance(session, str) else None,
+                   transcript=transcript if isinstance(transcript, str) else None,
+                   claude_pid=claude) as text:
+        if text is None:
             return False
-        text = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
-                           rejected_path(inbox, name))
         sys.stderr.buffer.write(text.encode("utf-8") + b"\n")
         sys.stderr.buffer.flush()
-        batch.commit()
-        session, transcript = payload.get("session_id"), payload.get("transcript_path")
-        transcript = transcript if isinstance(transcript, str) else None
-        note_handed(session if isinstance(session, str) else None, name, batch.mails,
-                    transcript=transcript, offset=transcript_end(transcript),
-                    claude_pid=claude)
-        return True
+    return True

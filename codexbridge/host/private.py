@@ -190,6 +190,7 @@ _WRITE_FAILURES = {
     errno.EROFS: "it is on a read-only file system",
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "the disk quota is spent",
+    errno.EFBIG: "the file size limit is reached (ulimit -f)",
     errno.EACCES: "permission denied",
     errno.EPERM: "permission denied",
 }
@@ -208,6 +209,8 @@ def write_failure(exc: OSError, path: str | os.PathLike[str]) -> OSError:
     ours = any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in _roots())
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = f"free space on the disk that holds {os.path.dirname(target) or target}"
+    elif exc.errno == errno.EFBIG:
+        fix = "raise the file size limit (ulimit -f) of the shell that runs codexbridge"
     elif ours and os.environ.get("CODEX_THREAD_ID"):
         # A command Codex runs is sandboxed: its writes outside the workspace fail.
         fix = ("Codex's sandbox does not let a command write outside the workspace: use the "

@@ -57,7 +57,8 @@ from typing import NamedTuple, TypedDict
 from ..conversation.handling import transcript_end
 from ..conversation.records import DeliveryState
 from ..host.jsonfile import loads_json, read_object
-from ..host.private import write_private
+from ..host.locking import lock
+from ..host.private import open_state, write_private
 from ..host.procs import pid_alive
 from ..jsontypes import arr, obj, objs, opt_float, opt_int, opt_str
 from ..protocol.enums import WireEnum
@@ -85,6 +86,12 @@ BYPASS = "bypassPermissions"
 # hold, which we never cause: we do not push to sessions that hold).
 BAD_STATUSES = ("held", "denied", "expired", "refused", "dropped")
 FRAME_MAX = 900_000  # bytes; Claude Code reads at most 1 MiB a line (measured)
+# A watcher that wrote its wake and exited 2 is followed, within a fraction of a second,
+# by Claude's `queue-operation` enqueue of that wake in the transcript (measured: see
+# docs/reverse-channel.md, "A killed watcher"); one killed first never wakes anything.
+# Only a wake whose watcher is gone and that the transcript has not shown for this long
+# is taken to have never reached the session, and its mail goes back to the mailbox.
+WAKE_GRACE_S = 10.0
 
 # A live record's state: DELIVERING (written to the socket, nothing seen yet), QUEUED (in
 # the session's own queue), FAILED (put back into the mailbox; kept to catch a late
@@ -98,6 +105,13 @@ class Route(WireEnum):
     NEXT_STOP = "next-stop"  # waits for the session's next stop (the Stop hook)
     NONE = "none"  # nothing was pending
     TAKEN = "taken"  # the hook, the watcher or another push took it first
+
+
+class Via(WireEnum):
+    """Which road an in-flight record's mail took into the session."""
+
+    FRAME = "frame"  # a frame written to the session's cross-session inbox
+    WAKE = "wake"  # the asyncRewake watcher's exit 2, the mail on its stderr
 
 
 class Outcome(NamedTuple):
@@ -234,6 +248,37 @@ def transcript_state(lines: Iterable[bytes], msg_id: str) -> DeliveryState | Non
     return state
 
 
+def wake_state(lines: Iterable[bytes], needle: str) -> DeliveryState | None:
+    """What the transcript lines say about a watcher's wake whose text carries `needle`
+    (the id of its first mail): DELIVERED once the session turned it into a turn (a
+    `user` record of origin `task-notification`, or an `attachment` inside a running
+    turn), QUEUED while it waits in the session's own queue (a `queue-operation`
+    enqueue: Claude has it), else None — a watcher killed before it exited woke nothing.
+
+    Measured on 2.1.332: a wake is an enqueue whose content is the watcher's stderr, then
+    a `user` record with `origin.kind` `task-notification` carrying the same text. A tool
+    result that happens to quote the id is not a wake."""
+    raw_needle = needle.encode("utf-8")
+    state: DeliveryState | None = None
+    for raw in lines:
+        if raw_needle not in raw:
+            continue
+        try:
+            record = loads_json(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        kind = record.get("type")
+        if kind == "queue-operation" and record.get("operation") == "enqueue":
+            state = DeliveryState.QUEUED
+        elif kind == "attachment" or (
+                kind == "user" and "toolUseResult" not in record
+                and obj(record.get("origin")).get("kind") == "task-notification"):
+            return DeliveryState.DELIVERED
+    return state
+
+
 def receipt_problem(receipt: Mapping[str, object], msg_id: str) -> str | None:
     """Why a `peer_message_status` receipt says our frame was not delivered, or None."""
     if receipt.get("action") != "peer_message_status":
@@ -299,7 +344,7 @@ def _transcript_lines(path: str | None, offset: int) -> Iterator[bytes]:
         with open(path, "rb") as fh:
             fh.seek(offset)
             yield from fh
-    except OSError:
+    except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
         return
 
 
@@ -372,7 +417,7 @@ def _record_state(record: JsonObject) -> DeliveryState | None:
 
 
 def _save(path: str, record: JsonObject) -> None:
-    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=True)
 
 
 def _settle(inbox: str, name: str, path: str, record: JsonObject,
@@ -415,6 +460,78 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
+_HOLDING: list[int] = []  # descriptors kept open (and locked) until this process ends
+
+
+def _hold(path: str) -> None:
+    """Lock in-flight record `path` until this process ends. The flock dies with its
+    process, so a reconcile elsewhere tells a watcher still on its way to its exit from
+    one that was killed by trying the lock (a pid could have been reused)."""
+    fd = open_state(path, os.O_RDONLY)
+    lock(fd)
+    _HOLDING.append(fd)
+
+
+def _held(path: str) -> bool:
+    """Whether the process that wrote in-flight record `path` still holds it."""
+    try:
+        fd = open_state(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        return not lock(fd, blocking=False)
+    finally:
+        os.close(fd)  # (drops the lock if we just took it)
+
+
+@contextlib.contextmanager
+def wake(inbox: str, name: str, *, session_id: str | None, transcript: str | None,
+         claude_pid: int | None) -> Iterator[str | None]:
+    """`with wake(…) as text:` — NAME's pending mail as the text the watcher writes to
+    stderr before it exits 2 (None: only duplicates were left).
+
+    The mail is not marked delivered here: Claude takes a wake only when the watcher
+    exits 2, and a watcher killed before that wakes nothing (measured on 2.1.332). So the
+    batch moves into an in-flight record (`via: wake`, held by this process until it
+    ends) and a later reconcile settles it from the session's transcript — the wake
+    there: delivered; the watcher gone and no wake after WAKE_GRACE_S: back into the
+    mailbox. With no transcript or mail id to look for, the batch is committed once the
+    text was written (the old way)."""
+    from .location import rejected_path
+    from .render import render_mail, spilled
+    from .replies import note_handed, note_sent
+
+    with store.take_for_claude(inbox, name) as batch:
+        if batch.empty:
+            batch.commit()
+            yield None
+            return
+        text = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected,
+                           rejected_path(inbox, name))
+        needle = next((m.mail_id for m in batch.mails if m.mail_id), None)
+        offset = transcript_end(transcript)
+        if not (needle and transcript and "\0" not in transcript and session_id):
+            yield text
+            batch.commit()
+            note_handed(session_id, name, batch.mails, transcript=transcript, offset=offset,
+                        claude_pid=claude_pid)
+            return
+        msg_id = str(uuid.uuid4())
+        path = live_path(inbox, name, msg_id)
+        _save(path, {"msg_id": msg_id, "mailbox": name, "via": Via.WAKE.value,
+                     "needle": needle, "state": DeliveryState.DELIVERING.value,
+                     "at": time.time(), "session_id": session_id, "claude_pid": claude_pid,
+                     "transcript": transcript, "offset": offset,
+                     "mails": [m.to_json() for m in batch.mails]})
+        _hold(path)
+        batch.commit(delivered=False)  # the record holds the mail now
+        mails = batch.mails
+    store.reached("before_wake")
+    yield text
+    store.reached("after_wake")
+    note_sent(session_id, claude_pid, mails)
+
+
 def reconcile(inbox: str, name: str, *, answer: str | None = None) -> None:
     """Settle every live record of NAME: delivered → remembered; the session gone, or
     never a sign of it → back to the mailbox; an old put-back record → forgotten.
@@ -433,9 +550,18 @@ def reconcile(inbox: str, name: str, *, answer: str | None = None) -> None:
         msg_id = opt_str(record.get("msg_id")) if record is not None else None
         if record is None or msg_id is None:
             continue  # being written right now (atomic rename), or not ours
-        state = transcript_state(_transcript_lines(opt_str(record.get("transcript")),
-                                                   opt_int(record.get("offset")) or 0), msg_id)
-        gone = current is None or current.session_id != record.get("session_id")
+        via = Via.parse(record.get("via")) or Via.FRAME
+        lines = _transcript_lines(opt_str(record.get("transcript")),
+                                  opt_int(record.get("offset")) or 0)
+        if via is Via.WAKE:
+            state = wake_state(lines, opt_str(record.get("needle")) or msg_id)
+            # Live delivery may be off while the watcher wakes: the session is gone only
+            # when its Claude is.
+            pid = opt_int(record.get("claude_pid"))
+            gone = pid is not None and not pid_alive(pid)
+        else:
+            state = transcript_state(lines, msg_id)
+            gone = current is None or current.session_id != record.get("session_id")
         if state is not DeliveryState.DELIVERED and not gone and _answers(record, answer):
             state = DeliveryState.DELIVERED
         age = now - (opt_float(record.get("at")) or now)
@@ -443,6 +569,9 @@ def reconcile(inbox: str, name: str, *, answer: str | None = None) -> None:
         if state is not DeliveryState.DELIVERED:
             if gone:
                 why = "the session ended before the message reached it"
+            elif via is Via.WAKE:
+                if state is None and age > WAKE_GRACE_S and not _held(path):
+                    why = "the watcher was stopped before it could wake the session"
             elif (state is None and _record_state(record) is DeliveryState.DELIVERING
                     and age > NEVER_TAKEN_S):
                 why = "the session never took the message"
@@ -473,7 +602,7 @@ def _push(inbox: str, name: str, to: Target, msg_id: str,
     from .render import render_mail, spilled
 
     path = live_path(inbox, name, msg_id)
-    with store.take(inbox, name) as batch:
+    with store.take_for_claude(inbox, name) as batch:
         if not batch.mails:
             batch.commit()  # only duplicates or bad lines: nothing to say
             return Outcome(Route.NONE, None)

@@ -52,7 +52,8 @@ FROM_ENV = "CODEX_BRIDGE_FROM"
 @contextmanager
 def mailbox_io(action: str, error: type[MailboxError] = MailboxWriteError) -> Iterator[None]:
     """Turn an OSError into `error` naming what could not be done, and where. A state
-    home that cannot be used (read-only, full, refused: StateError) says so itself."""
+    home that cannot be written (read-only, full: StateWriteError) or is refused as
+    unsafe stays what it is — exit 73, its message naming the path and the fix."""
     try:
         yield
     except StateError:

@@ -26,10 +26,10 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 
 from ..host.locking import FileLock, lock
-from ..host.private import open_state, write_all, write_private
+from ..host.private import open_state, write_all, write_failure, write_private
 from .clock import iso_utc
 from .lines import Mail, Rejected, encode_line, parse_file
 from .location import (
@@ -60,11 +60,29 @@ reached: Callable[[str], None] = _passing
 
 
 def _append(path: str, data: bytes) -> None:
-    """Append a mail line, synced: a push that returned is on disk (an OS crash keeps it)."""
-    fd = open_state(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    """Append whole lines to a line file (mail, rejected lines, delivered ids), synced: a
+    push that returned is on disk (an OS crash keeps it).
+
+    Never glued to a torn line: when the file does not end in a newline — a writer killed
+    mid-line, or a disk that filled before the line was whole — the fragment is closed
+    first, so it stays a line of its own (set aside, bytes and all, at the next take) and
+    `data` is read as written. And never left torn by this write: one that fails (a full
+    disk, a signal) is undone, the file cut back to where it was."""
+    fd = open_state(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        write_all(fd, data, path)
-        os.fsync(fd)
+        start = os.fstat(fd).st_size
+        if start and os.pread(fd, 1, start - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            write_all(fd, data, path)
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise write_failure(exc, path) from None
+        except BaseException:
+            with suppress(OSError):  # (if even this fails, the next append closes the line)
+                os.ftruncate(fd, start)
+            raise
     finally:
         os.close(fd)
 
@@ -109,6 +127,9 @@ class Batch:
         self.rejected: list[Rejected] = []
         self.duplicates = 0
         self.recovered_files = 0
+        # Mail taken but over this delivery's size budget: kept pending at commit, ahead
+        # of anything pushed since.
+        self.left: list[Mail] = []
         self._files: list[_Taken] = []
         self.committed = False
 
@@ -142,12 +163,26 @@ class Batch:
                 late = _read_fd(taken.fd, taken.size)
                 if late:
                     _append(mail_path(self.inbox, self.name), late)
+            if self.left:
+                self._keep_left()
         reached("before_delete")
         for taken in self._files:
             with suppress(FileNotFoundError):
                 os.unlink(taken.path)
         self.committed = True
         self.release()
+
+    def _keep_left(self) -> None:
+        """The mail over budget goes back as a batch of its own, which the next take
+        recovers before it takes NAME.jsonl: no newer mail overtakes it. Written whole
+        before the taken files go; killed in between, the next take finds both and
+        delivers each id once."""
+        path = os.path.join(self.inbox,
+                            f"{self.name}{TAKEN_MARK}{os.getpid()}-{time.time_ns()}")
+        write_private(path, b"".join(encode_line(m) for m in self.left), durable=True)
+        oldest = min(os.fstat(t.fd).st_mtime_ns for t in self._files)
+        with suppress(OSError):  # (only the order among recovered batches rests on it)
+            os.utime(path, ns=(oldest, oldest))
 
     def release(self) -> None:
         """Close the taken files. Uncommitted ones stay on disk for the next take."""
@@ -242,7 +277,8 @@ def _take_current(inbox: str, name: str, timeout: float | None = None) -> _Taken
     return _Taken(fd, dest)
 
 
-def _take_batch(inbox: str, name: str, lock_timeout: float | None = None) -> Batch:
+def _take_batch(inbox: str, name: str, lock_timeout: float | None = None,
+                budget: int | None = None) -> Batch:
     ensure_private_dir(inbox)
     batch = Batch(inbox, name)
     try:
@@ -270,25 +306,50 @@ def _take_batch(inbox: str, name: str, lock_timeout: float | None = None) -> Bat
                         continue
                     seen.add(mail.mail_id)
                 batch.mails.append(mail)
+        if budget is not None:
+            _within(batch, budget)
     except BaseException:
         batch.release()
         raise
     return batch
 
 
+def _within(batch: Batch, budget: int) -> None:
+    """Keep the oldest mail whose lines add up to `budget` bytes (always at least one
+    mail); the rest is `batch.left`, kept pending by the commit."""
+    used = 0
+    for i, mail in enumerate(batch.mails):
+        used += len(encode_line(mail))
+        if i and used > budget:
+            batch.mails, batch.left = batch.mails[:i], batch.mails[i:]
+            return
+
+
 @contextmanager
-def take(inbox: str, name: str, lock_timeout: float | None = None) -> Iterator[Batch]:
+def take(inbox: str, name: str, lock_timeout: float | None = None,
+         budget: int | None = None) -> Iterator[Batch]:
     """`with take(inbox, name) as batch: deliver(batch); batch.commit()`.
 
     Leaving the block without `commit()` releases the batch: its files stay and the next
     take delivers them. `lock_timeout`: LockTimeout rather than waiting longer for the
-    mailbox lock.
+    mailbox lock. `budget`: at most this many bytes of mail lines (but at least one mail)
+    in the batch; the rest stays pending.
     """
-    batch = _take_batch(inbox, name, lock_timeout)
+    batch = _take_batch(inbox, name, lock_timeout, budget)
     try:
         yield batch
     finally:
         batch.release()
+
+
+def take_for_claude(inbox: str, name: str,
+                    lock_timeout: float | None = None) -> AbstractContextManager[Batch]:
+    """`take`, for a delivery into Claude (the Stop hook's block, the watcher's wake, a
+    live frame): what one delivery hands the model is bounded by
+    `$CODEX_BRIDGE_BATCH_MAX` (conversation/limits.py); mail over it waits for the next."""
+    from ..conversation.limits import batch_max
+
+    return take(inbox, name, lock_timeout, budget=batch_max(os.environ))
 
 
 def drain(inbox: str, name: str, deliver: Callable[[Batch], None]) -> Batch:

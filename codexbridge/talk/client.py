@@ -29,6 +29,7 @@ from ..errors import (
     ConnectionLostError,
     RequestTimeoutError,
     RpcError,
+    UsageError,
     internal,
 )
 from ..protocol.envelopes import (
@@ -78,6 +79,11 @@ class Subscription:
 
     def qsize(self) -> int:
         return len(self._items)
+
+    @property
+    def refused(self) -> str | None:
+        """Why the connection was closed on our side: a message over the frame cap."""
+        return self._client.refused
 
     async def get(self) -> Event | None:
         while not self._items:
@@ -149,6 +155,7 @@ class AppServerClient:
         self._subscribers: tuple[Subscription, ...] = ()
         self._reader: asyncio.Task[None] | None = None
         self._closed_reason: str | None = None
+        self.refused: str | None = None  # set when we closed it: a message too big
 
     async def __aenter__(self) -> AppServerClient:
         await self.connect()
@@ -252,6 +259,9 @@ class AppServerClient:
             while True:
                 for env in parse_frame(await recv()):
                     dispatch(env)
+        except tp.MessageTooBig as exc:
+            reason = self.refused = str(exc)
+            bug = UsageError(reason, details={"url": self.url})
         except tp.TransportClosed as exc:
             reason = str(exc) or reason
         except Exception as exc:  # a bug of ours, not a lost connection: said as one

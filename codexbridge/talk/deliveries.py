@@ -125,11 +125,10 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
     record.move(DeliveryState.QUEUED)
-    # The text first: a record is what makes a delivery exist, and one killed between
-    # the two writes must not leave a record a courier cannot carry (a text with no
-    # record is swept with the rest).
     from ..host.private import write_private
 
+    # The text before the record: the courier carries a record from its text, so a kill
+    # between the two must leave no record without one (a text alone is swept).
     write_private(store.text_path(token), text.encode("utf-8"), durable=True)
     store.save(record)
     return Receipt(record, thread)

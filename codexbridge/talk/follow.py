@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import ConnectionLostError
+from ..errors import BridgeError, ConnectionLostError, UsageError
 from ..protocol import approvals as approval_table
 from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from ..protocol.envelopes import RequestId, ServerRequest
@@ -85,12 +85,13 @@ class TurnFollower:
         # Events before our turn/start belong to someone else's turn: not fed to the tracker.
         self.feeding = False
         self.lost: str | None = None
+        self.refused = False  # lost because a message was over the frame cap
 
     async def pump(self, sub: Subscription) -> None:
         while True:
             ev = await sub.get()
             if ev is None:
-                self._lose()
+                self._lose(sub.refused)
                 return
             if isinstance(ev, ServerRequest) and (
                     ev.method not in approval_table.TABLE
@@ -174,11 +175,19 @@ class TurnFollower:
             # deadline task) silently and leave say() waiting out its whole --timeout.
             self._lose()
 
-    def _lose(self) -> None:
-        self.lost = ("the connection to the app-server was lost during the turn (did the "
-                     "app-server stop?); the turn may have ended with it — once it is back, "
-                     "`codexbridge talk read` shows what the thread kept. Do not resend "
-                     "blindly")
+    def lost_error(self) -> BridgeError:
+        """What `lost` is as an error: a message over the frame cap is the input's fault
+        (UsageError: the next try gets the same message — the courier must not wait for
+        the server to come back), anything else a lost connection."""
+        assert self.lost is not None
+        return UsageError(self.lost) if self.refused else ConnectionLostError(self.lost)
+
+    def _lose(self, refused: str | None = None) -> None:
+        self.refused = refused is not None
+        self.lost = refused or (
+            "the connection to the app-server was lost during the turn (did the "
+            "app-server stop?); the turn may have ended with it — once it is back, "
+            "`codexbridge talk read` shows what the thread kept. Do not resend blindly")
         self.done.set()
 
     def _say(self, line: str) -> None:

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
-from ..errors import BridgeError, ConnectionLostError, OutputClosedError, RpcError, internal
+from ..errors import BridgeError, OutputClosedError, RpcError, internal
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated.calls import Calls
@@ -150,7 +150,7 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
                 await interrupt(rpc, thread_id, progress.turn_id)
             timed_out = not await _wait(run.done, INTERRUPT_GRACE)
         if run.lost and run.tracker.completed is None:
-            raise ConnectionLostError(run.lost)
+            raise run.lost_error()
         return run.result(progress.turn_id or "", timed_out, timeout)
 
 
@@ -218,7 +218,7 @@ async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
                              or TurnOutcome.FAILED, ended.reply, [], ended.error)
         timed_out = not await _wait(run.done, timeout)
         if run.lost and run.tracker.completed is None:
-            raise ConnectionLostError(run.lost)
+            raise run.lost_error()
         return run.result(turn_id, timed_out, timeout)
 
 
@@ -253,7 +253,7 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
             progress.changed("started")
         timed_out = not await _wait(run.done, max(0.0, deadline - loop.time()))
         if run.lost and run.tracker.completed is None:
-            raise ConnectionLostError(run.lost)
+            raise run.lost_error()
         return run.result(progress.turn_id or "", timed_out, timeout)
 
 

@@ -102,6 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RUN] = run
     os.environ["TMPDIR"] = os.environ["TMUX_TMPDIR"] = run
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    if not config.option.basetemp:
+        # pytest's temp dirs in the run dir too, with a path no longer than its default
+        # one: a unix socket in a test's tmp_path must fit its ~104 bytes
+        config.option.basetemp = os.path.join(run, "p")
 
 
 def _clean_up(config: pytest.Config, before: Snapshot) -> None:

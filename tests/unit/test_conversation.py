@@ -351,7 +351,7 @@ def test_state_dirs_are_created_private_and_unsafe_ones_named(tmp_path: Path) ->
 def test_mail_cap() -> None:
     from codexbridge.conversation.limits import mail_max, mail_over_limit
 
-    assert mail_max({}) == 10 * 1024 * 1024 and mail_max({"CODEX_BRIDGE_MAIL_MAX": "9"}) == 9
+    assert mail_max({}) == 1024 * 1024 and mail_max({"CODEX_BRIDGE_MAIL_MAX": "9"}) == 9
     assert mail_over_limit("é" * 5, 9) is not None  # bytes, not characters
     assert mail_over_limit("abc", 9) is None
 

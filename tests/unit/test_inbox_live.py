@@ -4,6 +4,7 @@ is in tests/real/test_live_delivery_real.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -158,6 +159,8 @@ class FakeSession:
                 data = b""
                 while chunk := conn.recv(65536):
                     data += chunk
+            if not data.strip():
+                continue  # a pusher killed before it wrote its frame
             frame = json.loads(data)
             self.frames.append(frame)
             mid = frame["msg_id"]
@@ -178,7 +181,13 @@ class FakeSession:
                                              "orig_msg_id": mid}).encode() + b"\n")
 
     def close(self) -> None:
+        # Shut down first: that wakes the thread blocked in accept() (a close alone does
+        # not), so no stale thread later accepts on a descriptor number reused by another
+        # test's socket (it took the mock Messages server's connections once).
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)
         self.server.close()
+        self.thread.join(timeout=10)
 
 
 @pytest.fixture
@@ -336,3 +345,66 @@ def test_a_stop_whose_answer_names_the_request_settles_a_frame_its_transcript_la
     assert live_files(str(box), "box") == []
     assert asked.mail_id in store.delivered_ids(str(box), "box")
     assert reading.peek(str(box), "box").mails == []
+
+
+# -- the watcher's wake -----------------------------------------------------------------------
+
+def test_wake_state_by_the_first_mail_id() -> None:
+    mid = "0f0f0f0f-1111-2222-3333-444444444444"
+    enqueued = json.dumps({"type": "queue-operation", "operation": "enqueue",
+                           "content": f"<task-notification>… id {mid} …"}).encode()
+    woke = json.dumps({"type": "user", "origin": {"kind": "task-notification"},
+                       "message": {"content": f"… id {mid} …"}}).encode()
+    quoted = json.dumps({"type": "user", "toolUseResult": {}, "origin": {
+        "kind": "task-notification"}, "message": {"content": mid}}).encode()
+    said = json.dumps({"type": "assistant", "message": {"content": mid}}).encode()
+    assert live.wake_state([enqueued], mid) is DeliveryState.QUEUED
+    assert live.wake_state([enqueued, woke], mid) is DeliveryState.DELIVERED
+    assert live.wake_state([quoted, said, b"{torn " + mid.encode()], mid) is None
+
+
+def test_a_wake_whose_watcher_died_goes_back_only_after_the_grace(
+        box: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"type":"summary"}\n')
+    mid = mail("woken?")
+    with live.wake(str(box), "box", session_id=SESSION, transcript=str(transcript),
+                   claude_pid=None) as text:
+        assert text is not None and mid in text
+    [path] = live_files(str(box), "box")
+    # This process still holds it (it is the watcher, on its way to exit 2): kept.
+    monkeypatch.setattr(live.time, "time", lambda: 10**10)
+    live.reconcile(str(box), "box")
+    assert live_files(str(box), "box") == [path]
+    _watcher_exits()
+    monkeypatch.undo()
+    live.reconcile(str(box), "box")  # just died: Claude may be about to take its wake
+    assert reading.peek(str(box), "box").mails == []
+    monkeypatch.setattr(live.time, "time", lambda: 10**10)
+    live.reconcile(str(box), "box")  # no wake after the grace: it never reached Claude
+    assert [m.mail_id for m in reading.peek(str(box), "box").mails] == [mid]
+
+
+def test_a_wake_the_transcript_shows_is_delivered_once(box: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"type":"summary"}\n')
+    mid = mail("woken")
+    with live.wake(str(box), "box", session_id=SESSION, transcript=str(transcript),
+                   claude_pid=None) as text:
+        assert text is not None
+    with open(transcript, "a") as fh:
+        fh.write(json.dumps({"type": "user", "origin": {"kind": "task-notification"},
+                             "message": {"content": text}}) + "\n")
+    live.reconcile(str(box), "box")
+    assert live_files(str(box), "box") == []
+    assert mid in store.delivered_ids(str(box), "box")
+    with store.take(str(box), "box") as batch:
+        assert batch.mails == []
+    _watcher_exits()
+
+
+def _watcher_exits() -> None:
+    """What the watcher's exit does to the records it held: their locks go."""
+    for fd in live._HOLDING:
+        os.close(fd)
+    live._HOLDING.clear()

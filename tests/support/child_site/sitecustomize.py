@@ -7,6 +7,9 @@ one of the variables below is set.
     CODEX_BRIDGE_TEST_PAUSE=POINT=SECONDS  stop at the store's crash point POINT (after
                                            saying so on stderr) so the test can SIGKILL
                                            the process right there
+    CODEX_BRIDGE_TEST_CRASH=…              kill the process at one step of its writes, or
+                                           fail them as a full / read-only disk would
+                                           (tests/support/crash.py)
 """
 
 import os
@@ -27,3 +30,11 @@ if os.environ.get("CODEX_BRIDGE_TEST_PAUSE"):
         print(f"test pause not installed: {exc}", file=sys.stderr)
     else:
         install_pause()
+
+if os.environ.get("CODEX_BRIDGE_TEST_CRASH"):
+    try:
+        from tests.support.crash import install_in_child as install_crash
+    except ImportError as exc:
+        print(f"test crash not installed: {exc}", file=sys.stderr)
+    else:
+        install_crash()
