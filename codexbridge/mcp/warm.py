@@ -370,7 +370,8 @@ def main(argv: list[str]) -> int:
         return 0
     with contextlib.suppress(OSError):  # already a session leader
         os.setsid()
-    lock_fd = os.open(path[: -len(".sock")] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+    lock_fd = os.open(path[: -len(".sock")] + ".lock",
+                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                       0o600)
     if not lock(lock_fd, blocking=False):
         return 0  # another one is starting or running
