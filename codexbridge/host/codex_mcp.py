@@ -17,6 +17,9 @@ import json
 from collections.abc import Sequence
 
 SHELL = "/bin/sh"
+COMMENT = ("# /bin/sh runs the codexbridge command at the end of `args`; once codexbridge is "
+           "uninstalled,\n# it tells codex so (and how to take this block out) instead of "
+           "failing with no reason")
 NAME = "codexbridge-mcp"  # the launcher's $0: how `codex mcp get` and doctor tell it apart
 
 # $1 the error's message (a JSON string), then the command. The id is read from codex's
@@ -31,7 +34,7 @@ LAUNCHER = (
 def missing_message(command: str, config: str) -> str:
     return (f"codexbridge is not installed any more ({command} is gone): delete the "
             f"codexbridge block from {config}, or run `codexbridge setup codex --remove` "
-            "(codexbridge's SETUP.md, \"Uninstall\")")
+            "(see Uninstall in codexbridge's SETUP.md)")
 
 
 def launch(argv: Sequence[str], config: str) -> tuple[str, list[str]]:

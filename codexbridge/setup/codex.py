@@ -28,7 +28,7 @@ import shlex
 from collections.abc import Mapping
 
 from ..errors import UsageError
-from ..host.codex_mcp import launch, launched
+from ..host.codex_mcp import COMMENT, launch, launched
 from ..jsontypes import arr, text
 from . import files, ledger, tomledit
 from .ledger import Report
@@ -115,7 +115,8 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
 
         mailbox = project_mailbox(scope.project)
     # An MCP server's env only reaches a command codex starts, not a URL.
-    block = tomledit.server_block(name, table, {} if url else server_env(env, mailbox))
+    block = tomledit.server_block(name, table, {} if url else server_env(env, mailbox),
+                                  None if url else COMMENT)
     after, separator = tomledit.merge(current, name, block, load_toml, path)
     if mine is not None:
         separator = bool(mine.get("separator"))  # as the first run left it
