@@ -45,7 +45,8 @@ def _show(report: Report, as_json: bool) -> None:
         return
     for change in report.changes:
         if not change.changed:
-            click.echo(f"{change.path}: already set up; nothing to change")
+            click.echo(f"{change.path}: " + ("nothing of codexbridge's in it" if report.removing
+                                             else "already set up; nothing to change"))
             continue
         if report.dry_run:
             click.echo(change.diff(), nl=False)

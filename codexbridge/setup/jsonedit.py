@@ -279,8 +279,10 @@ class Layout:
         colons: Counter[str] = Counter()
         commas: Counter[str] = Counter()
         todo = [top]
-        while todo and len(colons) + len(commas) < 200:
+        seen = 0
+        while todo and seen < 500:  # enough to learn from; a huge file is not read whole
             start = todo.pop()
+            seen += 1
             if text[start] not in "{[":
                 continue
             parts, _ = scan(text, start)
