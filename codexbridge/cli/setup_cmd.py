@@ -30,7 +30,8 @@ def _scope_options(fn: F) -> F:
         click.option("--dry-run", is_flag=True, help="Show the changes; write nothing."),
         click.option("--remove", is_flag=True,
                      help="Take out exactly what setup added (a file untouched since gets "
-                          "its original bytes back)."),
+                          "its original bytes back); the last scope also deletes setup's "
+                          "backups and record."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print one JSON object on stdout for scripts."),
     ]):
@@ -44,7 +45,8 @@ def _show(report: Report, as_json: bool) -> None:
         return
     for change in report.changes:
         if not change.changed:
-            echo(f"{change.path}: already set up; nothing to change")
+            echo(f"{change.path}: " + ("nothing of codexbridge's in it" if report.removing
+                                       else "already set up; nothing to change"))
             continue
         if report.dry_run:
             echo(change.diff(), nl=False)
@@ -53,9 +55,11 @@ def _show(report: Report, as_json: bool) -> None:
             echo(f"{change.path}: {line}")
         if change.backup:
             echo(f"  backup: {change.backup}")
+    for path in report.leftovers:
+        echo(f"{path}: {'would be deleted' if report.dry_run else 'deleted'}")
     if report.dry_run:
         echo("(dry run: nothing was written)")
-    if not report.changes:
+    if not report.changes and not report.leftovers:
         echo("nothing to do")
     for note in report.notes:
         echo(f"note: {note}")
@@ -70,7 +74,8 @@ def setup() -> None:
     Every run merges into what is there (other hooks, servers and settings are kept),
     backs a changed file up as <file>.bak-codexbridge-<time>, is safe to repeat, and
     refuses a malformed file (nothing written). `--remove` takes out exactly what it
-    added, by the record in $CODEX_BRIDGE_HOME/setup.json.
+    added, by the record in $CODEX_BRIDGE_HOME/setup.json; the last one leaves nothing
+    behind (backups, Claude Code's registry entry for the plugin, the record itself).
     """
 
 

@@ -49,7 +49,7 @@ from ..host.daemon import attach_line, is_daemon_url, start_hint, token_word
 from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
 from ..host.tomlfile import load_toml
-from ..jsontypes import obj, opt_int, opt_str
+from ..jsontypes import arr, obj, opt_int, opt_str
 from ..talk.endpoint import EndpointKind
 from . import parse
 from .binaries import TIMEOUT, fit_row
@@ -584,6 +584,7 @@ def project_codex(project: Path) -> list[CodexHomeLayer]:
 def registered_mcp_command(project: Path) -> str | None:
     """The command of `[mcp_servers.codexbridge]` codex would start (the project's
     .codex/config.toml first, then CODEX_HOME's), if setup registered one."""
+    from ..host.codex_mcp import launched
     from ..host.daemon import codex_home
 
     for config in (project / ".codex" / "config.toml", codex_home() / "config.toml"):
@@ -591,9 +592,10 @@ def registered_mcp_command(project: Path) -> str | None:
             table = obj(load_toml(config.read_text(encoding="utf-8")).get("mcp_servers"))
         except (OSError, ValueError):
             continue
-        command = opt_str(obj(table.get("codexbridge")).get("command"))
+        ours = obj(table.get("codexbridge"))
+        command = opt_str(ours.get("command"))
         if command:
-            return command
+            return launched(command, [str(a) for a in arr(ours.get("args"))])[0]
     return None
 
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..host.claude_plugin import MARKETPLACE, PLUGIN, PLUGIN_ID
+from ..host.claude_plugin import MARKETPLACE, PLUGIN, PLUGIN_ID, claude_config_dir
 from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from ..jsontypes import arr, obj, objs, opt_str
 from . import files, jsonedit, ledger
@@ -50,7 +50,7 @@ from .where import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
+    from ..jsontypes import JsonObject, JsonValue
 
 SERVER = "codex"  # the plugin's MCP server: tools are mcp__plugin_codexbridge_codex__<tool>
 TOOL_PREFIX = f"mcp__plugin_{PLUGIN}_{SERVER}__"
@@ -113,7 +113,6 @@ def plan_json_add(book: ledger.Ledger, scope: Scope, path: str, wanted: list[Ent
     """The change for one settings file, and what to record for this scope."""
     before = files.read_text(path)
     doc = jsonedit.parse(before or "", path)
-    style = jsonedit.style_of(before or "")
     recorded = [e for rec in (book.scope(path, scope.key), *book.others(path, scope.key))
                 if rec for e in _entries(rec.get("entries"))]
     # Our own earlier value at a key we now want elsewhere (a moved install): replace it.
@@ -125,7 +124,7 @@ def plan_json_add(book: ledger.Ledger, scope: Scope, path: str, wanted: list[Ent
     shared = [w for w in wanted if w in recorded and w not in added.entries]
     lines = [f"added {e.describe()}" for e in added.entries]
     lines = [f"replaced {e.describe()}" for e in replaced] + lines
-    after = jsonedit.render(added.doc, style) if (added.entries or replaced) else before
+    after = jsonedit.patch(before or "", added.doc) if (added.entries or replaced) else before
     mine = book.scope(path, scope.key) or {}
     keep = [e for e in _entries(mine.get("entries")) if e not in replaced]
     created = _paths(mine.get("created"))
@@ -136,17 +135,20 @@ def plan_json_add(book: ledger.Ledger, scope: Scope, path: str, wanted: list[Ent
     return FileChange(path, before, after, lines), record
 
 
-def plan_json_remove(book: ledger.Ledger, scope: Scope, path: str,
-                     fallback: list[Entry], fallback_created: list[tuple[str, ...]]
+def plan_json_remove(book: ledger.Ledger, scope: Scope, path: str, wanted: list[Entry]
                      ) -> FileChange | None:
-    """Take this scope's entries out of `path` (all of them, or `fallback` when there is
-    no record); None when there is nothing to do."""
+    """Take this scope's entries out of `path`: the recorded ones, or — with no record
+    of this scope (a state home deleted, a setup from before the record) — the entries
+    setup writes, whatever value our keys hold now (an install that moved). None when
+    the file does not exist. Nothing of ours left in it afterwards: no backup is kept
+    (the caller deletes them all)."""
     current = files.read_text(path)
     if current is None:
         return None
     rec = book.files.get(path)
     mine = book.scope(path, scope.key)
-    if rec is not None and mine is not None and len(rec.scopes) == 1 \
+    last = book.last_in(path, scope.key)
+    if rec is not None and mine is not None and last \
             and ledger.digest(current) == rec.written:
         original = files.read_backup(rec.original_backup) if rec.existed else None
         if not rec.existed or original is not None:
@@ -154,15 +156,81 @@ def plan_json_remove(book: ledger.Ledger, scope: Scope, path: str,
                               ["restored the bytes it had before setup" if rec.existed
                                else "deleted (setup created it)"], keep_backup=False)
     doc = jsonedit.parse(current, path)
+    others = [e for o in book.others(path, scope.key) for e in _entries(o.get("entries"))]
     if mine is None:
-        entries, created = fallback, fallback_created
+        entries = [e for e in unmistakable(doc, wanted) if not _held(e, others)]
+        created = list(KNOWN_CONTAINERS)
     else:
-        others = [e for o in book.others(path, scope.key) for e in _entries(o.get("entries"))]
         entries = [e for e in _entries(mine.get("entries")) if e not in others]
         created = _paths(mine.get("created"))
     new, removed = jsonedit.remove(doc, entries, created)
-    after = jsonedit.render(new, jsonedit.style_of(current)) if new != doc else current
-    return FileChange(path, current, after, [f"removed {e.describe()}" for e in removed])
+    after = jsonedit.patch(current, new) if new != doc else current
+    return FileChange(path, current, after, [f"removed {e.describe()}" for e in removed],
+                      keep_backup=not last)
+
+
+def unmistakable(doc: JsonObject, wanted: list[Entry]) -> list[Entry]:
+    """The entries setup writes, each key with the value it holds in `doc` now: keys
+    only codexbridge uses (`extraKnownMarketplaces.codexbridge`, `env.CODEX_BRIDGE_BIN`,
+    `enabledPlugins["codexbridge@codexbridge"]`) are ours whatever they hold; a list item
+    is ours only as setup writes it."""
+    found: list[Entry] = []
+    for entry in wanted:
+        if entry.in_list:
+            found.append(entry)
+            continue
+        node: JsonValue = doc
+        for key in entry.path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            found.append(Entry(entry.path, node))
+    return found
+
+
+def _held(entry: Entry, others: list[Entry]) -> bool:
+    """Whether another recorded scope needs this key (or this list item)."""
+    return any(o.path == entry.path and o.in_list == entry.in_list
+               and (not o.in_list or o.value == entry.value) for o in others)
+
+
+def registry_cleanup(report: Report, book: ledger.Ledger, scope: Scope, user_file: str,
+                     env: Mapping[str, str]) -> None:
+    """When the last Claude scope goes and the user's settings no longer declare our
+    marketplace: Claude Code's own registry entry for it (the `codexbridge` key of
+    plugins/known_marketplaces.json, written at its first start; the rest of that file
+    is Claude's and kept) and the plugin's data directory it made
+    (plugins/data/codexbridge-codexbridge). Neither is read or removed through a
+    symlink."""
+    if book.agent_elsewhere(scope.key):
+        return
+    planned = {c.path: c for c in report.changes}
+    text = planned[user_file].after if user_file in planned else files.read_text(user_file)
+    try:
+        declared = MARKETPLACE in obj(jsonedit.parse(text or "", user_file).get(
+            "extraKnownMarketplaces"))
+    except UsageError:
+        declared = True  # unreadable: leave Claude's registry as it is
+    if declared:
+        return
+    plugins = os.path.join(claude_config_dir(env), "plugins")
+    known = os.path.join(plugins, "known_marketplaces.json")
+    try:
+        current = files.read_text(known, follow=False)
+        doc = jsonedit.parse(current or "", known)
+    except UsageError as exc:
+        report.notes.append(f"left {known} as it is ({exc.message}): take its "
+                            f'"{MARKETPLACE}" entry out by hand (or `claude plugin '
+                            f"marketplace remove {MARKETPLACE}`)")
+    else:
+        if current is not None and MARKETPLACE in doc:
+            rest = {k: v for k, v in doc.items() if k != MARKETPLACE}
+            report.changes.append(FileChange(
+                known, current, jsonedit.patch(current, rest),
+                [f"removed Claude Code's registry entry for the {MARKETPLACE} marketplace"],
+                keep_backup=False))
+    data = os.path.join(plugins, "data", f"{PLUGIN}-{MARKETPLACE}")
+    if os.path.isdir(data) and not os.path.islink(data):
+        report.leftovers.append(data)
 
 
 # --- setup claude ------------------------------------------------------------------------
@@ -196,16 +264,19 @@ def setup_claude(scope: Scope, *, dry_run: bool = False, remove: bool = False,
     wanted = plan(user_file, scope_file, plugin_dir(), binary)
     records: ledger.Records = {}
     if remove:
-        for path in ledger.scoped_files(book, scope.key) or list(wanted):
-            change = plan_json_remove(book, scope, path, wanted.get(path, []),
-                                      list(KNOWN_CONTAINERS))
+        scoped = ledger.scoped_files(book, scope.key)
+        for path in scoped or list(wanted):
+            change = plan_json_remove(book, scope, path, wanted.get(path, []))
             if change is not None:
                 report.changes.append(change)
                 records[path] = ("json", None)
-        if not ledger.scoped_files(book, scope.key):
+            if book.last_in(path, scope.key):
+                report.leftovers += files.backups_of(path)
+        if not scoped:
             report.notes.append("no record of an earlier `setup claude` for this scope: "
-                                "took out codexbridge's entries where they hold setup's "
-                                "values")
+                                "took out the entries setup writes, whatever our keys "
+                                "hold")
+        registry_cleanup(report, book, scope, user_file, env)
     else:
         if binary is None:
             report.notes.append("no installed `codexbridge` command beside this python or "
@@ -316,7 +387,7 @@ def install_hooks(project: str, name: str, *, rewake: bool = False, dry_run: boo
     before = files.read_text(path)
     wanted = wanted_hooks(name, rewake, python, watch_timeout)
     merged, changes = merge_hooks(jsonedit.parse(before or "", path), wanted)
-    after = jsonedit.render(merged, jsonedit.style_of(before or "")) if changes else before
+    after = jsonedit.patch(before or "", merged) if changes else before
     change = FileChange(path, before, after, changes)
     result = InstallResult(path, changes, change.diff(),
                            commands={event: [str(e["command"]) for e in entries]

@@ -11,9 +11,11 @@ needs `features.plugins`, whose background sync reaches for github.com and chatg
 plus a marketplace add and a plugin add; this table works with plugins off.
 
 Two transports:
-* stdio (this machine): `command` = the installed codexbridge, `args` = mcp --role codex;
-  `env` carries the state paths when they are not the defaults (codex gives an MCP
-  server only HOME, LANG, PATH and TERM);
+* stdio (this machine): the installed codexbridge with `mcp --role codex`, started
+  through /bin/sh's one-line launcher (`host/codex_mcp.py`): once codexbridge is
+  uninstalled, Codex's start-up warning says so and names the fix; `env` carries the
+  state paths when they are not the defaults (codex gives an MCP server only HOME,
+  LANG, PATH and TERM);
 * url (Codex on another machine than Claude): the streamable-HTTP server that
   `codexbridge mcp --role codex --http HOST:PORT` runs on the Claude machine, with the
   bearer token read from an environment variable of the codex process.
@@ -26,6 +28,7 @@ import shlex
 from collections.abc import Mapping
 
 from ..errors import UsageError
+from ..host.codex_mcp import COMMENT, launch, launched
 from ..jsontypes import arr, text
 from . import files, ledger, tomledit
 from .ledger import Report
@@ -43,10 +46,11 @@ TOKEN_ENV = "CODEX_BRIDGE_MCP_TOKEN"
 PASSED_ENV = ("CODEX_BRIDGE_HOME", "CODEX_BRIDGE_INBOX_DIR")
 
 
-def stdio_table(command: list[str], approval: str = DEFAULT_APPROVAL,
+def stdio_table(command: list[str], config: str, approval: str = DEFAULT_APPROVAL,
                 timeout: int = TOOL_TIMEOUT) -> JsonObject:
-    return {"command": command[0], "args": [*command[1:], "mcp", "--role", "codex"],
-            "tool_timeout_sec": timeout, "default_tools_approval_mode": approval}
+    shell, args = launch([*command, "mcp", "--role", "codex"], config)
+    return {"command": shell, "args": [*args], "tool_timeout_sec": timeout,
+            "default_tools_approval_mode": approval}
 
 
 def url_table(url: str, token_env: str | None = TOKEN_ENV, approval: str = DEFAULT_APPROVAL,
@@ -68,7 +72,8 @@ def server_env(environ: Mapping[str, str], mailbox: str | None = None) -> dict[s
     return env
 
 
-def codex_table(url: str | None, token_env: str | None, approval: str) -> JsonObject:
+def codex_table(url: str | None, token_env: str | None, approval: str, config: str
+                ) -> JsonObject:
     if approval not in APPROVAL_MODES:
         raise UsageError(f"--approval {approval!r}: one of {', '.join(APPROVAL_MODES)}")
     if url:
@@ -76,7 +81,7 @@ def codex_table(url: str | None, token_env: str | None, approval: str) -> JsonOb
             raise UsageError(f"--url {url!r}: the role-codex server's URL is http(s)://HOST:"
                              "PORT/mcp (what `codexbridge mcp --role codex --http` prints)")
         return url_table(url, token_env, approval)
-    return stdio_table(command_argv(), approval)
+    return stdio_table(command_argv(), config, approval)
 
 
 def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
@@ -100,15 +105,18 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
     if remove:
         if before is not None:
             report.changes.append(_removal(book, path, scope_key, name, before))
-            ledger.commit(report, {path: ("toml", None)}, scope_key)
+        if book.last_in(path, scope_key):
+            report.leftovers += files.backups_of(path)
+        ledger.commit(report, {path: ("toml", None)}, scope_key)
         return report
-    table = codex_table(url, token_env, approval)
+    table = codex_table(url, token_env, approval, path)
     if mailbox is None and scope.project and not url:
         from .mailbox import project_mailbox
 
         mailbox = project_mailbox(scope.project)
     # An MCP server's env only reaches a command codex starts, not a URL.
-    block = tomledit.server_block(name, table, {} if url else server_env(env, mailbox))
+    block = tomledit.server_block(name, table, {} if url else server_env(env, mailbox),
+                                  None if url else COMMENT)
     after, separator = tomledit.merge(current, name, block, load_toml, path)
     if mine is not None:
         separator = bool(mine.get("separator"))  # as the first run left it
@@ -134,20 +142,18 @@ def _removal(book: ledger.Ledger, path: str, scope_key: str, name: str, before: 
     rec = book.files.get(path)
     mine = book.scope(path, scope_key)
     separator = bool(mine.get("separator")) if mine else True
-    untouched = rec is not None and mine is not None and len(rec.scopes) == 1 \
-        and ledger.digest(before) == rec.written
+    last = book.last_in(path, scope_key)
     original = files.read_backup(rec.original_backup) if rec and rec.existed else None
-    if untouched and rec is not None and (original is not None or not rec.existed):
-        after = original
-    else:
-        untouched = False
-        after = tomledit.cut(before, name, separator)
+    restore = rec is not None and mine is not None and last \
+        and ledger.digest(before) == rec.written and (original is not None or not rec.existed)
+    after = original if restore else tomledit.cut(before, name, separator)
     lines = [f"removed [mcp_servers.{name}]"] if after != before else []
-    return files.FileChange(path, before, after, lines, keep_backup=not untouched)
+    # Nothing of ours left in the file: its backups all go, so none is made now.
+    return files.FileChange(path, before, after, lines, keep_backup=not last)
 
 
 def _summary(table: JsonObject) -> str:
     where = text(table.get("url")) or shlex.join(
-        [text(table.get("command")), *(text(a) for a in arr(table.get("args")))])
+        launched(text(table.get("command")), [text(a) for a in arr(table.get("args"))]))
     return (f"{where}, tool_timeout_sec {table['tool_timeout_sec']}, approval mode "
             f"{table['default_tools_approval_mode']}")

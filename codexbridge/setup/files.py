@@ -1,9 +1,12 @@
-"""The file work of `codexbridge setup`: read, back up, write atomically, restore.
+"""The file work of `codexbridge setup`: read, back up, write atomically, restore, and
+clear away what a last `--remove` leaves.
 
 Every file is read and every change computed before the first write, so a malformed
 second file never leaves the first half-done. A file that is replaced is first copied
 to `<file>.bak-codexbridge-<time>`; the new text goes through a temp file and a rename,
-keeping the old file's mode.
+keeping the old file's mode. Once nothing of codexbridge is left in a file, its backups
+go (`backups_of`), and so does the plugin's data directory Claude Code made
+(`delete_leftovers`): never through a symlink, only what is ours by name and owner.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import re
+import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 
@@ -48,10 +54,14 @@ class FileChange:
                 "deleted": self.after is None and self.before is not None}
 
 
-def read_text(path: str) -> str | None:
-    """The file's text, or None when it does not exist; UsageError when unreadable."""
+def read_text(path: str, *, follow: bool = True) -> str | None:
+    """The file's text, or None when it does not exist; UsageError when unreadable (with
+    `follow` False, a symlink too: it is not read through)."""
+    from ..host.jsonfile import nofollow
+
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open(path, encoding="utf-8", newline="",
+                  opener=None if follow else nofollow) as fh:
             return fh.read()
     except FileNotFoundError:
         return None
@@ -77,13 +87,16 @@ def missing_dirs(path: str) -> list[str]:
     return list(reversed(out))
 
 
+BACKUP_MARK = ".bak-codexbridge-"
+
+
 def backup(path: str, text: str) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = f"{path}.bak-codexbridge-{stamp}"
+    target = f"{path}{BACKUP_MARK}{stamp}"
     n = 1
     while os.path.exists(target):
         n += 1
-        target = f"{path}.bak-codexbridge-{stamp}-{n}"
+        target = f"{path}{BACKUP_MARK}{stamp}-{n}"
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
@@ -145,10 +158,56 @@ def remove_empty_dirs(dirs: list[str]) -> None:
 
 
 def read_backup(path: str | None) -> str | None:
+    """The bytes setup kept of a file, or None: missing, unreadable, or a symlink — what
+    a link points to is not what setup saved, and must not be written back."""
+    from ..host.jsonfile import nofollow
+
     if not path:
         return None
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open(path, encoding="utf-8", newline="", opener=nofollow) as fh:
             return fh.read()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def backups_of(path: str) -> list[str]:
+    """The backups `backup` made of `path` (`<file>.bak-codexbridge-<time>[-n]` beside
+    it, files of this user), oldest first. Not a symlink's target: only names."""
+    folder, name = os.path.split(os.path.abspath(path))
+    pattern = re.compile(re.escape(name + BACKUP_MARK) + r"\d{8}T\d{6}(-\d+)?")
+    try:
+        names = sorted(n for n in os.listdir(folder) if pattern.fullmatch(n))
+    except OSError:
+        return []
+    found = []
+    for n in names:
+        full = os.path.join(folder, n)
+        try:
+            info = os.lstat(full)
+        except OSError:
+            continue
+        if info.st_uid == os.getuid() and (stat.S_ISREG(info.st_mode)
+                                           or stat.S_ISLNK(info.st_mode)):
+            found.append(full)
+    return found
+
+
+def delete_leftovers(paths: list[str]) -> list[str]:
+    """Delete what setup's last `--remove` leaves behind: a file (a symlink is unlinked,
+    never followed) or a directory tree (never entered through a symlink). The paths
+    that could not be deleted; a missing one counts as deleted."""
+    left: list[str] = []
+    for path in paths:
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                # rmtree refuses a symlink at the top and, on Linux, walks by file
+                # descriptor, so nothing below is followed either.
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            left.append(path)
+    return left

@@ -11,13 +11,18 @@ back on the last removal; otherwise only our entries are taken out of it.
 
 A `Report` is every file's planned change (read and checked before the first write:
 malformed → UsageError, nothing written; `dry_run` stops there); `commit` writes them
-and records them under the scope.
+and records them under the scope, then deletes what the report lists as `leftovers`
+(the backups of a file nothing of ours is left in, Claude Code's data directory for
+the plugin): last, once every write has gone through, since a deletion cannot be put
+back. The record itself is deleted once it holds nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
@@ -95,6 +100,17 @@ class Ledger:
         record = self.files.get(path)
         return [v for k, v in record.scopes.items() if k != scope] if record else []
 
+    def last_in(self, path: str, scope: str) -> bool:
+        """Whether nothing of ours stays in `path` once `scope` is taken out of it."""
+        record = self.files.get(path)
+        return record is None or not set(record.scopes) - {scope}
+
+    def agent_elsewhere(self, scope: str) -> bool:
+        """Whether another scope of the same agent (`claude:…`) is recorded anywhere."""
+        agent = scope.split(":", 1)[0] + ":"
+        return any(k != scope and k.startswith(agent)
+                   for r in self.files.values() for k in r.scopes)
+
 
 def _object(value: object) -> JsonObject:
     if not isinstance(value, dict):
@@ -103,8 +119,10 @@ def _object(value: object) -> JsonObject:
 
 
 def load(path: str) -> Ledger:
+    from ..host.jsonfile import nofollow
+
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", opener=nofollow) as fh:
             text = fh.read()
     except FileNotFoundError:
         return Ledger()
@@ -122,8 +140,13 @@ def load(path: str) -> Ledger:
 
 
 def save(path: str, ledger: Ledger) -> None:
+    """Write the record; an empty one is deleted (nothing of setup's is left anywhere)."""
     from ..host.private import write_private
 
+    if not ledger.files:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
     text = json.dumps(ledger.as_json(), indent=2, sort_keys=True) + "\n"
     write_private(path, text.encode("utf-8"), durable=True)
 
@@ -137,15 +160,17 @@ class Report:
     dry_run: bool
     changes: list[FileChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)  # deleted after the writes
 
     @property
     def changed(self) -> bool:
-        return any(c.changed for c in self.changes)
+        return any(c.changed for c in self.changes) or bool(self.leftovers)
 
     def as_json(self) -> JsonObject:
         return {"ok": True, "agent": self.scope.agent, "scope": self.scope.label,
                 "remove": self.removing, "dry_run": self.dry_run, "changed": self.changed,
-                "files": [c.as_json() for c in self.changes], "notes": list(self.notes)}
+                "files": [c.as_json() for c in self.changes],
+                "deleted": list(self.leftovers), "notes": list(self.notes)}
 
 
 # path → (kind, this scope's record, or None to drop the scope)
@@ -171,6 +196,9 @@ def commit(report: Report, records: Records, key: str) -> None:
     except OSError as exc:
         left = files.undo(done)
         raise _unfinished(exc, left) from None
+    for path in files.delete_leftovers(report.leftovers):
+        report.leftovers.remove(path)
+        report.notes.append(f"could not delete {path}; delete it by hand")
 
 
 def _record(book: Ledger, change: FileChange, records: Records, key: str,

@@ -75,9 +75,13 @@ def _key(name: str) -> str:
     return name if bare else basic_string(name)
 
 
-def server_block(name: str, table: Mapping[str, object], env: Mapping[str, str]) -> str:
-    """The marked block: `[mcp_servers.NAME]` with `table`, then `.env` when given."""
+def server_block(name: str, table: Mapping[str, object], env: Mapping[str, str],
+                 comment: str | None = None) -> str:
+    """The marked block: `[mcp_servers.NAME]` with `table`, then `.env` when given; a
+    `comment` (its lines starting with `#`) goes right under the header."""
     lines = [begin_marker(name), f"[mcp_servers.{_key(name)}]"]
+    if comment:
+        lines += comment.splitlines()
     lines += [f"{_key(k)} = {toml_value(v)}" for k, v in table.items()]
     if env:
         lines += ["", f"[mcp_servers.{_key(name)}.env]"]

@@ -62,13 +62,16 @@ def test_setup_edit_is_taken_back_exactly(doc: dict[str, Any], indent: int | str
     except UsageError as exc:
         assert "nothing was changed" in str(exc)
         return
-    # The written file keeps the user's layout and reads back as what was planned.
-    written = jsonedit.render(added.doc, jsonedit.style_of(text))
+    # The written file reads back as what was planned, and taking our entries out
+    # again gives the file's bytes back (its layout was never re-rendered).
+    written = jsonedit.patch(text, added.doc)
     assert jsonedit.parse(written, "settings.json") == added.doc
     assert written.endswith("\n") == (newline or not text.strip())
     back, removed = jsonedit.remove(added.doc, added.entries, added.created)
     assert back == doc
     assert removed == added.entries
+    if text.strip():
+        assert jsonedit.patch(written, back) == text
 
 
 # --- codex's config.toml ----------------------------------------------------------------

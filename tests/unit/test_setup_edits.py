@@ -63,6 +63,75 @@ def test_render_keeps_the_files_style(text: str) -> None:
     assert jsonedit.render(json.loads(text), style) == text
 
 
+HAND = ('{\n'
+        '    "theme":   "dark",\n'
+        '    "permissions": { "allow": ["Bash(ls:*)", "Read"], "deny": [] },\n'
+        '    "env": {"GREETING": "h\\u00e9llo"},\n'
+        '    "model" : "opus"\n'
+        '}\n')
+
+
+def test_patch_splices_our_members_into_a_hand_formatted_file() -> None:
+    doc = jsonedit.parse(HAND, "s.json")
+    added = jsonedit.add(doc, [ON, ALLOW, ENV], "s.json")
+    written = jsonedit.patch(HAND, added.doc)
+    # Only our members are new: the aligned spacing, the compact arrays, the escape and
+    # the key order stay; new members follow the file (4 spaces, ": ", \u escapes).
+    assert written == ('{\n'
+                       '    "theme":   "dark",\n'
+                       '    "permissions": { "allow": ["Bash(ls:*)", "Read", "mcp__x"], '
+                       '"deny": [] },\n'
+                       '    "env": {"GREETING": "h\\u00e9llo", "CODEX_BRIDGE_BIN": "/bin/cb"},\n'
+                       '    "model" : "opus",\n'
+                       '    "enabledPlugins": {\n'
+                       '        "codexbridge@codexbridge": true\n'
+                       '    }\n'
+                       '}\n')
+    back, _ = jsonedit.remove(added.doc, added.entries, added.created)
+    assert jsonedit.patch(written, back) == HAND
+
+
+def test_patch_takes_a_members_comma_with_it() -> None:
+    text = '{"a": 1 , "b": [1,2,3],\n "c": {"d": true}}'
+    assert jsonedit.patch(text, {"b": [1, 2, 3], "c": {"d": True}}) == \
+        '{"b": [1,2,3],\n "c": {"d": true}}'
+    assert jsonedit.patch(text, {"a": 1, "c": {"d": True}}) == '{"a": 1 , "c": {"d": true}}'
+    assert jsonedit.patch(text, {"a": 1, "b": [1, 2, 3]}) == '{"a": 1 , "b": [1,2,3]}'
+    assert jsonedit.patch(text, {"a": 1, "b": [1, 3], "c": {}}) == \
+        '{"a": 1 , "b": [1,3],\n "c": {}}'
+    assert jsonedit.patch(text, {}) == "{}"
+
+
+def test_patch_of_an_empty_file_or_object_writes_json_dumps_style() -> None:
+    assert jsonedit.patch("", {"a": [1]}) == '{\n  "a": [\n    1\n  ]\n}\n'
+    assert jsonedit.patch("{}", {"a": 1}) == '{\n  "a": 1\n}'
+    # a file written on one line stays on one line
+    assert jsonedit.patch('{"x": {}}\n', {"x": {"y": [1]}}) == '{"x": {"y": [1]}}\n'
+    # an empty object taking no member back comes back as `{}` (its inner spaces are
+    # not known any more: the one byte `--remove` cannot give back)
+    assert jsonedit.patch(jsonedit.patch('{"x": { }}', {"x": {"y": 1}}), {"x": {}}) \
+        == '{"x": {}}'
+
+
+def test_patch_of_a_repeated_key_changes_the_copy_json_reads() -> None:
+    text = '{"a": 1, "a": 2, "b": 3}'
+    assert jsonedit.patch(text, {"a": 5, "b": 3}) == '{"a": 1, "a": 5, "b": 3}'
+    assert jsonedit.patch(text, {"b": 3}) == '{"b": 3}'  # every copy goes
+
+
+def test_patch_leaves_what_it_does_not_reach_unread() -> None:
+    deep = "[" * 900 + "]" * 900
+    text = '{"deep": ' + deep + ', "n": NaN, "s": "\\\\"}'
+    new = json.loads(text)
+    new["ours"] = True
+    written = jsonedit.patch(text, new)
+    assert written == text[:-1] + ', "ours": true}'
+    # a change inside a list item edits the item, beside an insertion
+    text = '[ {"k": 1} ,\n  2]'
+    assert jsonedit.patch('{"l": ' + text + "}", {"l": [{"k": 1, "j": 0}, 0, 2]}) == \
+        '{"l": [ {"k": 1, "j": 0} ,\n  0 ,\n  2]}'  # the list's own separator
+
+
 def test_parse_refuses_what_is_not_a_settings_object() -> None:
     assert jsonedit.parse("", "f") == {} and jsonedit.parse("  \n", "f") == {}
     with pytest.raises(UsageError, match="f is not valid JSON"):

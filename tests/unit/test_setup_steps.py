@@ -11,10 +11,15 @@ from pathlib import Path
 import pytest
 
 from codexbridge.errors import UsageError
+from codexbridge.jsontypes import arr
 from codexbridge.setup import claude, ledger, where
 from codexbridge.setup.claude import setup_claude
 from codexbridge.setup.codex import setup_codex
 from codexbridge.setup.where import scope_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from codexbridge.jsontypes import JsonObject
 
 SETTINGS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo other"}]}]},
             "permissions": {"allow": ["Bash(ls:*)"]}}
@@ -206,3 +211,162 @@ def test_scope_options() -> None:
     with pytest.raises(UsageError, match="not a directory"):
         scope_for("claude", "/nonexistent/dir", False)
     assert scope_for("codex", None, False).key == "codex:user"
+
+
+# --- the last --remove leaves nothing behind --------------------------------------------
+
+def _ours_left(*roots: Path) -> list[str]:
+    return sorted(str(p) for root in roots for p in root.rglob("*")
+                  if ".bak-codexbridge-" in p.name)
+
+
+def test_the_last_remove_deletes_every_backup_and_the_record(
+        dirs: dict[str, Path]) -> None:
+    user_file, config = dirs["cfg"] / "settings.json", dirs["codex"] / "config.toml"
+    settings, toml = write(user_file, '{"theme": "dark"}\n'), write(config, CONFIG)
+    claude_user, codex_user = scope_for("claude", None, True), scope_for("codex", None, True)
+    setup_claude(claude_user)
+    setup_codex(codex_user)
+    setup_codex(codex_user, approval="auto")  # a second write: a second backup
+    project = scope_for("claude", str(dirs["project"]), False)
+    setup_claude(project)
+    assert len(_ours_left(dirs["cfg"], dirs["codex"])) == 3
+    setup_claude(claude_user, remove=True)  # the project still needs the user file
+    assert _ours_left(dirs["cfg"]) and os.path.exists(where.ledger_path())
+    setup_claude(project, remove=True)
+    setup_codex(codex_user, remove=True)
+    assert user_file.read_bytes() == settings and config.read_bytes() == toml
+    assert _ours_left(dirs["cfg"], dirs["codex"], dirs["project"]) == []
+    assert not os.path.exists(where.ledger_path())
+
+
+def _claude_registry(cfg: Path) -> tuple[Path, str, Path, Path]:
+    """What Claude Code 2.1.332 writes at its first start with our marketplace (and
+    another one) declared: its registry and a data directory per plugin."""
+    plugins = cfg / "plugins"
+    known = plugins / "known_marketplaces.json"
+    text = json.dumps({
+        "theirs": {"source": {"source": "github", "repo": "o/r"},
+                   "installLocation": "/x", "lastUpdated": "2026-01-01T00:00:00.000Z"},
+        "codexbridge": {"source": {"source": "directory", "path": where.plugin_dir()},
+                        "installLocation": where.plugin_dir(),
+                        "lastUpdated": "2026-01-01T00:00:00.000Z"}}, indent=2)
+    write(known, text)
+    ours, theirs = plugins / "data" / "codexbridge-codexbridge", plugins / "data" / "t-theirs"
+    ours.mkdir(parents=True)
+    (ours / "cache").write_text("x")
+    theirs.mkdir()
+    return known, text, ours, theirs
+
+
+def test_the_last_claude_remove_takes_out_claudes_registry_entry_only(
+        dirs: dict[str, Path]) -> None:
+    known, text, ours, theirs = _claude_registry(dirs["cfg"])
+    user, project = scope_for("claude", None, True), scope_for("claude", str(dirs["project"]),
+                                                                 False)
+    setup_claude(user)
+    setup_claude(project)
+    setup_claude(project, remove=True)  # the user scope still uses the marketplace
+    assert known.read_text() == text and ours.is_dir()
+    report = setup_claude(user, remove=True)
+    assert json.loads(known.read_text()) == {"theirs": json.loads(text)["theirs"]}
+    assert known.read_text() == text[:text.index(',\n  "codexbridge"')] + "\n}"
+    assert not ours.exists() and theirs.is_dir()
+    assert str(ours) in arr(report.as_json()["deleted"])
+
+
+def test_remove_follows_no_symlink(dirs: dict[str, Path], tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("theirs")
+    plugins = dirs["cfg"] / "plugins"
+    (plugins / "data").mkdir(parents=True)
+    (plugins / "data" / "codexbridge-codexbridge").symlink_to(outside)
+    registry = outside / "known.json"
+    registry.write_text('{"codexbridge": {}}')
+    (plugins / "known_marketplaces.json").symlink_to(registry)
+    user_file = dirs["cfg"] / "settings.json"
+    write(user_file, "{}")
+    scope = scope_for("claude", None, True)
+    setup_claude(scope)
+    [backup] = _ours_left(dirs["cfg"])
+    os.unlink(backup)
+    os.symlink(outside / "keep", backup)  # a backup replaced by a link
+    report = setup_claude(scope, remove=True)
+    assert (outside / "keep").read_text() == "theirs"  # the link went, not its target
+    assert user_file.read_text() == "{}"  # not "restored" from what the link points to
+    assert not os.path.lexists(backup)
+    assert registry.read_text() == '{"codexbridge": {}}'  # not edited through the link
+    assert (plugins / "data" / "codexbridge-codexbridge").is_symlink()
+    assert any("known_marketplaces.json as it is" in n for n in report.notes)
+
+
+def test_with_no_record_our_keys_go_whatever_they_hold(dirs: dict[str, Path],
+                                                       monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """The state home deleted, codexbridge reinstalled elsewhere: `--remove` still takes
+    out the keys only codexbridge uses, though they name the old install."""
+    user_file = dirs["cfg"] / "settings.json"
+    original = write(user_file, '{\n    "theme": "dark"\n}\n')
+    _claude_registry(dirs["cfg"])
+    scope = scope_for("claude", None, True)
+    setup_claude(scope)
+    os.unlink(where.ledger_path())
+    monkeypatch.setattr(claude, "plugin_dir", lambda: "/elsewhere/claude_plugin")
+    monkeypatch.setattr(claude, "installed_command", lambda: "/elsewhere/bin/codexbridge")
+    report = setup_claude(scope, remove=True)
+    assert any("no record" in n for n in report.notes)
+    assert user_file.read_bytes() == original
+    assert _ours_left(dirs["cfg"]) == []
+    assert "codexbridge" not in json.loads(
+        (dirs["cfg"] / "plugins" / "known_marketplaces.json").read_text())
+
+
+def test_a_project_with_no_record_leaves_what_the_user_scope_needs(
+        dirs: dict[str, Path]) -> None:
+    user_file = dirs["cfg"] / "settings.json"
+    setup_claude(scope_for("claude", None, True))
+    written = user_file.read_bytes()
+    setup_claude(scope_for("claude", str(dirs["project"]), False), remove=True)
+    assert user_file.read_bytes() == written
+
+
+# --- codex: the launcher that names the fix once codexbridge is gone ----------------------
+
+def _launcher_run(table: JsonObject, stdin: str) -> str:
+    import subprocess
+
+    argv = [str(table["command"]), *(str(a) for a in arr(table["args"]))]
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=20,
+                          check=False)
+    return str(done.stdout)
+
+
+def test_codex_runs_codexbridge_through_a_launcher_that_names_the_fix(
+        dirs: dict[str, Path], tmp_path: Path) -> None:
+    import tomllib
+
+    from codexbridge.doctor.codex_side import registered_mcp_command
+    from codexbridge.setup.codex import stdio_table
+
+    fake = tmp_path / "bin" / "codexbridge"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"ran: $*\"\n")
+    fake.chmod(0o755)
+    config = str(dirs["codex"] / "config.toml")
+    table = stdio_table([str(fake)], config)
+    assert table["command"] == "/bin/sh"
+    assert _launcher_run(table, "") == "ran: mcp --role codex\n"
+    fake.unlink()  # `pipx uninstall`
+    initialize = '{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"id":9}}\n'
+    answer = json.loads(_launcher_run(table, initialize))
+    assert answer["id"] == 7 and answer["error"]["code"] == -32000
+    message = answer["error"]["message"]
+    assert f"{fake} is gone" in message and config in message
+    assert "codexbridge setup codex --remove" in message
+    # as setup writes it, and as doctor reads it back
+    setup_codex(scope_for("codex", None, True))
+    written = tomllib.loads((dirs["codex"] / "config.toml").read_text())
+    server = written["mcp_servers"]["codexbridge"]
+    assert server["command"] == "/bin/sh" and server["args"][-3:] == ["mcp", "--role", "codex"]
+    assert registered_mcp_command(dirs["project"]) == server["args"][4]
