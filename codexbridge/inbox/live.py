@@ -225,17 +225,8 @@ def transcript_state(lines: Iterable[bytes], msg_id: str) -> DeliveryState | Non
     it; one still waiting only a `queue-operation` enqueue whose content (our text)
     carries the id. Dropped and held frames leave nothing of the kind.
     """
-    needle = msg_id.encode("ascii")
     state: DeliveryState | None = None
-    for raw in lines:
-        if needle not in raw:
-            continue
-        try:
-            record = loads_json(raw)
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
+    for record in _records_with(lines, msg_id):
         kind = record.get("type")
         origin = record.get("origin")
         if kind == "attachment" and isinstance(record.get("attachment"), dict):
@@ -248,6 +239,21 @@ def transcript_state(lines: Iterable[bytes], msg_id: str) -> DeliveryState | Non
     return state
 
 
+def _records_with(lines: Iterable[bytes], needle: str) -> Iterator[JsonObject]:
+    """The transcript records whose line carries `needle` (found before any parse: a
+    transcript is long, our ids are rare)."""
+    raw_needle = needle.encode("utf-8")
+    for raw in lines:
+        if raw_needle not in raw:
+            continue
+        try:
+            record = loads_json(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield record
+
+
 def wake_state(lines: Iterable[bytes], needle: str) -> DeliveryState | None:
     """What the transcript lines say about a watcher's wake whose text carries `needle`
     (the id of its first mail): DELIVERED once the session turned it into a turn (a
@@ -258,17 +264,8 @@ def wake_state(lines: Iterable[bytes], needle: str) -> DeliveryState | None:
     Measured on 2.1.332: a wake is an enqueue whose content is the watcher's stderr, then
     a `user` record with `origin.kind` `task-notification` carrying the same text. A tool
     result that happens to quote the id is not a wake."""
-    raw_needle = needle.encode("utf-8")
     state: DeliveryState | None = None
-    for raw in lines:
-        if raw_needle not in raw:
-            continue
-        try:
-            record = loads_json(raw)
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
+    for record in _records_with(lines, needle):
         kind = record.get("type")
         if kind == "queue-operation" and record.get("operation") == "enqueue":
             state = DeliveryState.QUEUED

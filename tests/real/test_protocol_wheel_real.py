@@ -10,13 +10,14 @@ directory and run from outside the checkout, it must judge the real codex OK —
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.pipx_like import build_wheel
 
 pytestmark = pytest.mark.real_codex
 
@@ -36,19 +37,6 @@ def _pip(*args: str, cwd: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "pip", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300, stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-
-
-def build_wheel(tmp: Path) -> Path:
-    src = tmp / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "codexbridge", src / "codexbridge",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    _pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet", "-w",
-         str(tmp / "dist"), str(src), cwd=tmp)
-    [wheel] = (tmp / "dist").glob("codexbridge-*.whl")
-    return wheel
 
 
 def test_an_installed_wheel_judges_the_real_codex(codex_bin: str, tmp_path: Path) -> None:
