@@ -21,16 +21,27 @@ QUIET = {
     "DISABLE_AUTOUPDATER": "1",
     "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
 }
+# Where a process keeps its temp files and sockets (Claude Code's `claude-<uid>`, tmux's
+# sockets, codexbridge's runtime dir): the caller's, so a run that points them at its
+# own temp dir keeps the real binaries out of the shared /tmp.
+TEMP_VARS = ("TMPDIR", "TMUX_TMPDIR", "XDG_RUNTIME_DIR")
+
+
+def temp_env() -> dict[str, str]:
+    """The caller's TEMP_VARS that are set."""
+    return {k: os.environ[k] for k in TEMP_VARS if os.environ.get(k)}
 
 
 def offline_env(home: Path, config_dir: Path, mock_url: str, *, term: str = "dumb",
                 extra: dict[str, str] | None = None) -> dict[str, str]:
     """Everything a `claude` process gets: nothing of the caller's environment leaks
-    in except CODEX_BRIDGE_HOME (so its hooks use the same state dir)."""
+    in except CODEX_BRIDGE_HOME (so its hooks use the same state dir) and where temp
+    files go (TEMP_VARS)."""
     python_bin = os.path.dirname(sys.executable)
     env = {"PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
            "TERM": term, "LANG": "C.UTF-8", "ANTHROPIC_BASE_URL": mock_url,
-           "ANTHROPIC_API_KEY": API_KEY, "CLAUDE_CONFIG_DIR": str(config_dir), **QUIET}
+           "ANTHROPIC_API_KEY": API_KEY, "CLAUDE_CONFIG_DIR": str(config_dir), **QUIET,
+           **temp_env()}
     if os.environ.get("CODEX_BRIDGE_HOME"):
         env["CODEX_BRIDGE_HOME"] = os.environ["CODEX_BRIDGE_HOME"]
     env.update(extra or {})

@@ -107,7 +107,8 @@ def isolated_env(home: Path, *, user_home: Path | None = None,
     `user_home` becomes HOME (default: keep the caller's HOME).
     """
     src = os.environ if base is None else base
-    env = {k: src[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR") if k in src}
+    env = {k: src[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "TMUX_TMPDIR",
+                                  "XDG_RUNTIME_DIR") if k in src}
     env.setdefault("PATH", os.defpath)
     env.setdefault("LANG", "C.UTF-8")
     if user_home is not None:

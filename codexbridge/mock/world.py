@@ -36,7 +36,7 @@ from pathlib import Path
 from ..host.daemon import socket_path, socket_url
 from ..host.procs import pid_alive
 from ..host.tmux_tui import ClaudeTUI, CodexTUI, TmuxServer
-from .claude_env import API_KEY, QUIET, seed_interactive
+from .claude_env import API_KEY, QUIET, seed_interactive, temp_env
 from .codex_home import LOOPBACK, MOCK_API_KEY, MOCK_API_KEY_VAR, write_codex_home
 from .messages import MockMessages, Responder
 from .responses import MockResponsesServer, Planner, plan_reply
@@ -118,7 +118,7 @@ class World:
                 "TERM": "xterm-256color", "USER": os.environ.get("USER", "root"),
                 "ANTHROPIC_BASE_URL": self.claude_mock.url, "ANTHROPIC_API_KEY": API_KEY,
                 **QUIET, MOCK_API_KEY_VAR: MOCK_API_KEY, "RUST_LOG": "warn",
-                **PROXY_GUARD}
+                **PROXY_GUARD, **temp_env()}
 
     def start(self) -> World:
         self.home.mkdir(parents=True, exist_ok=True)

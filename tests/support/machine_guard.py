@@ -11,10 +11,11 @@ when it ends:
   `pytest-of-<user>` (it keeps the last runs' temp dirs on purpose).
 
 What the real binaries put in the temp dir (Claude Code's `claude-<uid>`, codex's
-daemon and sandbox dirs, tmux's sockets) goes into one run dir: the session sets TMPDIR
-and TMUX_TMPDIR to it and removes it at the end — so "left behind" means a test's own
-leftover. codexbridge's runtime dir (`/tmp/codexbridge-<uid>`, where its sockets live) is
-removed when the session made it and left it empty.
+daemon and sandbox dirs, tmux's sockets) and codexbridge's runtime dir (its sockets)
+go into one run dir: the session sets TMPDIR, TMUX_TMPDIR and XDG_RUNTIME_DIR to it (the
+environments the tests build for the binaries pass them on) and removes it at the end —
+so "left behind" means a test's own leftover. A default runtime dir
+(`/tmp/codexbridge-<uid>`) is removed when the session made it and left it empty.
 
 With CI=true a difference fails the run; elsewhere (where other processes share /tmp)
 it is printed as a warning.
@@ -101,6 +102,11 @@ def pytest_configure(config: pytest.Config) -> None:
     run = tempfile.mkdtemp(prefix="cbt-", dir="/tmp")
     config.stash[_RUN] = run
     os.environ["TMPDIR"] = os.environ["TMUX_TMPDIR"] = run
+    # codexbridge's runtime dir (its sockets) too: without XDG_RUNTIME_DIR it is
+    # /tmp/codexbridge-<uid>, shared with whoever else runs codexbridge here
+    runtime = os.path.join(run, "run")
+    os.mkdir(runtime, 0o700)
+    os.environ["XDG_RUNTIME_DIR"] = runtime
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
     if not config.option.basetemp:
         # pytest's temp dirs in the run dir too, with a path no longer than its default
