@@ -4,13 +4,18 @@ delivery between the agents (`talk/courier.py`).
     ensure(ids)   hand delivery ids to the running courier; start one (detached) when
                   none answers. True once one has them.
     running()     whether a courier answers.
-    socket_path() where it listens.
+    socket_path() where a courier starting now listens; `advertise` says where it does.
 
 The courier listens on a unix socket at a short path — a state home may sit deep in the
 file system and a socket path may not (~104 bytes): `$XDG_RUNTIME_DIR/codexbridge/` or
 `/tmp/codexbridge-<uid>/` (0700, ours, never a symlink), named by a hash of the state
-home, so each state home has its own courier. A sender that finds none starts one; two
-starting at once are fine: the second waits on the first's lock and leaves.
+home, so each state home has its own courier. Where it listens is written into the state
+home (`courier.addr`), and senders go there: the processes of one user need not agree
+on XDG_RUNTIME_DIR (Claude Code's hooks, codex's MCP servers, a login shell, a `su`),
+and a sender that computed another path would start a second courier that only waits
+on the first one's lock — its deliveries never handed over. A sender that finds none
+starts one; two starting at once are fine: the second waits on the first's lock and
+leaves.
 
 Standard library only: the Stop hook and the watcher call it.
 """
@@ -26,7 +31,13 @@ import sys
 import time
 
 from ..host.jsonfile import loads_json
-from ..host.private import ensure_private_dir, open_private_log, state_home
+from ..host.private import (
+    ensure_private_dir,
+    open_private_log,
+    open_state,
+    state_home,
+    write_private,
+)
 
 START_WAIT = 10.0  # s: a cold Python start on a loaded 2-core box takes ~1 s
 ACK_WAIT = 5.0
@@ -48,9 +59,39 @@ def socket_path(home: str | None = None) -> str:
     return socket_in_runtime(f"{name}.sock") or os.path.join(real, f"{name}.sock")
 
 
+def _address_file() -> str:
+    return os.path.join(state_home(), "courier.addr")
+
+
+def advertise(path: str) -> None:
+    """The courier listens at `path`: tell every sender of this state home."""
+    write_private(_address_file(), path.encode("utf-8", "surrogateescape"))
+
+
+def withdraw(path: str) -> None:
+    """The courier at `path` is leaving (a newer one's address stays)."""
+    if _advertised() == path:
+        try:  # noqa: SIM105 - no contextlib on the hook's path
+            os.unlink(_address_file())
+        except FileNotFoundError:
+            pass
+
+
+def _advertised() -> str | None:
+    try:
+        fd = open_state(_address_file(), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "surrogateescape") or None
+
+
 def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] | None:
     """One request/answer line with the courier; None when none answers."""
-    path = socket_path()
+    path = _advertised() or socket_path()
     if not os.path.exists(path):
         return None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:

@@ -107,12 +107,14 @@ class Courier:
                 os.unlink(path)  # we hold the lock: whatever is there is stale
             server = await asyncio.start_unix_server(self._client, path)
             os.chmod(path, 0o600)
+            courier_link.advertise(path)
             stopping = self._on_signals()
             try:
                 self.adopt([r.id for r in self.store.unfinished()])
                 await self._until_idle(stopping)
             finally:
                 server.close()
+                courier_link.withdraw(path)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
             if stopping.is_set():
