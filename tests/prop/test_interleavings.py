@@ -8,6 +8,10 @@ does while a request is open, and the real code follows it:
   in-memory app-server, while the human at the Codex TUI starts a turn first, steers
   (Enter), queues (Tab) or interrupts (Esc) — the keys as codex 0.171 turns them into
   protocol events (reference codex-app-server.md §16).
+* Codex asks Claude: the Stop hook's decision (`conversation/handling.settle`) and the
+  courier's look at a watched session (`handling.interrupted`) over a fake transcript,
+  while mail arrives idle, behind a running turn or beside a tool call, the human types
+  prompts, and turns end at a stop or at the human's Esc (claude-code.md §15).
 """
 
 from __future__ import annotations
@@ -154,6 +158,7 @@ claude_events = st.lists(st.one_of(
     st.tuples(st.just("prompt"), st.just("")),
     st.tuples(st.just("stop"), st.just("")),
     st.tuples(st.just("esc"), st.just("")),
+    st.tuples(st.just("tick"), st.just("")),  # the courier looks at the watched session
 ), max_size=12)
 
 
@@ -168,6 +173,7 @@ def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
     sid = f"s{directory.name}"
     interrupted: set[int] = set()  # turns the human ended with Esc
     claimed: dict[str, int] = {}  # request → the turn whose stop claimed it
+    told: set[str] = set()  # requests whose asker was told the human interrupted them
     n = 0
 
     def hand(mail: str, how: str) -> None:
@@ -190,6 +196,18 @@ def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
             assert session.waiting is not None
             session.waiting.append(mail)
 
+    def tell(entries: list[dict[str, object]]) -> None:
+        for entry in entries:
+            request = str(entry["request"])
+            assert request not in told and request not in claimed, "ended twice"
+            told.add(request)
+
+    def look() -> None:
+        for k in range(1, n + 1):
+            entry = handling.interrupted(sid, f"req_{k}_x")
+            if entry is not None:
+                tell([entry])
+
     def after_turn() -> None:
         session.running = False
         assert session.waiting is not None and session.took is not None
@@ -209,19 +227,28 @@ def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
             answer = f"ANSWER OF TURN {session.turn}"
             session.write({"type": "assistant", "message": {"role": "assistant",
                                                             "content": answer}})
-            due, _ = handling.due(sid, answer)
-            for request in due:
+            settled = handling.settle(sid, answer)
+            for request in settled.answered:
                 assert request["request"] not in claimed, "claimed twice"
                 claimed[str(request["request"])] = session.turn
+            tell(settled.interrupted)
             after_turn()
+        elif kind == "tick":
+            look()
         elif kind == "esc" and session.running:
             interrupted.add(session.turn)
             session.write({"type": "user", "message": {
                 "role": "user", "content": [{"type": "text",
                                              "text": "[Request interrupted by user]"}]}})
             after_turn()
+    look()  # the courier's next look (or the next stop) after the last event
     assert session.took is not None
     for request, turn in claimed.items():
         # answered only by the turn that took the mail in — never by a later one
         assert session.took.get(request) == turn, (request, turn, session.took)
         assert turn not in interrupted
+    for request, turn in session.took.items():
+        if turn in interrupted:  # its turn was ended by the human: the asker is told
+            assert request in told and request not in claimed, (request, told, claimed)
+        else:
+            assert request not in told, request
