@@ -16,7 +16,8 @@ busy thread waits in line, as in codex's own queue, until the running turn ends 
 sender takes it back (`thread/queue/delete`). `script` says what a message's turn does
 (its reply, a failure, a key it waits on until `release(key)`); `record` keeps finished
 turns as history; `refuse` answers a method with an error; `unreachable` refuses
-connections.
+connections. `human_steers` / `human_interrupts` / `human_queues` are the human's keys
+in the TUI (Enter, Esc, Tab).
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ class MemoryAppServer:
         self._released: set[str] = set()
         self._held: dict[str, tuple[str, str]] = {}  # hold key → (thread, turn)
         self._turn_ids = 0
+        self._humans = 0
 
     async def connector(self, _url: str, _headers: Mapping[str, str] | None = None
                         ) -> tp.Transport:
@@ -278,16 +280,19 @@ class MemoryAppServer:
             return [{"id": rid, "method": method, "params": params}]
         return self._end(thread_id, turn_id)
 
-    def _end(self, thread_id: str, turn_id: str) -> list[Message]:
+    def _end(self, thread_id: str, turn_id: str, *, interrupted: bool = False
+             ) -> list[Message]:
         """The turn's end, then the next submission in line — or nothing yet while the
-        turn is held."""
+        turn is held (unless the human interrupts it)."""
         script = self.script(self._texts[turn_id])
-        if script.hold is not None and script.hold not in self._released:
+        if not interrupted and script.hold is not None and script.hold not in self._released:
             self._held[script.hold] = (thread_id, turn_id)
             return []
-        reply = script.reply
+        reply = script.reply[:EARLY] if interrupted else script.reply
         status, error = ("failed", {"message": script.error}) if script.error \
             else ("completed", None)
+        if interrupted:
+            status, error = "interrupted", None
         done = payloads.turn(turn_id, status=status, error=error,
                              items=[payloads.agent_message(reply, "msg_2")])
         self.running.pop(thread_id, None)
@@ -330,11 +335,59 @@ class MemoryAppServer:
         if key not in self._held:
             return
         thread_id, turn_id = self._held.pop(key)
-        frames = self._end(thread_id, turn_id)
+        await self._broadcast(thread_id, self._end(thread_id, turn_id))
+
+    async def _broadcast(self, thread_id: str, frames: list[Message]) -> None:
+        """`frames` to every connection that resumed the thread."""
         for served in list(self.connections):
             if thread_id in served.threads and not served.end.closed:
                 for frame in frames:
                     await served.push(frame)
+
+    # -- the human at the TUI (codex-app-server.md §16, measured on 0.171) ------------
+
+    async def human_steers(self, thread_id: str, text: str) -> bool:
+        """Enter while a turn runs: the human's words become a second user message inside
+        the running turn (no clientId of ours). False when no turn runs."""
+        turn_id = self.running.get(thread_id)
+        if turn_id is None:
+            return False
+        self._humans += 1
+        item = payloads.user_message(text, f"item-h{self._humans}")
+        await self._broadcast(thread_id, [
+            {"method": "item/started",
+             "params": {"threadId": thread_id, "turnId": turn_id, "item": item}},
+            {"method": "item/completed",
+             "params": {"threadId": thread_id, "turnId": turn_id, "completedAtMs": 1,
+                        "item": item}}])
+        self.turn_log.append(("steer", text))
+        return True
+
+    async def human_interrupts(self, thread_id: str) -> bool:
+        """Esc: the running turn ends `interrupted`, whoever started it (the next in line
+        then starts, as codex's queue would once resumed). False when no turn runs."""
+        turn_id = self.running.get(thread_id)
+        if turn_id is None:
+            return False
+        for key, held in list(self._held.items()):
+            if held == (thread_id, turn_id):
+                del self._held[key]
+        self.turn_log.append(("interrupt", self._texts[turn_id]))
+        await self._broadcast(thread_id, self._end(thread_id, turn_id, interrupted=True))
+        return True
+
+    async def human_queues(self, thread_id: str, text: str) -> None:
+        """Tab (or typing on an idle thread): a turn of the human's own, after the
+        running one — or at once."""
+        self._humans += 1
+        submission = {"id": f"human-{self._humans}",
+                      "input": [{"type": "text", "text": text, "text_elements": []}],
+                      "clientUserMessageId": f"tui-{self._humans}"}
+        if thread_id in self.running:
+            self.queued.setdefault(thread_id, []).append(submission)
+            return
+        early, rest = self._start(thread_id, submission)
+        await self._broadcast(thread_id, [*early, *rest])
 
     def _answer(self, msg: Message) -> list[Message]:
         rid = msg.get("id")
