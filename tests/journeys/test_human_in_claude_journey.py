@@ -167,12 +167,15 @@ def test_live_mail_names_its_origin_once_as_claudes_model_gets_it(journey: Journ
     since = j.claude_mark()
     rid = ask_claude(j, question)
     got = j.claude_saw(question, since)
+    # this frame as the model got it: from Claude Code's own line to its peer paragraph
+    # (what came before it — an interrupted turn's mail — is not this frame)
     text = fresh_text(got)
-    assert text.count("Another Claude session sent a message") == 1  # Claude Code's
-    assert "not from another Claude session" not in text
-    assert "does not come from another Claude session" not in text
-    assert text.count("sent through Claude Code's cross-session inbox") == 1  # ours
-    assert "from codex — a peer AI agent, not the human user" in text
+    frame = text[text.rindex("Another Claude session sent a message:"):]
+    assert question in frame and "This came from another Claude session" in frame
+    assert "not from another Claude session" not in frame
+    assert "does not come from another Claude session" not in frame
+    assert frame.count("sent through Claude Code's cross-session inbox") == 1  # ours, once
+    assert "from codex — a peer AI agent, not the human user" in frame
     j.final(rid)
 
 
