@@ -254,9 +254,12 @@ class NoSessionError(TargetError):
 class AmbiguousSessionError(TargetError):
     exit_code = 4
     mcp_code = "AMBIGUOUS_SESSION"
-    mcp_meaning = ("several Claude Code sessions fit; pass the session or mailbox "
-                   "(details.candidates lists them)")
-    retryable = False
+    mcp_meaning = ("several Claude Code sessions fit (for a request: none of them is "
+                   "already in this conversation); nothing was sent — send again naming the "
+                   "session or mailbox (details.candidates lists each: when it was last "
+                   "seen, and for a request whether it runs or is busy, when it last talked "
+                   "with this thread, and its `retry` arguments)")
+    retryable = True
 
     def __init__(self, message: str, candidates: Sequence[Mapping[str, object]]) -> None:
         super().__init__(message, details={"candidates": candidates})

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 # `api-request-*` / `assistant` / a `system` hook summary echo it back.
 _SHOWN = ("user", "attachment")
 LOCK_WAIT = 3.0  # s: a Claude stop never waits longer on it
+# What Claude Code writes, as a `user` record, when the human presses Esc in a turn
+# (measured on 2.1.332: "[Request interrupted by user]", "… for tool use]")
+INTERRUPT_MARK = b"[Request interrupted by user"
 
 
 def _dir() -> str:
@@ -120,33 +123,85 @@ def note(session_id: str, mailbox: str, mails: list[JsonObject],
     return [str(r["request"]) for r in fresh]
 
 
+class Settled:
+    """What one stop settles: the requests this turn's final message answers, the ones
+    whose turn the human interrupted (Esc: no Stop hook ran for it — the asking thread
+    is told, and no later turn's words answer it), and their conversation. (A plain
+    class: the Stop hook's path imports neither `typing` nor `enum`.)"""
+
+    __slots__ = ("answered", "conversation", "interrupted")
+
+    def __init__(self, answered: list[JsonObject], interrupted: list[JsonObject],
+                 conversation: str | None) -> None:
+        self.answered, self.interrupted = answered, interrupted
+        self.conversation = conversation
+
+
 def due(session_id: str, answer: str | None = None) -> tuple[list[JsonObject], str | None]:
+    """`settle` without the interrupted ones (they are taken out all the same)."""
+    settled = settle(session_id, answer)
+    return settled.answered, settled.conversation
+
+
+def settle(session_id: str, answer: str | None = None) -> Settled:
     """At a stop: take out the requests this turn's final message `answer` answers — those
     it names (the envelope asks Claude to echo the request token), and those whose mail
     the transcript shows Claude took in — and the conversation they are in. The rest
     stay. Without a transcript to look at, every request is due (the old rule: the next
     stop after handing answers).
 
+    A request is answered only by the turn that took it in. A turn the human ended with
+    Esc runs no Stop hook (measured on 2.1.332), so the next stop belongs to another
+    turn — one the human started about something else ("never mind, what is 2+2?"). The
+    transcript says so: after the record that took the mail in comes Claude Code's
+    `[Request interrupted by user…]` record. Such a request is taken out as
+    `interrupted`, never answered with this turn's words, even when they name it.
+
     The token is the evidence that does not wait on Claude Code's transcript, which can
     lag the Stop hook (the journeys caught a live mail's turn answered before its record
     was written: the answer was never sent). Waiting for the record instead would let a
     mail dequeued while this stop's hook runs be answered by the wrong turn."""
     if not os.path.exists(path(session_id)):
-        return [], None
+        return Settled([], [], None)
     with _lock(session_id):
         current = read(session_id)
         if current is None:
             _write(session_id, None)
-            return [], None
+            return Settled([], [], None)
         held = objs(current.get("requests"))
-        now = [r for r in held if _named(r, answer) or _taken_in(r)]
-        later: JsonArray = [r for r in held if r not in now]
+        turns = [(r, _turn(r)) for r in held]
+        cut = [r for r, turn in turns if turn == Turn.INTERRUPTED]
+        now = [r for r, turn in turns if turn != Turn.INTERRUPTED
+               and (turn == Turn.TAKEN_IN or _named(r, answer))]
+        later: JsonArray = [r for r in held if r not in now and r not in cut]
         # mail this turn took in is done with; mail not taken in yet (handed at this
         # very stop, e.g. by the watcher) keeps the conversation for its turn
-        carried: JsonArray = [c for c in objs(current.get("carried")) if not _taken_in(c)]
+        carried: JsonArray = [c for c in objs(current.get("carried"))
+                              if _turn(c) == Turn.NOT_YET]
         _write(session_id, {**current, "requests": later, "carried": carried}
                if later or carried else None)
-    return now, opt_str(current.get("conversation"))
+    return Settled(now, cut, opt_str(current.get("conversation")))
+
+
+def interrupted(session_id: str, request: str) -> JsonObject | None:
+    """The entry of `request`, taken out, when the session's transcript shows the human
+    interrupted the turn that took its mail in (None otherwise: not taken in yet, still
+    running, answered, or not this session's). What the courier, watching the session,
+    calls every tick: the asking thread hears of an Esc at once, not at the next stop."""
+    current = read(session_id)
+    if current is None or not any(r.get("request") == request and _turn(r) ==
+                                  Turn.INTERRUPTED for r in objs(current.get("requests"))):
+        return None
+    with _lock(session_id):
+        current = read(session_id) or {}
+        held = objs(current.get("requests"))
+        mine = [r for r in held if r.get("request") == request]
+        if not mine:
+            return None  # a stop took it out meanwhile
+        rest: JsonArray = [r for r in held if r.get("request") != request]
+        _write(session_id, {**current, "requests": rest}
+               if rest or current.get("carried") else None)
+    return mine[0]
 
 
 def _named(request: JsonObject, answer: str | None) -> bool:
@@ -154,32 +209,75 @@ def _named(request: JsonObject, answer: str | None) -> bool:
     return bool(answer) and isinstance(token, str) and bool(token) and token in str(answer)
 
 
-def _taken_in(request: JsonObject) -> bool:
+class Turn:
+    """Where the transcript says a request's mail is (constants: no `enum` on the Stop
+    hook's path)."""
+
+    NOT_YET = "not-yet"  # not in front of Claude yet (queued behind the running turn)
+    TAKEN_IN = "taken-in"  # a turn took it in, and was not interrupted (so far)
+    INTERRUPTED = "interrupted"  # the turn that took it in was ended by the human (Esc)
+
+
+def _turn(request: JsonObject) -> str:
     transcript, mail = request.get("transcript"), request.get("mail")
     if not isinstance(transcript, str) or not isinstance(mail, str) or not mail:
-        return True
+        return Turn.TAKEN_IN
     offset = request.get("offset")
-    return taken_in(transcript, offset if isinstance(offset, int) else 0, mail)
+    return turn_of(transcript, offset if isinstance(offset, int) else 0, mail)
 
 
 def taken_in(transcript: str, offset: int, marker: str) -> bool:
-    """True when a record of `transcript` (from byte `offset`) showed Claude `marker` — a
+    """True when a record of `transcript` (from byte `offset`) showed Claude `marker` (see
+    `turn_of`), whatever became of that turn."""
+    return turn_of(transcript, offset, marker) != Turn.NOT_YET
+
+
+def turn_of(transcript: str, offset: int, marker: str) -> str:
+    """Whether a record of `transcript` (from byte `offset`) showed Claude `marker` — a
     mail id, which every rendering of the mail carries — as part of a turn: a `user`
-    record (its own turn; a Stop-hook block) or an `attachment` (beside a tool result).
-    At a stop that means the turn now ending took it in: Claude dequeues mail that waits
-    (a `queue-operation`) only after the stop. The answer itself need not be in the file
-    yet: the stop's `last_assistant_message` is it (measured: an interactive session's
-    transcript can lag the Stop hook). An unreadable transcript counts as taken in (the
-    old rule), so a request is never held forever by a file."""
+    record (its own turn; a Stop-hook block) or an `attachment` (beside a tool result);
+    and whether the human then interrupted that turn: a later `user` record that is
+    Claude Code's `[Request interrupted by user]` (Esc mid-answer) or `[Request
+    interrupted by user for tool use]` (Esc at a permission prompt, or while a tool ran).
+    Measured on 2.1.332: neither runs a Stop hook.
+
+    At a stop TAKEN_IN means the turn now ending took it in: Claude dequeues mail that
+    waits (a `queue-operation`) only after the stop. The answer itself need not be in the
+    file yet: the stop's `last_assistant_message` is it (measured: an interactive
+    session's transcript can lag the Stop hook). An unreadable transcript counts as taken
+    in (the old rule), so a request is never held forever by a file."""
     needle = marker.encode("utf-8")
+    seen = False
     try:
         with open(transcript, "rb") as fh:
             fh.seek(max(0, offset))
             for line in fh:
-                if needle in line and _kind(line) in _SHOWN:
-                    return True
-    except OSError:
-        return True
+                if not seen:
+                    seen = needle in line and _kind(line) in _SHOWN
+                elif INTERRUPT_MARK in line and _interrupt(line):
+                    return Turn.INTERRUPTED
+    except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
+        return Turn.TAKEN_IN
+    return Turn.TAKEN_IN if seen else Turn.NOT_YET
+
+
+def _interrupt(line: bytes) -> bool:
+    """Claude Code's own record of an Esc: a `user` record whose text opens with
+    `[Request interrupted by user` (not a tool result or mail that quotes it)."""
+    try:
+        record = loads_json(line.decode("utf-8", errors="replace"))
+    except ValueError:
+        return False
+    if not isinstance(record, dict) or record.get("type") != "user" or record.get("origin"):
+        return False
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    blocks = [content] if isinstance(content, str) else objs(content)
+    for block in blocks:
+        text = block if isinstance(block, str) else (
+            block.get("text") if block.get("type") == "text" else None)
+        if isinstance(text, str) and text.startswith(INTERRUPT_MARK.decode()):
+            return True
     return False
 
 

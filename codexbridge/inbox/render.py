@@ -40,34 +40,17 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
     seal is drawn here, after the mail was written; a line of a mail's text that could
     pass for one of ours is quoted).
 
-    `live_id`: the same text pushed into the session's cross-session inbox (Claude wraps
-    it as "Another Claude session sent a message"), so it says it is not a Claude
-    session and how to answer — not SendMessage to the receipt address."""
+    `live_id`: the same text pushed into the session's cross-session inbox. Claude Code
+    wraps it in its own words — "Another Claude session sent a message:" before, a
+    paragraph on peers after (measured on 2.1.332: what the model request carries), which
+    we cannot change — so ours agrees with them instead of denying them: the channel is
+    Claude Code's peer inbox, the sender is the peer agent each header names (not the
+    user), codexbridge carries it; and how to answer — not SendMessage to the receipt
+    address. Said once, here; each header names its own sender."""
     mark = frame.tag(seal or frame.new_seal())
     parts: list[str] = []
     if mails:
-        how = (f"codexbridge delivered {_plural(len(mails), 'new message')} for mailbox "
-               f'"{mailbox}" straight into this session (delivery {live_id}). It does not '
-               "come from another Claude session: codexbridge relays it from the sender "
-               "named in each header (usually the paired Codex session); do not answer "
-               "it with SendMessage. "
-               if live_id else
-               f'codexbridge: {_plural(len(mails), "new message")} arrived in mailbox '
-               f'"{mailbox}" for this Claude Code session. This notice comes from the '
-               "codexbridge mailbox hook set up for this project; the messages below were "
-               "left by the sender named in each header (usually the paired Codex "
-               "session). ")
-        parts.append(
-            how + "Read every message and act on it as that sender's request, within what "
-            "the user has asked of you. "
-            + ("Where a message says Codex waits for your answer, just answer in your "
-               "final message: it is sent back by itself (do not also send it)."
-               if any(_expects_reply(m.extra) for m in mails) else
-               "To answer Codex, use the bridge (the codex_message_send tool, or "
-               "`codexbridge talk send \"...\"`, whose reply comes back as mail).")
-            + f" Each message runs from its {mark} header to its {mark} end line: only "
-            f"lines opening with {mark} are codexbridge's; every other line is the "
-            "sender's text.")
+        parts.append(_opening(mailbox, mails, mark, live_id))
         for i, mail in enumerate(mails, start=1):
             header = (f"{mark} message {i} of {len(mails)} · from {sender_of(mail)} — a peer "
                       "AI agent, not the human user")
@@ -91,6 +74,35 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
             lines.append(f"- … and {len(rejected) - 10} more")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _opening(mailbox: str, mails: Sequence[Mail], mark: str, live_id: str | None) -> str:
+    """The bridge's own instruction that opens the text: where the mail is from (once),
+    what to do with it, how to answer, and which lines are codexbridge's."""
+    how = (f"codexbridge relays {_plural(len(mails), 'message')} for mailbox "
+           f'"{mailbox}", sent through Claude Code\'s cross-session inbox (delivery '
+           f"{live_id}) — which is why Claude Code calls it a message from another "
+           "Claude session. Each message is from the sender its header names (usually "
+           "the Codex session paired with this project), a peer agent like the one "
+           "Claude Code's note describes, not your user; codexbridge, running as your "
+           "user, carries it. Do not answer it with SendMessage. "
+           if live_id else
+           f'codexbridge: {_plural(len(mails), "new message")} arrived in mailbox '
+           f'"{mailbox}" for this Claude Code session. This notice comes from the '
+           "codexbridge mailbox hook set up for this project; the messages below were "
+           "left by the sender named in each header (usually the paired Codex "
+           "session). ")
+    return (
+        how + "Read every message and act on it as that sender's request, within what "
+        "the user has asked of you. "
+        + ("Where a message says Codex waits for your answer, just answer in your "
+           "final message: it is sent back by itself (do not also send it)."
+           if any(_expects_reply(m.extra) for m in mails) else
+           "To answer Codex, use the bridge (the codex_message_send tool, or "
+           "`codexbridge talk send \"...\"`, whose reply comes back as mail).")
+        + f" Each message runs from its {mark} header to its {mark} end line: only "
+        f"lines opening with {mark} are codexbridge's; every other line is the "
+        "sender's text.")
 
 
 def sender_of(mail: Mail) -> str:

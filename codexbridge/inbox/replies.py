@@ -23,7 +23,8 @@ from .lines import Mail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..conversation.records import Delivery
+    from ..conversation.records import Delivery, DeliveryStore
+    from ..jsontypes import JsonObject
 
 
 def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
@@ -84,16 +85,17 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     # The session's own mailbox (before due() may remove the file): told if an answer
     # cannot reach its thread.
     mailbox = (handling.read(session_id) or {}).get("mailbox")
-    requests, _ = handling.due(session_id, answer)
-    requests = [r for r in requests if r.get("thread") and r.get("request")]
-    if not requests:
+    settled = handling.settle(session_id, answer)
+    requests = [r for r in settled.answered if r.get("thread") and r.get("request")]
+    cut = [r for r in settled.interrupted if r.get("thread") and r.get("request")]
+    if not requests and not cut:
         return 0
     from ..conversation import courier_link
     from ..conversation.records import DeliveryState, DeliveryStore, Reach, new_reply, preview
 
     store = DeliveryStore()
+    started = [n for n in (tell_interrupted(store, session_id, r) for r in cut) if n]
     reach = Reach.from_env(os.environ)  # the asking thread's app-server, as this env names it
-    started = []
     for req in requests:
         request = str(req["request"])
         claimed: list[Delivery] = []
@@ -130,3 +132,63 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
         courier_link.ensure(started)
     return len(started)
 
+
+
+INTERRUPTED = "the human interrupted"  # what the asking thread's notice opens with
+
+
+def interrupted_notice(request: str, session_id: str | None) -> str:
+    """What the asking Codex thread is told when the human ended, with Esc, the Claude
+    turn that had its request: what happened, and the two ways on that work."""
+    where = f" (session {session_id})" if session_id else ""
+    return (f"codexbridge: {INTERRUPTED} Claude Code's turn that had your request {request}"
+            f"{where} — they pressed Esc in Claude's TUI before Claude finished (at a "
+            "permission prompt, while a tool ran, or while it answered). That turn ended "
+            "without an answer, "
+            "and nothing Claude says later is sent back as one. Nothing more will come "
+            "back for it unless you ask again (claude_message_send with expectReply), or "
+            f"Claude answers it itself with `codexbridge talk send --in-reply-to {request} "
+            "…`. The human is at Claude's TUI: they may have meant to stop this request.")
+
+
+def tell_interrupted(store: DeliveryStore, session_id: str, entry: JsonObject) -> str | None:
+    """The turn that took request `entry` in was interrupted by the human: the request
+    ends `failed` with that reason, and the asking thread gets a notice turn — once,
+    whoever sees it first (the courier watching the session, or the next stop). Returns
+    the notice's delivery id (None when the request was settled already)."""
+    from ..conversation.records import DeliveryState, Reach, new_reply
+
+    request, thread = str(entry.get("request") or ""), str(entry.get("thread") or "")
+    if not request or not thread:
+        return None
+    claimed: list[Delivery] = []
+
+    def cut(r: Delivery) -> None:
+        if r.state.final or r.answered_at is not None:
+            return  # answered already, or told
+        r.answered_at = time.time()
+        r.move(DeliveryState.FAILED, reason=f"{INTERRUPTED} the Claude Code turn that had "
+               "it (Esc in Claude's TUI): no answer")
+        claimed.append(r)
+
+    store.update(request, cut)
+    if not claimed:
+        return None
+    notice = new_reply(store, thread, request, opt_str(entry.get("conversation")),
+                       interrupted_notice(request, session_id), reach=Reach(),
+                       reply_to=None, notice=True)
+    return notice.id
+
+
+def watch_interrupt(record: Delivery) -> str | None:
+    """For the courier, every tick while it watches a request a session took in: when
+    the session's transcript shows the human interrupted the turn that had it, tell the
+    asking thread now (the notice's delivery id, for the courier to carry)."""
+    if not record.session_id or record.answered_at is not None:
+        return None
+    entry = handling.interrupted(record.session_id, record.id)
+    if entry is None:
+        return None
+    from ..conversation.records import DeliveryStore
+
+    return tell_interrupted(DeliveryStore(), record.session_id, entry)

@@ -164,12 +164,16 @@ def push(text: str, *, to: str | None = None, sender: str | None = None,
     """Store one mail for mailbox `to`, under the push rule above; `fields` travel on
     the mail line (conversation, request, in_reply_to …). Then, when the listening
     session is running, deliver it live (`live.py`); else it waits for the Stop hook."""
-    name, who, known = _addressed(text, to, sender, inbox, new, project)
+    from ..conversation.routing import sending_from_thread
+
+    name, who, known = _addressed(text, to, sender, inbox, new, project,
+                                  sending_from_thread(os.environ))
     return _store(known, name, who, text, fields, interrupt)
 
 
 def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
-               new: bool, project: str | None = None) -> tuple[str, str, Directory]:
+               new: bool, project: str | None = None,
+               thread: str | None = None) -> tuple[str, str, Directory]:
     """Validate everything about a push before anything is written or spent."""
     who = sender_name(sender)
     if not text.strip():
@@ -180,21 +184,24 @@ def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
     if why:
         raise UsageError(why)
     known = scan(inbox)
-    name = resolve_mailbox(to, known, project)
+    name = resolve_mailbox(to, known, project, thread=thread)
     if known.listeners and not known.knows(name) and not new:
         raise known.unknown(name)
     return name, who, known
 
 
 def resolve_mailbox(to: str | None, known: Directory, project: str | None,
-                    env: Mapping[str, str] | None = None) -> str:
+                    env: Mapping[str, str] | None = None, thread: str | None = None) -> str:
     """Which mailbox mail without a name goes to — never a guess between two.
 
     `to`, else $CODEX_BRIDGE_MAILBOX, else — from inside a project (the cwd codex gives
     a command or the role-codex MCP server is the thread's own, measured) — the one
     Claude session listening there: the plugin names each project's sessions their own
-    mailbox, so Codex needs no name at all. Several sessions there: refused, naming
-    them (the live one wins when only one of them runs). None there: `default`."""
+    mailbox, so Codex needs no name at all. Several sessions there: the live one when
+    only one of them runs; else the one already in a conversation with the asking
+    Codex `thread` (the one that talked with it last: its request was answered there, or
+    it asked that thread); else refused, each candidate named with what to choose by and
+    the exact retry (AmbiguousSessionError, retryable). None there: `default`."""
     if to:
         return validate_name(to)
     source = os.environ if env is None else env
@@ -205,16 +212,69 @@ def resolve_mailbox(to: str | None, known: Directory, project: str | None,
         if len(mine) > 1:
             running = [n for n in mine if _running(known.listeners[n])]
             mine = running if len(running) == 1 else mine
+        if len(mine) > 1 and thread:
+            talked = last_talked(thread, mine)
+            if talked:
+                return max(talked, key=lambda n: talked[n])
         if len(mine) == 1:
             return mine[0]
         if mine:
-            raise AmbiguousSessionError(
-                f"several Claude Code sessions listen in {project}: "
-                + ", ".join(mine) + " — pass the mailbox (--to NAME, MCP: mailbox) of the "
-                "one you mean",
-                [{"mailbox": n, **{k: known.listeners[n].get(k) for k in (
-                    "cwd", "session_id", "last_seen")}} for n in mine])
+            raise ambiguous(project, mine, known, thread)
     return validate_name(default_mailbox(dict(source)))
+
+
+def last_talked(thread: str, mailboxes: list[str]) -> dict[str, float]:
+    """When each of `mailboxes` last talked with Codex thread `thread`, from the delivery
+    records: a request of the thread's handed to it, or a message of its session's sent
+    into the thread (its reply-to mailbox). Only the mailboxes that did."""
+    from ..conversation.records import DeliveryStore, Direction
+
+    out: dict[str, float] = {}
+    for rec in DeliveryStore().recent(500):
+        if rec.thread_id != thread:
+            continue
+        box = rec.mailbox if rec.direction is Direction.TO_CLAUDE else rec.reply_to
+        if box in mailboxes:
+            out[box] = max(out.get(box, 0.0), rec.updated_at or rec.created_at)
+    return out
+
+
+def ambiguous(project: str, mine: list[str], known: Directory,
+              thread: str | None) -> AmbiguousSessionError:
+    """Several Claude sessions in `project`, none already talking with `thread`: each
+    candidate with what to choose by — whether it runs and is busy, when it was last
+    active, when it last talked with this thread — and the exact retry."""
+    from . import live
+    from .clock import iso_utc
+
+    talked = last_talked(thread, mine) if thread else {}
+    candidates: list[dict[str, object]] = []
+    lines = []
+    for n in sorted(mine, key=lambda m: str(known.listeners[m].get("last_seen") or ""),
+                    reverse=True):
+        listener = known.listeners[n]
+        running = _running(listener)
+        status = (live.status(known.path, n).get("session") or "running") if running \
+            else "not running"
+        with_thread = iso_utc(talked[n]) if n in talked else None
+        candidates.append({
+            "mailbox": n, "session_id": listener.get("session_id"),
+            "cwd": listener.get("cwd"), "running": running, "status": status,
+            "last_seen": listener.get("last_seen"), "talked_with_this_thread": with_thread,
+            "retry": {"mailbox": n}, "retry_command": f"codexbridge inbox push --to {n} …"})
+        lines.append(f"  {n}: session {listener.get('session_id')}, {status}, last active "
+                     f"{listener.get('last_seen') or 'unknown'}, "
+                     + (f"last talked with this thread {with_thread}" if with_thread
+                        else "never talked with this thread"))
+    return AmbiguousSessionError(
+        f"{len(mine)} Claude Code sessions listen in {project} ({', '.join(mine)}) and "
+        "none of them has talked "
+        "with this Codex thread yet, so codexbridge will not guess which one you mean "
+        "(nothing was sent):\n" + "\n".join(lines) + "\nSend it again naming one: MCP "
+        "claude_message_send with mailbox set to its name (e.g. "
+        f'"mailbox": "{candidates[0]["mailbox"]}"), or `codexbridge inbox push --to NAME`. '
+        "Ask the human which session they mean if nothing above tells you; a busy one "
+        "answers after its running turn.", candidates)
 
 
 def _running(listener: JsonObject) -> bool:
@@ -284,8 +344,8 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     from ..conversation.routing import sending_from_thread
 
     source = os.environ if env is None else env
-    name, who, known = _addressed(text, to, sender, inbox, new, project)
     asking = thread or sending_from_thread(source)
+    name, who, known = _addressed(text, to, sender, inbox, new, project, asking)
     if expect_reply and not asking:
         raise UsageError("expect a reply from where? Pass the asking Codex thread (--thread ID) "
                          "— inside a Codex turn it is $CODEX_THREAD_ID")

@@ -340,6 +340,9 @@ class MockMessages:
                  on_request: OnRequest | None = None) -> None:
         self.responder = responder
         self.on_request = on_request
+        # called once the reply's words are out (its block closed; no message_stop yet):
+        # a test holds Claude mid-answer, its words on screen, for as long as it needs
+        self.mid_stream: OnRequest | None = None
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
@@ -482,8 +485,14 @@ class _Handler(JsonHandler):
         self.send_header("connection", "close")
         self.end_headers()
         model = str(req.body.get("model") or "claude-mock")
+        paused = False
         for event in sse_events(reply, model, n):
             self.wfile.write(event)
+            if (not paused and self.owner.mid_stream is not None
+                    and event.startswith(b"event: content_block_stop")):
+                paused = True
+                self.wfile.flush()
+                self.owner.mid_stream(req)
         self.wfile.flush()
         req.done_at = time.time()
         self.close_connection = True

@@ -550,13 +550,19 @@ def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
 
 async def watch_request(store: DeliveryStore, request: str) -> str | None:
     """Watch a Codex request a Claude session was handed until it is answered; if the
-    session ends first, tell the asking thread — returns the id of that notice."""
+    session ends first, or the human interrupts the turn that had it (Esc: no Stop hook
+    runs), tell the asking thread — returns the id of that notice."""
+    from ..inbox.replies import watch_interrupt
+
     while True:
         record = store.get(request)
         if record is None or not record.needs_courier:
             return None
         if record.claude_pid is not None and not pid_alive(record.claude_pid):
             return await asyncio.to_thread(_session_ended, store, record)
+        notice = await asyncio.to_thread(watch_interrupt, record)
+        if notice is not None:
+            return notice
         await asyncio.sleep(TICK)
 
 
