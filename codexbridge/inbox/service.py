@@ -42,6 +42,7 @@ from .location import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..conversation.envelope import Sender
     from ..jsontypes import JsonObject
     from .live import Reach
 
@@ -270,12 +271,15 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
             inbox: str | None = None, new: bool = False, expect_reply: bool = False,
             thread: str | None = None, conversation: str | None = None,
             env: Mapping[str, str] | None = None, interrupt: bool = False,
-            project: str | None = None) -> RequestReceipt:
+            project: str | None = None, new_conversation: bool = False,
+            sent_by: Sender | None = None) -> RequestReceipt:
     """Codex → Claude: a message that is a request in a conversation — it spends a hop
     (refused over budget, before anything is written) and carries the envelope fields.
     With `expect_reply`, the Claude session's answer (its final message after handling
     the mail) is sent back into the asking thread — `thread`, else `$CODEX_THREAD_ID`
-    (set by codex for the commands it runs) — and a delivery record tracks it."""
+    (set by codex for the commands it runs) — and a delivery record tracks it.
+    `sent_by`: who sends (default `envelope.who_sends(env)`), kept on the mail and the
+    record."""
     from ..conversation import envelope
     from ..conversation.budget import Conversations, current_conversation
     from ..conversation.limits import max_hops
@@ -289,13 +293,14 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     if expect_reply and not asking:
         raise UsageError("expect a reply from where? Pass the asking Codex thread (--thread ID) "
                          "— inside a Codex turn it is $CODEX_THREAD_ID")
+    by = sent_by or envelope.who_sends(source)
     token = envelope.request_token()
-    limit = max_hops(dict(source))
-    conv, hop = Conversations().spend(current_conversation(conversation, source), {
-        "direction": "codex→claude", "delivery": token, "mailbox": name, "thread": asking},
-        limit)
+    conv, hop, limit = Conversations().spend_hop(
+        current_conversation(conversation, source, new=new_conversation), {
+            "direction": f"{_arrow(by)}→claude", "delivery": token, "mailbox": name,
+            "thread": asking}, max_hops(dict(source)), words=text)
     fields: JsonObject = {"request": token, "conversation": conv, "hop": hop,
-                              "max_hops": limit}
+                          "max_hops": limit, "sent_by": by.speaker.value}
     store = DeliveryStore()
     if expect_reply:
         fields["expect_reply"] = {"thread": asking}
@@ -303,7 +308,8 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
         # on this record) within a fraction of a second.
         record = Delivery(id=token, direction=Direction.TO_CLAUDE, conversation=conv,
                           hop=hop, max_hops=limit, thread_id=asking, mailbox=name,
-                          text_preview=text_preview(text))
+                          text_preview=text_preview(text), sender=by.speaker.value,
+                          sender_thread=by.thread)
         record.move(DeliveryState.QUEUED)
         store.save(record)
     try:
@@ -314,6 +320,11 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
             store.update(token, lambda r: r.move(DeliveryState.FAILED, reason=why))
         raise
     return RequestReceipt(receipt, token, conv, hop, limit, asking if expect_reply else None)
+
+
+def _arrow(by: Sender) -> str:
+    """The hop trail's name for the sender (`codex→claude` is Codex's request)."""
+    return {"claude-code": "claude", "human": "human"}.get(by.speaker.value, "codex")
 
 
 def peek(name: str | None, *, inbox: str | None = None, project: str | None = None
