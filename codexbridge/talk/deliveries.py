@@ -207,6 +207,10 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
                       sender=sender.speaker.value, sender_thread=sender.thread,
                       blocking=True, courier_pid=os.getpid())
     record.move(DeliveryState.QUEUED)
+    from ..host.private import write_private
+
+    # Kept as for `send`: a courier that adopts it when its caller dies reads it here.
+    write_private(store.text_path(token), text.encode("utf-8"), durable=True)
     store.save(record)
     return Blocking(record, envelope_of(record).wrap(text))
 
@@ -308,6 +312,11 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
     the machine rebooted) is handed to a new one, which finds the message in the thread
     or codex's queue and carries on — never resending it."""
     record = get(store, delivery_id)
+    if _caller_gone(record):
+        # A blocking send whose caller died waiting (Claude Code's Bash tool kills a
+        # command after 120 s): the courier adopts it — it finds the turn by the
+        # record's id in the thread, or the message in codex's queue; never resent.
+        record = store.update(delivery_id, _adopt) or record
     if record.needs_courier and not courier_link.running():
         courier_link.ensure([record.id])
         # The new courier looks in the thread at once: what it finds is worth showing.
@@ -319,6 +328,20 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
             time.sleep(0.05)
         record = get(store, delivery_id)
     return record
+
+
+def _caller_gone(record: Delivery) -> bool:
+    from ..host.procs import pid_alive
+
+    return (record.blocking and not record.state.final and record.courier_pid is not None
+            and not pid_alive(record.courier_pid))
+
+
+def _adopt(record: Delivery) -> None:
+    if _caller_gone(record):
+        record.blocking = False
+        record.warnings.append(f"the call that sent it (pid {record.courier_pid}) ended "
+                               "before the answer; the courier follows the turn instead")
 
 
 def get(store: DeliveryStore, delivery_id: str) -> Delivery:
