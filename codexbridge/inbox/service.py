@@ -70,13 +70,15 @@ def mailbox_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
     return validate_name(raw if raw else default_mailbox(dict(env) if env else None))
 
 
-def sender_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
-    """`raw`, else $CODEX_BRIDGE_FROM, else `codex` — validated (it is shown to Claude as
-    a peer AI agent's name, so it may not claim to be the human: `frame.label_problem`)."""
+def sender_name(raw: str | None, env: Mapping[str, str] | None = None,
+                default: str = DEFAULT_SENDER) -> str:
+    """`raw`, else $CODEX_BRIDGE_FROM, else `default` (`codex`; `claude-code` when Claude
+    Code sends: `request`) — validated (it is shown to Claude as a peer AI agent's name,
+    so it may not claim to be the human: `frame.label_problem`)."""
     from ..conversation.frame import label_problem
 
     source = os.environ if env is None else env
-    name = raw or source.get(FROM_ENV) or DEFAULT_SENDER
+    name = raw or source.get(FROM_ENV) or default
     problem = name_problem(name) or label_problem(name)
     if problem:
         raise MailboxNameError(f"invalid sender name {name!r} (from / --from / "
@@ -170,9 +172,10 @@ def push(text: str, *, to: str | None = None, sender: str | None = None,
 
 
 def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
-               new: bool, project: str | None = None) -> tuple[str, str, Directory]:
+               new: bool, project: str | None = None,
+               default_sender: str = DEFAULT_SENDER) -> tuple[str, str, Directory]:
     """Validate everything about a push before anything is written or spent."""
-    who = sender_name(sender)
+    who = sender_name(sender, default=default_sender)
     if not text.strip():
         raise UsageError("refusing to send an empty message")
     from ..conversation.limits import mail_max, mail_over_limit
@@ -288,12 +291,14 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     from ..conversation.routing import sending_from_thread
 
     source = os.environ if env is None else env
-    name, who, known = _addressed(text, to, sender, inbox, new, project)
+    by = sent_by or envelope.who_sends(source)
+    # Mail a Claude Code session sends (another session's mailbox) is not named codex
+    default = "claude-code" if by.speaker is envelope.Speaker.CLAUDE_CODE else DEFAULT_SENDER
+    name, who, known = _addressed(text, to, sender, inbox, new, project, default)
     asking = thread or sending_from_thread(source)
     if expect_reply and not asking:
         raise UsageError("expect a reply from where? Pass the asking Codex thread (--thread ID) "
                          "— inside a Codex turn it is $CODEX_THREAD_ID")
-    by = sent_by or envelope.who_sends(source)
     token = envelope.request_token()
     conv, hop, limit = Conversations().spend_hop(
         current_conversation(conversation, source, new=new_conversation), {

@@ -117,3 +117,12 @@ def test_mail_records_who_sent_it(tmp_path: Path) -> None:
     assert record is not None and (record.sender, record.sender_thread) == ("codex", "thr-9")
     mine = service.request("from my shell", to="web", inbox=inbox, env={})
     assert mine.push.mail.extra["sent_by"] == "human"
+
+
+def test_mail_a_claude_code_session_sends_is_not_named_codex(tmp_path: Path) -> None:
+    from codexbridge.inbox import service
+
+    sent = service.request("hello other session", to="web", inbox=str(tmp_path / "inbox"),
+                           new=True, env={"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "s1"})
+    assert sent.push.mail.sender == "claude-code"
+    assert sent.push.mail.extra["sent_by"] == "claude-code"
