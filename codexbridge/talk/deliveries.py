@@ -231,12 +231,25 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
             r.move(DeliveryState.DELIVERED, reply_preview=preview(result.reply),
                    reply_bytes=result.reply_bytes, courier_pid=None)
             return
-        why = failure or (f"the turn ended {result.status.value}"
-                          + (f": {result.error}" if result and result.error else "")
-                          if result is not None else "the call ended before the turn")
+        why = failure or _ended(result)
         r.move(DeliveryState.FAILED, reason=why, courier_pid=None)
 
     store.update(blocking.record.id, end)
+
+
+def _ended(result: SayResult | None) -> str:
+    """Why a blocking request's turn gave no answer, as its record says it."""
+    from ..protocol.enums import TurnOutcome
+
+    if result is None:
+        return "the call ended before its turn did"
+    if result.status is TurnOutcome.BUSY:
+        return ("it waited in codex's queue too long and was taken back out: nothing was "
+                "sent (CODEX_BRIDGE_QUEUE_WAIT)")
+    if result.status is TurnOutcome.TIMED_OUT:
+        return "the call stopped following the turn at its timeout; the turn may still run"
+    return f"the turn ended {result.status.value}" + (f": {result.error}" if result.error
+                                                      else "")
 
 
 RECOVER_WAIT = 5.0  # s: a courier started for `talk status` settles a dead one's record
