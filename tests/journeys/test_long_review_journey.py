@@ -137,6 +137,13 @@ def test_a_twelve_exchange_review_at_the_defaults(journey: Journey) -> None:
                    if rid in fresh_text(r) and "Reply from Codex" in fresh_text(r)]
             assert got, j.explain(f"Codex's answer to {rid}", since)
     j.on_screen(codex, f"hop {STEPS}/{DEFAULT_MAX_HOPS}")  # what the human sees
+    def ended(rec: dict[str, object]) -> float:
+        return float(str(j.record(str(rec["id"]))["updated_at"]))
+
+    spent = [ended(r) - float(str(r["created_at"])) for r in asks]
+    whole = ended(asks[-1]) - float(str(asks[0]["created_at"]))
+    print(f"\nlong review: {STEPS} requests, each asked → answered in "
+          f"{min(spent):.1f}–{max(spent):.1f} s; the whole review {whole:.1f} s")
 
 
 def _requests(j: Journey) -> list[dict[str, object]]:
