@@ -188,8 +188,8 @@ class Conversations:
 
     def setting(self) -> int | None:
         """The budget `codexbridge talk budget N` set for every conversation, or None.
-        A file that does not hold a whole number >= 1 is ignored (and `talk budget`
-        says so): the guard then works as if it had never been written."""
+        A file that does not hold a whole number >= 1 (only a hand edit makes one) is
+        ignored: the guard then works as if it had never been written."""
         try:
             data = loads_json(self.settings_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -263,6 +263,8 @@ class Conversations:
         except FileNotFoundError:
             return
         for entry in entries:
+            if entry.name == SETTINGS:  # the human's setting, not a conversation
+                continue
             try:
                 if entry.is_file() and entry.stat().st_mtime < cutoff:
                     os.unlink(entry.path)

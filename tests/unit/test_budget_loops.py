@@ -119,3 +119,15 @@ def _talk():  # type: ignore[no-untyped-def]
     from codexbridge.cli.talk_cmd import talk
 
     return talk
+
+
+def test_the_setting_outlives_the_sweep_of_old_conversations(tmp_path: Path) -> None:
+    import os
+    import time
+
+    convs = Conversations(tmp_path / "c")
+    convs.set_setting(60)
+    old = time.time() - 30 * 24 * 3600
+    os.utime(convs.settings_path, (old, old))
+    convs.spend_hop(None, {}, 40)  # a send sweeps conversations past their TTL
+    assert convs.setting() == 60
