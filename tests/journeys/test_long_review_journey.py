@@ -137,8 +137,9 @@ def test_a_twelve_exchange_review_at_the_defaults(journey: Journey) -> None:
                    if rid in fresh_text(r) and "Reply from Codex" in fresh_text(r)]
             assert got, j.explain(f"Codex's answer to {rid}", since)
     j.on_screen(codex, f"hop {STEPS}/{DEFAULT_MAX_HOPS}")  # what the human sees
-    def ended(rec: dict[str, object]) -> float:
-        return float(str(j.record(str(rec["id"]))["updated_at"]))
+    def ended(rec: dict[str, object]) -> float:  # when it became `delivered`
+        steps = j.record(str(rec["id"]))["history"]
+        return float([s["at"] for s in steps if s["state"] == "delivered"][-1])
 
     spent = [ended(r) - float(str(r["created_at"])) for r in asks]
     whole = ended(asks[-1]) - float(str(asks[0]["created_at"]))
