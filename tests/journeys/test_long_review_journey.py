@@ -121,7 +121,9 @@ def test_a_twelve_exchange_review_at_the_defaults(journey: Journey) -> None:
                 j.explain(hop_line, since)
             # ... and its answer, once, is the final message of the turn that took the
             # question in — one that asked back: it names a request Claude sent after
-            # this one (the next, or a later one when one turn took two questions in)
+            # this one. (Measured: each question reaches Claude beside the result of its
+            # last `talk send` — mid-turn — so the mock's one turn takes all six in and
+            # its one final message answers them all, at its end: the rule, as designed.)
             turns = [t for t in codex_texts if f"reply to {rid}" in t]
             assert len(turns) == 1, (rid, turns)
             answer = words_of(turns[0])
