@@ -275,7 +275,10 @@ async def test_the_fifth_hop_is_refused_and_nothing_is_delivered(
         url_env: dict[str, str]) -> None:
     async with RawClient(app_server.url) as peer:
         human = await start_user_thread(peer, workdir, "first")
-        first = await send(url_env, "--reply-to", "asker", "hop one")
+        # the conversation's budget is its starter's (4 here); later senders, at the
+        # default of 40, are held to it
+        first = await send({**url_env, "CODEX_BRIDGE_MAX_HOPS": "4"}, "--reply-to", "asker",
+                           "hop one")
         conv = first["conversation"]
         ids = [first["delivery_id"]]
         for n in ("two", "three", "four"):
