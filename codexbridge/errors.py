@@ -33,6 +33,7 @@
     │   └── NoMailboxError          nobody listens on that (mistyped?) name  8  NO_MAILBOX
     ├── LoopGuardError              refused by a loop guard; nothing sent    9
     │   ├── HopLimitError           the conversation's hop budget is spent   9  HOP_LIMIT
+    │   ├── LoopDetectedError       a request repeating itself (no progress) 9  LOOP_DETECTED
     │   └── SelfSendError           a send into the thread that runs it      9  SELF_SEND
     ├── DeliveryNotFoundError       no delivery record with that id          2  DELIVERY_NOT_FOUND
     ├── HandoffStateError           handoff ledger unreadable or newer       2  HANDOFF_STATE
@@ -327,8 +328,14 @@ class LoopGuardError(BridgeError):
 
 class HopLimitError(LoopGuardError):
     mcp_code = "HOP_LIMIT"
-    mcp_meaning = ("the conversation has used its CODEX_BRIDGE_MAX_HOPS requests; nothing "
-                   "was sent (details.hops is the trail)")
+    mcp_meaning = ("the conversation has used its hop budget (`talk budget`); nothing was "
+                   "sent (details.hops is the trail) — newConversation: true goes on")
+
+
+class LoopDetectedError(LoopGuardError):
+    mcp_code = "LOOP_DETECTED"
+    mcp_meaning = ("the request repeats one the conversation already carried twice (a "
+                   "loop, no progress); nothing was sent")
 
 
 class SelfSendError(LoopGuardError):

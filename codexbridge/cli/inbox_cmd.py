@@ -87,6 +87,9 @@ def inbox() -> None:
 @click.option("--conversation", metavar="ID",
               help="Conversation (hop budget) this request belongs to [default: the one the "
                    "running Codex turn is handling, else a new one].")
+@click.option("--new-conversation", is_flag=True,
+              help="Start a new conversation with its own hop budget (what a push refused "
+                   "over budget does to go on).")
 @click.option("--interrupt", is_flag=True,
               help="Live delivery cuts the reply Claude is writing (priority now) instead "
                    "of landing right after its turn.")
@@ -94,16 +97,17 @@ def inbox() -> None:
 @click.argument("text")
 @command
 def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
-         thread: str | None, conversation: str | None, interrupt: bool, text: str,
-         as_json: bool) -> None:
+         thread: str | None, conversation: str | None, new_conversation: bool,
+         interrupt: bool, text: str, as_json: bool) -> None:
     """Leave TEXT (or stdin, with `-`) in a mailbox; prints the message id.
 
     A name nobody knows is refused (exit 8, naming the mailboxes that have listeners
     and the closest match) while other mailboxes have listeners — a typo must not lose
     mail; --new creates it anyway. With no listener anywhere yet, the mail is stored
     and a warning says how to hook a session. Each mail is a request in a conversation:
-    it spends one hop of its budget ($CODEX_BRIDGE_MAX_HOPS, default 4; refused over
-    it, exit 9) and tells Claude it comes from a peer agent, not the human.
+    it spends one hop of its budget (40 by default, `talk budget N`; refused over it,
+    exit 9, and so is the same request a third time: a loop) and tells Claude it comes
+    from a peer agent, not the human.
 
     When the listening Claude session is running, the mail goes straight into it
     (Claude Code's cross-session inbox: a new turn within a fraction of a second when
@@ -127,7 +131,7 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
     sent = inbox_service.request(text, to=to, sender=sender, new=new,
                                  expect_reply=expect_reply, thread=thread,
                                  conversation=conversation, interrupt=interrupt,
-                                 project=os.getcwd())
+                                 project=os.getcwd(), new_conversation=new_conversation)
     receipt = sent.push
     mail = receipt.mail
     if receipt.warning:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..conversation.routing import agent_sending
+from ..conversation.envelope import who_sends
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -29,7 +29,11 @@ from ..talk.outcome import turn_error
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from ..conversation.envelope import Sender
     from ..protocol.threads import ThreadInfo
+    from ..talk.turn import SayProgress
 from .app import LazyGroup
 from .command import (
     approval_timeout_option,
@@ -81,6 +85,7 @@ LIVE = "codexbridge.cli.talk_live_cmd"
     "steer": (LIVE, "steer", "Add text to the turn running in the thread."),
     "interrupt": (LIVE, "interrupt", "Interrupt the turn running in the thread."),
     "name": (LIVE, "name", "Name a thread (what --thread NAME matches)."),
+    "budget": (LIVE, "budget", "The conversations' hop budget: show it, or set it."),
     "courier": (LIVE, "courier", "(internal) carry one delivery to its end."),
 })
 def talk() -> None:
@@ -143,19 +148,26 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
 @wait_thread_option
 @click.option("-q", "--quiet", is_flag=True,
               help="Do not stream the reply as it is written; print it once, at the end.")
+@click.option("--conversation", metavar="ID",
+              help="Conversation to continue (its hop budget), when an agent runs this. "
+                   "Default: the one this session is handling, else a new one.")
+@click.option("--new-conversation", is_flag=True,
+              help="Start a new conversation (its own hop budget), when an agent runs this.")
 @url_option
 @json_option
 @command
 def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: str | None,
             approvals: str | None, approval_timeout: float | None, timeout: float,
-            on_timeout: str, steer: bool, wait_thread: float, quiet: bool, url: str | None,
+            on_timeout: str, steer: bool, wait_thread: float, quiet: bool,
+            conversation: str | None, new_conversation: bool, url: str | None,
             as_json: bool) -> None:
     """Send TEXT (or `-` for stdin) into the thread and print Codex's reply.
 
-    In a terminal the reply streams to stdout as Codex writes it, once. When stdout is
-    a pipe or a file, it streams to stderr and stdout gets the whole reply once, at the
-    end (`--json`: {thread_id, turn_id, status, reply, approvals}). Each approval codex
-    asks for is one line on stderr.
+    The reply is printed once: streamed to stdout in a terminal; else whole on stdout
+    at the end (`--json`: {thread_id, turn_id, status, reply, approvals}), streamed to
+    stderr too only when stderr is a terminal. Approvals are lines on stderr. Run by
+    an agent, the message carries the envelope, spends a hop and has a record (`talk
+    status ID`); from the human's own shell the words go as the human's.
     """
     from ..talk.threads import find_joinable
     from ..talk.turn import say
@@ -169,25 +181,25 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         target_cwd = ensure_dir(target_cwd, "--cwd")
     if turn_cwd:
         turn_cwd = ensure_dir(turn_cwd, "--turn-cwd")
-    out = _ReplyOutput(quiet=quiet, to_stdout=not as_json and sys.stdout.isatty())
+    out = _ReplyOutput(quiet=quiet, to_stdout=not as_json and sys.stdout.isatty(),
+                       watched=sys.stderr.isatty())
+    sender = _agent_only(conversation, new_conversation)
 
     async def go() -> SayResult:
         async with _client(url, selector) as client:
             target = await find_joinable(client, selector, target_cwd, wait=wait_thread)
-            words = message
-            sender = agent_sending(os.environ)
-            if sender is not None:
-                # An agent runs this (Claude Code's Bash tool, a Codex command): a peer
-                # agent's request — the envelope tells Codex and the human so, and spends
-                # a hop. Only the human's own shell sends words unlabelled.
-                from ..talk.deliveries import blocking_request
 
-                words = blocking_request(message, target.id, sender=sender)
-            return await say(
-                client, target.id, words, approvals=policy,
-                approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd, steer=steer,
-                interrupt_on_timeout=on_timeout == "interrupt",
-                on_delta=out.delta, on_approval=out.approval)
+            async def run(words: str, progress: SayProgress | None = None) -> SayResult:
+                return await say(
+                    client, target.id, words, approvals=policy,
+                    approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd,
+                    steer=steer, interrupt_on_timeout=on_timeout == "interrupt",
+                    on_delta=out.delta, on_approval=out.approval, progress=progress)
+
+            if not sender.is_agent:  # the human's own words, as typed: no envelope
+                return await run(message)
+            return await _agent_says(run, message, target.id, sender, conversation,
+                                     new_conversation)
 
     try:
         result = run_async(go)
@@ -204,13 +216,57 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
         raise error
 
 
+def _agent_only(conversation: str | None, new_conversation: bool) -> Sender:
+    """Who sends; a conversation is refused to the human, whose words carry none."""
+    sender = who_sends(os.environ)
+    if (conversation or new_conversation) and not sender.is_agent:
+        raise UsageError("--conversation / --new-conversation are for an agent's request; "
+                         "from your own shell `talk say` sends your words as they are")
+    return sender
+
+
+async def _agent_says(run: Callable[[str, SayProgress | None], Awaitable[SayResult]],
+                      message: str, thread_id: str, sender: Sender,
+                      conversation: str | None, new_conversation: bool) -> SayResult:
+    """An agent runs `talk say` (Claude Code's Bash tool, a Codex command): a peer
+    agent's request — the envelope tells Codex and the human so, it spends a hop, and
+    its record is what `talk status` shows for the request id the envelope names."""
+    from ..conversation.records import DeliveryStore
+    from ..talk.deliveries import blocking_request, finish_blocking
+
+    store = DeliveryStore()
+    request = blocking_request(message, thread_id, sender=sender, conversation=conversation,
+                               new_conversation=new_conversation, store=store)
+    try:
+        result = await run(request.words, request.progress(store))
+    except BaseException as exc:
+        finish_blocking(store, request, None, failure=_why_not(exc))
+        raise
+    finish_blocking(store, request, result)
+    return result
+
+
+def _why_not(exc: BaseException) -> str:
+    """A blocking request's end when the call itself failed (its record says it)."""
+    from ..errors import BridgeError
+
+    if isinstance(exc, BridgeError):
+        return exc.message
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return "the call was stopped while it waited; the turn may still run in the TUI"
+    return f"the call failed: {exc!r}"
+
+
 class _ReplyOutput:
-    """Where `talk say` writes the reply, so that whoever reads stdout gets it once.
+    """Where `talk say` writes the reply, so that whoever reads it gets it once.
 
     stdout a terminal: the deltas stream to stdout and the reply is not printed again
     (only when the stream missed it: a final message that came with no deltas). stdout a
-    pipe or a file: the deltas stream to stderr for the person watching, and stdout gets
-    the whole reply once at the end — what scripts and Claude Code's Bash tool read.
+    pipe or a file: stdout gets the whole reply once at the end — what scripts and
+    Claude Code's Bash tool read — and the deltas stream to stderr only when stderr is a
+    terminal (`watched`): a person sees the reply come, while a caller that reads both
+    streams (Claude Code's Bash tool hands the model stdout and stderr together) is not
+    given it twice, which cost every reply double context.
     Either way the reply is Codex's text: what it writes goes through `for_terminal` (a
     reply's escape sequences do not act on the person's terminal), delta by delta — a
     sequence split across deltas is shown piece by piece, as harmless as whole.
@@ -218,9 +274,10 @@ class _ReplyOutput:
 
     TAIL = 1 << 16  # characters of the stream kept to tell whether the reply was shown
 
-    def __init__(self, *, quiet: bool, to_stdout: bool) -> None:
+    def __init__(self, *, quiet: bool, to_stdout: bool, watched: bool = False) -> None:
         self.to_stdout = to_stdout
-        self.stream = None if quiet else (sys.stdout if to_stdout else sys.stderr)
+        self.stream = None if quiet else (sys.stdout if to_stdout else
+                                          sys.stderr if watched else None)
         self.streamed = False
         self.mid_line = False
         self._tail: list[str] = []

@@ -75,6 +75,9 @@ thread_option = click.option("--thread", "selector", metavar="ID|NAME",
 @click.option("--conversation", metavar="ID",
               help="Conversation to continue (its hop budget). Default: the one this "
                    "session is handling, else a new one.")
+@click.option("--new-conversation", is_flag=True,
+              help="Start a new conversation with its own hop budget (what a send refused "
+                   "over budget does to go on).")
 @click.option("--in-reply-to", metavar="REQUEST",
               help="This answers request REQUEST: spends no hop, and Codex's next words "
                    "are not routed back.")
@@ -88,7 +91,8 @@ thread_option = click.option("--thread", "selector", metavar="ID|NAME",
 @json_option
 @command
 def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str | None,
-         conversation: str | None, in_reply_to: str | None, approvals: str | None,
+         conversation: str | None, new_conversation: bool, in_reply_to: str | None,
+         approvals: str | None,
          approval_timeout: float | None, timeout: float, wait_thread: float, quiet: bool,
          url: str | None, as_json: bool) -> None:
     """Send TEXT (or `-` for stdin) into the thread and return at once with a receipt.
@@ -101,9 +105,11 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
     its Stop hook / watcher). If the app-server goes away, the courier waits for it
     (CODEX_BRIDGE_SERVER_WAIT, 60 s) and otherwise mails DELIVERY FAILED.
     `talk status ID` shows where it is. Every request carries an envelope
-    (from a peer agent, conversation, hop n/N, request token) and spends one hop of its
-    conversation's budget ($CODEX_BRIDGE_MAX_HOPS, default 4); a send from inside a
-    Codex turn into that same thread is refused.
+    (who sends it, conversation, hop n/N, request token) and spends one hop of its
+    conversation's budget (40 by default; `talk budget N` changes it for every
+    conversation, running ones included); the same request three times in one
+    conversation is refused as a loop, and so is a send from inside a Codex turn into
+    that same thread.
     """
     from ..inbox.service import mailbox_name
     from ..talk.deliveries import refuse_self_send
@@ -122,7 +128,8 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
         return await send_message(message, selector=selector, cwd=target_cwd, url=url,
                             reply_to=reply_to, conversation=conversation,
                             in_reply_to=in_reply_to, policy=policy, approval_timeout=deadline,
-                            turn_timeout=timeout, wait_thread=wait_thread, store=store)
+                            turn_timeout=timeout, wait_thread=wait_thread, store=store,
+                            new_conversation=new_conversation)
 
     try:
         receipt = run_async(go)
@@ -246,16 +253,17 @@ def _print_record(r: Delivery) -> None:
 def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> None:
     """Add TEXT (or `-`) to the turn running in the thread (`turn/steer`): the model
     sees it at once, in the same turn."""
-    from ..conversation.envelope import CLAUDE, steer_text
+    from ..conversation.envelope import steer_text, who_sends
     from ..talk.threads import find_target
     from ..talk.turn import steer as steer_turn
 
     message = read_text_arg(text)
+    sender = who_sends(os.environ)
 
     async def go() -> tuple[str, str]:
         async with _client(url, selector) as client:
             thread = await find_target(client, selector)
-            turn = await steer_turn(client, thread.id, steer_text(CLAUDE, message))
+            turn = await steer_turn(client, thread.id, steer_text(sender.label, message))
             if turn is None:
                 raise NoRunningTurnError(f"no turn is running in thread {thread.id}: nothing "
                                          "to steer (use `talk say` or `talk send`)",
@@ -320,6 +328,48 @@ def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
         emit_json({"ok": True, "thread_id": thread_id, "name": new_name})
     else:
         echo(thread_id)
+
+
+BUDGET_EXIT_HELP = exit_help(UsageError, success="shown (or set)")
+
+
+@click.command("budget", epilog=BUDGET_EXIT_HELP)
+@click.argument("max_hops", required=False, type=click.IntRange(min=1), metavar="[N]")
+@click.option("--reset", is_flag=True,
+              help="Remove the setting: each conversation keeps the budget it started "
+                   "with; new ones take $CODEX_BRIDGE_MAX_HOPS, else the default.")
+@json_option
+@command
+def budget(max_hops: int | None, reset: bool, as_json: bool) -> None:
+    """The hop budget of the conversations between the agents: show it, or set it to N.
+
+    \b
+    A setting made here is read at every request, under the conversation's lock, from
+    this state home — so it reaches the Claude and Codex sessions already running (they
+    never re-read their environment) and every conversation from its next request,
+    including one that was just refused over budget. Without it a conversation keeps
+    the budget it started with: the sender's $CODEX_BRIDGE_MAX_HOPS, else 40.
+    """
+    from ..conversation.budget import Conversations
+    from ..conversation.limits import DEFAULT_MAX_HOPS
+
+    if reset and max_hops is not None:
+        raise UsageError("pass N or --reset, not both")
+    convs = Conversations()
+    if reset or max_hops is not None:
+        convs.set_setting(max_hops)
+    now = convs.budget_for_new(os.environ)
+    if as_json:
+        emit_json({"ok": True, "max_hops": now.value, "source": now.source,
+                   "setting": convs.setting(), "default": DEFAULT_MAX_HOPS})
+        return
+    if convs.setting() is not None:
+        echo(f"{now.value} hops per conversation, every conversation from its next request "
+             f"(set in {now.source}; `codexbridge talk budget --reset` removes it)")
+    else:
+        echo(f"{now.value} hops for a conversation started now ({now.source}); a "
+             "conversation already going keeps the budget it started with. `codexbridge "
+             "talk budget N` sets one for all of them, running sessions included")
 
 
 @click.command("courier", hidden=True)

@@ -1,12 +1,35 @@
 """Conversations: which one a request belongs to, and its hop budget — a loop guard that
 two agents share.
 
-    <state home>/conversations/<id>.json    {id, created_at, updated_at, max_hops, hops}
+    <state home>/conversations/<id>.json        {id, created_at, updated_at, max_hops, hops}
+    <state home>/conversations/settings.json    {max_hops}: `codexbridge talk budget N`
 
-Every *request* from one agent to the other spends one hop of its conversation — at
-most `CODEX_BRIDGE_MAX_HOPS` (default 4) — counted here on disk, under a lock, so
-A→B→A→B across processes shares one budget. A reply spends nothing: it closes a hop a
-request already paid for. Over budget, a send is refused before anything is delivered.
+Every *request* from one agent to the other spends one hop of its conversation, counted
+here on disk, under a lock, so A→B→A→B across processes shares one budget. A reply
+spends nothing: it closes a hop a request already paid for. Over budget, a send is
+refused before anything is delivered.
+
+The guard is there to stop runaway loops, not conversations, so it has two parts:
+
+* **the budget** — a ceiling, high enough for a real review to go back and forth
+  (`DEFAULT_MAX_HOPS`, 40: a twelve-exchange review uses under a third of it);
+* **no progress** — a request whose words, normalised (`digest`: case, spacing,
+  punctuation and request/conversation/thread ids ignored), were already sent
+  `REPEATS` times in the conversation is refused (LoopDetectedError): two agents
+  bouncing the same message back and forth are caught by what they do, long before
+  the ceiling.
+
+Where the budget comes from, read at each request under the conversation's lock — so a
+change reaches the sessions already running, which never re-read their environment:
+
+    1. `<state>/conversations/settings.json` (`codexbridge talk budget N`): every
+       conversation, running ones included, from its next request;
+    2. else, for a conversation a request starts: the sender's `CODEX_BRIDGE_MAX_HOPS`
+       (default 40) — recorded in the conversation, and from then on its budget;
+    3. else the budget the conversation recorded when it started.
+
+The `hop n/N` an envelope shows is what was recorded here (`Hop`), never the sender's
+own setting.
 
 Which conversation a request belongs to: the one named (`--conversation`, or
 `CODEX_BRIDGE_CONVERSATION` in the environment of what codexbridge starts), else the
@@ -27,14 +50,17 @@ while a person starting a fresh exchange gets a fresh one (`current_conversation
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import HopLimitError, UsageError
+from ..errors import HopLimitError, LoopDetectedError, UsageError
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
@@ -42,7 +68,7 @@ from ..host.private import ensure_private_dir, write_private
 from ..jsontypes import objs
 from . import handling
 from .envelope import conversation_id
-from .limits import MAX_HOPS_ENV
+from .limits import DEFAULT_MAX_HOPS, MAX_HOPS_ENV, max_hops
 from .records import DeliveryState, DeliveryStore, Direction
 from .routing import SESSION_ENV, THREAD_ENV
 
@@ -51,6 +77,44 @@ if TYPE_CHECKING:
 
 CONVERSATION_ENV = "CODEX_BRIDGE_CONVERSATION"
 TTL = 7 * 24 * 3600.0
+SETTINGS = "settings.json"
+# A request whose words were already sent this many times in the conversation is a loop:
+# twice may be a fair "still failing — look again"; a third identical one is no progress.
+REPEATS = 2
+# What every refusal says about going on: it can be done from the very turn that was
+# refused (no restart, no environment to change).
+NEW_CONVERSATION = ("send it again as a new conversation (`talk send --new-conversation`, "
+                    "`inbox push --new-conversation`; MCP tools: newConversation: true)")
+RAISE_BUDGET = ("`codexbridge talk budget N` raises the budget of every conversation, "
+                "running ones included, from their next request")
+
+
+class Hop(NamedTuple):
+    """One hop spent: the conversation, this hop's number, and the budget the
+    conversation has (what `hop n/N` shows)."""
+
+    conversation: str
+    n: int
+    max_hops: int
+
+
+class Setting(NamedTuple):
+    value: int
+    source: str  # where it was read: the settings file, $CODEX_BRIDGE_MAX_HOPS, default
+
+
+# the ids codexbridge and codex put in messages (a request token echoed back, a
+# conversation, a thread or turn uuid): they differ on every round of a loop
+_IDS = re.compile(r"\b(?:req|conv|cb)_[0-9a-z_]+\b|\b[0-9a-f]{8}-[0-9a-f-]{27,}\b")
+_NOT_WORDS = re.compile(r"[\W_]+")
+
+
+def digest(words: str) -> str:
+    """The normalised text's hash: two messages that differ only in case, spacing,
+    punctuation or the ids codexbridge puts in them are the same message. Numbers
+    stay: "test 1 fails" and "test 2 fails" are progress."""
+    norm = _NOT_WORDS.sub(" ", _IDS.sub(" ", words.casefold())).strip()
+    return hashlib.sha256(norm.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def valid_id(conv: str) -> str:
@@ -118,10 +182,53 @@ class Conversations:
             "was sent — start a new conversation (leave out --conversation)",
             details={"conversation": conv, "kept": str(aside)})
 
+    @property
+    def settings_path(self) -> Path:
+        return self.root / SETTINGS
+
+    def setting(self) -> int | None:
+        """The budget `codexbridge talk budget N` set for every conversation, or None.
+        A file that does not hold a whole number >= 1 (only a hand edit makes one) is
+        ignored: the guard then works as if it had never been written."""
+        try:
+            data = loads_json(self.settings_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        value = data.get("max_hops") if isinstance(data, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) \
+            and value >= 1 else None
+
+    def set_setting(self, value: int | None) -> None:
+        """Write (None: remove) the budget every conversation uses from its next request."""
+        ensure_private_dir(self.root)
+        if value is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.settings_path)
+            return
+        write_private(self.settings_path, json.dumps(
+            {"max_hops": value, "updated_at": time.time()}).encode("utf-8"))
+
+    def budget_for_new(self, env: Mapping[str, str]) -> Setting:
+        """The budget a conversation started now gets, and where it comes from."""
+        value = self.setting()
+        if value is not None:
+            return Setting(value, str(self.settings_path))
+        if env.get(MAX_HOPS_ENV, "").strip():
+            return Setting(max_hops(dict(env)), f"${MAX_HOPS_ENV}")
+        return Setting(DEFAULT_MAX_HOPS, "the default")
+
     def spend(self, conv: str | None, hop: JsonObject, limit: int) -> tuple[str, int]:
+        """`spend_hop` as (conversation id, this hop's number)."""
+        spent = self.spend_hop(conv, hop, limit)
+        return spent.conversation, spent.n
+
+    def spend_hop(self, conv: str | None, hop: JsonObject, limit: int,
+                  words: str | None = None) -> Hop:
         """Spend one hop of `conv` (a new conversation when None) for the request `hop`
-        describes; returns (conversation id, this hop's number). HopLimitError — and
-        nothing spent — when the budget is used up."""
+        describes, whose text is `words`; `limit` is the sender's own setting (used only
+        when this starts the conversation). Nothing is spent when it is refused:
+        HopLimitError when the budget is used up, LoopDetectedError when `words` repeat
+        a request already sent `REPEATS` times in it."""
         conv = valid_id(conv) if conv else conversation_id()
         ensure_private_dir(self.root)
         with FileLock(str(self.root / f".{conv}.lock")):
@@ -129,21 +236,25 @@ class Conversations:
                                             "hops": []}
             hops = objs(data.get("hops"))  # (all objects: _usable)
             recorded = data.get("max_hops")
-            budget = int(recorded) if isinstance(recorded, int) and recorded else limit
+            budget = self.setting() or (
+                int(recorded) if isinstance(recorded, int) and recorded else limit)
             if len(hops) >= budget:
                 trail = " → ".join(f"{h.get('direction')}" for h in hops)
                 raise HopLimitError(
                     f"conversation {conv} has used its {budget} hops ({trail}); nothing was "
-                    f"sent. Answer in your own session, or start a new conversation "
-                    f"(raise {MAX_HOPS_ENV} for longer exchanges)",
+                    f"sent. Answer in your own session, or {NEW_CONVERSATION}. "
+                    f"{RAISE_BUDGET}",
                     details={"conversation": conv, "hops": hops, "maxHops": budget})
-            number = len(hops) + 1
-            data.update({"hops": [*hops, {**hop, "n": number, "at": time.time()}],
-                         "max_hops": budget, "updated_at": time.time()})
+            entry: JsonObject = {**hop, "n": len(hops) + 1, "at": time.time()}
+            if words is not None:
+                entry["digest"] = digest(words)
+                _refuse_repeat(conv, hops, entry)
+            data.update({"hops": [*hops, entry], "max_hops": budget,
+                         "updated_at": time.time()})
             write_private(self.path(conv), json.dumps(data, ensure_ascii=False,
                                                       indent=2).encode("utf-8"))
         self._sweep()
-        return conv, number
+        return Hop(conv, len(hops) + 1, budget)
 
     def _sweep(self) -> None:
         cutoff = time.time() - TTL
@@ -152,11 +263,29 @@ class Conversations:
         except FileNotFoundError:
             return
         for entry in entries:
+            if entry.name == SETTINGS:  # the human's setting, not a conversation
+                continue
             try:
                 if entry.is_file() and entry.stat().st_mtime < cutoff:
                     os.unlink(entry.path)
             except FileNotFoundError:
                 continue
+
+
+def _refuse_repeat(conv: str, hops: list[JsonObject], entry: JsonObject) -> None:
+    """A request the conversation already carried `REPEATS` times is a loop, not an
+    exchange: refused before it is recorded, whichever side sends it."""
+    same = [h for h in hops if h.get("digest") == entry["digest"]]
+    if len(same) < REPEATS:
+        return
+    seen = ", ".join(str(h.get("n")) for h in same)
+    raise LoopDetectedError(
+        f"conversation {conv}: this request repeats, word for word (case, spacing, "
+        f"punctuation and ids aside), what hops {seen} already asked; the exchange is "
+        "going round in a loop, so nothing was sent. Answer in your own session instead — or, if "
+        "something has changed, say what in the message",
+        details={"conversation": conv, "repeats": [h.get("n") for h in same],
+                 "digest": entry["digest"]})
 
 
 # --- which conversation a request belongs to --------------------------------------------
@@ -165,7 +294,15 @@ IN_FLIGHT = (DeliveryState.QUEUED, DeliveryState.DELIVERING, DeliveryState.AWAIT
 
 
 def current_conversation(explicit: str | None, env: Mapping[str, str],
-                         store: DeliveryStore | None = None) -> str | None:
+                         store: DeliveryStore | None = None, *,
+                         new: bool = False) -> str | None:
+    """`new`: the sender asks for a new conversation (`--new-conversation`, MCP
+    `newConversation`) — how a turn refused over budget goes on by itself."""
+    if new:
+        if explicit:
+            raise UsageError("--new-conversation and --conversation contradict each "
+                             "other: pass one")
+        return None
     if explicit:
         return valid_id(explicit)
     if env.get(CONVERSATION_ENV):

@@ -8,18 +8,96 @@ delivery record. In the Codex TUI the header is what the human sees above the me
 so it stays to three lines of under 80 characters.
 
 Its header and end line are drawn by `frame.py` (the seal, the quoting of the words).
+
+Who sends is decided once, here (`who_sends`), from who really runs the send — never
+from which command or tool it is — for every road: `talk say`, `talk send`, `talk
+steer`, the MCP tools, `inbox push`:
+
+    a Codex thread     the call's own thread: CODEX_THREAD_ID (codex sets it for the
+                       commands it runs) or, for an MCP tool, the call's `_meta.threadId`
+                       (codex gives MCP servers no CODEX_THREAD_ID: mcp/runtime.py)
+    Claude Code        CLAUDE_CODE_SESSION_ID / CLAUDECODE (Claude Code sets them for its
+                       Bash tool, hooks and MCP servers), or the MCP role `claude`
+    the human          none of these: the human's own shell
+
+An agent's words always carry the envelope and spend a hop; only the human's own words
+may reach a thread unlabelled (`talk say` from their terminal).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
+from enum import Enum
 from typing import NamedTuple
 
 from .frame import draw, frame
+from .routing import CLAUDE_ENV, SESSION_ENV, THREAD_ENV
 
 CLAUDE = "Claude Code"
 CODEX = "Codex"
+HUMAN = "the human user's own shell"
+
+
+class Speaker(Enum):
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
+    HUMAN = "human"
+
+    @staticmethod
+    def parse(value: object) -> Speaker | None:
+        try:
+            return Speaker(value)
+        except ValueError:
+            return None
+
+
+class Sender(NamedTuple):
+    """Who really sends a message: the speaker, and the Codex thread or Claude Code
+    session it speaks from (when known)."""
+
+    speaker: Speaker
+    thread: str | None = None
+    session: str | None = None
+
+    @property
+    def is_agent(self) -> bool:
+        return self.speaker is not Speaker.HUMAN
+
+    @property
+    def label(self) -> str:
+        """How the envelope names it ("from <label>")."""
+        return {Speaker.CLAUDE_CODE: CLAUDE, Speaker.CODEX: CODEX,
+                Speaker.HUMAN: HUMAN}[self.speaker]
+
+    @property
+    def asker(self) -> str:
+        """Who waits for the answer, in words."""
+        return {Speaker.CLAUDE_CODE: "the asking Claude", Speaker.CODEX: "the asking Codex",
+                Speaker.HUMAN: "the human"}[self.speaker]
+
+
+def who_sends(env: Mapping[str, str], *, mcp_role: str | None = None,
+              calling_thread: str | None = None) -> Sender:
+    """Who sends a message from a process with environment `env` — and, for an MCP tool
+    call, the server's role and the thread the call's `_meta` names. The one place this
+    is decided (see the module docstring)."""
+    thread = calling_thread or env.get(THREAD_ENV) or None
+    if thread:
+        return Sender(Speaker.CODEX, thread=thread)
+    if mcp_role == "codex":  # only codex starts a role-codex server (`setup codex`)
+        return Sender(Speaker.CODEX)
+    if mcp_role == "claude" or any(env.get(name) for name in CLAUDE_ENV):
+        return Sender(Speaker.CLAUDE_CODE, session=env.get(SESSION_ENV) or None)
+    return Sender(Speaker.HUMAN)
+
+
+def label_of(speaker: object) -> str:
+    """The envelope's name for a recorded speaker (an older record has none: it was
+    always Claude Code, the only sender records were made for)."""
+    found = Speaker.parse(speaker)
+    return Sender(found).label if found is not None else CLAUDE
 
 
 def request_token(now: float | None = None) -> str:
@@ -34,8 +112,9 @@ def conversation_id() -> str:
 
 def steer_text(sender: str, words: str) -> str:
     """What a peer adds to a running turn (`talk steer`): its words, framed."""
-    return frame([f"from {sender} — a peer AI agent, not the human user (added to this turn)"],
-                 words, f"end of the words from {sender}")
+    who = f"from {HUMAN}, through codexbridge" if sender == HUMAN else \
+        f"from {sender} — a peer AI agent, not the human user"
+    return frame([f"{who} (added to this turn)"], words, f"end of the words from {sender}")
 
 
 # --- the envelope of a message to Codex --------------------------------------------------
@@ -55,7 +134,8 @@ class Envelope(NamedTuple):
 
     def header(self) -> list[str]:
         """The lines above the message text (the first is tagged by `frame`)."""
-        who = f"from {self.sender} — a peer AI agent, not the human user"
+        who = f"from {self.sender} — a peer AI agent, not the human user" \
+            if self.sender != HUMAN else f"from {HUMAN}, through codexbridge"
         if self.is_reply:
             return [who, f"reply to {self.in_reply_to} · {self.conversation} · no reply needed"]
         where = f"your final message goes back to {self.reply_to}" if self.reply_to else \

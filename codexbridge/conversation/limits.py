@@ -68,7 +68,11 @@ def frame_max(env: Mapping[str, str]) -> int:
 
 
 MAX_HOPS_ENV = "CODEX_BRIDGE_MAX_HOPS"
-DEFAULT_MAX_HOPS = 4
+# A ceiling for runaway loops, not a length for conversations: a real review goes back
+# and forth a dozen times (the twelve-exchange journey), and a loop that repeats itself
+# is stopped by what it does long before this (budget.py, "no progress"). 4 ended a
+# review after two questions each way.
+DEFAULT_MAX_HOPS = 40
 
 
 def max_hops(env: dict[str, str] | None = None) -> int:

@@ -116,6 +116,13 @@ class Delivery:
     # A turn of codexbridge's own telling the asking thread about its request (not an
     # answer: it does not close the request).
     notice: bool = False
+    # Who sent it (`envelope.who_sends`: an `envelope.Speaker` value) and the Codex thread
+    # it came from; None on older records, which only Claude Code made.
+    sender: str | None = None
+    sender_thread: str | None = None
+    # Its sender follows the turn and takes the answer itself (`talk say`, MCP
+    # `codex_message_send` wait=true): no courier carries it, nothing is routed as mail.
+    blocking: bool = False
     warnings: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
 
@@ -152,7 +159,7 @@ class Delivery:
         """A message to Codex not yet at its end; a request to Claude a running session
         was handed and has not answered (that session is watched). Mail that waits for a
         Claude session to start needs nobody."""
-        if self.state.final:
+        if self.state.final or self.blocking:
             return False
         if self.direction is Direction.TO_CODEX:
             return True
@@ -169,6 +176,25 @@ class Delivery:
                                     if "reason" in changes else {})})
         self.state = state
         self.updated_at = now
+
+
+def envelope_of(record: Delivery) -> envelope.Envelope:
+    """The header the peer and the human see above the message: who sent it, as recorded
+    (`envelope.who_sends`), its conversation's true hop n/N, where the answer goes."""
+    if record.blocking:
+        waits = "the asking Codex" if record.sender == envelope.Speaker.CODEX.value \
+            else "the asking Claude"
+        where: str | None = f"this call ({waits} waits for it)"
+    elif record.reply_to and not record.in_reply_to:
+        asker = "the asking Codex" if record.sender == envelope.Speaker.CODEX.value \
+            else "the human" if record.sender == envelope.Speaker.HUMAN.value \
+            else "the asking Claude"
+        where = f'mailbox "{record.reply_to}" ({asker})'
+    else:
+        where = None
+    return envelope.Envelope(envelope.label_of(record.sender), record.id,
+                             record.conversation or "", record.hop, record.max_hops, where,
+                             record.in_reply_to)
 
 
 def _fits(value: object, annotation: str) -> bool:
@@ -433,7 +459,7 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       thread_id=thread_id, chosen_by="asking-thread",
                       text_preview=preview(text), reply_to=reply_to,
                       reply_to_how="the answering session" if reply_to else None,
-                      notice=notice)
+                      notice=notice, sender=envelope.Speaker.CLAUDE_CODE.value)
     store.note_reach(record, reach)
     record.move(DeliveryState.QUEUED)
     # The text before the record: a record is what the courier acts on, and one whose

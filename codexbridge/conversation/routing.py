@@ -46,14 +46,9 @@ def sending_from_thread(env: Mapping[str, str]) -> str | None:
 
 
 def agent_sending(env: Mapping[str, str]) -> str | None:
-    """The agent that runs this command, as its words are labelled to Codex (Codex when a
-    Codex turn runs it, Claude Code when Claude Code does), or None: no agent says so,
-    and the words go as they are — the human's own, typed in their shell. An agent's
-    words never reach a thread unlabelled, where they would read as the human's."""
-    from .envelope import CLAUDE, CODEX
+    """The agent that runs this command, as its words are labelled (`envelope.who_sends`
+    decides), or None: the human's own shell."""
+    from .envelope import who_sends
 
-    if env.get(THREAD_ENV):
-        return CODEX
-    if any(env.get(name) for name in CLAUDE_ENV):
-        return CLAUDE
-    return None
+    sender = who_sends(env)
+    return sender.label if sender.is_agent else None

@@ -42,6 +42,7 @@ from .location import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..conversation.envelope import Sender
     from ..jsontypes import JsonObject
     from .live import Reach
 
@@ -69,13 +70,15 @@ def mailbox_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
     return validate_name(raw if raw else default_mailbox(dict(env) if env else None))
 
 
-def sender_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
-    """`raw`, else $CODEX_BRIDGE_FROM, else `codex` — validated (it is shown to Claude as
-    a peer AI agent's name, so it may not claim to be the human: `frame.label_problem`)."""
+def sender_name(raw: str | None, env: Mapping[str, str] | None = None,
+                default: str = DEFAULT_SENDER) -> str:
+    """`raw`, else $CODEX_BRIDGE_FROM, else `default` (`codex`; `claude-code` when Claude
+    Code sends: `request`) — validated (it is shown to Claude as a peer AI agent's name,
+    so it may not claim to be the human: `frame.label_problem`)."""
     from ..conversation.frame import label_problem
 
     source = os.environ if env is None else env
-    name = raw or source.get(FROM_ENV) or DEFAULT_SENDER
+    name = raw or source.get(FROM_ENV) or default
     problem = name_problem(name) or label_problem(name)
     if problem:
         raise MailboxNameError(f"invalid sender name {name!r} (from / --from / "
@@ -173,9 +176,10 @@ def push(text: str, *, to: str | None = None, sender: str | None = None,
 
 def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
                new: bool, project: str | None = None,
-               thread: str | None = None) -> tuple[str, str, Directory]:
+               thread: str | None = None, default_sender: str = DEFAULT_SENDER
+               ) -> tuple[str, str, Directory]:
     """Validate everything about a push before anything is written or spent."""
-    who = sender_name(sender)
+    who = sender_name(sender, default=default_sender)
     if not text.strip():
         raise UsageError("refusing to send an empty message")
     from ..conversation.limits import mail_max, mail_over_limit
@@ -330,12 +334,15 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
             inbox: str | None = None, new: bool = False, expect_reply: bool = False,
             thread: str | None = None, conversation: str | None = None,
             env: Mapping[str, str] | None = None, interrupt: bool = False,
-            project: str | None = None) -> RequestReceipt:
+            project: str | None = None, new_conversation: bool = False,
+            sent_by: Sender | None = None) -> RequestReceipt:
     """Codex → Claude: a message that is a request in a conversation — it spends a hop
     (refused over budget, before anything is written) and carries the envelope fields.
     With `expect_reply`, the Claude session's answer (its final message after handling
     the mail) is sent back into the asking thread — `thread`, else `$CODEX_THREAD_ID`
-    (set by codex for the commands it runs) — and a delivery record tracks it."""
+    (set by codex for the commands it runs) — and a delivery record tracks it.
+    `sent_by`: who sends (default `envelope.who_sends(env)`), kept on the mail and the
+    record."""
     from ..conversation import envelope
     from ..conversation.budget import Conversations, current_conversation
     from ..conversation.limits import max_hops
@@ -344,18 +351,21 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     from ..conversation.routing import sending_from_thread
 
     source = os.environ if env is None else env
+    by = sent_by or envelope.who_sends(source)
+    # Mail a Claude Code session sends (another session's mailbox) is not named codex
+    default = "claude-code" if by.speaker is envelope.Speaker.CLAUDE_CODE else DEFAULT_SENDER
     asking = thread or sending_from_thread(source)
-    name, who, known = _addressed(text, to, sender, inbox, new, project, asking)
+    name, who, known = _addressed(text, to, sender, inbox, new, project, asking, default)
     if expect_reply and not asking:
         raise UsageError("expect a reply from where? Pass the asking Codex thread (--thread ID) "
                          "— inside a Codex turn it is $CODEX_THREAD_ID")
     token = envelope.request_token()
-    limit = max_hops(dict(source))
-    conv, hop = Conversations().spend(current_conversation(conversation, source), {
-        "direction": "codex→claude", "delivery": token, "mailbox": name, "thread": asking},
-        limit)
+    conv, hop, limit = Conversations().spend_hop(
+        current_conversation(conversation, source, new=new_conversation), {
+            "direction": f"{_arrow(by)}→claude", "delivery": token, "mailbox": name,
+            "thread": asking}, max_hops(dict(source)), words=text)
     fields: JsonObject = {"request": token, "conversation": conv, "hop": hop,
-                              "max_hops": limit}
+                          "max_hops": limit, "sent_by": by.speaker.value}
     store = DeliveryStore()
     if expect_reply:
         fields["expect_reply"] = {"thread": asking}
@@ -363,7 +373,8 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
         # on this record) within a fraction of a second.
         record = Delivery(id=token, direction=Direction.TO_CLAUDE, conversation=conv,
                           hop=hop, max_hops=limit, thread_id=asking, mailbox=name,
-                          text_preview=text_preview(text))
+                          text_preview=text_preview(text), sender=by.speaker.value,
+                          sender_thread=by.thread)
         record.move(DeliveryState.QUEUED)
         store.save(record)
     try:
@@ -374,6 +385,11 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
             store.update(token, lambda r: r.move(DeliveryState.FAILED, reason=why))
         raise
     return RequestReceipt(receipt, token, conv, hop, limit, asking if expect_reply else None)
+
+
+def _arrow(by: Sender) -> str:
+    """The hop trail's name for the sender (`codex→claude` is Codex's request)."""
+    return {"claude-code": "claude", "human": "human"}.get(by.speaker.value, "codex")
 
 
 def peek(name: str | None, *, inbox: str | None = None, project: str | None = None

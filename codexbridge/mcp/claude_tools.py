@@ -88,6 +88,9 @@ class ClaudeTools:
         conversation: Annotated[str | None, Field(description=(
             "The conversation this continues (its hop budget). Default: the one this "
             "thread is in (a bridge message started the turn), else a new one."))] = None,
+        newConversation: Annotated[bool, Field(description=(
+            "Start a new conversation with its own hop budget — what to do after "
+            "HOP_LIMIT when the exchange is still making progress."))] = False,
         ctx: Context | None = None,
     ) -> CallToolResult:
         """Leave a message in a Claude Code session's mailbox. Returns the message id at
@@ -95,7 +98,8 @@ class ClaudeTools:
         answer arrives in this thread as a new turn. Each message spends one hop of the
         conversation's budget (HOP_LIMIT when it is spent)."""
         body = send_mail(self.rt, text, mailbox, sender, new=new, expect_reply=expectReply,
-                         conversation=conversation, thread=calling_thread(ctx))
+                         conversation=conversation, thread=calling_thread(ctx),
+                         new_conversation=newConversation)
         return await guarded("claude_message_send", body)
 
 
@@ -165,7 +169,8 @@ async def peek(rt: Runtime, mailbox: str | None, max_messages: int) -> Outcome:
 
 async def send_mail(rt: Runtime, text: str, mailbox: str | None, sender: str | None, *,
                     new: bool, expect_reply: bool, conversation: str | None,
-                    thread: str | None) -> Outcome:
+                    thread: str | None, new_conversation: bool = False) -> Outcome:
+    from ..conversation.envelope import who_sends
     from ..conversation.routing import THREAD_ENV
     from ..inbox import service as inbox
 
@@ -178,7 +183,10 @@ async def send_mail(rt: Runtime, text: str, mailbox: str | None, sender: str | N
     # with no mailbox named, the Claude session listening in that project.
     sent = inbox.request(text, to=mailbox, sender=sender, inbox=rt.inbox(), new=new,
                          expect_reply=expect_reply, thread=thread,
-                         conversation=conversation, env=env, project=os.getcwd())
+                         conversation=conversation, env=env, project=os.getcwd(),
+                         new_conversation=new_conversation,
+                         sent_by=who_sends(env, mcp_role=rt.settings.role,
+                                           calling_thread=thread))
     return _mail_left(sent)
 
 

@@ -27,17 +27,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from typing import TYPE_CHECKING, Annotated
 
+from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
 from ..conversation.frame import quoted
 from .results import Data, Outcome, Warnings, guarded, turn_started
-from .runtime import Runtime
+from .runtime import Runtime, calling_thread
 
 if TYPE_CHECKING:
+    from ..conversation.envelope import Sender
     from ..protocol.enums import ApprovalPolicy
     from ..protocol.threads import ThreadInfo
     from ..talk.turn import SayResult
@@ -102,16 +105,26 @@ class CodexTools:
         conversation: Annotated[str | None, Field(description=(
             "The conversation this continues (its hop budget). Default: the one this "
             "session is handling, else a new one."))] = None,
+        newConversation: Annotated[bool, Field(description=(
+            "Start a new conversation with its own hop budget — what to do after "
+            "HOP_LIMIT when the exchange is still making progress."))] = False,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Send a message into a live Codex thread (the conversation open in the Codex
         TUI) as a new turn. wait=true returns Codex's reply; wait=false returns a receipt
         at once and the reply comes back as mail. Messages go through codex's own queue:
         concurrent sends run one turn at a time, in order. Replies over 64 KiB come back
         as an artifact (read with bridge_output_read). A send that started a turn is
-        never safe to retry: check error.retryable."""
-        body = (send(self.rt, text, threadId, timeoutMs, approvals, conversation) if wait
+        never safe to retry: check error.retryable. Each send has a deliveryId that
+        codex_delivery_status (and `codexbridge talk status`) finds."""
+        from ..conversation.envelope import who_sends
+
+        sender = who_sends(os.environ, mcp_role=self.rt.settings.role,
+                           calling_thread=calling_thread(ctx))
+        body = (send(self.rt, text, threadId, timeoutMs, approvals, conversation,
+                     sender=sender, new_conversation=newConversation) if wait
                 else send_async(self.rt, text, threadId, approvals, replyTo, conversation,
-                                timeoutMs))
+                                timeoutMs, sender=sender, new_conversation=newConversation))
         return await guarded("codex_message_send", body)
 
     async def codex_delivery_status(
@@ -193,43 +206,58 @@ def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
 
 
 async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | None,
-               approvals: str | None, conversation: str | None = None) -> Outcome:
-    """wait=true: one turn on the thread, in line behind the others; its reply."""
+               approvals: str | None, conversation: str | None = None, *,
+               sender: Sender | None = None, new_conversation: bool = False) -> Outcome:
+    """wait=true: one turn on the thread, in line behind the others; its reply. The
+    request has a record like any other (`talk status` finds the id its envelope names),
+    ended here when the call ends."""
+    from ..conversation.records import DeliveryStore
     from ..errors import BridgeError, RpcError, TurnStartFailedError
-    from ..talk.deliveries import blocking_request
+    from ..talk.deliveries import blocking_request, finish_blocking
     from ..talk.threads import find_target
-    from ..talk.turn import SayProgress, say
+    from ..talk.turn import say
 
     policy = check_args(rt, text, approvals)
     timeout = (timeout_ms / 1000.0) if timeout_ms else rt.settings.turn_timeout
+    store = DeliveryStore()
     async with rt.connect() as client:
         thread = await find_target(client, selector)
-        words = blocking_request(text, thread.id, conversation=conversation)
-        progress = SayProgress()
+        request = blocking_request(text, thread.id, conversation=conversation, sender=sender,
+                                   new_conversation=new_conversation, store=store)
+        progress = request.progress(store)
         try:
-            result = await say(client, thread.id, words, approvals=policy,
+            result = await say(client, thread.id, request.words, approvals=policy,
                                approval_timeout=rt.settings.approval_timeout,
                                timeout=timeout, busy_timeout=rt.settings.queue_wait,
                                capture_limit=rt.settings.capture_max, progress=progress)
         except RpcError as exc:
+            finish_blocking(store, request, None, failure=exc.message)
             if progress.turn_start_sent:
                 raise turn_started(exc) from exc
             if type(exc) is RpcError:  # a plain refusal: nothing ran
                 raise TurnStartFailedError(exc.rpc_code, exc.message, exc.data) from exc
             raise
         except BridgeError as exc:
+            finish_blocking(store, request, None, failure=exc.message)
             raise (turn_started(exc) if progress.turn_start_sent else exc) from exc
-    return _replied(rt, thread, result, timeout)
+        except BaseException:
+            finish_blocking(store, request, None,
+                            failure="the call ended while it waited; the turn may still run")
+            raise
+        finish_blocking(store, request, result)
+    return _replied(rt, thread, result, timeout, request.record.id)
 
 
-def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float) -> Outcome:
+def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float,
+             delivery_id: str | None = None) -> Outcome:
     """The reply of a finished turn (inline or as an artifact), or the error it came to."""
     from ..protocol.enums import TurnOutcome
     from ..talk.outcome import turn_error
 
     approvals = [a.as_dict() for a in result.approvals]
     where: Data = {"threadId": result.thread_id, "turnId": result.turn_id,
-                   "thread": {"id": thread.id, "name": thread.name, "cwd": thread.cwd}}
+                   "thread": {"id": thread.id, "name": thread.name, "cwd": thread.cwd},
+                   "deliveryId": delivery_id}
     error = turn_error(result, timeout=timeout, read_with="codex_thread_read")
     if error is not None:
         if result.status is not TurnOutcome.BUSY:  # it started: say what came of it
@@ -261,7 +289,8 @@ def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float)
 
 async def send_async(rt: Runtime, text: str, selector: str | None, approvals: str | None,
                      reply_to: str | None, conversation: str | None,
-                     timeout_ms: int | None) -> Outcome:
+                     timeout_ms: int | None, *, sender: Sender | None = None,
+                     new_conversation: bool = False) -> Outcome:
     """wait=false: the receipt of `talk send` (the courier carries the turn)."""
     from ..inbox.service import mailbox_name
     from ..talk.deliveries import send as send_message
@@ -272,7 +301,8 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
         text, selector=selector, connect=rt.connect, reach=reach_of(rt.endpoint()),
         reply_to=mailbox_name(reply_to) if reply_to else None, conversation=conversation,
         policy=policy, approval_timeout=rt.settings.approval_timeout,
-        turn_timeout=(timeout_ms / 1000.0) if timeout_ms else 4 * 3600.0)
+        turn_timeout=(timeout_ms / 1000.0) if timeout_ms else 4 * 3600.0, sender=sender,
+        new_conversation=new_conversation)
     d = receipt.delivery
     data = {**receipt.as_dict(), "deliveryId": d.id,
             "threadId": d.thread_id, "replyTo": d.reply_to}

@@ -234,10 +234,8 @@ def _log_to_stdout() -> None:
 # --- to Codex --------------------------------------------------------------------------
 
 def envelope_of(record: Delivery) -> envelope.Envelope:
-    where = f'mailbox "{record.reply_to}" (the asking Claude)' \
-        if record.reply_to and not record.in_reply_to else None
-    return envelope.Envelope(envelope.CLAUDE, record.id, record.conversation or "",
-                             record.hop, record.max_hops, where, record.in_reply_to)
+    from ..conversation.records import envelope_of as of  # one envelope, every road
+    return of(record)
 
 
 async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:

@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..conversation import courier_link, envelope
 from ..conversation.budget import Conversations, current_conversation
@@ -36,6 +36,7 @@ from ..conversation.records import (
     Reach,
     preview,
 )
+from ..conversation.records import envelope_of as records_envelope_of
 from ..conversation.routing import (
     SESSION_ENV,
     SOCKET_ENV,
@@ -50,6 +51,9 @@ from ..protocol.enums import ApprovalPolicy
 from ..protocol.threads import ThreadInfo
 from .client import Rpc
 from .threads import find_joinable, join
+
+if TYPE_CHECKING:
+    from .turn import SayProgress, SayResult
 
 
 class Receipt(NamedTuple):
@@ -97,30 +101,37 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
             in_reply_to: str | None = None, policy: ApprovalPolicy = ApprovalPolicy.TUI,
             approval_timeout: float = 300.0, turn_timeout: float = 4 * 3600.0,
             env: Mapping[str, str] | None = None, reach: Reach | None = None,
-            store: DeliveryStore | None = None) -> Receipt:
+            store: DeliveryStore | None = None, sender: envelope.Sender | None = None,
+            new_conversation: bool = False) -> Receipt:
     """Pass the guards, spend the hop, write the record (nothing is sent yet). `reach`:
-    how the courier gets to the app-server (none: it finds one itself)."""
+    how the courier gets to the app-server (none: it finds one itself). `sender`: who
+    sends (default: `envelope.who_sends(env)`)."""
     env = os.environ if env is None else env
     store = store or DeliveryStore()
+    sender = sender or envelope.who_sends(env)
     refuse_self_send(thread.id, env)
     token = envelope.request_token()
-    conv = current_conversation(conversation, env, store)
+    conv = current_conversation(conversation, env, store, new=new_conversation)
     limit = max_hops(dict(env))
     if in_reply_to:
         hop, conv = 0, conv or envelope.conversation_id()
+        recorded = Conversations().get(conv) if conv else None
+        budget = recorded.get("max_hops") if recorded else None
+        limit = budget if isinstance(budget, int) and budget > 0 else limit
         route = None
     else:
         route = reply_mailbox(reply_to, env, read_listeners(inbox_dir()))
-        conv, hop = Conversations().spend(conv, {
-            "direction": "claude→codex", "delivery": token, "thread": thread.id,
-            "reply_to": route.mailbox}, limit)
+        conv, hop, limit = Conversations().spend_hop(conv, {
+            "direction": _direction(sender), "delivery": token, "thread": thread.id,
+            "reply_to": route.mailbox}, limit, words=text)
     record = Delivery(id=token, direction=Direction.TO_CODEX, conversation=conv, hop=hop,
                       max_hops=limit, in_reply_to=in_reply_to, thread_id=thread.id,
                       chosen_by=chosen_by, text_preview=preview(text),
                       reply_to=route.mailbox if route else None,
                       reply_to_how=route.how if route else None,
                       approvals=policy.value, approval_timeout=approval_timeout,
-                      turn_timeout=turn_timeout)
+                      turn_timeout=turn_timeout, sender=sender.speaker.value,
+                      sender_thread=sender.thread)
     store.note_reach(record, reach or Reach())
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
@@ -134,6 +145,12 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     return Receipt(record, thread)
 
 
+def _direction(sender: envelope.Sender) -> str:
+    """The hop trail's arrow: who asked whom (a human's send counts as its shell's)."""
+    return {envelope.Speaker.CODEX: "codex→codex",
+            envelope.Speaker.HUMAN: "human→codex"}.get(sender.speaker, "claude→codex")
+
+
 def _no_mailbox_warning(env: Mapping[str, str], token: str) -> str:
     where = (f"the reply stays readable with `codexbridge talk status {token}`; pass "
              "--reply-to MAILBOX or set $CODEX_BRIDGE_MAILBOX to have it brought to you")
@@ -144,32 +161,103 @@ def _no_mailbox_warning(env: Mapping[str, str], token: str) -> str:
     return f"no reply-to mailbox: not run from a Claude Code session; {where}"
 
 
+class Blocking(NamedTuple):
+    """A blocking request (`talk say` run by an agent, MCP `codex_message_send`
+    wait=true): its record — so `talk status` finds the request id its envelope names —
+    and the text to send, framed."""
+
+    record: Delivery
+    words: str
+
+    def progress(self, store: DeliveryStore) -> SayProgress:
+        """What say() reports, written on the record: codex's queue entry, the turn."""
+        from .turn import SayProgress
+
+        def changed(what: str, p: SayProgress) -> None:
+            def note(r: Delivery) -> None:
+                r.submission_id = p.submission_id or r.submission_id
+                if what == "started" and p.turn_id:
+                    r.turn_id = p.turn_id
+                    if r.state is DeliveryState.QUEUED:
+                        r.move(DeliveryState.DELIVERING)
+            store.update(self.record.id, note)
+
+        return SayProgress(client_id=self.record.id, on_change=changed)
+
+
 def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = None,
-                     conversation: str | None = None, sender: str = envelope.CLAUDE) -> str:
-    """An agent's blocking message (MCP `codex_message_send`, `talk say` from Claude Code):
-    the same guards and hop as `send`, and the envelope — the answer is the call's own
-    result, so nothing is recorded or routed. Returns the text to send."""
+                     conversation: str | None = None, sender: envelope.Sender | None = None,
+                     new_conversation: bool = False,
+                     store: DeliveryStore | None = None) -> Blocking:
+    """An agent's blocking message: the same guards, hop and envelope as `send`, and a
+    record (`blocking`: the caller follows the turn and takes the answer itself, so no
+    courier carries it and nothing is routed as mail; `finish_blocking` ends it)."""
     env = os.environ if env is None else env
+    store = store or DeliveryStore()
+    sender = sender or envelope.who_sends(env)
     refuse_self_send(thread_id, env)
     token = envelope.request_token()
-    limit = max_hops(dict(env))
-    conv, hop = Conversations().spend(current_conversation(conversation, env), {
-        "direction": "claude→codex", "delivery": token, "thread": thread_id,
-        "reply_to": "inline"}, limit)
-    waits = "the asking Claude" if sender == envelope.CLAUDE else "the asking agent"
-    return envelope.Envelope(sender, token, conv, hop, limit,
-                             f"this call ({waits} waits for it)").wrap(text)
+    conv, hop, limit = Conversations().spend_hop(
+        current_conversation(conversation, env, store, new=new_conversation), {
+            "direction": _direction(sender), "delivery": token, "thread": thread_id,
+            "reply_to": "inline"}, max_hops(dict(env)), words=text)
+    record = Delivery(id=token, direction=Direction.TO_CODEX, conversation=conv, hop=hop,
+                      max_hops=limit, thread_id=thread_id, chosen_by="caller",
+                      text_preview=preview(text), reply_to_how="the call's own result",
+                      sender=sender.speaker.value, sender_thread=sender.thread,
+                      blocking=True, courier_pid=os.getpid())
+    record.move(DeliveryState.QUEUED)
+    from ..host.private import write_private
+
+    # Kept as for `send`: a courier that adopts it when its caller dies reads it here.
+    write_private(store.text_path(token), text.encode("utf-8"), durable=True)
+    store.save(record)
+    return Blocking(record, envelope_of(record).wrap(text))
+
+
+def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult | None,
+                    failure: str | None = None) -> None:
+    """The end of a blocking request, on its record: delivered with the reply's start,
+    or why not (`failure`: the call raised — nothing was sent, or the turn may still
+    run; `result` not completed: how the turn ended)."""
+    from ..protocol.enums import TurnOutcome
+
+    def end(r: Delivery) -> None:
+        if r.state.final:
+            return
+        if result is not None:
+            r.turn_id = result.turn_id or r.turn_id
+        if result is not None and result.status is TurnOutcome.COMPLETED:
+            r.move(DeliveryState.DELIVERED, reply_preview=preview(result.reply),
+                   reply_bytes=result.reply_bytes, courier_pid=None)
+            return
+        why = failure or _ended(result)
+        r.move(DeliveryState.FAILED, reason=why, courier_pid=None)
+
+    store.update(blocking.record.id, end)
+
+
+def _ended(result: SayResult | None) -> str:
+    """Why a blocking request's turn gave no answer, as its record says it."""
+    from ..protocol.enums import TurnOutcome
+
+    if result is None:
+        return "the call ended before its turn did"
+    if result.status is TurnOutcome.BUSY:
+        return ("it waited in codex's queue too long and was taken back out: nothing was "
+                "sent (CODEX_BRIDGE_QUEUE_WAIT)")
+    if result.status is TurnOutcome.TIMED_OUT:
+        return "the call stopped following the turn at its timeout; the turn may still run"
+    return f"the turn ended {result.status.value}" + (f": {result.error}" if result.error
+                                                      else "")
 
 
 RECOVER_WAIT = 5.0  # s: a courier started for `talk status` settles a dead one's record
 
 
 def envelope_of(record: Delivery) -> envelope.Envelope:
-    """The header the peer and the human see above the message."""
-    where = f'mailbox "{record.reply_to}" (the asking Claude)' \
-        if record.reply_to and not record.in_reply_to else None
-    return envelope.Envelope(envelope.CLAUDE, record.id, record.conversation or "",
-                             record.hop, record.max_hops, where, record.in_reply_to)
+    """The header the peer and the human see above the message (`records.envelope_of`)."""
+    return records_envelope_of(record)
 
 
 async def send(text: str, *, selector: str | None = None, cwd: str | None = None,
@@ -180,7 +268,8 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
                env: Mapping[str, str] | None = None,
                store: DeliveryStore | None = None,
                connect: Callable[[], AbstractAsyncContextManager[Rpc]] | None = None,
-               reach: Reach | None = None) -> Receipt:
+               reach: Reach | None = None, sender: envelope.Sender | None = None,
+               new_conversation: bool = False) -> Receipt:
     """Send `text` into the thread: guards, record, codex's queue, the courier — and the
     receipt, within a second. Errors before codex took the message mean nothing was
     sent (and nothing is left recorded as on its way). `connect` (the MCP server's
@@ -207,7 +296,8 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
         receipt = prepare(text, thread, chosen_by, reply_to=reply_to,
                           conversation=conversation, in_reply_to=in_reply_to, policy=policy,
                           approval_timeout=approval_timeout, turn_timeout=turn_timeout,
-                          env=env, reach=reach, store=store)
+                          env=env, reach=reach, store=store, sender=sender,
+                          new_conversation=new_conversation)
         record = receipt.delivery
         progress = SayProgress(client_id=record.id)
         try:
@@ -235,6 +325,11 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
     the machine rebooted) is handed to a new one, which finds the message in the thread
     or codex's queue and carries on — never resending it."""
     record = get(store, delivery_id)
+    if _caller_gone(record):
+        # A blocking send whose caller died waiting (Claude Code's Bash tool kills a
+        # command after 120 s): the courier adopts it — it finds the turn by the
+        # record's id in the thread, or the message in codex's queue; never resent.
+        record = store.update(delivery_id, _adopt) or record
     if record.needs_courier and not courier_link.running():
         courier_link.ensure([record.id])
         # The new courier looks in the thread at once: what it finds is worth showing.
@@ -246,6 +341,20 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
             time.sleep(0.05)
         record = get(store, delivery_id)
     return record
+
+
+def _caller_gone(record: Delivery) -> bool:
+    from ..host.procs import pid_alive
+
+    return (record.blocking and not record.state.final and record.courier_pid is not None
+            and not pid_alive(record.courier_pid))
+
+
+def _adopt(record: Delivery) -> None:
+    if _caller_gone(record):
+        record.blocking = False
+        record.warnings.append(f"the call that sent it (pid {record.courier_pid}) ended "
+                               "before the answer; the courier follows the turn instead")
 
 
 def get(store: DeliveryStore, delivery_id: str) -> Delivery:

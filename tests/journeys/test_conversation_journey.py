@@ -18,6 +18,7 @@ import shlex
 import pytest
 
 from codexbridge.conversation.frame import words_of
+from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.world import readme_block
 
 from .conftest import Journey, fresh_text, one_line, wait_until
@@ -335,9 +336,19 @@ def test_a_conversation_of_four_hops_and_the_fifth_is_refused(journey: Journey) 
     """A→B→A→B in one conversation: Claude asks Codex, whose turn asks Claude, whose turn
     asks Codex, whose turn asks Claude — and that Claude's attempt at a fifth hop is
     refused (exit 9) before anything is sent. Each agent just does what the message it
-    handles says; the conversation (and its budget) travels by itself."""
+    handles says; the conversation (and its budget) travels by itself. The budget of 4
+    is the human's `talk budget 4`, typed while both sessions run (the default, 40, is
+    walked by test_long_review_journey): read at each request, it reaches them."""
     j = journey
     codex = j.codex["project"]
+    assert j.cb("talk", "budget", "4").returncode == 0
+    try:
+        _four_hops_and_the_fifth_refused(j, codex)
+    finally:
+        assert j.cb("talk", "budget", "--reset").returncode == 0
+
+
+def _four_hops_and_the_fifth_refused(j: Journey, codex: CodexTUI) -> None:
     fifth = bash(_send_line("HOP-FIVE: one more round"))
     hop4 = "MCP_CALL: claude_message_send " + json.dumps({"text": "HOP-FOUR " + fifth})
     hop3 = bash(_send_line("HOP-THREE " + hop4))
@@ -354,6 +365,8 @@ def test_a_conversation_of_four_hops_and_the_fifth_is_refused(journey: Journey) 
     j.claude_allows()                                   # the fifth: refused
     refused = j.claude_saw("has used its 4 hops", since)  # what Claude's tool result says
     assert "Exit code 9" in fresh_text(refused) and "nothing was sent" in fresh_text(refused)
+    # … and names what goes on from this very turn
+    assert "--new-conversation" in one_line(fresh_text(refused))
     convs = {r["conversation"] for r in j.records()
              if "HOP-" in r.get("text_preview", "") and not r.get("in_reply_to")}
     assert len(convs) == 1, convs

@@ -264,7 +264,8 @@ async def test_claude_asks_codex_and_the_stop_hook_brings_the_reply(
     conv = receipt["conversation"]
     assert conv == pushed["conversation"] and (pushed["hop"], receipt["hop"]) == (1, 2)
     hops = conversation_file(conv)["hops"]
-    assert [(h["n"], h["direction"]) for h in hops] == [(1, "codex→claude"),
+    # (the push is the test's own, from a plain shell: who_sends names it the human's)
+    assert [(h["n"], h["direction"]) for h in hops] == [(1, "human→claude"),
                                                         (2, "claude→codex")]
     assert hops[1]["delivery"] == did and hops[1]["reply_to"] == name
     assert f"request {did} (echo it)" in text
@@ -498,4 +499,4 @@ async def test_codex_asks_claude_and_the_answer_comes_back_as_a_turn(
     assert mails(name) == []
     hops = conversation_file(conv)["hops"]
     assert [(h["n"], h["direction"], h["delivery"]) for h in hops] == [
-        (1, "codex→claude", request)]
+        (1, "human→claude", request)]  # (pushed from the test's plain shell)

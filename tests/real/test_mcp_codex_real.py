@@ -50,7 +50,7 @@ async def test_send_returns_the_reply_and_the_tui_sees_the_turn(app_server: AppS
             assert sc["data"]["threadId"] == user.thread_id and sc["data"]["turnId"]
             history = await call(client, "codex_thread_read", {"threadId": user.thread_id})
             last = history["data"]["turns"][-1]["text"]
-            # the message went with its envelope (a peer agent, hop 1/4); the mock
+            # the message went with its envelope (a peer agent, hop 1/40); the mock
             # answers the words under it
             assert re.match(r"› \[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI "
                             "agent", last)

@@ -34,8 +34,9 @@ from tests.support.raw_client import RawClient, resume_thread, start_user_thread
 
 pytestmark = pytest.mark.real_codex
 
-HEADER = re.compile(r"\[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI agent, not the "
-                    "human user\n")
+# `talk send` run from the test's own process: a plain shell, the human's (who_sends)
+HEADER = re.compile(r"\[codexbridge [a-z0-9]{6}\] from the human user's own shell, through "
+                    "codexbridge\n")
 
 
 @pytest.fixture
@@ -120,7 +121,7 @@ async def test_send_returns_a_receipt_while_the_turn_runs_and_the_reply_comes_as
         assert receipt["thread_id"] == human.thread_id
         assert receipt["chosen_by"] == "only-thread" and receipt["reply_to"] == "asker"
         assert receipt["reply_to_how"] == "--reply-to"
-        assert receipt["hop"] == 1 and receipt["max_hops"] == 4
+        assert receipt["hop"] == 1 and receipt["max_hops"] == 40
         assert receipt["state"] in ("queued", "delivering", "awaiting-reply")
         running = await status(url_env, rid)
         assert running["state"] == "awaiting-reply" and running["turn_id"]
@@ -130,7 +131,7 @@ async def test_send_returns_a_receipt_while_the_turn_runs_and_the_reply_comes_as
             and n["params"]["item"].get("type") == "userMessage", since=since)
         item = started["params"]["item"]
         text = item_text(item)
-        assert HEADER.match(text) and rid in text and "hop 1/4" in text
+        assert HEADER.match(text) and rid in text and "hop 1/40" in text
         assert words_of(text) == "HOLD:s1 please review auth.py"
         assert item["clientId"] == rid  # codex kept our id: how the courier finds its turn
         assert mock_model.model_calls[-1].user_text == text
@@ -274,7 +275,10 @@ async def test_the_fifth_hop_is_refused_and_nothing_is_delivered(
         url_env: dict[str, str]) -> None:
     async with RawClient(app_server.url) as peer:
         human = await start_user_thread(peer, workdir, "first")
-        first = await send(url_env, "--reply-to", "asker", "hop one")
+        # the conversation's budget is its starter's (4 here); later senders, at the
+        # default of 40, are held to it
+        first = await send({**url_env, "CODEX_BRIDGE_MAX_HOPS": "4"}, "--reply-to", "asker",
+                           "hop one")
         conv = first["conversation"]
         ids = [first["delivery_id"]]
         for n in ("two", "three", "four"):
@@ -356,7 +360,8 @@ async def test_steer_lands_in_the_running_turn_and_interrupt_ends_it(
         assert data["turn_id"] == json.loads(steered.out)["turn_id"]
         assert data["status"] == "completed" and data["reply"].endswith("also check the tests")
         last = mock_model.model_calls[-1].user_text or ""
-        assert re.match(r"\[codexbridge [a-z0-9]{6}\] from Claude Code", last) and \
+        assert re.match(r"\[codexbridge [a-z0-9]{6}\] from the human user's own shell",
+                        last) and \
             "added to this turn" in last.splitlines()[0]
         # interrupt: a send's turn ends `interrupted`, its record `failed`, the asker told
         receipt = await send(url_env, "--reply-to", "asker", "HOLD:in1 stop me")

@@ -209,12 +209,13 @@ async def test_send_waits_for_the_first_message_then_delivers(
     screen = tui.capture(scrollback=True)
     rest = envelope_of(Delivery.from_dict(record)).header()
     sealed = re.search(r"› (\[codexbridge [a-z0-9]{6}\]) " + re.escape(rest[0]), screen)
-    assert sealed is not None and rest[0].startswith("from Claude Code"), screen
+    assert sealed is not None and rest[0].startswith("from the human user's own shell"), screen
     header = [f"{sealed.group(1)} {rest[0]}", *rest[1:]]
     assert len(header) <= 3 and all(len(line) < 80 for line in header), header
     lines = _lines(screen)
     expected = [f"  {line}" for line in header[1:]] + [
-        "", f"  {text}", "", f"  {sealed.group(1)} end of the message from Claude Code"]
+        "", f"  {text}", "",
+        f"  {sealed.group(1)} end of the message from the human user's own shell"]
     assert _block_after(lines, f"› {header[0]}", len(expected) + 1)[1:] == expected, screen
     # The human's own turn came first, untouched by the header.
     assert screen.index(f"› {HUMAN}") < screen.index(f"› {header[0]}")

@@ -2,7 +2,8 @@
 mock model).
 
 In a terminal (stdout a pty) the reply streams to stdout and is not printed again; into
-a pipe, stdout is the reply exactly once and the stream goes to stderr.
+a pipe, stdout is the reply exactly once, and stderr — a pipe too, as in Claude Code's
+Bash tool, which hands the model both — does not carry it a second time.
 """
 
 from __future__ import annotations
@@ -69,4 +70,5 @@ async def test_say_prints_the_reply_once_on_a_terminal_and_into_a_pipe(
         piped = await arun_cli("talk", "say", "hello into a pipe", env=env)
         assert piped.code == 0, piped.err
         assert piped.out == "MOCK REPLY: hello into a pipe\n"  # exactly once
-        assert "MOCK REPLY: hello into a pipe" in piped.err  # the stream, for the person
+        # stderr is a pipe too (Claude Code's Bash tool reads both): not a second copy
+        assert "MOCK REPLY: hello into a pipe" not in piped.err, piped.err

@@ -93,7 +93,7 @@ def test_json_through_it_is_still_the_same_json() -> None:
 def test_talk_say_streams_each_delta_shown(capsys: pytest.CaptureFixture[str]) -> None:
     """A sequence split across deltas, and a CRLF split across two."""
     for to_stdout in (True, False):
-        out = _ReplyOutput(quiet=False, to_stdout=to_stdout)
+        out = _ReplyOutput(quiet=False, to_stdout=to_stdout, watched=True)
         for i in range(0, len(NASTY), 3):
             out.delta(NASTY[i:i + 3])
         out.approval("approval asked: run `printf '\x1b]52;c;ZXZpbA==\x07'`")
@@ -235,7 +235,7 @@ async def test_talk_say_and_read_print_a_hostile_reply_neutralised(
         piped = await arun_cli("talk", "say", "ESCAPES into a pipe", env=env)
         assert piped.code == 0, piped.err
         assert clean(piped.out) and clean(piped.err)
-        assert piped.out == shown + "\n" and shown in piped.err  # stdout once; the stream
+        assert piped.out == shown + "\n" and shown not in piped.err  # once, on stdout
 
         as_json = await arun_cli("talk", "say", "--json", "ESCAPES as JSON", env=env)
         assert as_json.code == 0 and clean(as_json.out)

@@ -104,7 +104,7 @@ def test_damaged_budget_file_is_kept_aside_and_the_send_refused(tmp_path: Path) 
 
 
 def test_max_hops_and_ids_are_checked() -> None:
-    assert max_hops({}) == 4 and max_hops({"CODEX_BRIDGE_MAX_HOPS": "7"}) == 7
+    assert max_hops({}) == 40 and max_hops({"CODEX_BRIDGE_MAX_HOPS": "7"}) == 7
     for bad in ("x", "0", "-1"):
         with pytest.raises(UsageError):
             max_hops({"CODEX_BRIDGE_MAX_HOPS": bad})

@@ -139,7 +139,7 @@ async def test_lists_exactly_the_claude_tools_with_annotations(tmp_path: Path,
     assert send is not None and not send.read_only_hint and not send.idempotent_hint
     props = tools["codex_message_send"].input_schema["properties"]
     assert set(props) == {"text", "threadId", "timeoutMs", "approvals", "wait", "replyTo",
-                          "conversation"}
+                          "conversation", "newConversation"}
     assert props["approvals"]["enum"] == ["tui", "decline"]
     assert set(tools["bridge_output_read"].input_schema["properties"]) == {
         "artifactId", "cursor", "maxBytes"}
@@ -457,7 +457,8 @@ async def test_cancelled_call_after_turn_start_keeps_the_thread(tmp_path: Path,
 
 
 async def test_a_blocking_send_carries_the_envelope_and_spends_a_hop(
-        tmp_path: Path, codex: MemoryAppServer) -> None:
+        tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_BRIDGE_MAX_HOPS", "4")
     async with client_for(runtime(tmp_path, codex)) as client:
         sc = await call(client, "codex_message_send", {"text": "review it"})
         assert sc["ok"]
@@ -467,8 +468,8 @@ async def test_a_blocking_send_carries_the_envelope_and_spends_a_hop(
         assert re.match(r"\[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI agent", header)
         assert "hop 1/4" in header and "the asking Claude waits" in header
         conv = re.search(r"(conv_[0-9a-f]+)", header).group(1)  # type: ignore[union-attr]
-        for _ in range(3):
-            assert (await call(client, "codex_message_send", {"text": "again",
+        for n in range(3):
+            assert (await call(client, "codex_message_send", {"text": f"again {n}",
                                                               "conversation": conv}))["ok"]
         sc = await call(client, "codex_message_send", {"text": "fifth",
                                                        "conversation": conv})

@@ -68,7 +68,8 @@ async def test_exactly_the_codex_tools(tmp_path: Path, inbox: str) -> None:
     assert send.annotations is not None and send.annotations.read_only_hint is False
     assert send.annotations.idempotent_hint is False
     assert set(send.input_schema["properties"]) == {"text", "mailbox", "from", "new",
-                                                    "expectReply", "conversation"}
+                                                    "expectReply", "conversation",
+                                                    "newConversation"}
     assert set(tools["claude_mailbox_peek"].input_schema["properties"]) == {"mailbox",
                                                                               "maxMessages"}
     assert set(tools["claude_mailboxes_list"].input_schema["properties"]) == {"limit"}

@@ -43,9 +43,9 @@ def test_terminal_quiet_prints_once_at_the_end(capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().out == "the answer\n"
 
 
-def test_pipe_streams_to_stderr_and_stdout_is_the_reply_once(
+def test_pipe_streams_to_a_watched_stderr_and_stdout_is_the_reply_once(
         capsys: pytest.CaptureFixture[str]) -> None:
-    out = _ReplyOutput(quiet=False, to_stdout=False)
+    out = _ReplyOutput(quiet=False, to_stdout=False, watched=True)  # stderr: a terminal
     out.delta("the ans")
     out.approval("approval asked: run `ls` (left to the TUI)")
     out.delta("wer")
