@@ -116,6 +116,9 @@ class Delivery:
     # A turn of codexbridge's own telling the asking thread about its request (not an
     # answer: it does not close the request).
     notice: bool = False
+    # The thread was not loaded when the message was sent: no Codex TUI is attached, so
+    # an approval the turn asks for has nobody to answer it (the asker is told at once).
+    unattended: bool = False
     warnings: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
 

@@ -129,6 +129,7 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, on_approval,
                        client_id=None if steer or turn_cwd else progress.client_id)
     run.tracker.capture_limit = capture_limit
+    run.tracker.own_client_id = progress.client_id  # (steered, turn_cwd: sent with it)
 
     def left() -> float:
         return max(0.0, deadline - loop.time())
@@ -228,7 +229,9 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
                         approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
                         timeout: float = DEFAULT_TURN_TIMEOUT,
                         capture_limit: int = CAPTURE_LIMIT,
-                        on_delta: Callable[[str], None] | None = None) -> SayResult | None:
+                        on_delta: Callable[[str], None] | None = None,
+                        on_unattended: Callable[[ApprovalRecord, float], None] | None = None
+                        ) -> SayResult | None:
     """Carry a message codex may already hold — queued by its sender, or by a courier
     that lost its app-server — to the end of its turn, never sending it twice.
 
@@ -242,6 +245,8 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, None,
                        client_id=progress.client_id)
     run.tracker.capture_limit = capture_limit
+    run.unattended = on_unattended is not None
+    run.on_unattended = on_unattended
     async with _pumping(rpc, run, "codexbridge-courier-follow"):
         run.feeding = True  # before the join: a pending approval is replayed during it
         await join(rpc, thread_id)
