@@ -249,18 +249,26 @@ class TurnTracker:
         the first; any other was added to the turn while it ran (docs/conversations.md,
         "The human steers, interrupts, quits")."""
         item_id = str(item.get("id", ""))
-        if item_id in self._user_items:
-            return []
-        self._user_items.add(item_id)
         client_id = item.get("clientId")
         client_id = client_id if isinstance(client_id, str) else None
+        text = user_message_text(item)
+        if item_id in self._user_items or any(
+                a.client_id == client_id and a.text == text for a in self.added):
+            return []  # (listed by the thread, then notified: the same message)
+        self._user_items.add(item_id)
         ours = (client_id == self.own_client_id if self.own_client_id is not None
                 else len(self._user_items) == 1)
         if ours:
             return []
-        added = Added(item_id, user_message_text(item), client_id)
+        added = Added(item_id, text, client_id)
         self.added.append(added)
         return [added]
+
+    def note_user_items(self, items: list[JsonObject]) -> list[TurnEvent]:
+        """The turn's userMessage items as the thread lists them — for a follower that
+        joined after they were sent (a courier that started late, or took over): the
+        words added to the turn are known all the same."""
+        return [e for item in items for e in self._user_message(item)]
 
     def _buffer(self, env: Notification | ServerRequest) -> None:
         if isinstance(env, Notification) and env.method == m.ITEM_AGENT_MESSAGE_DELTA:

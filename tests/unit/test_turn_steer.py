@@ -34,7 +34,7 @@ def user_item(event: str, text: str, client_id: str | None, item: str) -> Notifi
 
 def steered_turn(words: str = "human steers: never mind, what is 2+2?") -> list[Notification]:
     """What codex 0.169.0 and 0.171.0 send when the human presses Enter in the TUI while
-    our queued turn runs (measured: tests/spikes/test_spike_h24_keys.py)."""
+    our queued turn runs (measured: docs/protocol-notes.md, "The human's keys")."""
     return [
         Notification("turn/started", {"threadId": T, "turn": {"id": U}}),
         user_item("item/started", "our question", OURS, "u1"),
@@ -80,6 +80,25 @@ def test_bound_by_id_our_message_is_told_by_its_own_client_id_or_else_the_first(
     for env in steered_turn()[1:]:
         tr.feed(env)
     assert [a.client_id for a in tr.added] == [TUI_CLIENT]
+
+
+def test_a_follower_that_joined_late_reads_the_steer_from_the_thread_once() -> None:
+    """The courier starts after the turn began (or takes over): the turn's userMessage
+    items listed by the thread tell it what was added; the live notification that may
+    follow for the same message is not counted again."""
+    tr = TurnTracker(T, client_id=OURS)
+    tr.bind(U)
+    listed = [{"type": "userMessage", "id": "u1", "clientId": OURS,
+               "content": [{"type": "text", "text": "our question"}]},
+              {"type": "userMessage", "id": "u2", "clientId": TUI_CLIENT,
+               "content": [{"type": "text", "text": "the human's words"},
+                           {"type": "image", "url": "x"}]}]
+    events = tr.note_user_items(listed)
+    assert [(a.text, a.client_id) for a in events if isinstance(a, Added)] == [
+        ("the human's words\n[image]", TUI_CLIENT)]
+    for env in steered_turn("the human's words\n[image]"):
+        tr.feed(env)
+    assert len(tr.added) == 1
 
 
 # -- what the asker is told ------------------------------------------------------------
