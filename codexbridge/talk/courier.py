@@ -468,8 +468,10 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
         return _final(store, delivery_id, DeliveryState.AWAITING_REPLY, courier_pid=None,
                       reason=f"the courier stopped following after {record.turn_timeout:g} s; "
                              "`talk status` recovers the answer when the turn ends")
-    if (result.status is TurnOutcome.INTERRUPTED and result.turn_id
+    if (result.status is TurnOutcome.INTERRUPTED and result.turn_id and not message
             and record.server_lost_at is None):
+        # (Esc and turn/interrupt end a turn with `error: null`, measured; an app-server
+        # going away is noted on the record, and an error names its own cause.)
         return _interrupted(store, record, result, recovered)
     if result.status is not TurnOutcome.COMPLETED:
         reason = f"the turn ended {result.status}" + (f": {message}" if message else "")
