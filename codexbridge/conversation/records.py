@@ -123,6 +123,9 @@ class Delivery:
     # Its sender follows the turn and takes the answer itself (`talk say`, MCP
     # `codex_message_send` wait=true): no courier carries it, nothing is routed as mail.
     blocking: bool = False
+    # The thread was not loaded when the message was sent: no Codex TUI is attached, so
+    # an approval the turn asks for has nobody to answer it (the asker is told at once).
+    unattended: bool = False
     warnings: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
 

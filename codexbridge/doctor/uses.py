@@ -40,6 +40,8 @@ _APPROVAL = "is not answered in a shape codex accepts (codex may wait for the an
 CLIENT_REQUESTS = {
     "initialize": "codexbridge cannot connect to codex at all",
     "thread/loaded/list": "talk cannot find the threads the TUI has loaded",
+    "thread/list": "talk send cannot name the project's last thread once codex unloaded "
+                   "it (the TUI was quit)",
     "thread/read": "talk cannot read a thread's status (choosing a thread, waiting until it "
                    "is idle)",
     "thread/resume": "talk cannot join a thread to follow its turns",

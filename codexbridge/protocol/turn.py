@@ -84,6 +84,24 @@ class Warning(Record):
         _set(self, "message", message)
 
 
+class Added(Record):
+    """A user message added to our turn by someone else — the human pressing Enter in the
+    Codex TUI while our turn runs (codex steers the running turn: a second userMessage
+    item inside it, with the TUI's own clientId; measured on codex 0.169.0 and 0.171.0),
+    or another client's `turn/steer`. The turn's final message answers the turn as
+    steered, not our message alone."""
+
+    __slots__ = ("client_id", "item_id", "text")
+    item_id: str
+    text: str
+    client_id: str | None
+
+    def __init__(self, item_id: str, text: str, client_id: str | None) -> None:
+        _set(self, "item_id", item_id)
+        _set(self, "text", text)
+        _set(self, "client_id", client_id)
+
+
 class Completed(Record):
     """Our turn ended: its status, error (as sent) and the turn object."""
 
@@ -98,7 +116,7 @@ class Completed(Record):
         _set(self, "turn", turn)
 
 
-TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Completed
+TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Added | Completed
 
 
 def _turn_id_of(params: JsonObject) -> str | None:
@@ -122,6 +140,21 @@ def _user_message_client_id(env: Notification | ServerRequest) -> tuple[bool, st
     return True, client_id if isinstance(client_id, str) else None
 
 
+def user_message_text(item: JsonObject) -> str:
+    """The words of a userMessage item (`content`: text parts; anything else — an image,
+    a mention — named by its type)."""
+    content = item.get("content")
+    parts: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+        else:
+            parts.append(f"[{part.get('type', 'input')}]")
+    return "\n".join(parts)
+
+
 class TurnTracker:
     """Feed it every notification and server request; it returns this turn's events.
 
@@ -139,6 +172,9 @@ class TurnTracker:
         self.buffer_limit = buffer_limit
         self.capture_limit = capture_limit
         self.client_id = client_id
+        # Our own message's clientId, when the turn is bound otherwise than by it (a
+        # steered message, a `turn/start`): how our user message is told from others.
+        self.own_client_id = client_id
         self.turn_id: str | None = None
         self.dropped_bytes = 0
         self.truncated = False
@@ -147,6 +183,9 @@ class TurnTracker:
         self.reply_parts: dict[str, list[str]] = {}
         self.messages: list[AgentMessage] = []
         self.completed: Completed | None = None
+        # User messages of our turn that are not our own (the human steering it).
+        self.added: list[Added] = []
+        self._user_items: set[str] = set()  # userMessage items of our turn seen
         self._pending: list[Notification | ServerRequest] = []
         self._pending_bytes = 0
 
@@ -204,6 +243,33 @@ class TurnTracker:
             return "".join(list(self.reply_parts.values())[-1])
         return ""
 
+    def _user_message(self, item: JsonObject) -> list[TurnEvent]:
+        """A userMessage of our turn (each item is seen twice, started and completed).
+        Ours is the one with our clientId — or, when we follow a turn by its id alone,
+        the first; any other was added to the turn while it ran (docs/conversations.md,
+        "The human steers, interrupts, quits")."""
+        item_id = str(item.get("id", ""))
+        client_id = item.get("clientId")
+        client_id = client_id if isinstance(client_id, str) else None
+        text = user_message_text(item)
+        if item_id in self._user_items or any(
+                a.client_id == client_id and a.text == text for a in self.added):
+            return []  # (listed by the thread, then notified: the same message)
+        self._user_items.add(item_id)
+        ours = (client_id == self.own_client_id if self.own_client_id is not None
+                else len(self._user_items) == 1)
+        if ours:
+            return []
+        added = Added(item_id, text, client_id)
+        self.added.append(added)
+        return [added]
+
+    def note_user_items(self, items: list[JsonObject]) -> list[TurnEvent]:
+        """The turn's userMessage items as the thread lists them — for a follower that
+        joined after they were sent (a courier that started late, or took over): the
+        words added to the turn are known all the same."""
+        return [e for item in items for e in self._user_message(item)]
+
     def _buffer(self, env: Notification | ServerRequest) -> None:
         if isinstance(env, Notification) and env.method == m.ITEM_AGENT_MESSAGE_DELTA:
             size = utf8_len(str(env.params.get("delta", "")))
@@ -234,6 +300,10 @@ class TurnTracker:
             else:
                 self.truncated = True  # still streamed to the caller, just not kept
             return [Delta(item_id, text)]
+        if method in (m.ITEM_STARTED, m.ITEM_COMPLETED):
+            item = params.get("item") or {}
+            if isinstance(item, dict) and item.get("type") == ThreadItemType.USER_MESSAGE:
+                return self._user_message(item)
         if method == m.ITEM_COMPLETED:
             item = params.get("item") or {}
             if isinstance(item, dict) and item.get("type") == ThreadItemType.AGENT_MESSAGE:

@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any
 
-from ..conversation import courier_link, envelope
+from ..conversation import courier_link, envelope, frame
 from ..conversation.limits import clip, mail_max
 from ..conversation.records import (
     Delivery,
@@ -56,7 +56,7 @@ from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from .client import AppServerClient
 from .deliveries import get
 from .endpoint import recorded_endpoint
-from .follow import SayResult
+from .follow import ApprovalRecord, SayResult
 from .turn import SayProgress, follow_queued
 
 CLIENT_NAME = "codexbridge-courier"
@@ -309,11 +309,20 @@ async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
     # answer): a message codex had and no longer has was taken out on purpose — never
     # sent twice.
     handed = record.submission_id is not None or record.turn_id is not None
+    told: list[asyncio.Task[Any]] = []
+
+    def on_unattended(approval: ApprovalRecord, wait: float) -> None:
+        # Leaving the mail may wait on a live push: off the loop, the turn goes on.
+        told.append(asyncio.create_task(asyncio.to_thread(
+            _tell_unattended, record, approval, wait)))
+
     result = await follow_queued(
         client, record.thread_id, progress, None if handed else text,
         approvals=ApprovalPolicy.parse(record.approvals) or ApprovalPolicy.TUI,
         approval_timeout=record.approval_timeout, timeout=record.turn_timeout,
-        on_delta=on_delta)
+        on_delta=on_delta, on_unattended=on_unattended if record.unattended else None)
+    if told:
+        await asyncio.gather(*told, return_exceptions=True)
     if result is None:
         raise Orphaned("codex no longer has the message (not in the thread, not in its "
                        "queue); it is not resent")
@@ -330,6 +339,21 @@ async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
             result = result._replace(reply=found.reply,
                                      reply_bytes=len(found.reply.encode("utf-8")))
     return result
+
+
+def _tell_unattended(record: Delivery, approval: ApprovalRecord, wait: float) -> None:
+    """An approval waits on a thread no Codex TUI is attached to: the asker hears it now,
+    with what happens and how the human can still answer — not after the deadline."""
+    when = _clock(time.time() + wait)
+    _notify(record, f"codexbridge: Codex's turn on your request {record.id} (thread "
+                    f"{record.thread_id}) asks for approval: {approval.summary}. No Codex "
+                    "TUI is attached to that thread (it had been unloaded; codexbridge "
+                    "resumed it), so nobody can answer it there now: codexbridge declines "
+                    f"it (fail-closed, policy {record.approvals}) at {when}, in {wait:g} s, "
+                    "unless the human reattaches first — `codex resume "
+                    f"{record.thread_id}` shows the waiting approval — and answers it. The "
+                    "turn goes on after the decline and its final message still comes back "
+                    "to you.")
 
 
 def _lost_at(r: Delivery, at: float) -> None:
@@ -444,6 +468,11 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
         return _final(store, delivery_id, DeliveryState.AWAITING_REPLY, courier_pid=None,
                       reason=f"the courier stopped following after {record.turn_timeout:g} s; "
                              "`talk status` recovers the answer when the turn ends")
+    if (result.status is TurnOutcome.INTERRUPTED and result.turn_id and not message
+            and record.server_lost_at is None):
+        # (Esc and turn/interrupt end a turn with `error: null`, measured; an app-server
+        # going away is noted on the record, and an error names its own cause.)
+        return _interrupted(store, record, result, recovered)
     if result.status is not TurnOutcome.COMPLETED:
         reason = f"the turn ended {result.status}" + (f": {message}" if message else "")
         if record.server_lost_at is not None:
@@ -459,16 +488,95 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
     cut = (f"\n\n[codexbridge: Codex's reply was {result.reply_bytes} bytes; the first "
            f"{len(result.reply.encode('utf-8'))} were kept — `codexbridge talk read` shows "
            "the thread]" if result.truncated else "")
+    steered = _steered_note(result, record)
     mail_id = None
     if not record.in_reply_to:
         mail_id = _notify(record, f"{label} from Codex (thread {record.thread_id}) to your "
-                                  f"request {record.id}, conversation {record.conversation}:"
+                                  f"request {record.id}, conversation {record.conversation}"
+                                  + (" — a turn the human steered" if steered else "")
+                                  + f":{steered}"
                                   f"\n\n{_bounded(store, record.id, result.reply)}{cut}"
                                   f"{_approvals_note(result, record)}")
     return _final(store, delivery_id, DeliveryState.DELIVERED,
                   turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
                   reply_bytes=result.reply_bytes or len(result.reply.encode("utf-8")),
-                  reply_mail_id=mail_id, recovered=recovered, courier_pid=None)
+                  reply_mail_id=mail_id, recovered=recovered, courier_pid=None,
+                  **({"reason": "the turn was steered: " + _who_added(result)}
+                     if steered else {}))
+
+
+STEER_PREVIEW = 2000  # characters of the added words quoted to the asker
+
+
+def _who_added(result: SayResult) -> str:
+    """Who added to our turn, as far as the thread can tell: a codexbridge frame names an
+    agent (`talk steer`); unframed words came as the human's own — the Codex TUI's Enter
+    while a turn runs steers it (codex 0.169.0 and 0.171.0, measured)."""
+    framed = [frame.is_framed(text) for text in result.added]
+    if all(framed):
+        return "another agent added to it through codexbridge (`talk steer`)"
+    return ("the human typed into the Codex TUI and pressed Enter while Codex worked on "
+            "your request, which adds to the running turn")
+
+
+def _steered_note(result: SayResult, record: Delivery) -> str:
+    """What the asker must know when its turn was steered: the words added, and that
+    the final message answers the turn as steered — it may answer those words rather
+    than the request. No second turn is run for the request: the human redirected
+    Codex on purpose, and running the question again behind them would undo that
+    (docs/conversations.md, "The human steers, interrupts, quits")."""
+    if not result.added:
+        return ""
+    words = []
+    for text in result.added:
+        text = frame.words_of(text)
+        if len(text) > STEER_PREVIEW:
+            text = text[:STEER_PREVIEW] + "…"
+        words.append("\n".join("  | " + line for line in
+                               frame.quoted(text).splitlines() or [""]))
+    return (f"\n\n[codexbridge: {_who_added(result)}. Added to the turn:\n"
+            + "\n".join(words)
+            + "\nCodex's final message below answers the turn as steered — it may answer "
+              "those words rather than your request. If your request is still open, ask "
+              f"again (`codexbridge talk send --thread {record.thread_id} …`) or ask the "
+              "user.]")
+
+
+def _interrupted(store: DeliveryStore, record: Delivery, result: SayResult,
+                 recovered: bool) -> Delivery:
+    """Our turn started — the message is in the thread — and was interrupted while the
+    app-server stayed up: the human pressed Esc in the Codex TUI (or a client sent
+    `turn/interrupt`; codex does not say who). The asker is told exactly that; nothing
+    was lost in transit, so nothing is to be resent as if it had been."""
+    said = (f" What Codex had written before the stop: {preview(result.reply)!r}."
+            if result.reply else " Codex had written nothing of an answer yet.")
+    who = ("interrupted before Codex finished — by the human (Esc in the Codex TUI) or "
+           "by `codexbridge talk interrupt`; codex does not say which")
+    if record.in_reply_to:
+        # Claude's answer to a Codex request: it is in the thread (the request is
+        # delivered, close_request); only Codex's work on it was stopped.
+        reason = f"the answer reached the thread; Codex's turn on it was {who}"
+        mail_id = _notify(record, f"codexbridge: your answer to Codex's request "
+                                  f"{record.in_reply_to} reached thread {record.thread_id} "
+                                  f"— it is in the thread — but Codex's turn on it was "
+                                  f"{who}.{said} Do not send the answer again: Codex has "
+                                  "it, and will see it when the human next talks to it. "
+                                  "Nothing more comes back for this request.")
+        state = DeliveryState.DELIVERED
+    else:
+        reason = f"the turn was {who}"
+        mail_id = _notify(record, f"INTERRUPTED: your request {record.id} to Codex (thread "
+                                  f"{record.thread_id}) reached the thread, but Codex's "
+                                  f"turn on it was {who}.{said} No answer will come back "
+                                  "for it. What to do: the stop was deliberate — do not "
+                                  "resend on your own; ask the user whether to send it "
+                                  f"again (`codexbridge talk send --thread "
+                                  f"{record.thread_id} …`) or what to do instead."
+                                  + _approvals_note(result, record))
+        state = DeliveryState.FAILED
+    return _final(store, record.id, state, reason=reason, turn_id=result.turn_id,
+                  reply_mail_id=mail_id, reply_preview=preview(result.reply),
+                  recovered=recovered, courier_pid=None)
 
 
 def _approvals_note(result: SayResult, record: Delivery) -> str:

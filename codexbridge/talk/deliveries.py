@@ -48,6 +48,7 @@ from ..host.paths import state_dir
 from ..inbox.listeners import read_listeners
 from ..inbox.location import inbox_dir
 from ..protocol.enums import ApprovalPolicy
+from ..protocol.generated.enums import ThreadStatusType
 from ..protocol.threads import ThreadInfo
 from .client import Rpc
 from .threads import find_joinable, join
@@ -299,6 +300,8 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
                           env=env, reach=reach, store=store, sender=sender,
                           new_conversation=new_conversation)
         record = receipt.delivery
+        if thread.state is ThreadStatusType.NOT_LOADED:
+            record = _unattended(store, record, thread)
         progress = SayProgress(client_id=record.id)
         try:
             await queue_message(client, thread.id, envelope_of(record).wrap(text), progress)
@@ -318,6 +321,24 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
             "codex's queue, and "
             "the next codexbridge command or Claude stop starts one to route the answer"))
     return receipt._replace(delivery=get(store, record.id))
+
+
+def _unattended(store: DeliveryStore, record: Delivery, thread: ThreadInfo) -> Delivery:
+    """The thread was not loaded (`--thread ID` of a thread codex unloaded after its TUI
+    quit): nobody watches its turn. Said in the receipt; the courier tells the asker at
+    once of any approval the turn waits on."""
+    where = thread.cwd or "its project"
+    note = (f"thread {thread.id} was not loaded — no Codex TUI is attached to it — so "
+            "codexbridge resumed it: the turn runs unseen, and an approval it asks for "
+            f"has nobody to answer it (declined after {record.approval_timeout:g} s, "
+            "fail-closed; you are told at once if one comes). The human sees it with "
+            f"`codex resume --last` in {where} (or `codex resume {thread.id}`)")
+
+    def change(r: Delivery) -> None:
+        r.unattended = True
+        r.warnings.append(note)
+
+    return store.update(record.id, change) or get(store, record.id)
 
 
 def status(store: DeliveryStore, delivery_id: str) -> Delivery:

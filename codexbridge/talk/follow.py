@@ -16,6 +16,7 @@ from ..protocol import approvals as approval_table
 from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from ..protocol.envelopes import RequestId, ServerRequest
 from ..protocol.turn import (
+    Added,
     Approval,
     Completed,
     Delta,
@@ -57,12 +58,16 @@ class SayResult(NamedTuple):
     dropped_bytes: int = 0
     truncated: bool = False  # the reply was longer than the capture limit (10 MiB)
     reply_bytes: int = 0  # the reply's full size in bytes, before any cut
+    # Words added to the turn by someone else while it ran (the human pressing Enter in
+    # the Codex TUI steers it): the reply answers the turn as they steered it.
+    added: tuple[str, ...] = ()
 
     def as_dict(self) -> JsonObject:
         return {"thread_id": self.thread_id, "turn_id": self.turn_id,
                 "status": self.status.value, "reply": self.reply,
                 "approvals": [a.as_dict() for a in self.approvals],
-                "error": self.error, "truncated": self.truncated}
+                "error": self.error, "truncated": self.truncated,
+                "added": list(self.added)}
 
 
 class TurnFollower:
@@ -86,6 +91,10 @@ class TurnFollower:
         self.feeding = False
         self.lost: str | None = None
         self.refused = False  # lost because a message was over the frame cap
+        # Told when an approval waits for the TUI while no TUI is attached to the thread
+        # (`unattended`): the asker hears of it at once rather than after the deadline.
+        self.unattended = False
+        self.on_unattended: Callable[[ApprovalRecord, float], None] | None = None
 
     async def pump(self, sub: Subscription) -> None:
         while True:
@@ -120,6 +129,10 @@ class TurnFollower:
                 self._resolved(event.request_id)
             elif isinstance(event, Warning):
                 self._say(f"codex error: {event.message}")
+            elif isinstance(event, Added):
+                words = event.text if len(event.text) <= 200 else event.text[:200] + "…"
+                self._say("the turn was steered: a message was added to it (the human "
+                          f"pressing Enter in the Codex TUI, or another client): {words!r}")
             elif isinstance(event, Completed):
                 self.done.set()
 
@@ -134,6 +147,8 @@ class TurnFollower:
                       f"(fail-closed in {self.approval_timeout:g} s)")
             self.deadlines[req.id] = asyncio.create_task(
                 self._deadline(req.id, decision.fallback))
+            if self.unattended and self.on_unattended is not None:
+                self.on_unattended(record, self.approval_timeout)
             return
         await self._answer(req.id, decision)
         approval = approval_table.is_approval(req.method, req.params)
@@ -220,6 +235,7 @@ class TurnFollower:
         return SayResult(self.tracker.thread_id, turn_id, status, tracker.reply,
                          list(self.approvals.values()), error, tracker.dropped_bytes,
                          tracker.truncated,
-                         tracker.reply_bytes or len(tracker.reply.encode("utf-8")))
+                         tracker.reply_bytes or len(tracker.reply.encode("utf-8")),
+                         tuple(a.text for a in tracker.added))
 
 

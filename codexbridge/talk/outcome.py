@@ -50,7 +50,10 @@ def turn_error(result: SayResult, *, timeout: float, read_with: str) -> BridgeEr
             f"running in the Codex TUI — do not resend; read the thread later with "
             f"{read_with}", **kw)
     if result.status is TurnOutcome.INTERRUPTED:
-        return TurnInterruptedError(f"{turn} was interrupted{detail}", **kw)
+        return TurnInterruptedError(
+            f"{turn} was interrupted{detail} — by the human (Esc in the Codex TUI) or a "
+            "`talk interrupt`; codex does not say which. The message is in the thread: "
+            f"do not resend it on your own; {read_with} shows what Codex wrote", **kw)
     return TurnFailedError(f"{turn} failed{detail}{_login_hint(opt_str(said))}", **kw)
 
 

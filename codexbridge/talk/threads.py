@@ -29,7 +29,14 @@ from ..protocol.generated import methods as m
 from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import ThreadStatusType
 from ..protocol.generated.results import ThreadReadResponse, ThreadResumeResponse
-from ..protocol.threads import ThreadInfo, is_busy, looks_like_thread_id, resolve, visible
+from ..protocol.threads import (
+    ThreadInfo,
+    in_project,
+    is_busy,
+    looks_like_thread_id,
+    resolve,
+    visible,
+)
 from .client import AppServerClient, Rpc
 
 T = TypeVar("T")
@@ -113,9 +120,50 @@ async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) ->
         return resolve(await loaded(rpc), selector, cwd,
                        open_tui=open_tui(url if isinstance(url, str) else None),
                        here=_here())
-    except NoThreadError:
+    except NoThreadError as exc:
         await refuse_if_held_elsewhere(rpc, selector, cwd)
-        raise
+        if selector:
+            raise
+        stored = await _stored_for_project(rpc, cwd or _here())
+        if not stored:
+            raise
+        raise _unloaded(exc, stored) from None
+
+
+STORED_LOOK = 50  # threads of codex's history looked at for the project's last one
+
+
+async def _stored_for_project(rpc: Rpc, here: str | None) -> list[ThreadInfo]:
+    """The project's threads in codex's history (on disk, loaded or not), newest first:
+    a TUI that was quit leaves its thread loaded for about two minutes, then codex's
+    daemon unloads it (docs/protocol-notes.md) — it is still there, and resumable."""
+    if not here:
+        return []
+    try:
+        page = await Calls(rpc).thread_list(limit=STORED_LOOK)
+    except BridgeError:
+        return []  # (an older codex, a server without history): no hint, the error stands
+    users = [t for t in page.data if t.is_user_thread]
+    return _newest_first(in_project(users, here))
+
+
+def _unloaded(exc: NoThreadError, stored: list[ThreadInfo]) -> NoThreadError:
+    """No loaded thread here, but the project has threads codex unloaded (its TUI was
+    quit): name the last one and what reaches it — `codex -C DIR` alone would start a
+    new thread and lose the conversation."""
+    last = stored[0]
+    where = last.cwd or "the project"
+    return NoThreadError(
+        f"no Codex TUI holds a thread of {where} now (it was quit, and codex unloads a "
+        f"thread about 2 minutes after its last client leaves); the project's last thread "
+        f"is {last.id}" + (f" ({last.name})" if last.name else "")
+        + f". To go on with it: `codexbridge talk send --thread {last.id} TEXT` resumes "
+        "it and sends (its turn runs unseen until the human reattaches), and the human "
+        f"reattaches with `codex resume --last` in {where} (or `codex resume {last.id}`). "
+        f"`codex -C {where}` would start a new thread instead",
+        details={**exc.details, "last_thread": last.as_dict(),
+                 "stored": [t.as_dict() for t in stored[:5]]},
+        retryable=False)
 
 
 def _here() -> str | None:

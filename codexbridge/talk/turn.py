@@ -23,7 +23,7 @@ from ..errors import BridgeError, OutputClosedError, RpcError, internal
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
 from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated.calls import Calls
-from ..protocol.generated.enums import TurnStatus
+from ..protocol.generated.enums import ThreadItemType, TurnStatus
 from ..protocol.turn import CAPTURE_LIMIT
 from .client import Rpc
 from .follow import ApprovalRecord, SayResult, TurnFollower
@@ -129,6 +129,7 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, on_approval,
                        client_id=None if steer or turn_cwd else progress.client_id)
     run.tracker.capture_limit = capture_limit
+    run.tracker.own_client_id = progress.client_id  # (steered, turn_cwd: sent with it)
 
     def left() -> float:
         return max(0.0, deadline - loop.time())
@@ -228,7 +229,9 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
                         approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
                         timeout: float = DEFAULT_TURN_TIMEOUT,
                         capture_limit: int = CAPTURE_LIMIT,
-                        on_delta: Callable[[str], None] | None = None) -> SayResult | None:
+                        on_delta: Callable[[str], None] | None = None,
+                        on_unattended: Callable[[ApprovalRecord, float], None] | None = None
+                        ) -> SayResult | None:
     """Carry a message codex may already hold — queued by its sender, or by a courier
     that lost its app-server — to the end of its turn, never sending it twice.
 
@@ -242,6 +245,8 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, None,
                        client_id=progress.client_id)
     run.tracker.capture_limit = capture_limit
+    run.unattended = on_unattended is not None
+    run.on_unattended = on_unattended
     async with _pumping(rpc, run, "codexbridge-courier-follow"):
         run.feeding = True  # before the join: a pending approval is replayed during it
         await join(rpc, thread_id)
@@ -269,10 +274,15 @@ async def _find_ours(rpc: Rpc, run: TurnFollower, thread_id: str, progress: SayP
         turn = await turn_of(rpc, thread_id, progress.client_id)
         if turn is not None:
             await run.bind(turn)
+            # Joined after the turn began: what was added to it (the human's Enter in
+            # the TUI steers it) is read from the thread, not missed.
+            await run.handle(run.tracker.note_user_items(
+                await user_items(rpc, thread_id, turn)))
             ended = await turn_status(rpc, thread_id, turn)
             if ended.status != TurnStatus.IN_PROGRESS:
                 return SayResult(thread_id, turn, TurnOutcome.parse(ended.status)
-                                 or TurnOutcome.FAILED, ended.reply, [], ended.error)
+                                 or TurnOutcome.FAILED, ended.reply, [], ended.error,
+                                 added=tuple(a.text for a in run.tracker.added))
             # Running since before we looked: Codex is at it (its first words may be out
             # already; codex lists an agent message only once it is complete).
             progress.turn_id = turn
@@ -300,6 +310,20 @@ async def _find_ours(rpc: Rpc, run: TurnFollower, thread_id: str, progress: SayP
 
 
 NOWHERE_LOOKS = 3  # one a second (QUEUE_CHECK): a message is gone only if it stays gone
+USER_ITEMS_PAGE = 100
+
+
+async def user_items(rpc: Rpc, thread_id: str, turn_id: str) -> list[JsonObject]:
+    """The userMessage items of one turn as the thread keeps them, oldest first ([] when
+    codex cannot list them: the live notifications still tell)."""
+    try:
+        page = await Calls(rpc).thread_items_list(
+            thread_id=thread_id, turn_id=turn_id, sort_direction="asc",
+            limit=USER_ITEMS_PAGE)
+    except RpcError:
+        return []
+    return [entry.item.raw for entry in page.data if entry.item is not None
+            and entry.item.type == ThreadItemType.USER_MESSAGE]
 
 
 async def queue_message(rpc: Rpc, thread_id: str, text: str, progress: SayProgress) -> None:

@@ -15,6 +15,7 @@ from . import methods as m
 from .results import (
     InitializeResponse,
     ThreadItemsListResponse,
+    ThreadListResponse,
     ThreadLoadedListResponse,
     ThreadQueueAddResponse,
     ThreadQueueDeleteResponse,
@@ -191,6 +192,55 @@ class Calls:
             **sent({
                 "cursor": cursor,
                 "limit": limit,
+            }),
+        }))
+
+    async def thread_list(
+            self, *,
+            ancestor_thread_id: str | None = None,
+            archived: bool | None = None,
+            attached_to_thread_id: str | None = None,
+            current_account_only: bool | None = None,
+            cursor: str | None = None,
+            cwd: str | Sequence[str] | None = None,
+            excluded_thread_ids: Sequence[str] | None = None,
+            include_attached_threads: bool | None = None,
+            included_thread_ids: Sequence[str] | None = None,
+            limit: int | None = None,
+            model_providers: Sequence[str] | None = None,
+            originators: Sequence[str] | None = None,
+            parent_thread_id: str | None = None,
+            project_id: str | None = None,
+            search_term: str | None = None,
+            section_id: str | None = None,
+            sort_direction: Literal['asc', 'desc'] | None = None,
+            sort_key: Literal['created_at', 'updated_at', 'recency_at', 'section_position'] | None = None,
+            source_kinds: Sequence[Literal['cli', 'vscode', 'exec', 'appServer', 'subAgent', 'subAgentReview', 'subAgentCompact', 'subAgentThreadSpawn', 'subAgentOther', 'unknown']] | None = None,
+            use_state_db_only: bool | None = None,
+    ) -> ThreadListResponse:
+        """`thread/list`: ThreadListParams → ThreadListResponse."""
+        return ThreadListResponse.from_wire(await self.rpc.request(m.THREAD_LIST, {
+            **sent({
+                "ancestorThreadId": ancestor_thread_id,
+                "archived": archived,
+                "attachedToThreadId": attached_to_thread_id,
+                "currentAccountOnly": current_account_only,
+                "cursor": cursor,
+                "cwd": None if cwd is None else cwd if isinstance(cwd, str) else [*cwd],
+                "excludedThreadIds": None if excluded_thread_ids is None else [*excluded_thread_ids],
+                "includeAttachedThreads": include_attached_threads,
+                "includedThreadIds": None if included_thread_ids is None else [*included_thread_ids],
+                "limit": limit,
+                "modelProviders": None if model_providers is None else [*model_providers],
+                "originators": None if originators is None else [*originators],
+                "parentThreadId": parent_thread_id,
+                "projectId": project_id,
+                "searchTerm": search_term,
+                "sectionId": section_id,
+                "sortDirection": sort_direction,
+                "sortKey": sort_key,
+                "sourceKinds": None if source_kinds is None else [*source_kinds],
+                "useStateDbOnly": use_state_db_only,
             }),
         }))
 

@@ -217,6 +217,24 @@ class ThreadLoadedListResponse(Record):
         )
 
 
+class ThreadListResponse(Record):
+    __slots__ = ("data", "next_cursor")
+    data: tuple[Thread, ...]
+    next_cursor: str | None
+
+    def __init__(self, *, data: tuple[Thread, ...] = (), next_cursor: str | None = None) -> None:
+        _set(self, "data", data)
+        _set(self, "next_cursor", next_cursor)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ThreadListResponse:
+        w = obj(raw)
+        return cls(
+            data=tuple(e for e in each(Thread.from_wire, w.get("data")) if e.status is not None),
+            next_cursor=opt_str(w.get("nextCursor")),
+        )
+
+
 class ThreadTurnsListResponse(Record):
     __slots__ = ("backwards_cursor", "data", "next_cursor")
     data: tuple[Turn, ...]
