@@ -80,7 +80,12 @@ class Bench:
         self.codex.key("Escape")
         got = self.world.claude_mock.wait_for(
             lambda r: f"INTERRUPTED: your request {delivery}" in _fresh(r), 60)
-        assert got is not None, "Claude was never told of the Esc"
+        assert got is not None, ("Claude was never told of the Esc", delivery,
+                                 [_fresh(r)[-300:] for r in self.world.claude_mock.requests[-3:]],
+                                 self.world.run("codexbridge", "talk", "status", "--json",
+                                                delivery).stdout[-1500:],
+                                 (self.world.bridge_home / "logs" / "courier.log")
+                                 .read_text()[-1500:])
         self.rows["Esc in Codex → Claude told"].append(got.at - t0)
         self.world.codex_mock.release(key)
 
