@@ -36,26 +36,8 @@ from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI  # noqa: E402
 from codexbridge.mock.messages import peer_answer  # noqa: E402
 from codexbridge.mock.world import World  # noqa: E402
 
-POLL = 0.02
-
-
-def until(probe: object, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if probe():  # type: ignore[operator]
-            return
-        time.sleep(POLL)
-    raise SystemExit(f"bench_human: gave up waiting for {probe}")
-
-
-def on_screen(tui: CodexTUI | ClaudeTUI, text: str) -> bool:
-    return text in " ".join(tui.capture(scrollback=True).split())
-
-
-def _fresh(req: object) -> str:
-    from tests.journeys.conftest import fresh_text
-
-    return fresh_text(req)  # type: ignore[arg-type]
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_journey import _fresh, both_tuis, on_screen, until  # noqa: E402
 
 
 class Bench:
@@ -177,17 +159,7 @@ def main() -> int:
         return 3
     t0 = time.monotonic()
     with World(str(codex), str(claude), responder=peer_answer) as world:
-        world.setup()
-        tui = world.codex_tui("project")
-        tui.wait_ready(60)
-        tui.send("hello from the human")
-        tui.wait_for_text("MOCK REPLY: hello from the human", 60)
-        session = world.claude_tui("project")
-        session.wait_ready(60)
-        until(lambda: any(Path(world.bridge_home / "inbox").glob("*.session.json")))
-        listed = json.loads(world.run("codexbridge", "talk", "list", "--json",
-                                      cwd=world.projects["project"]).stdout)
-        bench = Bench(world, tui, session, listed["threads"][0]["id"])
+        bench = Bench(world, *both_tuis(world))
         try:
             for n in range(args.runs + 1):
                 sizes = {k: len(v) for k, v in bench.rows.items()}

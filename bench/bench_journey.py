@@ -159,6 +159,22 @@ async def _floor_client(world: World, thread: str) -> object:
     return client
 
 
+def both_tuis(world: World) -> tuple[CodexTUI, ClaudeTUI, str]:
+    """README's set-up in `world`: the Codex TUI with the human's first message, Claude
+    Code in the project listening; and the thread."""
+    world.setup()
+    tui = world.codex_tui("project")
+    tui.wait_ready(60)
+    tui.send("hello from the human")
+    tui.wait_for_text("MOCK REPLY: hello from the human", 60)
+    session = world.claude_tui("project")
+    session.wait_ready(60)
+    until(lambda: any(Path(world.bridge_home / "inbox").glob("*.session.json")))
+    listed = json.loads(world.run("codexbridge", "talk", "list", "--json",
+                                  cwd=world.projects["project"]).stdout)
+    return tui, session, listed["threads"][0]["id"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -171,17 +187,7 @@ def main() -> int:
         return 3
     t0 = time.monotonic()
     with World(str(codex), str(claude), responder=peer_answer) as world:
-        world.setup()
-        tui = world.codex_tui("project")
-        tui.wait_ready(60)
-        tui.send("hello from the human")
-        tui.wait_for_text("MOCK REPLY: hello from the human", 60)
-        session = world.claude_tui("project")
-        session.wait_ready(60)
-        until(lambda: any(Path(world.bridge_home / "inbox").glob("*.session.json")))
-        listed = json.loads(world.run("codexbridge", "talk", "list", "--json",
-                                      cwd=world.projects["project"]).stdout)
-        bench = Bench(world, tui, session, listed["threads"][0]["id"])
+        bench = Bench(world, *both_tuis(world))
         loop = asyncio.new_event_loop()
         client = loop.run_until_complete(_floor_client(world, bench.thread))
         try:

@@ -234,13 +234,19 @@ class Journey:
 
 
 @contextmanager
-def journey_world(projects: tuple[str, ...] = ("project", "other")) -> Iterator[Journey]:
+def journey_world(projects: tuple[str, ...] = ("project", "other"), *,
+                  codex_config: str = "") -> Iterator[Journey]:
     """The world of README's "Use it for real": set up, codex's TUI on its daemon with
-    the human's first message, Claude Code in the project."""
+    the human's first message, Claude Code in the project. `codex_config`: lines put
+    first in codex's config.toml (a setting under test)."""
     require_tmux()
     world = World(require_codex(), require_claude(), projects=projects,
                   responder=peer_answer).start()
     try:
+        if codex_config:
+            config = world.codex_home / "config.toml"
+            config.write_text(codex_config + config.read_text(encoding="utf-8"),
+                              encoding="utf-8")
         world.setup()
         j = Journey(world)
         j.open_codex("project")

@@ -29,11 +29,8 @@ from collections.abc import Iterator
 import pytest
 
 from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.messages import peer_answer
-from codexbridge.mock.world import World
-from tests.support.binaries import require_claude, require_codex, require_tmux
 
-from .conftest import FIRST, Journey, fresh_text, wait_until
+from .conftest import FIRST, Journey, fresh_text, journey_world, wait_until
 from .test_conversation_journey import ask_claude
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
@@ -183,20 +180,9 @@ UNLOAD_AFTER = 1  # s: codex's `thread_unload_delay_secs` (found in the 0.169/0.
 def unloading() -> Iterator[Journey]:
     """README's world, but codex unloads a thread 1 s after its last client leaves
     instead of ~2 minutes: "after the thread unloads" without waiting on the clock."""
-    require_tmux()
-    world = World(require_codex(), require_claude(), projects=("project",),
-                  responder=peer_answer).start()
-    try:
-        config = world.codex_home / "config.toml"
-        config.write_text(f"thread_unload_delay_secs = {UNLOAD_AFTER}\n"
-                          + config.read_text(encoding="utf-8"), encoding="utf-8")
-        world.setup()
-        j = Journey(world)
-        j.open_codex("project")
-        j.open_claude("project")
+    with journey_world(("project",),
+                       codex_config=f"thread_unload_delay_secs = {UNLOAD_AFTER}\n") as j:
         yield j
-    finally:
-        world.stop()
 
 
 def loaded_threads(j: Journey) -> list[str]:
