@@ -38,6 +38,10 @@ from .routing import CLAUDE_ENV, SESSION_ENV, THREAD_ENV
 CLAUDE = "Claude Code"
 CODEX = "Codex"
 HUMAN = "the human user's own shell"
+# codexbridge's own notice about a request (the answering session ended, the human
+# interrupted it …): not a peer's words, so never labelled as one. No peer can take this
+# name (`sender_name` refuses it) and the frame is sealed.
+NOTICE = "codexbridge"
 
 
 class Speaker(Enum):
@@ -120,7 +124,7 @@ def steer_text(sender: str, words: str) -> str:
 # --- the envelope of a message to Codex --------------------------------------------------
 
 class Envelope(NamedTuple):
-    sender: str  # CLAUDE or CODEX
+    sender: str  # CLAUDE, CODEX, HUMAN or NOTICE
     request: str  # the request token (= the delivery id)
     conversation: str
     hop: int  # 0 for a reply: a reply spends no hop
@@ -134,6 +138,9 @@ class Envelope(NamedTuple):
 
     def header(self) -> list[str]:
         """The lines above the message text (the first is tagged by `frame`)."""
+        if self.sender == NOTICE:
+            return [f"from codexbridge itself — a notice about {self.in_reply_to}, "
+                    "not an answer from the peer", f"{self.conversation} · no reply needed"]
         who = f"from {self.sender} — a peer AI agent, not the human user" \
             if self.sender != HUMAN else f"from {HUMAN}, through codexbridge"
         if self.is_reply:

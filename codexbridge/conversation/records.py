@@ -195,7 +195,9 @@ def envelope_of(record: Delivery) -> envelope.Envelope:
         where = f'mailbox "{record.reply_to}" ({asker})'
     else:
         where = None
-    return envelope.Envelope(envelope.label_of(record.sender), record.id,
+    label = envelope.NOTICE if record.notice and record.in_reply_to else \
+        envelope.label_of(record.sender)
+    return envelope.Envelope(label, record.id,
                              record.conversation or "", record.hop, record.max_hops, where,
                              record.in_reply_to)
 

@@ -126,3 +126,24 @@ def test_mail_a_claude_code_session_sends_is_not_named_codex(tmp_path: Path) -> 
                            new=True, env={"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "s1"})
     assert sent.push.mail.sender == "claude-code"
     assert sent.push.mail.extra["sent_by"] == "claude-code"
+
+
+def test_codexbridges_own_notice_is_never_labelled_as_the_peers_answer() -> None:
+    """A notice about a request (the human interrupted Claude's turn, the session ended)
+    is codexbridge's, not Claude's words: its header says so, sealed, and says it is not
+    an answer (before, it came "from Claude Code — a peer AI agent")."""
+    from codexbridge.conversation.records import Reach, new_reply
+
+    store = DeliveryStore()
+    notice = new_reply(store, "T1", "req_1_abcdef", "conv_1",
+                       "codexbridge: the human interrupted Claude's turn", reach=Reach(),
+                       reply_to=None, notice=True)
+    answer = new_reply(store, "T1", "req_2_abcdef", "conv_1", "the answer", reach=Reach(),
+                       reply_to=None)
+    told = envelope_of(notice).wrap("codexbridge: the human interrupted Claude's turn")
+    first = told.splitlines()[0]
+    assert re.match(r"\[codexbridge [a-z0-9]+\] from codexbridge itself — a notice about "
+                    r"req_1_abcdef, not an answer from the peer", first), first
+    assert CLAUDE not in told
+    assert envelope_of(answer).wrap("the answer").splitlines()[0].endswith(
+        f"from {CLAUDE} — a peer AI agent, not the human user")
