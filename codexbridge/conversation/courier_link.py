@@ -7,11 +7,12 @@ delivery between the agents (`talk/courier.py`).
     socket_path() where a courier starting now listens; `advertise` says where it does.
 
 The courier listens on a unix socket at a short path — a state home may sit deep in the
-file system and a socket path may not (~104 bytes): `$XDG_RUNTIME_DIR/codexbridge/` or
-`/tmp/codexbridge-<uid>/` (0700, ours, never a symlink), named by a hash of the state
-home, so each state home has its own courier. Where it listens is written into the state
-home (`courier.addr`), and senders go there: the processes of one user need not agree
-on XDG_RUNTIME_DIR (Claude Code's hooks, codex's MCP servers, a login shell, a `su`),
+file system and a socket path may not (~104 bytes): the runtime dir (`host/runtime.py`:
+`$XDG_RUNTIME_DIR/codexbridge/`, else `$TMPDIR/codexbridge-<uid>/`; 0700, ours, never a
+symlink), named by a hash of the state home, so each state home has its own courier.
+Where it listens is written into the state home (`courier.addr`), and senders go there:
+the processes of one user need not agree on XDG_RUNTIME_DIR (Claude Code's hooks, codex's
+MCP servers, a login shell, a `su`),
 and a sender that computed another path would start a second courier that only waits
 on the first one's lock — its deliveries never handed over. A sender that finds none
 starts one; two starting at once are fine: the second waits on the first's lock and

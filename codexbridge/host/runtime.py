@@ -2,9 +2,11 @@
 
 A unix socket path must fit in ~104 bytes, and a state home can sit deep in the file
 system, so the courier's and the warm MCP server's sockets live in
-`$XDG_RUNTIME_DIR/codexbridge/` (when that exists) or `/tmp/codexbridge-<uid>/`, made
-0700 — and used only while it is a directory of ours alone (not a symlink, owned by us,
-nobody else may enter): another user could have made it first.
+`$XDG_RUNTIME_DIR/codexbridge/` (when that exists) or `$TMPDIR/codexbridge-<uid>/` (`/tmp`
+when TMPDIR is unset), made 0700 — and used only while it is a directory of ours alone (not
+a symlink, owned by us, nobody else may enter): another user could have made it first.
+TMPDIR before `/tmp` because it is what codex passes on to the MCP servers it starts
+(XDG_RUNTIME_DIR it does not: measured), and a user who points it elsewhere means it.
 
 Standard library only: the Stop hook and the watcher reach it (through the courier).
 """
@@ -22,7 +24,9 @@ def runtime_dir() -> str:
     base = os.environ.get("XDG_RUNTIME_DIR")
     if base and os.path.isdir(base):
         return os.path.join(base, "codexbridge")
-    return os.path.join("/tmp", f"codexbridge-{os.getuid()}")
+    tmp = os.environ.get("TMPDIR")
+    root = tmp if tmp and os.path.isabs(tmp) and os.path.isdir(tmp) else "/tmp"
+    return os.path.join(root, f"codexbridge-{os.getuid()}")
 
 
 def private_runtime_dir() -> str | None:

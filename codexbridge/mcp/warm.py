@@ -21,7 +21,7 @@ leaves one *warm server* behind, and the next ones are forked from it:
         variables). It imports the SDK and both roles' tools, builds each role's server
         with the default settings and rehearses one in-memory session of each protocol
         era (the SDK builds some validators on first use), then listens on
-        `$XDG_RUNTIME_DIR/codexbridge/mcp-<key>.sock` or `/tmp/codexbridge-<uid>/…`
+        `$XDG_RUNTIME_DIR/codexbridge/mcp-<key>.sock` or `$TMPDIR/codexbridge-<uid>/…`
         (0700, ours, never a symlink). <key> names what it shares with its launchers,
         checked in full on each request: the interpreter and its options, the
         codexbridge package, sys.path, and the variables read at import (PYTHON*, OTEL_*,

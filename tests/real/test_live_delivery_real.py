@@ -156,7 +156,8 @@ def test_an_idle_session_gets_the_mail_at_once_and_never_again(
     assert request is not None, interactive.screen()
     assert receipt["delivery"] == "live", receipt
     text = request.tail_text()
-    assert "straight into this session" in text and "not answer it with SendMessage" in text
+    assert "sent through Claude Code's cross-session inbox" in text
+    assert "Do not answer it with SendMessage" in text
     assert receipt["id"] in text  # the mail id travels in the body
     # settled: nothing pending, nothing in flight, and the next stop delivers nothing
     wait_until(settled, 10, "the live record to settle")
@@ -396,7 +397,7 @@ async def test_codexs_reply_goes_live_into_the_idle_session_that_asked(
             woke = await asyncio.to_thread(
                 mock_messages.wait_for, carrying("Reply from Codex", before), 30)
             assert woke is not None, session.screen()
-            assert "straight into this session" in woke.tail_text()
+            assert "sent through Claude Code's cross-session inbox" in woke.tail_text()
             assert "MOCK REPLY: HOLD:live-reply Claude here: which tests cover auth?" in (
                 woke.tail_text())
     finally:

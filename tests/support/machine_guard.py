@@ -15,7 +15,8 @@ daemon and sandbox dirs, tmux's sockets) and codexbridge's runtime dir (its sock
 go into one run dir: the session sets TMPDIR, TMUX_TMPDIR and XDG_RUNTIME_DIR to it (the
 environments the tests build for the binaries pass them on) and removes it at the end —
 so "left behind" means a test's own leftover. A default runtime dir
-(`/tmp/codexbridge-<uid>`) is removed when the session made it and left it empty.
+(`/tmp/codexbridge-<uid>`, for a process that got neither) is removed when the session
+made it and left it empty.
 
 With CI=true a difference fails the run; elsewhere (where other processes share /tmp)
 it is printed as a warning.
@@ -103,7 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RUN] = run
     os.environ["TMPDIR"] = os.environ["TMUX_TMPDIR"] = run
     # codexbridge's runtime dir (its sockets) too: without XDG_RUNTIME_DIR it is
-    # /tmp/codexbridge-<uid>, shared with whoever else runs codexbridge here
+    # $TMPDIR/codexbridge-<uid> (what codex's MCP servers get: it passes TMPDIR on, not
+    # XDG_RUNTIME_DIR)
     runtime = os.path.join(run, "run")
     os.mkdir(runtime, 0o700)
     os.environ["XDG_RUNTIME_DIR"] = runtime

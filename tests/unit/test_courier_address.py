@@ -10,6 +10,7 @@ binaries a runtime dir of their own).
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from pathlib import Path
@@ -63,3 +64,19 @@ def test_a_leaving_courier_leaves_a_newer_ones_address(tmp_path: Path) -> None:
     courier_link.advertise(str(tmp_path / "new.sock"))
     courier_link.withdraw(str(tmp_path / "old.sock"))
     assert courier_link._advertised() == str(tmp_path / "new.sock")
+
+
+def test_without_xdg_runtime_dir_the_runtime_dir_is_under_tmpdir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """codex passes TMPDIR on to the MCP servers it starts, not XDG_RUNTIME_DIR: sockets
+    go under TMPDIR then (before, always /tmp: a test run's codex-started servers left
+    /tmp/codexbridge-<uid> behind), and /tmp only without it."""
+    from codexbridge.host.runtime import runtime_dir
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert runtime_dir() == str(tmp_path / f"codexbridge-{os.getuid()}")
+    monkeypatch.setenv("TMPDIR", "relative/dir")  # not a place: ignored
+    assert runtime_dir() == f"/tmp/codexbridge-{os.getuid()}"
+    monkeypatch.delenv("TMPDIR")
+    assert runtime_dir() == f"/tmp/codexbridge-{os.getuid()}"
