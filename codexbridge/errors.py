@@ -323,7 +323,8 @@ class NoMailboxError(MailboxError):
 
 class LoopGuardError(BridgeError):
     exit_code = 9
-    exit_meaning = "refused by a loop guard (hop budget, self-send); nothing was sent"
+    exit_meaning = ("refused by a loop guard (hop budget, a request repeated a third time, "
+                    "self-send); nothing was sent")
 
 
 class HopLimitError(LoopGuardError):
