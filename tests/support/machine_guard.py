@@ -15,8 +15,9 @@ daemon and sandbox dirs, tmux's sockets) and codexbridge's runtime dir (its sock
 go into one run dir: the session sets TMPDIR, TMUX_TMPDIR and XDG_RUNTIME_DIR to it (the
 environments the tests build for the binaries pass them on) and removes it at the end —
 so "left behind" means a test's own leftover. A default runtime dir
-(`/tmp/codexbridge-<uid>`, for a process that got neither) is removed when the session
-made it and left it empty.
+(`/tmp/codexbridge-<uid>`, for a process that got neither) and codex's daemon socket dir
+(`/tmp/codex-daemon-<uid>`, which codex puts under /tmp whatever TMPDIR says) are removed
+when the session made them and left them empty.
 
 With CI=true a difference fails the run; elsewhere (where other processes share /tmp)
 it is printed as a warning.
@@ -28,6 +29,7 @@ import contextlib
 import getpass
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -120,10 +122,38 @@ def _clean_up(config: pytest.Config, before: Snapshot) -> None:
     run = config.stash.get(_RUN, None)
     if run is not None:
         shutil.rmtree(run, ignore_errors=True)
-    runtime = f"codexbridge-{os.getuid()}"
-    if "/tmp" in before and runtime not in before["/tmp"][1]:
-        with contextlib.suppress(OSError):
-            os.rmdir(os.path.join("/tmp", runtime))  # only when empty
+    made = before["/tmp"][1] if "/tmp" in before else None
+    if made is None:
+        return
+    # codex's own short alias dir for its daemon's socket: under /tmp whatever TMPDIR says
+    # (`/tmp/codex-daemon-<uid>/<sha256>` and its `.lock`, hard-coded in codex; seen in
+    # 0.169 and 0.171), and left behind when a test's daemon is stopped. Made by this
+    # session, it is this session's: its dead sockets and their locks go; a socket that
+    # still answers is a daemon a test left running, and stays to be reported.
+    daemon_dir = os.path.join("/tmp", f"codex-daemon-{os.getuid()}")
+    if f"codex-daemon-{os.getuid()}" not in made and os.path.isdir(daemon_dir):
+        for name in os.listdir(daemon_dir):
+            path = os.path.join(daemon_dir, name)
+            if not name.endswith(".lock") and not _answers(path):
+                for dead in (path, path + ".lock"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(dead)
+    # codexbridge's runtime dir for a process that got neither XDG_RUNTIME_DIR nor TMPDIR
+    for name in (f"codexbridge-{os.getuid()}", f"codex-daemon-{os.getuid()}"):
+        if name not in made:
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join("/tmp", name))  # only when empty
+
+
+def _answers(path: str) -> bool:
+    """Something listens on the unix socket `path`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
