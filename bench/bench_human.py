@@ -31,13 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codexbridge.host.binaries import pinned_claude, pinned_codex  # noqa: E402
 from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI  # noqa: E402
-from codexbridge.mock.messages import peer_answer  # noqa: E402
 from codexbridge.mock.world import World  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_journey import _fresh, both_tuis, on_screen, until  # noqa: E402
+from bench_journey import _fresh, both_tuis, on_screen, pinned_world, until  # noqa: E402
 
 
 class Bench:
@@ -152,13 +150,11 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    codex, claude = pinned_codex(), pinned_claude()
-    if codex is None or claude is None:
-        print("bench_human: pinned codex / Claude Code missing; run scripts/install-binaries",
-              file=sys.stderr)
+    world = pinned_world("bench_human")
+    if world is None:
         return 3
     t0 = time.monotonic()
-    with World(str(codex), str(claude), responder=peer_answer) as world:
+    with world:
         bench = Bench(world, *both_tuis(world))
         try:
             for n in range(args.runs + 1):

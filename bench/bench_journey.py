@@ -159,6 +159,16 @@ async def _floor_client(world: World, thread: str) -> object:
     return client
 
 
+def pinned_world(name: str) -> World | None:
+    """README's world on the pinned codex and Claude Code (None, said, when missing)."""
+    codex, claude = pinned_codex(), pinned_claude()
+    if codex is None or claude is None:
+        print(f"{name}: pinned codex / Claude Code missing; run scripts/install-binaries",
+              file=sys.stderr)
+        return None
+    return World(str(codex), str(claude), responder=peer_answer)
+
+
 def both_tuis(world: World) -> tuple[CodexTUI, ClaudeTUI, str]:
     """README's set-up in `world`: the Codex TUI with the human's first message, Claude
     Code in the project listening; and the thread."""
@@ -180,13 +190,11 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=8)
     args = ap.parse_args()
-    codex, claude = pinned_codex(), pinned_claude()
-    if codex is None or claude is None:
-        print("bench_journey: pinned codex / Claude Code missing; run scripts/install-binaries",
-              file=sys.stderr)
+    world = pinned_world("bench_journey")
+    if world is None:
         return 3
     t0 = time.monotonic()
-    with World(str(codex), str(claude), responder=peer_answer) as world:
+    with world:
         bench = Bench(world, *both_tuis(world))
         loop = asyncio.new_event_loop()
         client = loop.run_until_complete(_floor_client(world, bench.thread))
