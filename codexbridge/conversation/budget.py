@@ -314,9 +314,12 @@ def current_conversation(explicit: str | None, env: Mapping[str, str],
                 and r.state in IN_FLIGHT and r.conversation]
         running = [r for r in ours if r.state is not DeliveryState.QUEUED]
         # The courier may not have seen its turn start yet (the sender queued it a moment
-        # ago): then the message codex runs first — the oldest in its queue. At worst an
-        # unrelated turn shares that budget: stricter, never looser.
-        waiting = sorted((r for r in ours if r.submission_id), key=lambda r: r.created_at)
+        # ago): then the message codex runs first — the oldest in its queue. Its sender
+        # may not even have noted codex's submission id yet: codex can start the turn and
+        # call this tool before a loaded machine schedules the sender again (a twelve-hop
+        # review under load began a second conversation that way). At worst an unrelated
+        # turn shares that budget: stricter, never looser.
+        waiting = sorted(ours, key=lambda r: r.created_at)
         if running or waiting:
             return (running or waiting)[0].conversation
     session = env.get(SESSION_ENV)

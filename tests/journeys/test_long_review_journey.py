@@ -103,7 +103,8 @@ def test_a_twelve_exchange_review_at_the_defaults(journey: Journey) -> None:
         j.world.claude_mock.responder = peer_answer
     asks = _requests(j)
     # one conversation, hops 1..12 of the default budget, alternating
-    assert {r["conversation"] for r in asks} == {asks[0]["conversation"]}
+    assert {r["conversation"] for r in asks} == {asks[0]["conversation"]}, [
+        (r["hop"], r["direction"], r["conversation"], r["state"]) for r in asks]
     assert [(r["hop"], r["max_hops"]) for r in asks] == [
         (n, DEFAULT_MAX_HOPS) for n in range(1, STEPS + 1)]
     assert [r["direction"] for r in asks] == ["to-claude", "to-codex"] * (STEPS // 2)

@@ -240,6 +240,19 @@ def test_current_conversation_order(tmp_path: Path) -> None:
     assert current_conversation(None, {}, store) is None
 
 
+def test_a_turn_codex_started_before_its_sender_noted_the_submission_keeps_the_conversation(
+        tmp_path: Path) -> None:
+    """Codex runs a queued message at once and its tool call can come before the sender
+    (descheduled on a loaded machine) writes codex's submission id: the request still
+    belongs to the conversation of the message that started the turn."""
+    store = DeliveryStore(tmp_path / "d")
+    queued = record(id="req_1_q", thread_id="T", conversation="conv_ccc")
+    queued.move(DeliveryState.QUEUED)
+    assert not queued.submission_id
+    store.save(queued)
+    assert current_conversation(None, {"CODEX_THREAD_ID": "T"}, store) == "conv_ccc"
+
+
 def test_handling_notes_each_request_once_and_answers_it_once(tmp_path: Path) -> None:
     ask = {"id": "m1", "request": "req_1_a", "conversation": "conv_c",
            "expect_reply": {"thread": "T1"}}
