@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,15 +42,24 @@ def _answering(path: str) -> socket.socket:
     return server
 
 
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A temp dir short enough for the runtime dir's sockets (tmp_path under a pytest-xdist
+    worker is not: the socket would fall back into the state home for both processes)."""
+    with tempfile.TemporaryDirectory(prefix="rt") as directory:
+        yield Path(directory)
+
+
 def test_a_sender_with_another_runtime_dir_reaches_the_running_courier(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    started_with, sender_has = tmp_path / "a", tmp_path / "b"
+        short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started_with, sender_has = short_dir / "a", short_dir / "b"
     started_with.mkdir(mode=0o700)
     sender_has.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(started_with))
     path = courier_link.socket_path()
     Path(path).parent.mkdir(mode=0o700, exist_ok=True)
     server = _answering(path)
+    assert path.startswith(str(started_with))  # in the runtime dir, not the fallback
     try:
         courier_link.advertise(path)
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(sender_has))
