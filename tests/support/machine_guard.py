@@ -21,6 +21,10 @@ when the session made them and left them empty.
 
 With CI=true a difference fails the run; elsewhere (where other processes share /tmp)
 it is printed as a warning.
+
+Under pytest-xdist the controller alone guards: its workers start after it has set the
+run dir's variables, inherit them, and put their temp dirs under its basetemp — a worker
+taking its own snapshot would see its sibling's run as something left behind.
 """
 
 from __future__ import annotations
@@ -98,8 +102,14 @@ def _show(entry: Entry | None) -> str:
     return f"mode {mode & 0o7777:04o} uid {uid} gid {gid}"
 
 
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if _is_worker(config):
+        return
     dirs = _watched()
     config.stash[_KEY] = (snapshot(dirs), dirs)
     run = tempfile.mkdtemp(prefix="cbt-", dir="/tmp")
