@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 
+from ..host.claude_files import INTERRUPT_MARK, Record
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, state_home, write_private
@@ -38,9 +39,7 @@ if TYPE_CHECKING:
 # `api-request-*` / `assistant` / a `system` hook summary echo it back.
 _SHOWN = ("user", "attachment")
 LOCK_WAIT = 3.0  # s: a Claude stop never waits longer on it
-# What Claude Code writes, as a `user` record, when the human presses Esc in a turn
-# (measured on 2.1.332: "[Request interrupted by user]", "… for tool use]")
-INTERRUPT_MARK = b"[Request interrupted by user"
+_INTERRUPT_BYTES = INTERRUPT_MARK.encode()  # looked for before a line is parsed
 
 
 def _dir() -> str:
@@ -253,39 +252,11 @@ def turn_of(transcript: str, offset: int, marker: str) -> str:
             fh.seek(max(0, offset))
             for line in fh:
                 if not seen:
-                    seen = needle in line and _kind(line) in _SHOWN
-                elif INTERRUPT_MARK in line and _interrupt(line):
+                    record = Record.parse(line) if needle in line else None
+                    seen = record is not None and record.kind in _SHOWN
+                elif _INTERRUPT_BYTES in line and (record := Record.parse(line)) is not None \
+                        and record.interrupt:
                     return Turn.INTERRUPTED
     except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
         return Turn.TAKEN_IN
     return Turn.TAKEN_IN if seen else Turn.NOT_YET
-
-
-def _interrupt(line: bytes) -> bool:
-    """Claude Code's own record of an Esc: a `user` record whose text opens with
-    `[Request interrupted by user` (not a tool result or mail that quotes it)."""
-    try:
-        record = loads_json(line.decode("utf-8", errors="replace"))
-    except ValueError:
-        return False
-    if not isinstance(record, dict) or record.get("type") != "user" or record.get("origin"):
-        return False
-    message = record.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    blocks = [content] if isinstance(content, str) else objs(content)
-    for block in blocks:
-        text = block if isinstance(block, str) else (
-            block.get("text") if block.get("type") == "text" else None)
-        if isinstance(text, str) and text.startswith(INTERRUPT_MARK.decode()):
-            return True
-    return False
-
-
-def _kind(line: bytes) -> str | None:
-    """A transcript record's `type` (None for a line that is not a record)."""
-    try:
-        record = loads_json(line.decode("utf-8", errors="replace"))
-    except ValueError:
-        return None
-    kind = record.get("type") if isinstance(record, dict) else None
-    return kind if isinstance(kind, str) else None

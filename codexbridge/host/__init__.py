@@ -17,6 +17,8 @@
     tomlfile.py     reading codex's config.toml (tomllib)
     text.py         text that can always be written (lone surrogates replaced)
     claude_plugin.py  is codexbridge's Claude Code plugin enabled for a project
+    claude_files.py   what Claude Code writes that we read, typed: a transcript's lines,
+                      a session's registry entry, an inbox receipt
     schemas.py      reading the schema files in `schemas/` (checkout only)
     tmux_tui.py     the real Codex TUI in a private tmux server
 
