@@ -80,8 +80,8 @@ from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.claude_files import Message, Record
 from ..host.procs import pid_alive
 from ..host.text import writable
-from ..inbox.listeners import read_listeners
-from ..jsontypes import obj, objs, opt_str
+from ..inbox.listeners import Listener, listeners, read_listener
+from ..jsontypes import obj, objs
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
 from .ledger import project_dir
 
@@ -124,23 +124,18 @@ class ClaudeSession:
         return {**asdict(self), "running": self.running}
 
 
-def _from_listener(name: str, rec: Mapping[str, object]) -> ClaudeSession | None:
-    sid = rec.get("session_id")
-    if not isinstance(sid, str) or not sid:
+def _from_listener(rec: Listener) -> ClaudeSession | None:
+    if not rec.session_id:
         return None
-    pid = rec.get("claude_pid")
-    return ClaudeSession(sid, opt_str(rec.get("transcript_path")), name,
-                         opt_str(rec.get("cwd")),
-                         int(pid) if isinstance(pid, (int, str)) and str(pid).isdigit()
-                         else None, opt_str(rec.get("last_seen")),
-                         opt_str(rec.get("config_dir")) or None)
+    return ClaudeSession(rec.session_id, rec.transcript_path, rec.name, rec.cwd,
+                         rec.claude_pid, rec.last_seen, rec.config_dir or None)
 
 
 def known_sessions(inbox: str) -> list[ClaudeSession]:
     """Every session a listener record names, newest first, one per session id."""
     found: dict[str, ClaudeSession] = {}
-    for name, rec in read_listeners(inbox).items():
-        session = _from_listener(name, rec)
+    for rec in listeners(inbox).values():
+        session = _from_listener(rec)
         if session is None:
             continue
         old = found.get(session.session_id)
@@ -216,10 +211,11 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
                              details={"session": session_id,
                                       "sessions": [s.as_dict() for s in sessions]})
     socket, mine = env.get(SOCKET_ENV), env.get(SESSION_ENV)
-    records = read_listeners(inbox)
+    records = listeners(inbox)
     for s in sessions:
-        rec = records.get(s.mailbox or "") or {}
-        if (mine and s.session_id == mine) or (socket and rec.get("messaging_socket") == socket):
+        rec = records.get(s.mailbox or "")
+        if (mine and s.session_id == mine) or (
+                socket and rec is not None and rec.messaging_socket == socket):
             return s
     return _the_one_here(project, inbox, "hand from", "--from-session ID")
 
@@ -227,8 +223,8 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
 def target_session(project: str, inbox: str, mailbox: str | None = None) -> ClaudeSession:
     """The Claude session a handoff goes to: mailbox `mailbox`'s, else the project's one."""
     if mailbox:
-        rec = read_listeners(inbox).get(mailbox)
-        session = _from_listener(mailbox, rec) if isinstance(rec, dict) else None
+        rec = read_listener(inbox, mailbox)
+        session = _from_listener(rec) if rec is not None else None
         if session is None:
             raise NoSessionError(
                 f'no Claude Code session has listened on mailbox "{mailbox}" yet '

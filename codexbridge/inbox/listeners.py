@@ -136,6 +136,11 @@ class Listener:
                    permission_mode=s(data.get("permission_mode")), error=s(data.get("error")))
 
 
+def listeners(inbox: str) -> dict[str, Listener]:
+    """name → its listener record, typed (`read_listeners`, for code that shows them)."""
+    return {name: Listener.from_json(data, name) for name, data in read_listeners(inbox).items()}
+
+
 def read_listener(inbox: str, name: str) -> Listener | None:
     """NAME's listener record, typed (None: nobody has listened as NAME)."""
     data = read_listeners(inbox).get(name)
