@@ -135,7 +135,7 @@ def test_stale_chains_are_pruned() -> None:
     assert chain.load_chain(inbox_dir(), "box", "old") is None
     assert chain.load_chain(inbox_dir(), "box", "new") == (1, None)
     # a file from before versions read as version 1, and written back with one
-    assert json.loads(open(path).read())["version"] == chain.CHAIN_VERSION
+    assert json.loads(Path(path).read_text())["version"] == chain.CHAIN_VERSION
 
 
 def test_claude_cap_is_respected_even_if_max_chain_is_higher() -> None:
