@@ -2,7 +2,7 @@
 
     private.py      the state home, private directories and atomic 0600 writes (stdlib os)
     locking.py      the cross-process file lock every mailbox and record writer shares
-    paths.py        the state dir as a Path, bridge.json
+    paths.py        the state dir as a Path, bridge.json (BridgeRecord)
     runtime.py      where our own local sockets live (a short private directory)
     binaries.py     finding the pinned codex and claude; the supported versions and where
                     a version stands against them
