@@ -83,7 +83,7 @@ from ..host.text import writable
 from ..inbox.listeners import Listener, listeners, read_listener
 from ..jsontypes import obj, objs
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
-from .ledger import project_dir
+from .ledger import Agent, project_dir
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
@@ -191,7 +191,7 @@ def _transcript_for(session_id: str, config_dirs: list[str]) -> str | None:
 
 def source_session(project: str, inbox: str, session_id: str | None = None,
                    env: Mapping[str, str] | None = None,
-                   linked: Mapping[str, object] | None = None) -> ClaudeSession:
+                   linked: Mapping[str, Agent] | None = None) -> ClaudeSession:
     """The departing Claude session (see the module docstring)."""
     env = os.environ if env is None else env
     sessions = known_sessions(inbox)
@@ -200,10 +200,10 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
             if s.session_id == session_id:
                 return s
         agent = (linked or {}).get(f"claude:{session_id}")
-        where = agent.get("where") if isinstance(agent, dict) else None
         dirs = [d for d in (env.get("CLAUDE_CONFIG_DIR"),
                             os.path.join(os.path.expanduser("~"), ".claude")) if d]
-        where = where if isinstance(where, str) else _transcript_for(session_id, dirs)
+        where = agent.where if agent is not None and agent.where is not None \
+            else _transcript_for(session_id, dirs)
         if where:
             return ClaudeSession(session_id, where)
         raise NoSessionError(f"no Claude Code session {session_id} is known (no listener "
