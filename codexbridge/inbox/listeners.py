@@ -96,10 +96,11 @@ LISTENER_VERSION = 1  # NAME.session.json's format (files without one are versio
 
 
 def _pid(value: object) -> int | None:
-    """A pid as the hook recorded it (digits, from $CLAUDE_PID) or as a number."""
+    """A pid as the hook recorded it (digits, from $CLAUDE_PID) or as a number; None
+    for anything else, 0 included (`kill(0, …)` would test our own process group)."""
     if isinstance(value, bool) or not isinstance(value, int | str):
         return None
-    return int(value) if str(value).isdigit() else None
+    return int(value) if str(value).isdigit() and int(value) > 0 else None
 
 
 class Listener:
