@@ -72,3 +72,17 @@ def record_version(data: JsonObject, path: str, what: str) -> int:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise damaged(path, what, f"version {version!r}")
     return version
+
+
+def read_keyed(path: str, what: str, key: str) -> tuple[JsonObject, int, str] | None:
+    """A versioned record of ours that cannot do without the string field `key`: (its
+    object, its version, that field); None when there is no file. Anything else wrong
+    raises DamagedStateError naming the file (`read_record`, `record_version`)."""
+    data = read_record(path, what)
+    if data is None:
+        return None
+    version = record_version(data, path, what)
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise damaged(path, what, f"no {key}")
+    return data, version, value

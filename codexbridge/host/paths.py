@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DamagedStateError
 from ..jsontypes import opt_int, opt_str
-from .jsonfile import damaged, read_object, read_record, record_version
+from .jsonfile import read_keyed, read_object
 from .private import ensure_private_dir, state_home, write_private
 
 if TYPE_CHECKING:
@@ -76,14 +76,10 @@ class BridgeRecord:
     def read(cls) -> BridgeRecord | None:
         """The running serve's record; None when there is none. A damaged file (not a
         JSON object, a bad version, no url) raises DamagedStateError naming it."""
-        path, what = str(bridge_file()), "serve's record"
-        data = read_record(path, what)
-        if data is None:
+        found = read_keyed(str(bridge_file()), "serve's record", "url")
+        if found is None:
             return None
-        version = record_version(data, path, what)
-        url = opt_str(data.get("url"))
-        if url is None:
-            raise damaged(path, what, "no url")
+        data, version, url = found
         return cls(url, pid=opt_int(data.get("pid")),
                    app_server_pid=opt_int(data.get("app_server_pid")),
                    cwd=opt_str(data.get("cwd")), codex_version=opt_str(data.get("codex_version")),

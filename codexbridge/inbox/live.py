@@ -59,7 +59,7 @@ from ..conversation.handling import transcript_end
 from ..conversation.records import DeliveryState
 from ..errors import DamagedStateError
 from ..host.claude_files import Receipt, SessionEntry, records_with
-from ..host.jsonfile import damaged, loads_json, read_object, read_record, record_version
+from ..host.jsonfile import loads_json, read_keyed, read_object
 from ..host.locking import lock
 from ..host.private import open_state, write_private
 from ..host.procs import pid_alive
@@ -404,14 +404,10 @@ class LiveRecord:
     def read(cls, path: str) -> LiveRecord | None:
         """The record in `path`; None when it is gone (settled meanwhile). A damaged
         file raises DamagedStateError naming it."""
-        what = "live delivery record"
-        data = read_record(path, what)
-        if data is None:
+        found = read_keyed(path, "live delivery record", "msg_id")
+        if found is None:
             return None
-        version = record_version(data, path, what)
-        msg_id = opt_str(data.get("msg_id"))
-        if msg_id is None:
-            raise damaged(path, what, "no msg_id")
+        data, version, msg_id = found
         raw = data.get("state")
         return cls(
             msg_id, opt_str(data.get("mailbox")) or "",
