@@ -40,6 +40,7 @@
     ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
     ├── StateError                  the state home cannot be used           73  STATE_UNUSABLE
     │   ├── UnsafeStateError        loose, foreign or a symlink: refused    73  STATE_UNSAFE
+    │   ├── DamagedStateError       a state file of ours no longer reads    73  STATE_UNUSABLE
     │   └── StateWriteError         read-only, full, or out of quota        73  STATE_UNWRITABLE
     ├── OutputClosedError           whoever read our output went away       74  OUTPUT_CLOSED
     └── InternalError               a bug in codexbridge                    70  INTERNAL_ERROR
@@ -392,6 +393,13 @@ class UnsafeStateError(StateError):
     mcp_code = "STATE_UNSAFE"
     mcp_meaning = ("a state path is another user's, open to others, or a symlink; refused "
                    "and left as it is (details.fix says what to run)")
+
+
+class DamagedStateError(StateError):
+    """A state file codexbridge wrote (a live record, a handling marker, a ledger …) is
+    there but is no longer what it wrote: not JSON, not an object, or a version field
+    that is not a number. The message names the file; each reader says what it does
+    then (most skip it, as they skip a file being written)."""
 
 
 class StateWriteError(StateError):

@@ -324,8 +324,7 @@ def current_conversation(explicit: str | None, env: Mapping[str, str],
             return (running or waiting)[0].conversation
     session = env.get(SESSION_ENV)
     if session:
-        marker = handling.read(session)
-        conv = marker.get("conversation") if marker else None
-        if isinstance(conv, str):
-            return conv
+        marker = handling.current_marker(session)
+        if marker is not None and marker.conversation is not None:
+            return marker.conversation
     return None

@@ -1,8 +1,9 @@
 """What a Claude session is handling: the peer mail it was handed, until its answer is due.
 
-    <state home>/conversations/handling/<session id>.json
-        {mailbox, conversation, requests: [{request, thread, conversation, mail,
-                                             transcript, offset}]}
+    <state home>/conversations/handling/<session id>.json      (`Marker`, `Handed`)
+        {version, mailbox, conversation,
+         requests: [{request, thread, conversation, mail, transcript, offset}],
+         carried: [{mail, transcript, offset}]}
 
 Noted — under the file's lock — by whichever path put the mail in front of Claude: the
 Stop hook's block, the watcher's wake, a live frame once the session's transcript shows
@@ -25,22 +26,21 @@ from __future__ import annotations
 import json
 import os
 
-from ..host.jsonfile import loads_json
+from ..host.claude_files import INTERRUPT_MARK, Record
+from ..host.jsonfile import read_record, record_version
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, state_home, write_private
 from ..jsontypes import objs, opt_str
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..jsontypes import JsonArray, JsonObject, JsonValue
+    from ..jsontypes import JsonObject
 
 # Records that carry what Claude was shown; `queue-operation` only says it waits, and
 # `api-request-*` / `assistant` / a `system` hook summary echo it back.
 _SHOWN = ("user", "attachment")
 LOCK_WAIT = 3.0  # s: a Claude stop never waits longer on it
-# What Claude Code writes, as a `user` record, when the human presses Esc in a turn
-# (measured on 2.1.332: "[Request interrupted by user]", "… for tool use]")
-INTERRUPT_MARK = b"[Request interrupted by user"
+_INTERRUPT_BYTES = INTERRUPT_MARK.encode()  # looked for before a line is parsed
 
 
 def _dir() -> str:
@@ -66,23 +66,101 @@ def transcript_end(path: object) -> int:
         return 0
 
 
-def read(session_id: str) -> JsonObject | None:
-    try:
-        with open(path(session_id), encoding="utf-8") as fh:
-            data: JsonValue = loads_json(fh.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+MARKER_VERSION = 1  # the marker's format (files without one are version 1)
 
 
-def _write(session_id: str, data: JsonObject | None) -> None:
+class Handed:
+    """One mail the session was handed, as its marker keeps it: a request (`thread`
+    waits for the answer to `request`, in `conversation`), or mail that expects no
+    answer, carried only for its conversation (`thread` None) — and where the transcript
+    shows it: after byte `offset` of `transcript`. A field of the wrong type reads as
+    absent. (Plain classes here: this is the Stop hook's path.)"""
+
+    __slots__ = ("conversation", "mail", "offset", "request", "thread", "transcript")
+
+    def __init__(self, mail: str | None, transcript: str | None, offset: int, *,
+                 request: str | None = None, thread: str | None = None,
+                 conversation: str | None = None) -> None:
+        self.mail, self.transcript, self.offset = mail, transcript, offset
+        self.request, self.thread, self.conversation = request, thread, conversation
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> Handed:
+        offset = data.get("offset")
+        return cls(opt_str(data.get("mail")), opt_str(data.get("transcript")),
+                   offset if isinstance(offset, int) and not isinstance(offset, bool) else 0,
+                   request=opt_str(data.get("request")), thread=opt_str(data.get("thread")),
+                   conversation=opt_str(data.get("conversation")))
+
+    def to_json(self) -> JsonObject:
+        where: JsonObject = {"mail": self.mail, "transcript": self.transcript,
+                             "offset": self.offset}
+        if self.thread is None:
+            return where
+        return {"request": self.request, "thread": self.thread,
+                "conversation": self.conversation, **where}
+
+
+class Marker:
+    """What a session is handling: the mailbox it listens as, the conversation its mail
+    is in, the requests it owes an answer and the mail it carries for a later turn."""
+
+    __slots__ = ("carried", "conversation", "mailbox", "requests")
+
+    def __init__(self, mailbox: str | None, conversation: str | None,
+                 requests: list[Handed], carried: list[Handed]) -> None:
+        self.mailbox, self.conversation = mailbox, conversation
+        self.requests, self.carried = requests, carried
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> Marker:
+        return cls(opt_str(data.get("mailbox")), opt_str(data.get("conversation")),
+                   [Handed.from_json(r) for r in objs(data.get("requests"))],
+                   [Handed.from_json(c) for c in objs(data.get("carried"))])
+
+    def to_json(self) -> JsonObject:
+        return {"version": MARKER_VERSION, "mailbox": self.mailbox,
+                "conversation": self.conversation,
+                "requests": [r.to_json() for r in self.requests],
+                "carried": [c.to_json() for c in self.carried]}
+
+
+def load(session_id: str) -> Marker | None:
+    """The session's marker (None: it is handling nothing). A damaged file raises
+    DamagedStateError naming it."""
+    where = path(session_id)
+    data = read_record(where, "handling marker")
     if data is None:
+        return None
+    record_version(data, where, "handling marker")
+    return Marker.from_json(data)
+
+
+def current_marker(session_id: str) -> Marker | None:
+    """`load`, with a damaged marker taken as none (the next `settle` removes it): it
+    can only hold requests nobody can answer from it."""
+    try:
+        return load(session_id)
+    except OSError:  # (DamagedStateError is a StateError, an OSError)
+        return None
+
+
+def read(session_id: str) -> JsonObject | None:
+    """The marker as JSON, for callers that show or pass it on (None: none, or
+    damaged)."""
+    marker = current_marker(session_id)
+    return None if marker is None else marker.to_json()
+
+
+def _write(session_id: str, marker: Marker | None) -> None:
+    if marker is None:
         try:  # noqa: SIM105 - no contextlib on the hook's path
             os.unlink(path(session_id))
         except FileNotFoundError:
             pass
         return
-    write_private(path(session_id), json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    write_private(path(session_id),
+                  json.dumps(marker.to_json(), ensure_ascii=False).encode("utf-8"))
 
 
 def note(session_id: str, mailbox: str, mails: list[JsonObject],
@@ -90,37 +168,35 @@ def note(session_id: str, mailbox: str, mails: list[JsonObject],
     """The session was just handed `mails` (each mail's JSON object), which show up in
     `transcript` after byte `offset`. Returns the requests newly noted (a mail noted
     twice — by the pusher and by the hook settling the same live frame — counts once)."""
-    requests: list[JsonObject] = []
-    carried: list[JsonObject] = []
+    requests: list[Handed] = []
+    carried: list[Handed] = []
     conversation = None
     for mail in mails:
-        conv = mail.get("conversation")
-        if isinstance(conv, str):
+        conv = opt_str(mail.get("conversation"))
+        if conv is not None:
             conversation = conv
         expect = mail.get("expect_reply")
-        if isinstance(expect, dict) and isinstance(expect.get("thread"), str):
-            requests.append({"request": mail.get("request") or mail.get("id"),
-                             "thread": expect["thread"], "conversation": conv,
-                             "mail": mail.get("id"), "transcript": transcript,
-                             "offset": offset})
-        elif isinstance(conv, str) and isinstance(mail.get("id"), str):
+        ident = opt_str(mail.get("id"))
+        if isinstance(expect, dict) and isinstance(thread := expect.get("thread"), str):
+            requests.append(Handed(ident, transcript, offset, thread=thread,
+                                   request=opt_str(mail.get("request")) or ident,
+                                   conversation=conv))
+        elif conv is not None and ident is not None:
             # mail that expects no answer still carries its conversation into the turn
             # that handles it: kept until that turn's stop (see `due`)
-            carried.append({"mail": mail["id"], "transcript": transcript, "offset": offset})
+            carried.append(Handed(ident, transcript, offset))
     if conversation is None and not requests:
         return []
     with _lock(session_id):
-        current = read(session_id) or {}
-        held: JsonArray = [*objs(current.get("requests"))]
-        known = {r.get("request") for r in objs(held)}
-        fresh = [r for r in requests if r["request"] not in known]
-        kept: JsonArray = [*objs(current.get("carried"))]
-        seen = {c.get("mail") for c in objs(kept)}
-        _write(session_id, {"mailbox": mailbox,
-                            "conversation": conversation or current.get("conversation"),
-                            "requests": [*held, *fresh],
-                            "carried": [*kept, *(c for c in carried if c["mail"] not in seen)]})
-    return [str(r["request"]) for r in fresh]
+        current = current_marker(session_id) or Marker(None, None, [], [])
+        known = {r.request for r in current.requests}
+        fresh = [r for r in requests if r.request not in known]
+        seen = {c.mail for c in current.carried}
+        _write(session_id, Marker(mailbox, conversation or current.conversation,
+                                  [*current.requests, *fresh],
+                                  [*current.carried, *(c for c in carried
+                                                       if c.mail not in seen)]))
+    return [str(r.request) for r in fresh]
 
 
 class Settled:
@@ -164,23 +240,23 @@ def settle(session_id: str, answer: str | None = None) -> Settled:
     if not os.path.exists(path(session_id)):
         return Settled([], [], None)
     with _lock(session_id):
-        current = read(session_id)
+        current = current_marker(session_id)
         if current is None:
             _write(session_id, None)
             return Settled([], [], None)
-        held = objs(current.get("requests"))
+        held = current.requests
         turns = [(r, _turn(r)) for r in held]
         cut = [r for r, turn in turns if turn == Turn.INTERRUPTED]
         now = [r for r, turn in turns if turn != Turn.INTERRUPTED
                and (turn == Turn.TAKEN_IN or _named(r, answer))]
-        later: JsonArray = [r for r in held if r not in now and r not in cut]
+        later = [r for r in held if r not in now and r not in cut]
         # mail this turn took in is done with; mail not taken in yet (handed at this
         # very stop, e.g. by the watcher) keeps the conversation for its turn
-        carried: JsonArray = [c for c in objs(current.get("carried"))
-                              if _turn(c) == Turn.NOT_YET]
-        _write(session_id, {**current, "requests": later, "carried": carried}
+        carried = [c for c in current.carried if _turn(c) == Turn.NOT_YET]
+        _write(session_id, Marker(current.mailbox, current.conversation, later, carried)
                if later or carried else None)
-    return Settled(now, cut, opt_str(current.get("conversation")))
+    return Settled([r.to_json() for r in now], [r.to_json() for r in cut],
+                   current.conversation)
 
 
 def interrupted(session_id: str, request: str) -> JsonObject | None:
@@ -188,25 +264,24 @@ def interrupted(session_id: str, request: str) -> JsonObject | None:
     interrupted the turn that took its mail in (None otherwise: not taken in yet, still
     running, answered, or not this session's). What the courier, watching the session,
     calls every tick: the asking thread hears of an Esc at once, not at the next stop."""
-    current = read(session_id)
-    if current is None or not any(r.get("request") == request and _turn(r) ==
-                                  Turn.INTERRUPTED for r in objs(current.get("requests"))):
+    current = current_marker(session_id)
+    if current is None or not any(r.request == request and _turn(r) == Turn.INTERRUPTED
+                                  for r in current.requests):
         return None
     with _lock(session_id):
-        current = read(session_id) or {}
-        held = objs(current.get("requests"))
-        mine = [r for r in held if r.get("request") == request]
-        if not mine:
+        current = current_marker(session_id)
+        mine = [r for r in current.requests if r.request == request] if current else []
+        if current is None or not mine:
             return None  # a stop took it out meanwhile
-        rest: JsonArray = [r for r in held if r.get("request") != request]
-        _write(session_id, {**current, "requests": rest}
-               if rest or current.get("carried") else None)
-    return mine[0]
+        rest = [r for r in current.requests if r.request != request]
+        _write(session_id, Marker(current.mailbox, current.conversation, rest,
+                                  current.carried) if rest or current.carried else None)
+    return mine[0].to_json()
 
 
-def _named(request: JsonObject, answer: str | None) -> bool:
-    token = request.get("request")
-    return bool(answer) and isinstance(token, str) and bool(token) and token in str(answer)
+def _named(request: Handed, answer: str | None) -> bool:
+    token = request.request
+    return bool(answer) and bool(token) and token is not None and token in str(answer)
 
 
 class Turn:
@@ -218,12 +293,10 @@ class Turn:
     INTERRUPTED = "interrupted"  # the turn that took it in was ended by the human (Esc)
 
 
-def _turn(request: JsonObject) -> str:
-    transcript, mail = request.get("transcript"), request.get("mail")
-    if not isinstance(transcript, str) or not isinstance(mail, str) or not mail:
+def _turn(handed: Handed) -> str:
+    if handed.transcript is None or not handed.mail:
         return Turn.TAKEN_IN
-    offset = request.get("offset")
-    return turn_of(transcript, offset if isinstance(offset, int) else 0, mail)
+    return turn_of(handed.transcript, handed.offset, handed.mail)
 
 
 def taken_in(transcript: str, offset: int, marker: str) -> bool:
@@ -253,39 +326,11 @@ def turn_of(transcript: str, offset: int, marker: str) -> str:
             fh.seek(max(0, offset))
             for line in fh:
                 if not seen:
-                    seen = needle in line and _kind(line) in _SHOWN
-                elif INTERRUPT_MARK in line and _interrupt(line):
+                    record = Record.parse(line) if needle in line else None
+                    seen = record is not None and record.kind in _SHOWN
+                elif _INTERRUPT_BYTES in line and (record := Record.parse(line)) is not None \
+                        and record.interrupt:
                     return Turn.INTERRUPTED
     except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
         return Turn.TAKEN_IN
     return Turn.TAKEN_IN if seen else Turn.NOT_YET
-
-
-def _interrupt(line: bytes) -> bool:
-    """Claude Code's own record of an Esc: a `user` record whose text opens with
-    `[Request interrupted by user` (not a tool result or mail that quotes it)."""
-    try:
-        record = loads_json(line.decode("utf-8", errors="replace"))
-    except ValueError:
-        return False
-    if not isinstance(record, dict) or record.get("type") != "user" or record.get("origin"):
-        return False
-    message = record.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    blocks = [content] if isinstance(content, str) else objs(content)
-    for block in blocks:
-        text = block if isinstance(block, str) else (
-            block.get("text") if block.get("type") == "text" else None)
-        if isinstance(text, str) and text.startswith(INTERRUPT_MARK.decode()):
-            return True
-    return False
-
-
-def _kind(line: bytes) -> str | None:
-    """A transcript record's `type` (None for a line that is not a record)."""
-    try:
-        record = loads_json(line.decode("utf-8", errors="replace"))
-    except ValueError:
-        return None
-    kind = record.get("type") if isinstance(record, dict) else None
-    return kind if isinstance(kind, str) else None

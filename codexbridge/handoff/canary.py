@@ -46,9 +46,8 @@ def claude_facts(project: str, state: ledger.State, inbox: str) -> JsonArray:
         seen[s.session_id] = {"session_id": s.session_id, "mailbox": s.mailbox,
                               "transcript": s.transcript}
     for _, agent in ledger.agents_of(state, CLAUDE):
-        sid = str(agent["id"])
-        seen.setdefault(sid, {"session_id": sid, "mailbox": agent.get("mailbox"),
-                              "transcript": agent.get("where")})
+        seen.setdefault(agent.id, {"session_id": agent.id, "mailbox": agent.mailbox,
+                                   "transcript": agent.where})
     out: JsonArray = []
     for sid, entry in seen.items():
         path = opt_str(entry["transcript"])
@@ -89,7 +88,7 @@ def facts(project: str, url: str | None = None, timeout: float = 3.0,
         out["state_error"] = exc.message
         state = ledger.empty(project)
     out["claude"] = claude_facts(project, state, inbox or inbox_dir())
-    threads = [str(a["id"]) for _, a in ledger.agents_of(state, CODEX)]
+    threads = [a.id for _, a in ledger.agents_of(state, CODEX)]
     if threads:
         try:
             out["codex"] = asyncio.run(asyncio.wait_for(_codex(url, threads, timeout),

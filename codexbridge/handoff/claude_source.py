@@ -77,16 +77,16 @@ from typing import TYPE_CHECKING
 from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from ..conversation.routing import SESSION_ENV, SOCKET_ENV
 from ..errors import AmbiguousSessionError, NoSessionError
-from ..host.jsonfile import loads_json
+from ..host.claude_files import Message, Record
 from ..host.procs import pid_alive
 from ..host.text import writable
-from ..inbox.listeners import read_listeners
-from ..jsontypes import obj, objs, opt_str
+from ..inbox.listeners import Listener, listeners, read_listener
+from ..jsontypes import obj, objs
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
-from .ledger import project_dir
+from .ledger import Agent, project_dir
 
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject, JsonValue
+    from ..jsontypes import JsonObject
 
 
 # --- which session ------------------------------------------------------------------
@@ -124,23 +124,18 @@ class ClaudeSession:
         return {**asdict(self), "running": self.running}
 
 
-def _from_listener(name: str, rec: Mapping[str, object]) -> ClaudeSession | None:
-    sid = rec.get("session_id")
-    if not isinstance(sid, str) or not sid:
+def _from_listener(rec: Listener) -> ClaudeSession | None:
+    if not rec.session_id:
         return None
-    pid = rec.get("claude_pid")
-    return ClaudeSession(sid, opt_str(rec.get("transcript_path")), name,
-                         opt_str(rec.get("cwd")),
-                         int(pid) if isinstance(pid, (int, str)) and str(pid).isdigit()
-                         else None, opt_str(rec.get("last_seen")),
-                         opt_str(rec.get("config_dir")) or None)
+    return ClaudeSession(rec.session_id, rec.transcript_path, rec.name, rec.cwd,
+                         rec.claude_pid, rec.last_seen, rec.config_dir or None)
 
 
 def known_sessions(inbox: str) -> list[ClaudeSession]:
     """Every session a listener record names, newest first, one per session id."""
     found: dict[str, ClaudeSession] = {}
-    for name, rec in read_listeners(inbox).items():
-        session = _from_listener(name, rec)
+    for rec in listeners(inbox).values():
+        session = _from_listener(rec)
         if session is None:
             continue
         old = found.get(session.session_id)
@@ -196,7 +191,7 @@ def _transcript_for(session_id: str, config_dirs: list[str]) -> str | None:
 
 def source_session(project: str, inbox: str, session_id: str | None = None,
                    env: Mapping[str, str] | None = None,
-                   linked: Mapping[str, object] | None = None) -> ClaudeSession:
+                   linked: Mapping[str, Agent] | None = None) -> ClaudeSession:
     """The departing Claude session (see the module docstring)."""
     env = os.environ if env is None else env
     sessions = known_sessions(inbox)
@@ -205,10 +200,10 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
             if s.session_id == session_id:
                 return s
         agent = (linked or {}).get(f"claude:{session_id}")
-        where = agent.get("where") if isinstance(agent, dict) else None
         dirs = [d for d in (env.get("CLAUDE_CONFIG_DIR"),
                             os.path.join(os.path.expanduser("~"), ".claude")) if d]
-        where = where if isinstance(where, str) else _transcript_for(session_id, dirs)
+        where = agent.where if agent is not None and agent.where is not None \
+            else _transcript_for(session_id, dirs)
         if where:
             return ClaudeSession(session_id, where)
         raise NoSessionError(f"no Claude Code session {session_id} is known (no listener "
@@ -216,10 +211,11 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
                              details={"session": session_id,
                                       "sessions": [s.as_dict() for s in sessions]})
     socket, mine = env.get(SOCKET_ENV), env.get(SESSION_ENV)
-    records = read_listeners(inbox)
+    records = listeners(inbox)
     for s in sessions:
-        rec = records.get(s.mailbox or "") or {}
-        if (mine and s.session_id == mine) or (socket and rec.get("messaging_socket") == socket):
+        rec = records.get(s.mailbox or "")
+        if (mine and s.session_id == mine) or (
+                socket and rec is not None and rec.messaging_socket == socket):
             return s
     return _the_one_here(project, inbox, "hand from", "--from-session ID")
 
@@ -227,8 +223,8 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
 def target_session(project: str, inbox: str, mailbox: str | None = None) -> ClaudeSession:
     """The Claude session a handoff goes to: mailbox `mailbox`'s, else the project's one."""
     if mailbox:
-        rec = read_listeners(inbox).get(mailbox)
-        session = _from_listener(mailbox, rec) if isinstance(rec, dict) else None
+        rec = read_listener(inbox, mailbox)
+        session = _from_listener(rec) if rec is not None else None
         if session is None:
             raise NoSessionError(
                 f'no Claude Code session has listened on mailbox "{mailbox}" yet '
@@ -307,37 +303,28 @@ def _str(value: object) -> str | None:
     return writable(value) if isinstance(value, str) else None
 
 
-def _blocks(content: object) -> list[JsonObject]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)]
-    return []
-
-
-def from_the_human(rec: JsonObject) -> bool:
+def from_the_human(rec: Record) -> bool:
     """Did the human write this user record (not a hook, the watcher, a peer)?"""
-    if rec.get("isMeta") is True or "toolUseResult" in rec:
+    if rec.meta or rec.tool_result:
         return False
-    origin = rec.get("origin")
-    if isinstance(origin, dict):
+    if rec.origin is not None:
         # an origin names its writer: "human" when typed (queued or not); a watcher's
         # wake is "task-notification", mail pushed live "peer" — and an origin we have
         # not seen is not taken for the human's words either
-        return origin.get("kind") == HUMAN_ORIGIN and not origin.get("msg_id")
-    turn, source = rec.get("turnOrigin"), rec.get("promptSource")  # any JSON value
+        return rec.origin.kind == HUMAN_ORIGIN and not rec.origin.msg_id
+    turn, source = rec.turn_origin, rec.prompt_source  # any JSON value
     return not ((isinstance(turn, str) and turn in NOT_HUMAN_TURNS)
                 or (isinstance(source, str) and source in NOT_HUMAN_SOURCES))
 
 
-def _user_text(rec: JsonObject, msg: JsonObject) -> str | None:
+def _user_text(rec: Record, msg: Message) -> str | None:
     if not from_the_human(rec):
         return None
-    blocks = _blocks(msg.get("content"))
-    if any(b.get("type") == "tool_result" for b in blocks):
+    blocks = msg.blocks
+    if any(b.kind == "tool_result" for b in blocks):
         return None
-    parts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
-    if any(b.get("type") == "image" for b in blocks):
+    parts = [b.text or "" for b in blocks if b.kind == "text"]
+    if any(b.kind == "image" for b in blocks):
         parts.append("[an image]")
     text = writable("\n".join(p for p in parts if p).strip())
     if not text or text.startswith(WRAPPERS) or text.startswith(INJECTED):
@@ -345,25 +332,16 @@ def _user_text(rec: JsonObject, msg: JsonObject) -> str | None:
     return text
 
 
-def _assistant_text(msg: JsonObject, files: list[str]) -> str | None:
-    blocks = _blocks(msg.get("content"))
-    for b in blocks:
-        name = b.get("name")  # any JSON value: a list in `in EDIT_TOOLS` was a TypeError
-        if b.get("type") == "tool_use" and isinstance(name, str) and name in EDIT_TOOLS:
-            args = b.get("input")
-            path = _str(args.get(EDIT_TOOLS[name])) if isinstance(args, dict) else None
+def _assistant_text(msg: Message, files: list[str]) -> str | None:
+    for b in msg.blocks:
+        if b.kind == "tool_use" and b.name is not None and b.name in EDIT_TOOLS:
+            path = _str(b.input.get(EDIT_TOOLS[b.name]))
             if path and path not in files:
                 files.append(path)
-    if msg.get("model") == SYNTHETIC_MODEL:
+    if msg.model == SYNTHETIC_MODEL:
         return None  # Claude Code's own stand-in text (an API error, "no response")
-    text = "\n".join(str(b.get("text", "")) for b in blocks
-                     if b.get("type") == "text" and b.get("text")).strip()
+    text = "\n".join(b.text for b in msg.blocks if b.kind == "text" and b.text).strip()
     return writable(text) or None
-
-
-def _parent(rec: JsonObject) -> str | None:
-    parent = rec.get("parentUuid") or rec.get("logicalParentUuid")
-    return _str(parent)
 
 
 def _active_branch(parents: dict[str, str | None], leaf: str | None) -> set[str] | None:
@@ -394,25 +372,20 @@ def parse(lines: Iterable[bytes], since: str | None,
         if not raw.strip():
             continue
         stats.records += 1
-        try:
-            rec: JsonValue = loads_json(raw)
-        except ValueError:
+        rec = Record.parse(raw)
+        if rec is None:
             stats.bad_rows += 1
             continue
-        if not isinstance(rec, dict):
-            stats.bad_rows += 1
-            continue
-        raw_kind = rec.get("type")
-        kind = _str(raw_kind) or "?"
+        kind = _str(rec.kind) or "?"
         stats.kinds[kind] += 1
         if kind not in KNOWN_TYPES:
             stats.unknown[kind] += 1
-        uuid = _str(rec.get("uuid"))  # the mark: cleaned the same way on every read
+        uuid = _str(rec.uuid)  # the mark: cleaned the same way on every read
         if uuid is not None:
-            parents[uuid] = _parent(rec)
-        if kind in ROLES and rec.get("isSidechain") is not True:
-            msg = rec.get("message")
-            if not isinstance(msg, dict) or "content" not in msg:
+            parents[uuid] = _str(rec.parent)
+        if kind in ROLES and not rec.sidechain:
+            msg = rec.message
+            if msg is None:
                 stats.unreadable += 1
             else:
                 text = (_user_text(rec, msg) if kind == "user"
@@ -420,7 +393,7 @@ def parse(lines: Iterable[bytes], since: str | None,
                 if text is not None and uuid is not None:
                     stats.said += 1
                     leaf = uuid
-                    at = _str(rec.get("timestamp"))
+                    at = _str(rec.timestamp)
                     out.messages.append(Said("user" if kind == "user" else CLAUDE, text,
                                              uuid, at))
         if since is not None and uuid == since:

@@ -38,7 +38,6 @@ from ..conversation.limits import env_int, text_max
 from ..conversation.records import DeliveryState
 from ..host.private import ensure_private_dir, write_private
 from ..inbox.clock import iso_utc
-from ..jsontypes import opt_str
 from ..protocol.enums import WireEnum
 from ..protocol.threads import ThreadInfo
 from ..talk.client import Rpc
@@ -233,14 +232,13 @@ def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None,
     thread id → what a Claude target already has from that thread; `answered`: Claude's
     answers a Codex target already has as reply turns)."""
     out: dict[str, Reader] = {}
-    for key, agent in state["agents"].items():
-        if key in skip or not isinstance(agent, dict):
+    for key, agent in ledger.agents(state).items():
+        if key in skip:
             continue
-        ident, where = str(agent.get("id") or ""), opt_str(agent.get("where"))
-        label = opt_str(agent.get("label"))
-        if agent.get("kind") == CLAUDE and where is not None and ident:
-            out[key] = _claude_reader(where, ident, label, answered)
-        elif agent.get("kind") == CODEX and ident and rpc is not None:
+        ident, label = agent.id, agent.label
+        if agent.kind == CLAUDE and agent.where is not None and ident:
+            out[key] = _claude_reader(agent.where, ident, label, answered)
+        elif agent.kind == CODEX and ident and rpc is not None:
             out[key] = _codex_reader(rpc, ident, label, (received or {}).get(ident))
     return out
 

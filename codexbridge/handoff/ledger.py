@@ -36,6 +36,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 from ..conversation.records import DeliveryState
@@ -207,10 +208,38 @@ def link(state: State, key: str, record: JsonObject) -> None:
                    "seen": iso_utc()}
 
 
-def agents_of(state: State, kind: str) -> list[tuple[str, JsonObject]]:
-    """The linked agents of `kind` (CLAUDE / CODEX) that name their id: (key, record)."""
-    return [(key, a) for key, a in state["agents"].items()
-            if isinstance(a, dict) and a.get("kind") == kind and a.get("id")]
+@dataclass(frozen=True)
+class Agent:
+    """One `agents` entry of the ledger, as its readers see it: a Claude session
+    (`where`: its transcript) or a Codex thread, with the label a delta gives it. The
+    entry stays a JSON object in the file (`link` merges into it); a field of the wrong
+    type reads as absent."""
+
+    kind: str | None
+    id: str  # "" when the entry names none
+    label: str | None = None
+    where: str | None = None
+    mailbox: str | None = None
+    seen: str | None = None
+
+    @classmethod
+    def from_json(cls, data: object) -> Agent:
+        entry = obj(data)
+        ident = entry.get("id")
+        return cls(opt_str(entry.get("kind")), str(ident) if ident else "",
+                   opt_str(entry.get("label")), opt_str(entry.get("where")),
+                   opt_str(entry.get("mailbox")), opt_str(entry.get("seen")))
+
+
+def agents(state: State) -> dict[str, Agent]:
+    """Every agent the ledger links to the project (entries that are not objects: none)."""
+    return {key: Agent.from_json(a) for key, a in state["agents"].items()
+            if isinstance(a, dict)}
+
+
+def agents_of(state: State, kind: str) -> list[tuple[str, Agent]]:
+    """The linked agents of `kind` (CLAUDE / CODEX) that name their id: (key, agent)."""
+    return [(key, a) for key, a in agents(state).items() if a.kind == kind and a.id]
 
 
 def remember(state: State, entry: JsonObject) -> None:
@@ -373,12 +402,12 @@ def status(project: str) -> JsonObject:
 def render_status(data: JsonObject) -> str:
     """`handoff status` for a person."""
     lines = [f"project {data['project']}  (ledger {data['stateFile']})"]
-    agents = obj(data.get("agents"))
-    if not agents:
+    linked = obj(data.get("agents"))
+    if not linked:
         lines.append("no handoff yet in this project")
-    for key, agent in sorted(agents.items()):
-        a = obj(agent)
-        lines.append(f"  agent {key}: {a.get('label') or ''} (seen {a.get('seen')})")
+    for key, agent in sorted(linked.items()):
+        a = Agent.from_json(agent)
+        lines.append(f"  agent {key}: {a.label or ''} (seen {a.seen})")
     for t in objs(data["targets"]):
         lines.append(f"to {t['target']}:")
         for source, mark in sorted(obj(t["knownBy"]).items()):

@@ -57,7 +57,7 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
     project, key, env = start(project, env)
     inbox = inbox or inbox_dir()
     state = ledger.load(key, project)
-    session = source_session(project, inbox, from_session, env, state["agents"])
+    session = source_session(project, inbox, from_session, env, ledger.agents(state))
     transcript = session.transcript
     if not transcript:
         raise NoSessionError(f"Claude Code session {session.session_id} has no transcript "

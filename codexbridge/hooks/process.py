@@ -278,7 +278,35 @@ class _Damaged(Exception):
     """The chain file is there but cannot be read as ours."""
 
 
-def _load_all(inbox: str, name: str) -> dict[str, JsonObject]:
+CHAIN_VERSION = 1  # NAME.chain.json's format (files without one are version 1)
+
+
+class Chain:
+    """One session's chain of Stop-hook blocks in NAME.chain.json (the loop guard's
+    count): `{"version": 1, "sessions": {SESSION: {"blocks", "prompt_id", "at"}}}`. (A
+    plain class: this is the Stop hook's path.)"""
+
+    __slots__ = ("at", "blocks", "prompt_id")
+
+    def __init__(self, blocks: int, prompt_id: str | None, at: str) -> None:
+        self.blocks, self.prompt_id, self.at = blocks, prompt_id, at
+
+    @classmethod
+    def from_json(cls, entry: object) -> Chain | None:
+        """None when it is not shaped as we write it (a count that is not one)."""
+        if not isinstance(entry, dict):
+            return None
+        blocks, prompt, at = entry.get("blocks"), entry.get("prompt_id"), entry.get("at")
+        if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 0:
+            return None
+        return cls(blocks, prompt if isinstance(prompt, str) else None,
+                   at if isinstance(at, str) else "")
+
+    def to_json(self) -> JsonObject:
+        return {"blocks": self.blocks, "prompt_id": self.prompt_id, "at": self.at}
+
+
+def _load_all(inbox: str, name: str) -> dict[str, Chain]:
     """Every session's chain; {} when there is no file. _Damaged when the file is there
     but unreadable, not JSON (or nested past reading), or not shaped as we write it."""
     try:
@@ -288,15 +316,17 @@ def _load_all(inbox: str, name: str) -> dict[str, JsonObject]:
         return {}
     except (OSError, ValueError) as exc:
         raise _Damaged(str(exc)) from None
-    sessions = data.get("sessions") if isinstance(data, dict) else None
-    if not isinstance(sessions, dict) or not all(map(_sound, sessions.values())):
+    if not isinstance(data, dict):
+        raise _Damaged("not a JSON object")
+    version = data.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _Damaged(f"version {version!r}")
+    raw = data.get("sessions")
+    chains = {sid: Chain.from_json(e) for sid, e in raw.items()} if isinstance(raw, dict) \
+        else None
+    if chains is None or None in chains.values():
         raise _Damaged('not {"sessions": {SESSION: {"blocks": COUNT, ...}}}')
-    return {sid: entry for sid, entry in sessions.items() if isinstance(entry, dict)}
-
-
-def _sound(entry: object) -> bool:
-    blocks = entry.get("blocks") if isinstance(entry, dict) else None
-    return isinstance(blocks, int) and not isinstance(blocks, bool) and blocks >= 0
+    return {sid: c for sid, c in chains.items() if c is not None}
 
 
 def damage_note(inbox: str, name: str, why: str) -> str:
@@ -309,13 +339,14 @@ def damage_note(inbox: str, name: str, why: str) -> str:
             f"until the file is gone — delete it: rm {shlex.quote(path)}")
 
 
-def _store_all(inbox: str, name: str, sessions: dict[str, JsonObject]) -> None:
+def _store_all(inbox: str, name: str, sessions: dict[str, Chain]) -> None:
     path = chain_path(inbox, name)
     if not sessions:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         return
-    write_private(path, json.dumps({"sessions": sessions}).encode("utf-8"))
+    write_private(path, json.dumps({"version": CHAIN_VERSION, "sessions": {
+        sid: chain.to_json() for sid, chain in sessions.items()}}).encode("utf-8"))
 
 
 def load_chain(inbox: str, name: str,
@@ -329,10 +360,7 @@ def load_chain(inbox: str, name: str,
         return DAMAGED_BLOCKS, None, damage_note(inbox, name, str(exc))
     if entry is None:
         return None
-    prompt = entry.get("prompt_id")
-    blocks = entry["blocks"]  # _sound: an int
-    return (blocks if isinstance(blocks, int) else 0,
-            prompt if isinstance(prompt, str) else None)
+    return entry.blocks, entry.prompt_id
 
 
 def save_chain(inbox: str, name: str, session_key: str, blocks: int, prompt_id: str | None) -> None:
@@ -342,10 +370,10 @@ def save_chain(inbox: str, name: str, session_key: str, blocks: int, prompt_id: 
     except _Damaged:
         return
     stale = iso_utc(time.time() - MAX_AGE_S)
-    sessions = {k: v for k, v in sessions.items() if str(v.get("at", "")) >= stale}
-    sessions[session_key] = {"blocks": blocks, "prompt_id": prompt_id, "at": iso_utc()}
+    sessions = {k: v for k, v in sessions.items() if v.at >= stale}
+    sessions[session_key] = Chain(blocks, prompt_id, iso_utc())
     if len(sessions) > MAX_SESSIONS:
-        oldest = sorted(sessions, key=lambda k: str(sessions[k].get("at", "")))
+        oldest = sorted(sessions, key=lambda k: sessions[k].at)
         for key in oldest[: len(sessions) - MAX_SESSIONS]:
             del sessions[key]
     _store_all(inbox, name, sessions)

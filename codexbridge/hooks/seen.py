@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 
+from ..host.claude_files import SessionEntry
 from ..host.jsonfile import read_object
 from ..host.private import state_home, write_private
 from ..inbox import listeners
@@ -59,18 +60,17 @@ def registry_path(env: Mapping[str, str]) -> str | None:
     return listeners.registry_path(env.get("CLAUDE_CONFIG_DIR"), env.get("CLAUDE_PID"))
 
 
-def peer_facts(env: Mapping[str, str], registry: Mapping[str, object] | None) -> JsonObject:
+def peer_facts(env: Mapping[str, str], registry: SessionEntry | None) -> JsonObject:
     """What the hook's environment and the session's registry say about live delivery's
     address and protocol (names and the protocol number only)."""
-    registry = registry or {}
-    protocol = registry.get("peerProtocol")
-    version = registry.get("version")
+    entry = registry or SessionEntry(None)
+    protocol = entry.peer_protocol
     socket = env.get(SOCKET_ENV) or None
     return {"socket_env": socket is not None, "pid_env": env.get("CLAUDE_PID", "").isdigit(),
-            "registry": bool(registry), "registry_fields": [*sorted(registry)],
-            "protocol": protocol if isinstance(protocol, (int, str)) else None,
-            "socket_matches": bool(socket) and registry.get("messagingSocketPath") == socket,
-            "claude_version": version if isinstance(version, str) else None}
+            "registry": bool(entry.fields), "registry_fields": [*entry.fields],
+            "protocol": protocol if isinstance(protocol, int | str) else None,
+            "socket_matches": bool(socket) and entry.socket == socket,
+            "claude_version": entry.version}
 
 
 def merged(old: Mapping[str, object] | None, event: str, fields: list[str],
@@ -104,7 +104,8 @@ def note_seen(payload: Mapping[str, object], env: Mapping[str, str] | None = Non
     event = payload.get("hook_event_name")
     event = event if isinstance(event, str) and event else UNNAMED
     where = registry_path(env)
-    registry = read_object(where) if where else None
+    found = read_object(where) if where else None
+    registry = SessionEntry.from_json(found) if found is not None else None
     path = seen_path()
     record = merged(read_object(path), event, sorted(str(k) for k in payload),
                     peer_facts(env, registry), iso_utc())

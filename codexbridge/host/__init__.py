@@ -2,7 +2,7 @@
 
     private.py      the state home, private directories and atomic 0600 writes (stdlib os)
     locking.py      the cross-process file lock every mailbox and record writer shares
-    paths.py        the state dir as a Path, bridge.json
+    paths.py        the state dir as a Path, bridge.json (BridgeRecord)
     runtime.py      where our own local sockets live (a short private directory)
     binaries.py     finding the pinned codex and claude; the supported versions and where
                     a version stands against them
@@ -17,6 +17,8 @@
     tomlfile.py     reading codex's config.toml (tomllib)
     text.py         text that can always be written (lone surrogates replaced)
     claude_plugin.py  is codexbridge's Claude Code plugin enabled for a project
+    claude_files.py   what Claude Code writes that we read, typed: a transcript's lines,
+                      a session's registry entry, an inbox receipt
     schemas.py      reading the schema files in `schemas/` (checkout only)
     tmux_tui.py     the real Codex TUI in a private tmux server
 

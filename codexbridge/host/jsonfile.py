@@ -36,3 +36,53 @@ def read_object(path: str) -> JsonObject | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def damaged(path: str, what: str, why: str) -> Exception:
+    """The error for a state file of ours that no longer reads (naming the file)."""
+    from ..errors import DamagedStateError  # lazily: errors imports typing (~3 ms)
+
+    return DamagedStateError(f"{what} {path} is damaged ({why}); it was not used",
+                             details={"path": path})
+
+
+def read_record(path: str, what: str) -> JsonObject | None:
+    """The JSON object in `path`, a state file of ours (a `what`, for the message); None
+    when there is no such file. A file that is there but cannot be read, is not JSON or
+    not an object raises DamagedStateError naming it."""
+    try:
+        with open(path, encoding="utf-8", opener=nofollow) as fh:
+            data = loads_json(fh.read())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise damaged(path, what, exc.strerror or str(exc)) from None
+    except ValueError as exc:  # not JSON, not UTF-8, nested past reading
+        raise damaged(path, what, f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise damaged(path, what, "not a JSON object")
+    return data
+
+
+def record_version(data: JsonObject, path: str, what: str) -> int:
+    """A record's format version: 1 for a file written before records had one; a value
+    that is not a positive whole number raises DamagedStateError. A newer version is
+    read for the fields this codexbridge knows (each format is only ever added to)."""
+    version = data.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise damaged(path, what, f"version {version!r}")
+    return version
+
+
+def read_keyed(path: str, what: str, key: str) -> tuple[JsonObject, int, str] | None:
+    """A versioned record of ours that cannot do without the string field `key`: (its
+    object, its version, that field); None when there is no file. Anything else wrong
+    raises DamagedStateError naming the file (`read_record`, `record_version`)."""
+    data = read_record(path, what)
+    if data is None:
+        return None
+    version = record_version(data, path, what)
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise damaged(path, what, f"no {key}")
+    return data, version, value

@@ -1,4 +1,5 @@
-"""The state dir as a Path, and the running serve's record in it (bridge.json).
+"""The state dir as a Path, and the running serve's record in it (bridge.json:
+`BridgeRecord`, its one reader and writer).
 
 The rules for the state home and for private writes are in `private.py` (shared with
 the Stop hook, which cannot afford pathlib); this module adds the Path view the other
@@ -8,19 +9,26 @@ commands use.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .jsonfile import read_object
+from ..errors import DamagedStateError
+from ..jsontypes import opt_int, opt_str
+from .jsonfile import read_keyed, read_object
 from .private import ensure_private_dir, state_home, write_private
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..jsontypes import JsonObject
 
 BRIDGE_FILE = "bridge.json"
 
-__all__ = ["BRIDGE_FILE", "bridge_file", "ensure_private_dir", "read_bridge_file",
-           "state_dir", "write_private", "write_private_json"]
+BRIDGE_VERSION = 1  # bridge.json's format (files without one are version 1)
+
+__all__ = ["BRIDGE_FILE", "BridgeRecord", "bridge_file", "ensure_private_dir",
+           "read_bridge_file", "state_dir", "write_private", "write_private_json"]
 
 
 def state_dir(create: bool = True) -> Path:
@@ -41,5 +49,58 @@ def bridge_file() -> Path:
 
 
 def read_bridge_file() -> JsonObject | None:
-    """The running serve's record, or None when there is none (or it is unreadable)."""
+    """bridge.json as it is on disk, for doctor's row (None: none, or unreadable); the
+    rest of codexbridge reads `BridgeRecord.read()`."""
     return read_object(str(bridge_file()))
+
+
+@dataclass
+class BridgeRecord:
+    """bridge.json: where the running `codexbridge serve` listens (`url`; `public_url`
+    behind its wss:// front), its pid, its app-server child's, and the token file a
+    TCP client needs."""
+
+    url: str
+    pid: int | None = None
+    app_server_pid: int | None = None
+    cwd: str | None = None
+    codex_version: str | None = None
+    codex_home: str | None = None
+    started_at: str | None = None
+    public_url: str | None = None
+    token_file: str | None = None
+    app_server_restarts: int | None = None
+    version: int = BRIDGE_VERSION
+
+    @classmethod
+    def read(cls) -> BridgeRecord | None:
+        """The running serve's record; None when there is none. A damaged file (not a
+        JSON object, a bad version, no url) raises DamagedStateError naming it."""
+        found = read_keyed(str(bridge_file()), "serve's record", "url")
+        if found is None:
+            return None
+        data, version, url = found
+        return cls(url, pid=opt_int(data.get("pid")),
+                   app_server_pid=opt_int(data.get("app_server_pid")),
+                   cwd=opt_str(data.get("cwd")), codex_version=opt_str(data.get("codex_version")),
+                   codex_home=opt_str(data.get("codex_home")),
+                   started_at=opt_str(data.get("started_at")),
+                   public_url=opt_str(data.get("public_url")),
+                   token_file=opt_str(data.get("token_file")),
+                   app_server_restarts=opt_int(data.get("app_server_restarts")),
+                   version=version)
+
+    @classmethod
+    def current(cls, note: Callable[[str], None] | None = None) -> BridgeRecord | None:
+        """`read`, with a damaged file taken as no serve (as before records were typed):
+        `note` is told why, naming the file."""
+        try:
+            return cls.read()
+        except DamagedStateError as exc:
+            if note is not None:
+                note(exc.message)
+            return None
+
+    def save(self) -> None:
+        data = {k: v for k, v in asdict(self).items() if v is not None}
+        write_private_json(bridge_file(), {**data, "version": BRIDGE_VERSION})

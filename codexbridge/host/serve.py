@@ -30,12 +30,11 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, NamedTuple
 
 from ..errors import ServeError, UsageError
-from ..jsontypes import opt_int
 from . import daemon
 from .appserver import AppServerProcess, codex_version, free_port
 from .binaries import find_codex
 from .envbaseline import auth_hint, child_env, mcp_token_vars
-from .paths import bridge_file, read_bridge_file, state_dir, write_private, write_private_json
+from .paths import BridgeRecord, bridge_file, state_dir, write_private
 from .procs import pid_alive
 from .tokens import check_strength, new_token
 
@@ -51,11 +50,11 @@ RESTART_WINDOW = 60.0
 
 
 def check_not_running() -> None:
-    record = read_bridge_file() or {}
-    pid = opt_int(record.get("pid"))
-    if pid is not None and pid_alive(pid):
+    record = BridgeRecord.current()
+    pid = record.pid if record is not None else None
+    if record is not None and pid is not None and pid_alive(pid):
         raise UsageError(
-            f"a codexbridge serve is already running (pid {pid}, {record.get('url')}); "
+            f"a codexbridge serve is already running (pid {pid}, {record.url}); "
             "stop it first, or give this one its own CODEX_BRIDGE_HOME")
 
 
@@ -238,37 +237,34 @@ def run_serve(cwd: str, port: int | None = None, host: str | None = None,
                                             socket_path=listen.socket))
     previous = {s: signal.signal(s, child.forward) for s in (signal.SIGINT, signal.SIGTERM,
                                                             signal.SIGHUP)}
-    record_path = bridge_file()
     try:
         child.start()
         assert child.proc is not None
         url = child.proc.url
-        record: dict[str, object] = {
-            "url": url, "pid": os.getpid(), "app_server_pid": child.proc.pid,
-            "cwd": str(workdir), "codex_version": version,
-            "codex_home": str(daemon.codex_home(env)),
-            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
+        record = BridgeRecord(
+            url, pid=os.getpid(), app_server_pid=child.proc.pid, cwd=str(workdir),
+            codex_version=version, codex_home=str(daemon.codex_home(env)),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"))
         public = url
         if front is not None:
             front.start()
             public = f"wss://{_url_host(listen.public_host)}:{listen.port}"
-            record["public_url"] = public
+            record.public_url = public
         if token_file is not None:
-            record["token_file"] = str(token_file)
-        write_private_json(record_path, record)
+            record.token_file = str(token_file)
+        record.save()
         _greet(echo, version, public, url, workdir, token_file, front is not None)
-        return child.run(_recorder(record_path, record))
+        return child.run(_recorder(record))
     finally:
         if front is not None:
             front.stop()
         child.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
-        current = read_bridge_file()
-        if current and current.get("pid") == os.getpid():
+        current = BridgeRecord.current()
+        if current is not None and current.pid == os.getpid():
             with contextlib.suppress(FileNotFoundError):
-                record_path.unlink()
+                bridge_file().unlink()
 
 
 class Listen(NamedTuple):
@@ -359,15 +355,15 @@ def _tls_front(tls: tuple[str, str], listen: Listen) -> TlsRelay:
                     context, listen.token)
 
 
-def _recorder(path: Path, record: dict[str, object]) -> Callable[[int], None]:
+def _recorder(record: BridgeRecord) -> Callable[[int], None]:
     """What each restart changes in bridge.json: the new child's pid, the count."""
     restarts = 0
 
     def restarted(pid: int) -> None:
         nonlocal restarts
         restarts += 1
-        record.update(app_server_pid=pid, app_server_restarts=restarts)
-        write_private_json(path, record)
+        record.app_server_pid, record.app_server_restarts = pid, restarts
+        record.save()
 
     return restarted
 

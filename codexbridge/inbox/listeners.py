@@ -92,10 +92,67 @@ def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+LISTENER_VERSION = 1  # NAME.session.json's format (files without one are version 1)
+
+
+def _pid(value: object) -> int | None:
+    """A pid as the hook recorded it (digits, from $CLAUDE_PID) or as a number; None
+    for anything else, 0 included (`kill(0, …)` would test our own process group)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return int(value) if str(value).isdigit() and int(value) > 0 else None
+
+
+class Listener:
+    """One NAME.session.json, typed: the session that last listened as NAME. A field of
+    the wrong type reads as absent (a file another tool wrote, or an older hook's); a
+    damaged file keeps its name known with `error` saying which file. (A plain class:
+    the Stop hook writes these and imports no `dataclasses`.)"""
+
+    __slots__ = ("claude_pid", "config_dir", "cwd", "error", "last_seen",
+                 "messaging_socket", "name", "permission_mode", "session_id",
+                 "transcript_path", "via")
+
+    def __init__(self, name: str, *, cwd: str | None = None, session_id: str | None = None,
+                 transcript_path: str | None = None, last_seen: str | None = None,
+                 via: str | None = None, claude_pid: int | None = None,
+                 messaging_socket: str | None = None, config_dir: str | None = None,
+                 permission_mode: str | None = None, error: str | None = None) -> None:
+        self.name, self.cwd, self.session_id = name, cwd, session_id
+        self.transcript_path, self.last_seen, self.via = transcript_path, last_seen, via
+        self.claude_pid, self.messaging_socket = claude_pid, messaging_socket
+        self.config_dir, self.permission_mode, self.error = config_dir, permission_mode, error
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object], name: str | None = None) -> Listener:
+        s = _str_or_none
+        return cls(name or s(data.get("name")) or "", cwd=s(data.get("cwd")),
+                   session_id=s(data.get("session_id")),
+                   transcript_path=s(data.get("transcript_path")),
+                   # claude-codex-bridge writes {name, cwd, lastSeen}
+                   last_seen=s(data.get("last_seen")) or s(data.get("lastSeen")),
+                   via=s(data.get("via")), claude_pid=_pid(data.get("claude_pid")),
+                   messaging_socket=s(data.get("messaging_socket")),
+                   config_dir=s(data.get("config_dir")),
+                   permission_mode=s(data.get("permission_mode")), error=s(data.get("error")))
+
+
+def listeners(inbox: str) -> dict[str, Listener]:
+    """name → its listener record, typed (`read_listeners`, for code that shows them)."""
+    return {name: Listener.from_json(data, name) for name, data in read_listeners(inbox).items()}
+
+
+def read_listener(inbox: str, name: str) -> Listener | None:
+    """NAME's listener record, typed (None: nobody has listened as NAME)."""
+    data = read_listeners(inbox).get(name)
+    return None if data is None else Listener.from_json(data, name)
+
+
 def listener_record(name: str, payload: Mapping[str, object], via: str,
                     now: str | None = None) -> JsonObject:
     """The session.json content for a hook run that received `payload` on stdin."""
     return {
+        "version": LISTENER_VERSION,
         "name": name,
         "cwd": _str_or_none(payload.get("cwd")) or os.getcwd(),
         "session_id": _str_or_none(payload.get("session_id")),

@@ -52,19 +52,22 @@ import socket
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import NamedTuple, TypedDict
 
 from ..conversation.handling import transcript_end
 from ..conversation.records import DeliveryState
-from ..host.jsonfile import loads_json, read_object
+from ..errors import DamagedStateError
+from ..host.claude_files import Receipt, SessionEntry, records_with
+from ..host.jsonfile import loads_json, read_keyed, read_object
 from ..host.locking import lock
 from ..host.private import open_state, write_private
 from ..host.procs import pid_alive
-from ..jsontypes import arr, obj, objs, opt_float, opt_int, opt_str
+from ..jsontypes import objs, opt_float, opt_int, opt_str
 from ..protocol.enums import WireEnum
 from . import store
 from .lines import Mail, parse_line
-from .listeners import claude_config_dir, read_listeners, registry_path
+from .listeners import Listener, claude_config_dir, read_listener, registry_path
 from .location import live_files, live_path
 
 TYPE_CHECKING = False
@@ -161,42 +164,38 @@ def _policy(settings: Iterable[tuple[str, Mapping[str, object]]]) -> tuple[str, 
     return worst
 
 
-def target(listener: Mapping[str, object] | None, registry: Mapping[str, object] | None,
+def target(listener: Listener | None, registry: SessionEntry | None,
            settings: Iterable[tuple[str, Mapping[str, object]]], env: Mapping[str, str],
            socket_exists: bool) -> Verdict:
     """Whether mail for this listener may go live, and to which socket."""
     if env.get(LIVE_ENV, "").strip() == "0":
         return Verdict(None, f"live delivery is off (${LIVE_ENV}=0)")
-    if not listener:
+    if listener is None:
         return Verdict(None, "no Claude session has listened on this mailbox yet")
-    socket = listener.get("messaging_socket")
-    session = listener.get("session_id")
-    pid_raw = listener.get("claude_pid")
-    transcript = listener.get("transcript_path")
-    if not (isinstance(socket, str) and isinstance(session, str) and isinstance(transcript, str)
-            and str(pid_raw or "").isdigit()):
+    socket, session = listener.messaging_socket, listener.session_id
+    pid, transcript = listener.claude_pid, listener.transcript_path
+    if socket is None or session is None or transcript is None or pid is None:
         return Verdict(None, "the session has no cross-session inbox address (started with "
                              "--bare, the kill switch CLAUDE_CODE_HARBOR_KITE=0, or an older "
                              "hook)")
-    if listener.get("permission_mode") == BYPASS:
+    if listener.permission_mode == BYPASS:
         return Verdict(None, "the session runs in bypassPermissions mode, which holds peer "
                              "messages for the user (codexbridge never asserts a mode)")
-    if not registry or registry.get("sessionId") != session:
+    if registry is None or registry.session_id != session:
         return Verdict(None, "the session is not running (the next session on this mailbox "
                              "gets the mail at its first stop)")
-    protocol = registry.get("peerProtocol")
-    if protocol != PEER_PROTOCOL:
+    if registry.peer_protocol != PEER_PROTOCOL:
         return Verdict(None, f"Claude Code's cross-session protocol changed (peerProtocol "
-                             f"{protocol!r}, codexbridge speaks {PEER_PROTOCOL})", drift=True)
-    if registry.get("messagingSocketPath") != socket or not socket_exists:
+                             f"{registry.peer_protocol!r}, codexbridge speaks "
+                             f"{PEER_PROTOCOL})", drift=True)
+    if registry.socket != socket or not socket_exists:
         return Verdict(None, "the session's inbox socket is gone")
     policy = _policy(settings)
     if policy is not None:
         return Verdict(None, f'the user\'s setting crossSessionInbound="{policy[0]}" '
                              f"({policy[1]}) wins: not pushed")
-    status = registry.get("status")
-    return Verdict(Target(socket, session, int(str(pid_raw)), transcript,
-                          status if isinstance(status, str) else "unknown"), None)
+    return Verdict(Target(socket, session, pid, transcript, registry.status or "unknown"),
+                   None)
 
 
 def frame(text: str, msg_id: str, session_id: str, reply_path: str | None, *,
@@ -226,32 +225,14 @@ def transcript_state(lines: Iterable[bytes], msg_id: str) -> DeliveryState | Non
     carries the id. Dropped and held frames leave nothing of the kind.
     """
     state: DeliveryState | None = None
-    for record in _records_with(lines, msg_id):
-        kind = record.get("type")
-        origin = record.get("origin")
-        if kind == "attachment" and isinstance(record.get("attachment"), dict):
-            origin = obj(record.get("attachment")).get("origin")
-        if (kind in ("user", "attachment") and isinstance(origin, dict)
-                and origin.get("msg_id") == msg_id):
+    for record in records_with(lines, msg_id):
+        origin = record.attachment_origin if record.kind == "attachment" else record.origin
+        if (record.kind in ("user", "attachment") and origin is not None
+                and origin.msg_id == msg_id):
             return DeliveryState.DELIVERED
-        if kind == "queue-operation" and record.get("operation") == "enqueue":
+        if record.enqueued:
             state = DeliveryState.QUEUED
     return state
-
-
-def _records_with(lines: Iterable[bytes], needle: str) -> Iterator[JsonObject]:
-    """The transcript records whose line carries `needle` (found before any parse: a
-    transcript is long, our ids are rare)."""
-    raw_needle = needle.encode("utf-8")
-    for raw in lines:
-        if raw_needle not in raw:
-            continue
-        try:
-            record = loads_json(raw)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            yield record
 
 
 def wake_state(lines: Iterable[bytes], needle: str) -> DeliveryState | None:
@@ -265,27 +246,25 @@ def wake_state(lines: Iterable[bytes], needle: str) -> DeliveryState | None:
     a `user` record with `origin.kind` `task-notification` carrying the same text. A tool
     result that happens to quote the id is not a wake."""
     state: DeliveryState | None = None
-    for record in _records_with(lines, needle):
-        kind = record.get("type")
-        if kind == "queue-operation" and record.get("operation") == "enqueue":
+    for record in records_with(lines, needle):
+        if record.enqueued:
             state = DeliveryState.QUEUED
-        elif kind == "attachment" or (
-                kind == "user" and "toolUseResult" not in record
-                and obj(record.get("origin")).get("kind") == "task-notification"):
+        elif record.kind == "attachment" or (
+                record.kind == "user" and not record.tool_result
+                and record.origin is not None and record.origin.kind == "task-notification"):
             return DeliveryState.DELIVERED
     return state
 
 
-def receipt_problem(receipt: Mapping[str, object], msg_id: str) -> str | None:
+def receipt_problem(receipt: Receipt, msg_id: str) -> str | None:
     """Why a `peer_message_status` receipt says our frame was not delivered, or None."""
-    if receipt.get("action") != "peer_message_status":
+    if receipt.action != "peer_message_status":
         return None
-    ours = receipt.get("orig_msg_id") == msg_id or msg_id in arr(receipt.get("dropped_msg_ids"))
-    status = receipt.get("status")
-    if not ours or status not in BAD_STATUSES:
+    ours = receipt.orig_msg_id == msg_id or msg_id in receipt.dropped_msg_ids
+    if not ours or receipt.status not in BAD_STATUSES:
         return None
-    detail = receipt.get("drop_reason") or receipt.get("status_detail")
-    return f"Claude Code {status} it" + (f" ({detail})" if detail else "")
+    return f"Claude Code {receipt.status} it" + (f" ({receipt.detail})" if receipt.detail
+                                                 else "")
 
 
 # --- carrying it out -----------------------------------------------------------------------
@@ -297,33 +276,33 @@ def _confirm_window() -> float:
         return DEFAULT_CONFIRM
 
 
-def _settings(listener: JsonObject) -> list[tuple[str, JsonObject]]:
+def _settings(listener: Listener) -> list[tuple[str, JsonObject]]:
     """The settings files whose crossSessionInbound counts: the user's, the project's."""
-    paths = [os.path.join(claude_config_dir(listener.get("config_dir")), "settings.json")]
-    cwd = listener.get("cwd")
-    if isinstance(cwd, str):
-        paths += [os.path.join(cwd, ".claude", n) for n in ("settings.json",
-                                                             "settings.local.json")]
+    paths = [os.path.join(claude_config_dir(listener.config_dir), "settings.json")]
+    if listener.cwd is not None:
+        paths += [os.path.join(listener.cwd, ".claude", n) for n in ("settings.json",
+                                                                     "settings.local.json")]
     return [(p, d) for p in paths if (d := read_object(p)) is not None]
 
 
-def _registry(listener: JsonObject) -> JsonObject | None:
+def _registry(listener: Listener) -> SessionEntry | None:
     """The session's registry entry — None once its process is gone: a Claude killed
     (SIGKILL) leaves the file and the socket behind (measured)."""
-    pid = listener.get("claude_pid")
-    path = registry_path(listener.get("config_dir"), pid)
-    if path is None or not pid_alive(int(str(pid))):  # a path: the pid is digits
+    pid = listener.claude_pid
+    path = registry_path(listener.config_dir, pid)
+    if path is None or pid is None or not pid_alive(pid):
         return None
-    return read_object(path)
+    data = read_object(path)
+    return None if data is None else SessionEntry.from_json(data)
 
 
 def verdict(inbox: str, name: str) -> Verdict:
-    listener = read_listeners(inbox).get(name)
-    if not listener:
+    listener = read_listener(inbox, name)
+    if listener is None:
         return target(None, None, [], os.environ, False)
-    sock = listener.get("messaging_socket")
+    sock = listener.messaging_socket
     return target(listener, _registry(listener), _settings(listener), os.environ,
-                  isinstance(sock, str) and os.path.exists(sock))
+                  sock is not None and os.path.exists(sock))
 
 
 def status(inbox: str, name: str) -> Reach:
@@ -360,7 +339,7 @@ def _bind_reply(session_socket: str) -> tuple[socket.socket, str] | None:
     return sock, path
 
 
-def _receipts(server: socket.socket, wait: float) -> Iterator[JsonObject]:
+def _receipts(server: socket.socket, wait: float) -> Iterator[Receipt]:
     ready, _, _ = select.select([server], [], [], wait)
     if not ready:
         return
@@ -382,7 +361,7 @@ def _receipts(server: socket.socket, wait: float) -> Iterator[JsonObject]:
         except ValueError:
             continue
         if isinstance(receipt, dict):
-            yield receipt
+            yield Receipt.from_json(receipt)
 
 
 def _send(path: str, data: bytes) -> None:
@@ -393,34 +372,76 @@ def _send(path: str, data: bytes) -> None:
         conn.shutdown(socket.SHUT_WR)
 
 
-def _mails(record: JsonObject) -> list[Mail]:
-    out = []
-    for raw in objs(record.get("mails")):
-        parsed = parse_line(json.dumps(raw).encode("utf-8"))
-        if isinstance(parsed, Mail):
-            out.append(parsed)
-    return out
-
-
+LIVE_VERSION = 1  # NAME.live-<msg_id>.json's format (files without one are version 1)
 # What an older codexbridge wrote for the same states: a record left in flight across an
 # upgrade is still settled on time, never left waiting for the session to end.
 _OLD_STATES = {"sent": DeliveryState.DELIVERING, "put-back": DeliveryState.FAILED}
 
 
-def _record_state(record: JsonObject) -> DeliveryState | None:
-    raw = record.get("state")
-    return _OLD_STATES.get(raw) if isinstance(raw, str) and raw in _OLD_STATES else \
-        DeliveryState.parse(raw)
+@dataclass
+class LiveRecord:
+    """NAME.live-<msg_id>.json: a batch of mail on its way into a session, by a frame
+    (`socket`) or a watcher's wake (`needle`: its first mail id), until it is settled.
+    `read` and `save` are its one reader and writer."""
+
+    msg_id: str
+    mailbox: str
+    state: DeliveryState | None  # None: a state this codexbridge does not know
+    at: float | None
+    mails: list[JsonObject]  # each mail's JSON line, as the mailbox held it
+    via: Via = Via.FRAME
+    needle: str | None = None
+    session_id: str | None = None
+    claude_pid: int | None = None
+    transcript: str | None = None
+    offset: int = 0
+    socket: str | None = None
+    reason: str | None = None
+    settled_at: float | None = None
+    version: int = field(default=LIVE_VERSION)
+
+    @classmethod
+    def read(cls, path: str) -> LiveRecord | None:
+        """The record in `path`; None when it is gone (settled meanwhile). A damaged
+        file raises DamagedStateError naming it."""
+        found = read_keyed(path, "live delivery record", "msg_id")
+        if found is None:
+            return None
+        data, version, msg_id = found
+        raw = data.get("state")
+        return cls(
+            msg_id, opt_str(data.get("mailbox")) or "",
+            _OLD_STATES[raw] if isinstance(raw, str) and raw in _OLD_STATES
+            else DeliveryState.parse(raw),
+            opt_float(data.get("at")), objs(data.get("mails")),
+            via=Via.parse(data.get("via")) or Via.FRAME, needle=opt_str(data.get("needle")),
+            session_id=opt_str(data.get("session_id")),
+            claude_pid=opt_int(data.get("claude_pid")),
+            transcript=opt_str(data.get("transcript")),
+            offset=opt_int(data.get("offset")) or 0, socket=opt_str(data.get("socket")),
+            reason=opt_str(data.get("reason")), settled_at=opt_float(data.get("settled_at")),
+            version=version)
+
+    def save(self, path: str) -> None:
+        data: JsonObject = {k: v for k, v in asdict(self).items() if v is not None}
+        data.update(version=LIVE_VERSION, via=self.via.value,
+                    state=None if self.state is None else self.state.value)
+        write_private(path, json.dumps(data, ensure_ascii=False).encode("utf-8"),
+                      durable=True)
+
+    def parsed_mails(self) -> list[Mail]:
+        out = []
+        for raw in self.mails:
+            parsed = parse_line(json.dumps(raw).encode("utf-8"))
+            if isinstance(parsed, Mail):
+                out.append(parsed)
+        return out
 
 
-def _save(path: str, record: JsonObject) -> None:
-    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=True)
-
-
-def _settle(inbox: str, name: str, path: str, record: JsonObject,
+def _settle(inbox: str, name: str, path: str, record: LiveRecord,
             state: DeliveryState | None, why: str | None) -> None:
     """Apply what we now know about one live record."""
-    mails = _mails(record)
+    mails = record.parsed_mails()
     if state is DeliveryState.DELIVERED:
         store.confirm(inbox, name, [m.mail_id for m in mails if m.mail_id])
         # The frame is in front of Claude: its requests are being handled now, and the
@@ -428,27 +449,25 @@ def _settle(inbox: str, name: str, path: str, record: JsonObject,
         # twice counts once).
         from .replies import note_handed
 
-        note_handed(opt_str(record.get("session_id")), name, mails,
-                    transcript=opt_str(record.get("transcript")),
-                    offset=opt_int(record.get("offset")) or 0,
-                    claude_pid=opt_int(record.get("claude_pid")))
+        note_handed(record.session_id, name, mails, transcript=record.transcript,
+                    offset=record.offset, claude_pid=record.claude_pid)
         _remove(path)
         return
-    if why is not None and _record_state(record) is not DeliveryState.FAILED:
+    if why is not None and record.state is not DeliveryState.FAILED:
         store.put_back(inbox, name, mails)
-        record.update(state=DeliveryState.FAILED.value, reason=why, settled_at=time.time())
-        _save(path, record)
+        record.state, record.reason, record.settled_at = DeliveryState.FAILED, why, time.time()
+        record.save(path)
         return
-    if state is DeliveryState.QUEUED and _record_state(record) is DeliveryState.DELIVERING:
-        record["state"] = DeliveryState.QUEUED.value
-        _save(path, record)
+    if state is DeliveryState.QUEUED and record.state is DeliveryState.DELIVERING:
+        record.state = DeliveryState.QUEUED
+        record.save(path)
 
 
-def _answers(record: JsonObject, answer: str | None) -> bool:
+def _answers(record: LiveRecord, answer: str | None) -> bool:
     """`answer` names a request token one of the record's mails carried."""
     if not answer:
         return False
-    tokens = (m.extra.get("request") for m in _mails(record))
+    tokens = (m.extra.get("request") for m in record.parsed_mails())
     return any(isinstance(t, str) and t and t in answer for t in tokens)
 
 
@@ -515,11 +534,10 @@ def wake(inbox: str, name: str, *, session_id: str | None, transcript: str | Non
             return
         msg_id = str(uuid.uuid4())
         path = live_path(inbox, name, msg_id)
-        _save(path, {"msg_id": msg_id, "mailbox": name, "via": Via.WAKE.value,
-                     "needle": needle, "state": DeliveryState.DELIVERING.value,
-                     "at": time.time(), "session_id": session_id, "claude_pid": claude_pid,
-                     "transcript": transcript, "offset": offset,
-                     "mails": [m.to_json() for m in batch.mails]})
+        LiveRecord(msg_id, name, DeliveryState.DELIVERING, time.time(),
+                   [m.to_json() for m in batch.mails], via=Via.WAKE, needle=needle,
+                   session_id=session_id, claude_pid=claude_pid, transcript=transcript,
+                   offset=offset).save(path)
         _hold(path)
         batch.commit(delivered=False)  # the record holds the mail now
         mails = batch.mails
@@ -543,37 +561,39 @@ def reconcile(inbox: str, name: str, *, answer: str | None = None) -> None:
     current = verdict(inbox, name).target
     now = time.time()
     for path in paths:
-        record = read_object(path)
-        msg_id = opt_str(record.get("msg_id")) if record is not None else None
-        if record is None or msg_id is None:
-            continue  # being written right now (atomic rename), or not ours
-        via = Via.parse(record.get("via")) or Via.FRAME
-        lines = _transcript_lines(opt_str(record.get("transcript")),
-                                  opt_int(record.get("offset")) or 0)
-        if via is Via.WAKE:
-            state = wake_state(lines, opt_str(record.get("needle")) or msg_id)
+        try:
+            record = LiveRecord.read(path)
+        except DamagedStateError:
+            # not ours to settle (no mail we can trust in it): left for doctor to name
+            continue
+        if record is None:
+            continue  # settled meanwhile (records are written by rename, never torn)
+        msg_id = record.msg_id
+        lines = _transcript_lines(record.transcript, record.offset)
+        if record.via is Via.WAKE:
+            state = wake_state(lines, record.needle or msg_id)
             # Live delivery may be off while the watcher wakes: the session is gone only
             # when its Claude is.
-            pid = opt_int(record.get("claude_pid"))
+            pid = record.claude_pid
             gone = pid is not None and not pid_alive(pid)
         else:
             state = transcript_state(lines, msg_id)
-            gone = current is None or current.session_id != record.get("session_id")
+            gone = current is None or current.session_id != record.session_id
         if state is not DeliveryState.DELIVERED and not gone and _answers(record, answer):
             state = DeliveryState.DELIVERED
-        age = now - (opt_float(record.get("at")) or now)
+        age = now - (record.at or now)
         why = None
         if state is not DeliveryState.DELIVERED:
             if gone:
                 why = "the session ended before the message reached it"
-            elif via is Via.WAKE:
+            elif record.via is Via.WAKE:
                 if state is None and age > WAKE_GRACE_S and not _held(path):
                     why = "the watcher was stopped before it could wake the session"
-            elif (state is None and _record_state(record) is DeliveryState.DELIVERING
+            elif (state is None and record.state is DeliveryState.DELIVERING
                     and age > NEVER_TAKEN_S):
                 why = "the session never took the message"
         _settle(inbox, name, path, record, state, why)
-        if _record_state(record) is DeliveryState.FAILED and age > KEEP_S:
+        if record.state is DeliveryState.FAILED and age > KEEP_S:
             _remove(path)
 
 
@@ -606,13 +626,11 @@ def _push(inbox: str, name: str, to: Target, msg_id: str,
         text = render_mail(name, spilled(inbox, name, batch.mails), batch.rejected, None,
                            live_id=msg_id)
         count = len(batch.mails)
-        record: JsonObject = {
-            "msg_id": msg_id, "mailbox": name, "state": DeliveryState.DELIVERING.value,
-            "at": time.time(), "socket": to.socket, "session_id": to.session_id,
-            "claude_pid": to.pid, "transcript": to.transcript,
-            "offset": transcript_end(to.transcript),
-            "mails": [m.to_json() for m in batch.mails]}
-        _save(path, record)
+        record = LiveRecord(msg_id, name, DeliveryState.DELIVERING, time.time(),
+                            [m.to_json() for m in batch.mails], socket=to.socket,
+                            session_id=to.session_id, claude_pid=to.pid,
+                            transcript=to.transcript, offset=transcript_end(to.transcript))
+        record.save(path)
         batch.commit(delivered=False)  # the live record holds the mail now
     data = frame(text, msg_id, to.session_id, reply[1] if reply else None,
                  interrupt=interrupt)
@@ -628,15 +646,15 @@ def _push(inbox: str, name: str, to: Target, msg_id: str,
         return Outcome(Route.NEXT_STOP, "the session's inbox did not answer", msg_id, count)
     from .replies import note_sent
 
-    note_sent(to.session_id, to.pid, _mails(record))
+    note_sent(to.session_id, to.pid, record.parsed_mails())
     return _confirm(inbox, name, path, record, reply[0] if reply else None, count)
 
 
-def _confirm(inbox: str, name: str, path: str, record: JsonObject,
+def _confirm(inbox: str, name: str, path: str, record: LiveRecord,
              server: socket.socket | None, count: int) -> Outcome:
-    msg_id = str(record["msg_id"])
+    msg_id = record.msg_id
     end = time.monotonic() + _confirm_window()
-    transcript, offset = opt_str(record.get("transcript")), opt_int(record.get("offset")) or 0
+    transcript, offset = record.transcript, record.offset
     state: DeliveryState | None = None
     while True:
         for receipt in (_receipts(server, 0.02) if server else ()):

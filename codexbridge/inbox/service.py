@@ -29,7 +29,7 @@ from ..errors import (
 from . import peek as reading
 from . import store
 from .lines import Mail, new_mail
-from .listeners import closest_name, read_listeners
+from .listeners import Listener, closest_name, read_listeners
 from .location import (
     MAILBOX_ENV,
     default_mailbox,
@@ -90,7 +90,7 @@ class Directory(NamedTuple):
     """What an inbox directory holds: who listens, and every name with files."""
 
     path: str
-    listeners: dict[str, JsonObject]
+    listeners: dict[str, JsonObject]  # (as on disk: doctor shows them whole)
     names: list[str]
 
     def knows(self, name: str) -> bool:
@@ -109,8 +109,12 @@ class Directory(NamedTuple):
 
     def listening_summary(self) -> str:
         """`name (cwd)` of every listener, for messages that must say where mail can go."""
-        return ", ".join(f"{n} ({rec.get('cwd') or 'unknown project'})"
-                         for n, rec in sorted(self.listeners.items())) or "none"
+        return ", ".join(f"{n} ({self.listener(n).cwd or 'unknown project'})"
+                         for n in sorted(self.listeners)) or "none"
+
+    def listener(self, name: str) -> Listener:
+        """NAME's listener record, typed (NAME must be one of `listeners`)."""
+        return Listener.from_json(self.listeners[name], name)
 
     def in_project(self, project: str) -> list[str]:
         """The mailboxes whose Claude session works in `project` (its own directory
@@ -118,8 +122,8 @@ class Directory(NamedTuple):
         real = os.path.realpath(project)
 
         def cwd_of(name: str) -> str | None:
-            cwd = self.listeners[name].get("cwd")
-            return os.path.realpath(cwd) if isinstance(cwd, str) and cwd else None
+            cwd = self.listener(name).cwd
+            return os.path.realpath(cwd) if cwd else None
 
         exact = [n for n in sorted(self.listeners) if cwd_of(n) == real]
         if exact:
@@ -214,7 +218,7 @@ def resolve_mailbox(to: str | None, known: Directory, project: str | None,
     if project:
         mine = known.in_project(project)
         if len(mine) > 1:
-            running = [n for n in mine if _running(known.listeners[n])]
+            running = [n for n in mine if _running(known.listener(n))]
             mine = running if len(running) == 1 else mine
         if len(mine) > 1 and thread:
             talked = last_talked(thread, mine)
@@ -254,20 +258,19 @@ def ambiguous(project: str, mine: list[str], known: Directory,
     talked = last_talked(thread, mine) if thread else {}
     candidates: list[dict[str, object]] = []
     lines = []
-    for n in sorted(mine, key=lambda m: str(known.listeners[m].get("last_seen") or ""),
-                    reverse=True):
-        listener = known.listeners[n]
+    for n in sorted(mine, key=lambda m: known.listener(m).last_seen or "", reverse=True):
+        listener = known.listener(n)
         running = _running(listener)
         status = (live.status(known.path, n).get("session") or "running") if running \
             else "not running"
         with_thread = iso_utc(talked[n]) if n in talked else None
         candidates.append({
-            "mailbox": n, "session_id": listener.get("session_id"),
-            "cwd": listener.get("cwd"), "running": running, "status": status,
-            "last_seen": listener.get("last_seen"), "talked_with_this_thread": with_thread,
+            "mailbox": n, "session_id": listener.session_id,
+            "cwd": listener.cwd, "running": running, "status": status,
+            "last_seen": listener.last_seen, "talked_with_this_thread": with_thread,
             "retry": {"mailbox": n}, "retry_command": f"codexbridge inbox push --to {n} …"})
-        lines.append(f"  {n}: session {listener.get('session_id')}, {status}, last active "
-                     f"{listener.get('last_seen') or 'unknown'}, "
+        lines.append(f"  {n}: session {listener.session_id}, {status}, last active "
+                     f"{listener.last_seen or 'unknown'}, "
                      + (f"last talked with this thread {with_thread}" if with_thread
                         else "never talked with this thread"))
     return AmbiguousSessionError(
@@ -281,11 +284,10 @@ def ambiguous(project: str, mine: list[str], known: Directory,
         "answers after its running turn.", candidates)
 
 
-def _running(listener: JsonObject) -> bool:
+def _running(listener: Listener) -> bool:
     from ..host.procs import pid_alive
 
-    pid = str(listener.get("claude_pid") or "")
-    return pid.isdigit() and pid_alive(int(pid))
+    return listener.claude_pid is not None and pid_alive(listener.claude_pid)
 
 
 def _store(known: Directory, name: str, who: str, text: str,

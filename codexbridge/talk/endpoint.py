@@ -27,10 +27,9 @@ from urllib.parse import urlsplit
 
 from ..conversation.records import Reach
 from ..errors import ConnectError, UsageError
-from ..host.paths import bridge_file, read_bridge_file
+from ..host.paths import BridgeRecord, bridge_file
 
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
     from ..protocol.threads import ThreadInfo
 
 SURVEY_TIMEOUT = 3.0  # per server and step, when two app-servers are asked which is which
@@ -141,7 +140,7 @@ def by_threads(serve: Holding, daemon: Holding, selector: str | None = None
     return pick, note
 
 
-def choose(url: str | None, env_url: str | None, record: JsonObject | None,
+def choose(url: str | None, env_url: str | None, record: BridgeRecord | None,
            serve_alive: bool | None, daemon_url: str | None, *, bridge_path: str,
            daemon_home: str) -> Choice | None:
     """The endpoint in force, or None when nothing names or runs one.
@@ -154,17 +153,17 @@ def choose(url: str | None, env_url: str | None, record: JsonObject | None,
     if env_url:
         return Choice(checked_url(env_url, "CODEX_BRIDGE_URL"), "CODEX_BRIDGE_URL",
                       EndpointKind.ENV, None)
-    record_url = record.get("url") if record else None
-    if isinstance(record_url, str) and serve_alive is not False:
+    record_url = record.url if record else None
+    if record_url is not None and serve_alive is not False:
         # With the daemon running too, resolve_endpoint asks both (`by_threads`).
         return Choice(record_url, bridge_path, EndpointKind.SERVE, None)
     if daemon_url:
         note = None
-        if isinstance(record_url, str):
+        if record_url is not None:
             note = (f"{bridge_path} is stale (its serve is gone); using codex's own daemon "
                     f"at {daemon_url}")
         return Choice(daemon_url, daemon_source(daemon_home), EndpointKind.DAEMON, note)
-    if isinstance(record_url, str):  # stale, nothing else: fail at connect, as before
+    if record_url is not None:  # stale, nothing else: fail at connect, as before
         return Choice(record_url, bridge_path, EndpointKind.SERVE, None)
     return None
 
@@ -199,9 +198,8 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def _token_file(record: JsonObject) -> str | None:
-    path = record.get("token_file")
-    return read_token(path) if isinstance(path, str) else None
+def _token_file(record: BridgeRecord) -> str | None:
+    return read_token(record.token_file) if record.token_file is not None else None
 
 
 def read_token(path: str) -> str | None:
@@ -224,9 +222,9 @@ def _trust(url: str) -> tuple[str | None, str | None]:
     return ca_file, ca_dir
 
 
-def _serve_alive(record: JsonObject | None) -> bool | None:
-    pid = record.get("pid") if record else None
-    if not isinstance(pid, int) or pid <= 0:
+def _serve_alive(record: BridgeRecord | None) -> bool | None:
+    pid = record.pid if record else None
+    if pid is None or pid <= 0:
         return None
     from ..host.procs import pid_alive
 
@@ -250,7 +248,7 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
 
     token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
     env_url = os.environ.get("CODEX_BRIDGE_URL") or None
-    record = read_bridge_file()
+    record = BridgeRecord.current(_say_once)
     home = daemon.codex_home()
     running = None if (url or env_url) else daemon.running_url()
     alive = _serve_alive(record)
@@ -276,10 +274,9 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
     if picked.note:
         _say_once(picked.note)
     token_file = None
-    if token is None and record and (picked.from_record or record.get("url") == picked.url):
+    if token is None and record and (picked.from_record or record.url == picked.url):
         # our own serve, found or named explicitly: its token file
-        found = record.get("token_file")
-        token_file = found if isinstance(found, str) else None
+        token_file = record.token_file
         token = read_token(token_file) if token_file else None
     if picked.kind is EndpointKind.DAEMON:
         token, token_file = None, None  # a unix socket of the user's own: no bearer
@@ -305,10 +302,9 @@ def recorded_endpoint(url: str | None, token_file: str | None, ca_file: str | No
     token = read_token(token_file) if token_file else None
     if token_file is None:
         # a record older than its token file: serve's own, when it names serve's URL
-        record = read_bridge_file()
-        if record and url in (record.get("url"), record.get("public_url")):
-            found = record.get("token_file")
-            token_file = found if isinstance(found, str) else None
+        record = BridgeRecord.current(_say_once)
+        if record and url in (record.url, record.public_url):
+            token_file = record.token_file
             token = read_token(token_file) if token_file else None
     return Endpoint(url, token, "the delivery record", EndpointKind.URL, token_file,
                     ca_file, ca_dir)
@@ -320,10 +316,10 @@ def others(url: str) -> list[Server]:
     from ..host import daemon
 
     found: list[Server] = []
-    record = read_bridge_file()
-    served = record.get("url") if record else None
-    if (record and isinstance(served, str) and _serve_alive(record) is not False
-            and url not in (served, record.get("public_url"))):
+    record = BridgeRecord.current(_say_once)
+    served = record.url if record else None
+    if (record and served is not None and _serve_alive(record) is not False
+            and url not in (served, record.public_url)):
         token = os.environ.get("CODEX_BRIDGE_TOKEN") or _token_file(record)
         found.append(Server(served, token, str(bridge_file()), EndpointKind.SERVE))
     running = daemon.running_url()

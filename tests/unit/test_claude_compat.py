@@ -3,6 +3,7 @@ hook records of its input (`hooks/seen.py`), names only, without ever failing a 
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from codexbridge.doctor.claude_side import (
 from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.hooks import seen
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
+from codexbridge.host.claude_files import SessionEntry
 from codexbridge.inbox.live import PEER_PROTOCOL
 
 SRC = Path(claude_side.__file__).parents[1]
@@ -214,9 +216,11 @@ def test_hook_input_lists_every_field_the_hook_reads() -> None:
 
 
 def test_registry_fields_are_what_live_delivery_reads() -> None:
-    text = (SRC / "inbox" / "live.py").read_text()
-    read = set(re.findall(r'registry\.get\("(\w+)"\)', text))
-    assert read - {"status"} == set(REGISTRY_FIELDS)  # status only labels the session
+    # live delivery reads the registry through SessionEntry (host/claude_files.py)
+    text = inspect.getsource(SessionEntry.from_json)
+    read = set(re.findall(r'data\.get\("(\w+)"\)', text))
+    # status only labels the session; version is the Stop hook's evidence for doctor
+    assert read - {"status", "version"} == set(REGISTRY_FIELDS)
 
 
 # --- the evidence --------------------------------------------------------------------------
@@ -237,7 +241,7 @@ def test_peer_facts_from_env_and_registry() -> None:
     env = {"CLAUDE_PID": "42", "CLAUDE_CODE_MESSAGING_SOCKET": "/s/42.sock"}
     registry = {"sessionId": "s", "peerProtocol": PEER_PROTOCOL, "version": CLAUDE_VERSION,
                 "messagingSocketPath": "/s/42.sock", "name": "secret"}
-    facts = seen.peer_facts(env, registry)
+    facts = seen.peer_facts(env, SessionEntry.from_json(registry))
     assert facts == {"socket_env": True, "pid_env": True, "registry": True,
                      "registry_fields": sorted(registry), "protocol": PEER_PROTOCOL,
                      "socket_matches": True, "claude_version": CLAUDE_VERSION}

@@ -26,6 +26,7 @@ from codexbridge.conversation.records import (
 )
 from codexbridge.conversation.routing import reply_mailbox, sending_from_thread
 from codexbridge.errors import DeliveryNotFoundError, HopLimitError, UsageError
+from codexbridge.host.private import ensure_private_dir
 from codexbridge.talk import deliveries
 
 # -- envelope ------------------------------------------------------------------------------
@@ -409,3 +410,36 @@ def test_what_reaching_the_app_server_took_travels_with_the_delivery(
     os.utime(kept, (old, old))
     store.sweep()
     assert not kept.exists()
+
+
+def test_a_handling_marker_from_before_versions_still_settles(tmp_path: Path) -> None:
+    """An older codexbridge's marker (no version) is read as version 1; a stop settles
+    it and writes it back with one."""
+    ensure_private_dir(os.path.dirname(handling.path("old")))
+    (tmp_path / "empty.jsonl").write_text("")
+    Path(handling.path("old")).write_text(json.dumps({
+        "mailbox": "web", "conversation": "conv_a",
+        "requests": [{"request": "req_1", "thread": "t", "conversation": "conv_a",
+                      "mail": "m1", "transcript": None, "offset": "x"},
+                     {"request": "req_2", "thread": "t", "conversation": "conv_a",
+                      "mail": "m2", "transcript": str(tmp_path / "empty.jsonl"), "offset": 0},
+                     "junk"]}))
+    settled = handling.settle("old", "an answer")
+    assert [r["request"] for r in settled.answered] == ["req_1"]  # no transcript: due
+    assert settled.conversation == "conv_a"
+    kept = json.loads(Path(handling.path("old")).read_text())
+    assert kept["version"] == handling.MARKER_VERSION
+    assert [r["request"] for r in kept["requests"]] == ["req_2"]  # not taken in yet
+
+
+@pytest.mark.parametrize("text", ["{torn", "[1]", '{"version": "one", "requests": []}'])
+def test_a_damaged_handling_marker_names_its_file_and_holds_nothing(text: str) -> None:
+    from codexbridge.errors import DamagedStateError
+
+    ensure_private_dir(os.path.dirname(handling.path("bad")))
+    Path(handling.path("bad")).write_text(text)
+    with pytest.raises(DamagedStateError, match=re.escape("bad.json")):
+        handling.load("bad")
+    assert handling.read("bad") is None and handling.current_marker("bad") is None
+    assert handling.settle("bad", "x").answered == []
+    assert not os.path.exists(handling.path("bad"))  # the stop cleared it, as before

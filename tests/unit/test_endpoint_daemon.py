@@ -15,7 +15,7 @@ import pytest
 
 from codexbridge.errors import ConnectError
 from codexbridge.host import daemon
-from codexbridge.host.paths import bridge_file, write_private_json
+from codexbridge.host.paths import BridgeRecord, bridge_file, write_private_json
 from codexbridge.protocol.threads import ThreadInfo
 from codexbridge.talk import endpoint
 from codexbridge.talk.endpoint import Holding, Server, by_threads, choose, resolve_endpoint
@@ -27,7 +27,8 @@ SERVE = {"url": "ws://127.0.0.1:8787", "pid": 42}
 
 def pick(url: str | None = None, env: str | None = None, record: dict | None = None,
          alive: bool | None = None, running: str | None = None) -> endpoint.Choice | None:
-    return choose(url, env, record, alive, running, bridge_path=BRIDGE, daemon_home="/h")
+    typed = None if record is None else BridgeRecord(record["url"], pid=record.get("pid"))
+    return choose(url, env, typed, alive, running, bridge_path=BRIDGE, daemon_home="/h")
 
 
 def test_the_order_of_the_sources() -> None:
@@ -196,3 +197,23 @@ def test_codex_home_and_attach_line(monkeypatch: pytest.MonkeyPatch) -> None:
         "codex --remote 'unix:///a b/s.sock' -C '/p q'"
     assert daemon.enabled({"CODEX_BRIDGE_DAEMON": "OFF"}) is False
     assert daemon.enabled({}) is True
+
+
+def test_bridge_json_from_before_versions_and_a_damaged_one(caplog: pytest.LogCaptureFixture
+                                                           ) -> None:
+    """An older serve's record (no version, no pid) reads as version 1; a damaged one is
+    no serve, with a note naming the file — never a traceback."""
+    bridge_file().parent.mkdir(parents=True, exist_ok=True)
+    write_private_json(bridge_file(), {"url": "ws://127.0.0.1:1", "cwd": 7})
+    old = BridgeRecord.read()
+    assert old is not None and old.version == 1 and old.pid is None and old.cwd is None
+    old.save()
+    assert BridgeRecord.read() == BridgeRecord("ws://127.0.0.1:1")
+    from codexbridge.errors import DamagedStateError
+
+    for text in ("{torn", "[]", '{"pid": 1}', '{"url": "ws://x", "version": -1}'):
+        bridge_file().write_text(text)
+        with pytest.raises(DamagedStateError, match=str(bridge_file())):
+            BridgeRecord.read()
+        notes: list[str] = []
+        assert BridgeRecord.current(notes.append) is None and str(bridge_file()) in notes[0]

@@ -29,6 +29,8 @@ DAMAGED = [
     pytest.param('{"sessions": []}', id="sessions-not-a-table"),
     pytest.param('{"sessions": {"sess-1": 3}}', id="entry-not-a-table"),
     pytest.param('{"sessions": {"sess-1": {"blocks": "x"}}}', id="blocks-not-a-count"),
+    pytest.param('{"version": "2", "sessions": {}}', id="version-not-a-number"),
+    pytest.param('{"version": 0, "sessions": {}}', id="version-zero"),
 ]
 
 

@@ -211,3 +211,17 @@ def test_git_work_since_the_checkpoint(tmp_path: Path) -> None:
     assert any("a.py" in d for d in since.diffstat) and since.status == ["?? new.txt"]
     gone = flow.git_work(str(tmp_path), "0" * 40)
     assert not gone.checkpoint_known and "no longer in the history" in flow.render_work(gone, [])
+
+
+def test_agents_read_typed_and_tolerant() -> None:
+    """An agent entry of the wrong shape reads as absent fields (or no agent), never a
+    crash: a hand-edited or older ledger still hands off."""
+    state = ledger.empty(PROJECT)
+    state["agents"] = {"claude:s": {"kind": "claude", "id": "s", "where": "/t.jsonl",
+                                    "label": 5, "future": True},
+                       "codex:t": {"kind": "codex", "id": 7},
+                       "codex:none": {"kind": "codex"}, "junk": "not an agent"}
+    assert set(ledger.agents(state)) == {"claude:s", "codex:t", "codex:none"}
+    claude = ledger.agents(state)["claude:s"]
+    assert (claude.where, claude.label) == ("/t.jsonl", None)
+    assert [(k, a.id) for k, a in ledger.agents_of(state, "codex")] == [("codex:t", "7")]

@@ -134,6 +134,8 @@ def test_stale_chains_are_pruned() -> None:
     chain.save_chain(inbox_dir(), "box", "new", 1, None)
     assert chain.load_chain(inbox_dir(), "box", "old") is None
     assert chain.load_chain(inbox_dir(), "box", "new") == (1, None)
+    # a file from before versions read as version 1, and written back with one
+    assert json.loads(Path(path).read_text())["version"] == chain.CHAIN_VERSION
 
 
 def test_claude_cap_is_respected_even_if_max_chain_is_higher() -> None:

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from codexbridge.conversation.records import DeliveryState
+from codexbridge.host.claude_files import Receipt, SessionEntry
 from codexbridge.inbox import live, store
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.lines import new_mail
+from codexbridge.inbox.listeners import Listener
 from codexbridge.inbox.location import inbox_dir, live_files, session_path
 
 SESSION = "11111111-2222-3333-4444-555555555555"
@@ -27,7 +29,11 @@ SESSION = "11111111-2222-3333-4444-555555555555"
 PID = os.getpid()
 
 
-def listener(tmp: Path, **over: Any) -> dict[str, Any]:
+def listener(tmp: Path, **over: Any) -> Listener:
+    return Listener.from_json(listener_json(tmp, **over))
+
+
+def listener_json(tmp: Path, **over: Any) -> dict[str, Any]:
     rec = {"name": "box", "cwd": str(tmp / "proj"), "session_id": SESSION,
            "claude_pid": str(PID), "messaging_socket": str(tmp / "socks" / f"{PID}.sock"),
            "transcript_path": str(tmp / "t.jsonl"), "config_dir": str(tmp / "cfg"),
@@ -36,7 +42,11 @@ def listener(tmp: Path, **over: Any) -> dict[str, Any]:
     return rec
 
 
-def registry(tmp: Path, **over: Any) -> dict[str, Any]:
+def registry(tmp: Path, **over: Any) -> SessionEntry:
+    return SessionEntry.from_json(registry_json(tmp, **over))
+
+
+def registry_json(tmp: Path, **over: Any) -> dict[str, Any]:
     reg = {"pid": PID, "sessionId": SESSION, "peerProtocol": 1, "status": "idle",
            "messagingSocketPath": str(tmp / "socks" / f"{PID}.sock")}
     reg.update(over)
@@ -114,19 +124,23 @@ def test_transcript_state_by_msg_id() -> None:
     assert live.transcript_state([other], mid) is None
 
 
+def problem(receipt: dict[str, Any], msg_id: str) -> str | None:
+    return live.receipt_problem(Receipt.from_json(receipt), msg_id)
+
+
 def test_receipts_only_bring_bad_news() -> None:
     base = {"type": "control", "action": "peer_message_status"}
-    assert live.receipt_problem({**base, "status": "held", "orig_msg_id": "m"}, "m") == \
+    assert problem({**base, "status": "held", "orig_msg_id": "m"}, "m") == \
         "Claude Code held it"
     dropped = {**base, "status": "dropped", "drop_reason": "rate-limited",
                "orig_msg_id": "x", "dropped_msg_ids": ["y", "m"]}
-    assert live.receipt_problem(dropped, "m") == "Claude Code dropped it (rate-limited)"
+    assert problem(dropped, "m") == "Claude Code dropped it (rate-limited)"
     refused = {**base, "status": "expired", "status_detail": "refused", "orig_msg_id": "m"}
-    assert live.receipt_problem(refused, "m") == "Claude Code expired it (refused)"
-    assert live.receipt_problem({**base, "status": "delivered", "orig_msg_id": "m"},
+    assert problem(refused, "m") == "Claude Code expired it (refused)"
+    assert problem({**base, "status": "delivered", "orig_msg_id": "m"},
                                  "m") is None
-    assert live.receipt_problem({**base, "status": "held", "orig_msg_id": "n"}, "m") is None
-    assert live.receipt_problem({"action": "peer_idle_notice"}, "m") is None
+    assert problem({**base, "status": "held", "orig_msg_id": "n"}, "m") is None
+    assert problem({"action": "peer_idle_notice"}, "m") is None
 
 
 # -- against a fake session ---------------------------------------------------------------------
@@ -196,8 +210,8 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     inbox = Path(inbox_dir())
     inbox.mkdir(parents=True, exist_ok=True, mode=0o700)
     (tmp_path / "cfg" / "sessions").mkdir(parents=True)
-    (tmp_path / "cfg" / "sessions" / f"{PID}.json").write_text(json.dumps(registry(tmp_path)))
-    Path(session_path(str(inbox), "box")).write_text(json.dumps(listener(tmp_path)))
+    (tmp_path / "cfg" / "sessions" / f"{PID}.json").write_text(json.dumps(registry_json(tmp_path)))
+    Path(session_path(str(inbox), "box")).write_text(json.dumps(listener_json(tmp_path)))
     yield inbox
 
 
@@ -408,3 +422,56 @@ def _watcher_exits() -> None:
     for fd in live._HOLDING:
         os.close(fd)
     live._HOLDING.clear()
+
+
+# -- the live record on disk ------------------------------------------------------------------
+
+def test_a_live_record_from_before_versions_reads_as_version_1(tmp_path: Path) -> None:
+    """An older codexbridge wrote no version, `sent` for delivering and the pid as the
+    listener had it: still read, and saved back in today's form."""
+    path = tmp_path / "box.live-m1.json"
+    path.write_text(json.dumps({"msg_id": "m1", "mailbox": "box", "state": "sent",
+                                "at": 5, "mails": [{"id": "x"}, "junk"], "offset": "9",
+                                "transcript": None, "someday": [1]}))
+    record = live.LiveRecord.read(str(path))
+    assert record is not None and record.version == 1 and record.via is live.Via.FRAME
+    assert record.state is DeliveryState.DELIVERING and record.at == 5.0
+    assert record.mails == [{"id": "x"}] and record.offset == 0 and record.transcript is None
+    record.save(str(path))
+    saved = json.loads(path.read_text())
+    assert saved["version"] == live.LIVE_VERSION and saved["state"] == "delivering"
+    assert live.LiveRecord.read(str(path)) == record
+
+
+@pytest.mark.parametrize("content, why", [
+    ("{torn", "not JSON"), ("[1, 2]", "not a JSON object"),
+    ('{"msg_id": "m", "version": "two"}', "version 'two'"),
+    ('{"state": "delivering"}', "no msg_id"),
+])
+def test_a_damaged_live_record_names_its_file(tmp_path: Path, content: str, why: str) -> None:
+    from codexbridge.errors import DamagedStateError
+
+    path = tmp_path / "box.live-m.json"
+    path.write_text(content)
+    with pytest.raises(DamagedStateError) as caught:
+        live.LiveRecord.read(str(path))
+    assert str(path) in caught.value.message and why in caught.value.message
+    assert live.LiveRecord.read(str(tmp_path / "gone.json")) is None
+
+
+def test_reconcile_passes_over_a_damaged_live_record(tmp_path: Path) -> None:
+    inbox = inbox_dir()
+    os.makedirs(inbox, exist_ok=True)
+    damaged = Path(inbox) / "box.live-0000.json"
+    damaged.write_text("{torn")
+    assert damaged.name in [os.path.basename(p) for p in live_files(inbox, "box")]
+    live.reconcile(inbox, "box")  # no traceback: the next stop still delivers
+    assert damaged.exists()
+
+
+def test_an_older_listener_record_reads(tmp_path: Path) -> None:
+    """claude-codex-bridge's {name, cwd, lastSeen}; a pid as a number; wrong types absent."""
+    old = Listener.from_json({"name": "box", "cwd": "/p", "lastSeen": "2026-01-01",
+                              "claude_pid": 42, "session_id": 7})
+    assert (old.last_seen, old.claude_pid, old.session_id) == ("2026-01-01", 42, None)
+    assert live.target(old, None, [], {}, True).reason is not None
