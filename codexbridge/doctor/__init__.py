@@ -3,7 +3,7 @@
 Each file below holds one side's facts (frozen dataclasses), how they are gathered (the
 I/O: run a binary, read a file, ask the app-server) and the rows that judge them:
 
-    binaries.py     codex, Claude Code, tmux: found where, which version, `--listen`
+    binaries.py     codex, Claude Code: found where, which version, `--listen`
                     schemes; whether Codex's own shell finds `codexbridge`
     codex_side.py   the app-server in force (serve's bridge.json, codex's own daemon, which
                     one talk uses, the TUI attach line), its threads, the approval

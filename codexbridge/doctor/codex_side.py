@@ -835,7 +835,7 @@ def deep_rows(d: DeepFacts) -> list[Check]:
     if d.error or not str(d.reply or "").startswith("MOCK REPLY"):
         return [Check("deep", FAIL, f"BROKEN: one real turn on a private app-server failed: "
                       f"{d.error or repr(d.reply)}",
-                      "run `codexbridge demo` to see the whole path, then the rows above",
+                      "see the rows above (in a checkout, `./scripts/demo` shows the whole path)",
                       d.as_dict())]
     return [Check("deep", OK, "LIVE: a real turn ran on a private app-server with the mock "
                   "model and codexbridge's client read the reply", None, d.as_dict())]

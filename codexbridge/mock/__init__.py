@@ -10,9 +10,9 @@
                    spikes and bench/ start
     claude_env.py  the environment that keeps Claude Code offline
     world.py       README's whole set-up in a private HOME, both real TUIs in tmux:
-                   `codexbridge demo`, the journeys, bench_journey
+                   scripts/demo, the journeys, bench_journey
 
-`codexbridge demo` and the test-suite run the real codex binary against these, so
+scripts/demo and the test-suite run the real codex binary against these, so
 nothing here may need an account, the network beyond 127.0.0.1, or a non-stdlib import
 (stack.py starts the app-server through `codexbridge.host`). This file imports nothing.
 """

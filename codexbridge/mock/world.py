@@ -12,7 +12,7 @@ place under HOME. Then, as the README says:
     codex -C ~/project                world.codex_tui("project")   (codex's own daemon)
     claude        (in ~/project)      world.claude_tui("project")
 
-The journeys (tests/journeys/), `codexbridge demo` and bench/ all start this world. The
+The journeys (tests/journeys/), scripts/demo and bench/ all start this world. The
 codex daemon that the first `codex` starts gets proxy variables pointing at a closed
 loopback port: its updater fetches chatgpt.com and analytics go to ab.chatgpt.com
 (measured, docs/fitting-in.md); with the proxy nothing leaves 127.0.0.1.
