@@ -18,7 +18,6 @@
     text.py         text that can always be written (lone surrogates replaced)
     claude_plugin.py  is codexbridge's Claude Code plugin enabled for a project
     schemas.py      reading the schema files in `schemas/` (checkout only)
-    tmux_tui.py     the real Codex TUI in a private tmux server
 
 This file imports nothing: the Stop hook reaches `private.py` through it.
 """

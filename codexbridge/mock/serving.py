@@ -1,7 +1,8 @@
 """What both mock models share to serve on 127.0.0.1: a threading HTTP server that takes
 a client hanging up as normal, and a handler base that reads bodies and answers JSON.
 
-The two APIs (`responses.py` for codex, `messages.py` for Claude Code) build on these;
+The two APIs (`responses.py` for codex, tests/support/mock_claude.py for Claude Code)
+build on these;
 stdlib only, like the rest of `mock/`.
 """
 

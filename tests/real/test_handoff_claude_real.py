@@ -31,7 +31,7 @@ from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import arun_cli
 from tests.support.handoff_real import CODEX_SAID_AFTER_TOOL, handoff, quiet_planner, state
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
 from tests.support.raw_client import RawClient, run_turn, start_user_thread
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude]

@@ -35,10 +35,10 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.codex_home import isolated_env, write_codex_home
 from tests.support.binaries import require_codex, require_tmux
 from tests.support.other_user import _in_ci
+from tests.support.tmux_tui import CodexTUI
 
 from .test_wss_real import make_certs
 

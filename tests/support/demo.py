@@ -50,14 +50,14 @@ from codexbridge.errors import INTERRUPTED_EXIT, BridgeError, ServeError, UsageE
 from codexbridge.host.binaries import find_claude, find_codex, pinned_claude, pinned_codex
 from codexbridge.host.jsonfile import read_object
 from codexbridge.host.text import for_terminal
-from codexbridge.host.tmux_tui import approve_claude
-from codexbridge.mock.messages import peer_answer
-from codexbridge.mock.world import World, readme_setup
+from tests.support.mock_claude import peer_answer
+from tests.support.tmux_tui import approve_claude
+from tests.support.world import World, readme_setup
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI
+    from tests.support.tmux_tui import ClaudeTUI, CodexTUI
 
     TUI: TypeAlias = CodexTUI | ClaudeTUI
 
