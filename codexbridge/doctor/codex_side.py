@@ -820,7 +820,7 @@ def deep(codex: str | None, timeout: float = 60.0) -> DeepFacts:
     """One real turn: a private app-server, the mock model, our client — end to end."""
     if not codex:
         return DeepFacts("no codex binary")
-    from ..mock.stack import OfflineStack
+    from .offline_stack import OfflineStack
 
     try:
         with OfflineStack(codex) as stack:

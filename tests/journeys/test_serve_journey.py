@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.doctor.offline_stack import MOCK_API_KEY_VAR
 from codexbridge.host.procs import pid_alive
-from codexbridge.mock.codex_home import MOCK_API_KEY_VAR
 from tests.support.binaries import require_claude, require_codex, require_tmux
 from tests.support.mock_claude import peer_answer
 from tests.support.tmux_tui import CodexTUI

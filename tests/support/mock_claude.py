@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from codexbridge.conversation.frame import MARK
+from codexbridge.doctor.mock_model import JsonHandler, QuietServer
 from codexbridge.jsontypes import obj, objs
-from codexbridge.mock.serving import JsonHandler, QuietServer
 
 if TYPE_CHECKING:
     from typing import TypeAlias

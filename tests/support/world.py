@@ -33,12 +33,17 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from codexbridge.doctor.offline_stack import (
+    LOOPBACK,
+    MOCK_API_KEY,
+    MOCK_API_KEY_VAR,
+    write_codex_home,
+)
 from codexbridge.host.daemon import socket_path, socket_url
 from codexbridge.host.procs import pid_alive
-from codexbridge.mock.codex_home import LOOPBACK, MOCK_API_KEY, MOCK_API_KEY_VAR, write_codex_home
-from codexbridge.mock.responses import MockResponsesServer, Planner, plan_reply
 from tests.support.claude_env import API_KEY, QUIET, seed_interactive, temp_env
 from tests.support.mock_claude import MockMessages, Responder
+from tests.support.mock_codex import MockResponsesServer, Planner, plan_reply
 from tests.support.tmux_tui import ClaudeTUI, CodexTUI, TmuxServer
 
 # A closed port on loopback: whatever codex's daemon would fetch from the internet fails
