@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from codexbridge.conversation.limits import frame_max  # noqa: E402
 from codexbridge.host.binaries import pinned_codex  # noqa: E402
-from codexbridge.mock.stack import OfflineStack  # noqa: E402
+from tests.support.mock_codex import OfflineStack  # noqa: E402
 
 
 def peak_kib(argv: list[str], env: dict[str, str], *, refused: bool = False

@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI  # noqa: E402
-from codexbridge.mock.world import World  # noqa: E402
+from tests.support.tmux_tui import ClaudeTUI, CodexTUI  # noqa: E402
+from tests.support.world import World  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_journey import _fresh, both_tuis, on_screen, pinned_world, until  # noqa: E402

@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from codexbridge.host.binaries import pinned_claude, pinned_codex  # noqa: E402
-from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI  # noqa: E402
-from codexbridge.mock.messages import peer_answer  # noqa: E402
-from codexbridge.mock.world import World  # noqa: E402
+from tests.support.mock_claude import peer_answer  # noqa: E402
+from tests.support.tmux_tui import ClaudeTUI, CodexTUI  # noqa: E402
+from tests.support.world import World  # noqa: E402
 
 POLL = 0.02
 TARGETS = {"send→TUI": 0.5, "Codex→Claude live": 0.3, "Claude→reply in TUI": 1.0}

@@ -31,9 +31,9 @@ from codexbridge.host.binaries import pinned_claude  # noqa: E402
 from codexbridge.host.locking import lock, unlock  # noqa: E402
 from codexbridge.inbox.listeners import read_listeners  # noqa: E402
 from codexbridge.inbox.location import inbox_dir, watcher_path  # noqa: E402
-from codexbridge.mock.claude_env import offline_env, seed_interactive  # noqa: E402
-from codexbridge.mock.messages import MockMessages  # noqa: E402
 from codexbridge.setup.claude import install_hooks as install  # noqa: E402
+from tests.support.claude_env import offline_env, seed_interactive  # noqa: E402
+from tests.support.mock_claude import MockMessages  # noqa: E402
 
 BOX = "bench"
 

@@ -55,10 +55,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from codexbridge.host.binaries import pinned_claude  # noqa: E402
-from codexbridge.mock.claude_env import offline_env  # noqa: E402
-from codexbridge.mock.messages import MockMessages  # noqa: E402
-from codexbridge.mock.world import signal_naming  # noqa: E402
 from codexbridge.setup.where import plugin_dir  # noqa: E402
+from tests.support.claude_env import offline_env  # noqa: E402
+from tests.support.mock_claude import MockMessages  # noqa: E402
+from tests.support.world import signal_naming  # noqa: E402
 
 WITHOUT, PLUGIN, FIRST, COLD, HOOKS, MCP = ("without", "plugin", "plugin first",
                                             "plugin cold", "hooks only", "MCP only")

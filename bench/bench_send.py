@@ -44,7 +44,7 @@ from codexbridge.conversation import envelope  # noqa: E402
 from codexbridge.conversation.records import Delivery, DeliveryStore  # noqa: E402
 from codexbridge.host.binaries import pinned_codex  # noqa: E402
 from codexbridge.host.procs import pid_alive  # noqa: E402
-from codexbridge.mock.stack import OfflineStack  # noqa: E402
+from tests.support.mock_codex import OfflineStack  # noqa: E402
 
 MAILBOX = "bench"
 RECEIPT_TARGET_MS = 1000.0

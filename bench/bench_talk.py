@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.raw_say import raw_say  # noqa: E402
 from codexbridge.host.binaries import pinned_codex  # noqa: E402
-from codexbridge.mock.stack import OfflineStack  # noqa: E402
 from codexbridge.talk.client import AppServerClient  # noqa: E402
 from codexbridge.talk.turn import say  # noqa: E402
+from tests.support.mock_codex import OfflineStack  # noqa: E402
 
 
 async def bridge_turn(url: str, thread_id: str, text: str) -> str:

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from codexbridge.host.binaries import pinned_codex
-from codexbridge.mock.stack import OfflineStack
 from codexbridge.protocol.envelopes import Notification, ServerRequest
 from codexbridge.talk.client import AppServerClient
+from tests.support.mock_codex import OfflineStack
 
 Event = Notification | ServerRequest
 SpikeBody = Callable[["Scoreboard", OfflineStack], Awaitable[None]]

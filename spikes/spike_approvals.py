@@ -16,11 +16,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from codexbridge.mock.stack import OfflineStack
 from codexbridge.protocol.envelopes import ServerRequest
 from codexbridge.protocol.generated import methods as m
 from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.threads import join
+from tests.support.mock_codex import OfflineStack
 
 from .scoreboard import Recorder, Scoreboard, run_spike, text_input, turn_id_of
 

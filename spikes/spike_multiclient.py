@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from codexbridge.mock.stack import OfflineStack
 from codexbridge.protocol.enums import ApprovalPolicy, TurnOutcome
 from codexbridge.protocol.generated import methods as m
 from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.threads import join
 from codexbridge.talk.turn import say
+from tests.support.mock_codex import OfflineStack
 
 from .scoreboard import WAIT, Event, Recorder, Scoreboard, run_spike, text_input, turn_id_of
 

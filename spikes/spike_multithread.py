@@ -10,12 +10,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from codexbridge.mock.codex_home import write_codex_home
-from codexbridge.mock.stack import OfflineStack
+from codexbridge.doctor.offline_stack import write_codex_home
 from codexbridge.protocol.enums import ApprovalPolicy, TurnOutcome
 from codexbridge.protocol.generated import methods as m
 from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.turn import SayResult, say
+from tests.support.mock_codex import OfflineStack
 
 from .scoreboard import WAIT, Scoreboard, run_spike
 

@@ -14,13 +14,12 @@ from collections.abc import Awaitable
 from typing import Any
 
 from codexbridge.errors import RpcError
-from codexbridge.mock.responses import MockRequest
-from codexbridge.mock.stack import OfflineStack
 from codexbridge.protocol.enums import ApprovalPolicy, TurnOutcome
 from codexbridge.protocol.generated import methods as m
 from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.threads import join
 from codexbridge.talk.turn import say
+from tests.support.mock_codex import MockRequest, OfflineStack
 
 from .scoreboard import WAIT, Event, Recorder, Scoreboard, run_spike, text_input, turn_id_of
 

@@ -68,8 +68,6 @@ COMMANDS: Lazy = {
     "handoff": ("codexbridge.cli.handoff_cmd", "handoff",
                 "Hand the work to the other agent (--to codex|claude): only what it has "
                 "not seen."),
-    "demo": ("codexbridge.cli.demo_cmd", "demo",
-             "Offline: real codex and Claude Code ask each other, each step shown."),
     "setup": ("codexbridge.cli.setup_cmd", "setup",
               "Register codexbridge with Claude Code (plugin) and Codex (MCP server)."),
     "doctor": ("codexbridge.cli.doctor_cmd", "doctor",

@@ -54,7 +54,6 @@ def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
       claude-compat:peer-protocol,          what Claude Code last handed codexbridge:
         :hook-input, :transcript            its inbox protocol, hook fields, records
       mailbox:NAME, max-chain               pending / rejected mail, listeners, chain limit
-      tmux                                  only `demo` needs it
       deep (--deep)                         one real turn end to end: LIVE or BROKEN
 
     Read-only: nothing is written or changed. The only connection is to the configured

@@ -3,7 +3,7 @@
 Each file below holds one side's facts (frozen dataclasses), how they are gathered (the
 I/O: run a binary, read a file, ask the app-server) and the rows that judge them:
 
-    binaries.py     codex, Claude Code, tmux: found where, which version, `--listen`
+    binaries.py     codex, Claude Code: found where, which version, `--listen`
                     schemes; whether Codex's own shell finds `codexbridge`
     codex_side.py   the app-server in force (serve's bridge.json, codex's own daemon, which
                     one talk uses, the TUI attach line), its threads, the approval
@@ -19,6 +19,10 @@ I/O: run a binary, read a file, ask the app-server) and the rows that judge them
     uses.py         what codexbridge uses of the protocol: the tables the judge reads
     report.py       the row type and its Status, the verdict (any FAIL → exit 1), the text
     diagnose.py     every check in order; a check that raises becomes a WARN row
+    offline_stack.py  `--deep`'s one real turn: a CODEX_HOME whose only model is the
+                    mock, a private app-server on it
+    mock_model.py   that mock: a Responses API on 127.0.0.1 that echoes the user's words
+                    (the tests' scripted mock, tests/support/mock_codex.py, builds on it)
 
 The doctor only reads. It never changes a setting, and it never prints a hook command or
 a config value it was not asked to look at (those may hold secrets). Nothing here prints:

@@ -1,11 +1,10 @@
-"""The programs the bridge runs: codex, Claude Code, tmux — and whether Codex's own shell
+"""The programs the bridge runs: codex and Claude Code — and whether Codex's own shell
 finds `codexbridge`. Facts (found where, which version, which `--listen` schemes), how
 they are gathered (each program is run with a short timeout), and their rows.
 
     codex, codex-version, listen-schemes   the codex binary against the supported range
                                            (newer is OK, older WARN), `--listen ws:// unix://`
     claude, claude-version                 Claude Code, the same way (optional: INFO)
-    tmux                                   only `demo` needs it
     codex-shell                            does a login shell, as Codex runs its commands,
                                            find `codexbridge`; else is Codex told the path
 """
@@ -214,7 +213,7 @@ def _listen_row(f: BinaryFacts) -> Check:
                  details=details)
 
 
-# --- Claude Code, tmux --------------------------------------------------------------------
+# --- Claude Code --------------------------------------------------------------------------
 
 def claude_rows(f: BinaryFacts) -> list[Check]:
     if not f.path:
@@ -229,19 +228,6 @@ def claude_rows(f: BinaryFacts) -> list[Check]:
                         f"on {CLAUDE_VERSION}: "
                         + pinned_fix("claude", "CODEX_BRIDGE_CLAUDE_BIN"),
                         "the claude-compat rows judge whether it fits")]
-
-
-def tmux() -> str | None:
-    return shutil.which("tmux")
-
-
-def tmux_rows(path: str | None) -> list[Check]:
-    if path:
-        return [Check("tmux", INFO, f"{path} (used by `codexbridge demo` only)", None,
-                      {"path": path})]
-    return [Check("tmux", INFO, "not found: only `codexbridge demo` needs it (the bridge "
-                  "itself does not)", "install tmux to run the offline demo",
-                  {"path": None})]
 
 
 # --- Codex's shell --------------------------------------------------------------------------

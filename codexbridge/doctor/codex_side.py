@@ -820,7 +820,7 @@ def deep(codex: str | None, timeout: float = 60.0) -> DeepFacts:
     """One real turn: a private app-server, the mock model, our client — end to end."""
     if not codex:
         return DeepFacts("no codex binary")
-    from ..mock.stack import OfflineStack
+    from .offline_stack import OfflineStack
 
     try:
         with OfflineStack(codex) as stack:
@@ -835,7 +835,7 @@ def deep_rows(d: DeepFacts) -> list[Check]:
     if d.error or not str(d.reply or "").startswith("MOCK REPLY"):
         return [Check("deep", FAIL, f"BROKEN: one real turn on a private app-server failed: "
                       f"{d.error or repr(d.reply)}",
-                      "run `codexbridge demo` to see the whole path, then the rows above",
+                      "see the rows above (in a checkout, `./scripts/demo` shows the whole path)",
                       d.as_dict())]
     return [Check("deep", OK, "LIVE: a real turn ran on a private app-server with the mock "
                   "model and codexbridge's client read the reply", None, d.as_dict())]

@@ -85,7 +85,6 @@ def _claude_checks(add: Callable[[str, Callable[[], list[Check]]], None],
         add("mailboxes", lambda: claude_side.mailbox_rows(boxes, hooked))
     add("max-chain", lambda: claude_side.chain_rows(dict(os.environ),
                                                     claude_side.settings_env(proj)))
-    add("tmux", lambda: binaries.tmux_rows(binaries.tmux()))
     add("deliveries", lambda: records.delivery_rows(records.deliveries()))
     add("codex-shell", lambda: binaries.codex_shell_rows(
         binaries.codex_shell(codex_side.registered_mcp_command(project))))

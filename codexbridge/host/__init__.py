@@ -20,7 +20,6 @@
     claude_files.py   what Claude Code writes that we read, typed: a transcript's lines,
                       a session's registry entry, an inbox receipt
     schemas.py      reading the schema files in `schemas/` (checkout only)
-    tmux_tui.py     the real Codex TUI in a private tmux server
 
 This file imports nothing: the Stop hook reaches `private.py` through it.
 """

@@ -2,8 +2,8 @@
 
 The native binary is started in its own process group so signals reach the real
 process and teardown is one killpg (docs/protocol-notes.md, "Processes"). `serve`, the
-offline stack (`mock/stack.py`: demo, tests, bench) and the tests' fixtures all start
-it through `AppServerProcess`.
+offline stack (`doctor/offline_stack.py`: doctor --deep; the tests and bench/ on it) and
+the tests' fixtures all start it through `AppServerProcess`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Is a process still there? Shared by serve (stale bridge.json), the rewake watcher (is
-its Claude still running) and the tmux TUI driver (did the TUI exit)."""
+its Claude still running) and the tests' tmux TUI driver (did the TUI exit)."""
 
 from __future__ import annotations
 

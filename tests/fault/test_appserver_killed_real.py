@@ -14,8 +14,8 @@ import pytest
 from codexbridge.host.appserver import AppServerProcess, launch
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.inbox.peek import peek
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.cli import arun_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = pytest.mark.real_codex

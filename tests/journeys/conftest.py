@@ -1,7 +1,7 @@
 """The user's path, end to end, at its defaults: set up the way README and SETUP.md say
 (`codexbridge setup claude`, `codexbridge setup codex`, plain `codex -C ~/project` on
 codex's own daemon, `claude` in the project), both real TUIs in tmux, the two mock models
-on loopback (`codexbridge/mock/world.py`). Nothing is switched off: live delivery, the
+on loopback (`tests/support/world.py`). Nothing is switched off: live delivery, the
 plugin's hooks and watcher, the MCP tools as setup registers them.
 
 A journey asserts what the human sees (both TUIs' screens) and what the agents see (the
@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from codexbridge.host.tmux_tui import ClaudeTUI, CodexTUI, approve_claude
-from codexbridge.mock.messages import RecordedRequest, peer_answer
-from codexbridge.mock.world import World
 from tests.support.binaries import require_claude, require_codex, require_tmux
+from tests.support.mock_claude import RecordedRequest, peer_answer
+from tests.support.tmux_tui import ClaudeTUI, CodexTUI, approve_claude
+from tests.support.world import World
 
 T = TypeVar("T")
 FIRST = "hello from the human"

@@ -18,8 +18,8 @@ import shlex
 import pytest
 
 from codexbridge.conversation.frame import words_of
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.world import readme_block
+from tests.support.tmux_tui import CodexTUI
+from tests.support.world import readme_block
 
 from .conftest import Journey, fresh_text, one_line, wait_until
 

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from codexbridge.host.tmux_tui import PROCEED, STAY_IN_AUTO
+from tests.support.tmux_tui import PROCEED, STAY_IN_AUTO
 
 from .conftest import Journey, fresh_text, wait_until
 from .test_conversation_journey import Gate, ask_claude

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from codexbridge.host.tmux_tui import CodexTUI
+from tests.support.tmux_tui import CodexTUI
 
 from .conftest import FIRST, Journey, fresh_text, journey_world, wait_until
 from .test_conversation_journey import ask_claude

@@ -27,9 +27,9 @@ import pytest
 
 from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.limits import DEFAULT_MAX_HOPS
-from codexbridge.host.tmux_tui import approve_claude
 from codexbridge.jsontypes import objs
-from codexbridge.mock.messages import WAITS_MARK, Reply, ToolUse, peer_answer, tool_names
+from tests.support.mock_claude import WAITS_MARK, Reply, ToolUse, peer_answer, tool_names
+from tests.support.tmux_tui import approve_claude
 
 from .conftest import Journey, fresh_text, wait_until
 

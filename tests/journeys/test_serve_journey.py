@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.doctor.offline_stack import MOCK_API_KEY_VAR
 from codexbridge.host.procs import pid_alive
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.codex_home import MOCK_API_KEY_VAR
-from codexbridge.mock.messages import peer_answer
-from codexbridge.mock.world import World
 from tests.support.binaries import require_claude, require_codex, require_tmux
+from tests.support.mock_claude import peer_answer
+from tests.support.tmux_tui import CodexTUI
+from tests.support.world import World
 
 from .conftest import Journey, fresh_text, wait_until
 from .test_conversation_journey import answered_once, ask_claude, bash

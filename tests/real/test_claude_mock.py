@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.claude_fixtures import ClaudeHarness
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
 
 pytestmark = pytest.mark.real_claude
 

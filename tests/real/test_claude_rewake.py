@@ -30,7 +30,7 @@ from codexbridge.inbox.location import inbox_dir, watcher_path
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
 
 pytestmark = [pytest.mark.real_claude, pytest.mark.tmux]
 

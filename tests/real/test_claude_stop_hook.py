@@ -32,7 +32,7 @@ from tests.support.claude_fixtures import (
     hook_settings,
     write_project_settings,
 )
-from tests.support.mock_messages import MockMessages, RecordedRequest
+from tests.support.mock_claude import MockMessages, RecordedRequest
 
 pytestmark = pytest.mark.real_claude
 

@@ -42,10 +42,10 @@ from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.lines import Mail
 from codexbridge.inbox.location import inbox_dir, session_path, watcher_path
-from codexbridge.mock.responses import MockResponsesServer, words_of
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
-from tests.support.mock_messages import MockMessages, RecordedRequest
+from tests.support.mock_claude import MockMessages, RecordedRequest
+from tests.support.mock_codex import MockResponsesServer, words_of
 from tests.support.raw_client import Message, RawClient, start_user_thread
 
 pytestmark = [pytest.mark.real_claude, pytest.mark.real_codex]

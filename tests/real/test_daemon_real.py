@@ -30,14 +30,14 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import unix_connect
 
+from codexbridge.doctor.offline_stack import isolated_env, write_codex_home
 from codexbridge.host import daemon as host_daemon
 from codexbridge.host.procs import pid_alive
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.codex_home import isolated_env, write_codex_home
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.binaries import codex_version, require_codex, require_tmux
 from tests.support.cli import arun_cli, run_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_user_thread
+from tests.support.tmux_tui import CodexTUI
 
 pytestmark = pytest.mark.real_codex
 

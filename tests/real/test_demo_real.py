@@ -1,4 +1,5 @@
-"""`codexbridge demo` end to end: the pinned codex and Claude Code, set up as README says
+"""The offline demo (`scripts/demo`, which runs `python -m tests.support.demo` from the
+checkout) end to end: the pinned codex and Claude Code, set up as README says
 in a private HOME, in tmux, against the mock models — both directions, each step
 printed; `--tui` keeps both TUIs side by side until Ctrl-C. Either way nothing the demo
 started is left behind."""
@@ -15,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.binaries import require_claude, require_codex, require_tmux
-from tests.support.cli import run_cli
+from tests.support.cli import CliResult
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = [sys.executable, "-m", "tests.support.demo"]
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 
@@ -30,6 +34,13 @@ def demo_env() -> dict[str, str]:
     require_tmux()
     return {**os.environ, "CODEX_BRIDGE_CODEX_BIN": require_codex(),
             "CODEX_BRIDGE_CLAUDE_BIN": require_claude()}
+
+
+def run_demo(*args: str, env: dict[str, str], timeout: float = 90.0) -> CliResult:
+    """The demo as scripts/demo runs it: a module of the checkout, from its root."""
+    done = subprocess.run([*DEMO, *args], cwd=ROOT, env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    return CliResult(done.returncode, done.stdout, done.stderr)
 
 
 def private_root(out: str) -> Path:
@@ -81,7 +92,7 @@ def assert_both_directions(out: str) -> None:
 
 
 def test_demo_runs_both_directions_offline_and_leaves_nothing_behind() -> None:
-    res = run_cli("demo", env=demo_env(), timeout=170)
+    res = run_demo(env=demo_env(), timeout=170)
     assert res.code == 0, res.out + res.err
     assert_both_directions(res.out)
     root = private_root(res.out)
@@ -90,8 +101,7 @@ def test_demo_runs_both_directions_offline_and_leaves_nothing_behind() -> None:
 
 
 def test_demo_tui_shows_both_panes_and_ends_cleanly_on_ctrl_c() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "demo", "--tui"],
-                            env=demo_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*DEMO, "--tui"], cwd=ROOT, env=demo_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     lines: list[str] = []
@@ -131,10 +141,10 @@ def test_demo_tui_shows_both_panes_and_ends_cleanly_on_ctrl_c() -> None:
 
 
 def test_a_missing_binary_or_tmux_is_named_with_its_fix() -> None:
-    res = run_cli("demo", env={"CODEX_BRIDGE_CLAUDE_BIN": "/nonexistent/claude"})
+    res = run_demo(env={"CODEX_BRIDGE_CLAUDE_BIN": "/nonexistent/claude"})
     assert res.code == 10 and "Traceback" not in res.err, res.err
     assert "CODEX_BRIDGE_CLAUDE_BIN=/nonexistent/claude is not an executable file" in res.err
     no_tmux = str(Path(sys.executable).parent)  # codexbridge's own bin: no tmux there
-    res = run_cli("demo", env={"PATH": no_tmux, "CODEX_BRIDGE_CODEX_BIN": require_codex(),
+    res = run_demo(env={"PATH": no_tmux, "CODEX_BRIDGE_CODEX_BIN": require_codex(),
                                "CODEX_BRIDGE_CLAUDE_BIN": require_claude()})
     assert res.code == 2 and "tmux is not on PATH: install it" in res.err, res.err

@@ -26,12 +26,12 @@ from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.listeners import record_listener
 from codexbridge.inbox.location import inbox_dir, session_path
-from codexbridge.mock.responses import MockResponsesServer
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import arun_cli
 from tests.support.handoff_real import CODEX_SAID_AFTER_TOOL, handoff, quiet_planner, state
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, run_turn, start_user_thread
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude]

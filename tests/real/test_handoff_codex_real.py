@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.responses import MockRequest, MockResponsesServer
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.handoff_fakes import hook_session
@@ -37,8 +35,10 @@ from tests.support.handoff_real import (
     quiet_planner,
     state,
 )
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
+from tests.support.mock_codex import MockRequest, MockResponsesServer
 from tests.support.raw_client import RawClient, start_turn, start_user_thread, wait_turn
+from tests.support.tmux_tui import CodexTUI
 from tests.support.transcripts import Transcript
 
 pytestmark = pytest.mark.real_codex

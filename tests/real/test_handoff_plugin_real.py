@@ -36,7 +36,7 @@ from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.cli import arun_cli, run_cli
 from tests.support.handoff_real import state
-from tests.support.mock_messages import MockMessages, RecordedRequest
+from tests.support.mock_claude import MockMessages, RecordedRequest
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude]

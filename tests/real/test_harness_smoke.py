@@ -17,7 +17,7 @@ import pytest
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.appserver import launch
 from codexbridge.host.procs import pid_alive
-from codexbridge.mock.responses import MockResponsesServer, big_text
+from tests.support.mock_codex import MockResponsesServer, big_text
 from tests.support.raw_client import (
     RawClient,
     RawRpcError,

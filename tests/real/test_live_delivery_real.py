@@ -27,7 +27,7 @@ from codexbridge.inbox.listeners import read_listeners
 from codexbridge.inbox.location import inbox_dir, live_files
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
-from tests.support.mock_messages import MockMessages, RecordedRequest
+from tests.support.mock_claude import MockMessages, RecordedRequest
 from tests.support.pause import pause_env
 
 pytestmark = [pytest.mark.real_claude]

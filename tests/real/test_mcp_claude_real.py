@@ -25,7 +25,7 @@ import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from tests.support.claude_fixtures import ClaudeHarness
-from tests.support.mock_messages import MockMessages, RecordedRequest
+from tests.support.mock_claude import MockMessages, RecordedRequest
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = [pytest.mark.real_claude, pytest.mark.real_codex]

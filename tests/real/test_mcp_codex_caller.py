@@ -40,7 +40,7 @@ from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.appserver import launch as launch_app_server
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.inbox.peek import peek
-from codexbridge.mock.responses import MockResponsesServer
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_turn, start_user_thread
 
 pytestmark = pytest.mark.real_codex

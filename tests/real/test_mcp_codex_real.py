@@ -17,8 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.mock.responses import big_text
 from tests.support.binaries import codex_version
+from tests.support.mock_codex import big_text
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = pytest.mark.real_codex

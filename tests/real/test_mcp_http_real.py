@@ -23,8 +23,8 @@ import pytest
 from codexbridge.host.appserver import launch
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.inbox.peek import peek
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.cli import run_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_turn
 
 pytestmark = pytest.mark.real_codex

@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 
 from codexbridge.inbox.location import inbox_dir
-from codexbridge.mock.world import signal_naming
 from codexbridge.setup.claude import TOOL_PREFIX
 from codexbridge.setup.mailbox import claims_dir, project_mailbox
 from codexbridge.setup.where import plugin_dir
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.cli import run_cli
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
+from tests.support.world import signal_naming
 
 pytestmark = pytest.mark.real_claude
 

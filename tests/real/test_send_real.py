@@ -26,10 +26,10 @@ from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.location import inbox_dir
-from codexbridge.mock.responses import MockResponsesServer
 from codexbridge.protocol.threads import ThreadInfo
 from codexbridge.talk.deliveries import prepare
 from tests.support.cli import CliResult, arun_cli, run_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, resume_thread, start_user_thread
 
 pytestmark = pytest.mark.real_codex

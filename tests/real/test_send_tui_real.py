@@ -23,10 +23,10 @@ import pytest
 from codexbridge.conversation.records import Delivery
 from codexbridge.errors import NoThreadError
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.talk.courier import envelope_of
 from tests.support.cli import CliResult, arun_cli, run_cli
 from tests.support.raw_client import RawClient
+from tests.support.tmux_tui import CodexTUI
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.tmux]
 

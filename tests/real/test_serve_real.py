@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.binaries import codex_version
 from tests.support.cli import run_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_user_thread
+from tests.support.tmux_tui import CodexTUI
 
 pytestmark = pytest.mark.real_codex
 

@@ -32,7 +32,7 @@ from codexbridge.setup.mailbox import project_mailbox
 from codexbridge.setup.where import plugin_dir
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import run_cli
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
 from tests.support.raw_client import RawClient, start_turn, start_user_thread
 
 ELICITATION = "mcpServer/elicitation/request"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.cli import arun_cli, run_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, run_turn, start_user_thread
 
 pytestmark = pytest.mark.real_codex

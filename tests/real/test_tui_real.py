@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.host.tmux_tui import CodexTUI
 from tests.support.cli import arun_cli, run_cli
 from tests.support.raw_client import RawClient
+from tests.support.tmux_tui import CodexTUI
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.tmux]
 

@@ -35,10 +35,10 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.codex_home import isolated_env, write_codex_home
+from codexbridge.doctor.offline_stack import isolated_env, write_codex_home
 from tests.support.binaries import require_codex, require_tmux
 from tests.support.other_user import _in_ci
+from tests.support.tmux_tui import CodexTUI
 
 from .test_wss_real import make_certs
 
@@ -242,7 +242,7 @@ def test_both_directions_across_two_machines_as_the_page_says(
     project.mkdir()
 
     # the codex host's model: a mock on its own loopback
-    mock = codex_host.start([sys.executable, "-m", "codexbridge.mock.responses"],
+    mock = codex_host.start([sys.executable, "-m", "tests.support.mock_codex"],
                             codex_host.env(), stdout=subprocess.PIPE)
     assert mock.stdout is not None
     model_url = mock.stdout.readline().strip()

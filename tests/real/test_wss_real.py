@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import free_port
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.binaries import require_tmux
 from tests.support.cli import arun_cli, run_cli
+from tests.support.mock_codex import MockResponsesServer
+from tests.support.tmux_tui import CodexTUI
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.tmux]
 

@@ -23,8 +23,8 @@ import pytest
 
 from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.cli import run_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.mounts import run_cli_mounted
 from tests.support.raw_client import RawClient, start_user_thread
 

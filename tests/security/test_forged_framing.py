@@ -38,10 +38,10 @@ from codexbridge.inbox.lines import Mail, new_mail, parse_line
 from codexbridge.inbox.listeners import hook_command
 from codexbridge.inbox.render import render_mail
 from codexbridge.inbox.service import sender_name
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.claude_fixtures import ClaudeHarness, hook_settings, write_project_settings
 from tests.support.cli import arun_cli, run_cli
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_user_thread
 
 SEAL = re.compile(r"^\[codexbridge ([a-z0-9]{6})\] ", re.M)

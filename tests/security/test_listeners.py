@@ -34,9 +34,9 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import free_port
-from codexbridge.mock.responses import MockResponsesServer
 from tests.support.attack_clients import APP_SERVER_PROBE, MCP_PROBE
 from tests.support.cli import run_cli
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.other_user import OtherUser
 
 STRONG = "cb-listeners-0123456789abcdef"

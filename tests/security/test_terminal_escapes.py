@@ -41,16 +41,16 @@ from codexbridge.host.appserver import AppServerProcess
 from codexbridge.host.text import for_terminal
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.store import push
-from codexbridge.mock.responses import (
+from codexbridge.protocol.enums import TurnOutcome
+from codexbridge.talk.follow import SayResult
+from tests.support.cli import arun_cli
+from tests.support.mock_codex import (
     MockResponsesServer,
     Reply,
     extract_user_text,
     plan_reply,
     text_frames,
 )
-from codexbridge.protocol.enums import TurnOutcome
-from codexbridge.talk.follow import SayResult
-from tests.support.cli import arun_cli
 from tests.support.raw_client import RawClient, start_user_thread
 
 # What a hostile reply carries: a window title (OSC 0, BEL-ended), a hyperlink (OSC 8,

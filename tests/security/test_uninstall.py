@@ -35,10 +35,10 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.binaries import pinned_claude, pinned_codex
-from codexbridge.mock.world import World
 from tests.support.binaries import require_claude, require_codex
 from tests.support.cli import run_cli
 from tests.support.pipx_like import PipxInstall, build_wheel, pipx_install
+from tests.support.world import World
 
 # A settings.json formatted by hand: aligned values, a compact object and arrays, an
 # escaped é, a key before its colon's space. Every byte of it outside our keys stays.

@@ -31,7 +31,7 @@ from codexbridge.setup.claude import install_hooks as install
 from tests.real.test_claude_rewake import _live_watcher, _push
 from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
-from tests.support.mock_messages import MockMessages
+from tests.support.mock_claude import MockMessages
 from tests.support.pause import ONCE_ENV, ONLY_ENV, PAUSE_ENV, pause_env, paused_pid
 
 pytestmark = [pytest.mark.real_claude, pytest.mark.tmux]

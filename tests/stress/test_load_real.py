@@ -20,7 +20,7 @@ import pytest
 
 from codexbridge.conversation.limits import mail_max
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.mock.responses import MockResponsesServer
+from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = pytest.mark.real_codex

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from codexbridge.mock.claude_env import offline_env, seed_interactive
 from tests.support.binaries import require_claude, require_tmux
-from tests.support.mock_messages import MockMessages
+from tests.support.claude_env import offline_env, seed_interactive
+from tests.support.mock_claude import MockMessages
 
 
 def hook_settings(hooks: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

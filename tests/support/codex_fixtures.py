@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.doctor.offline_stack import isolated_env, write_codex_home
 from codexbridge.host.appserver import AppServerProcess, launch
-from codexbridge.host.tmux_tui import CodexTUI
-from codexbridge.mock.codex_home import isolated_env, write_codex_home
-from codexbridge.mock.responses import MockResponsesServer
+from tests.support.mock_codex import MockResponsesServer
+from tests.support.tmux_tui import CodexTUI
 
 from .binaries import require_codex, require_tmux
 

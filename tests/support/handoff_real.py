@@ -10,10 +10,10 @@ from typing import Any
 
 from codexbridge.handoff import ledger
 from codexbridge.handoff.ledger import project_dir, project_key
-from codexbridge.mock.responses import MockRequest, Reply, plan_reply, text_frames
 from tests.support.cli import arun_cli
-from tests.support.mock_messages import Reply as ClaudeReply
-from tests.support.mock_messages import Text
+from tests.support.mock_claude import Reply as ClaudeReply
+from tests.support.mock_claude import Text
+from tests.support.mock_codex import MockRequest, Reply, plan_reply, text_frames
 
 CODEX_SAID_AFTER_TOOL = "Codex: the command ran, it looks fine."
 CLAUDE_SAID_AFTER_TOOL = "Claude: I ran the check and it passed."

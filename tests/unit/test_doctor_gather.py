@@ -188,9 +188,9 @@ def test_a_check_that_raises_is_a_warn_row(tmp_path: Path,
 
     monkeypatch.setattr(binaries, "codex", boom)
     monkeypatch.setattr(claude_side, "mailboxes", boom)
-    monkeypatch.setattr(diagnose_mod.binaries, "tmux_rows", boom)
+    monkeypatch.setattr(diagnose_mod.records, "delivery_rows", boom)
     checks = diagnose_mod.diagnose(tmp_path)
     failed = [c for c in checks if "disk on fire" in c.finding]
-    assert {c.name for c in failed} == {"codex", "mailboxes", "tmux"}
+    assert {c.name for c in failed} == {"codex", "mailboxes", "deliveries"}
     assert all(c.status == WARN for c in failed)
     assert any(c.name == "max-chain" for c in checks)  # the rest still ran

@@ -398,11 +398,6 @@ def test_chain_paths() -> None:
     assert "OTHER" not in junk.details["env"]
 
 
-def test_tmux_is_info_either_way() -> None:
-    assert binaries.tmux_rows("/usr/bin/tmux")[0].status == INFO
-    assert binaries.tmux_rows(None)[0].status == INFO
-
-
 # --- report --------------------------------------------------------------------------------
 
 def test_verdict_json_and_text() -> None:

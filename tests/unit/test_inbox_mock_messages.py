@@ -6,7 +6,7 @@ import json
 import urllib.request
 from typing import Any
 
-from tests.support.mock_messages import (
+from tests.support.mock_claude import (
     MockMessages,
     Text,
     ToolUse,

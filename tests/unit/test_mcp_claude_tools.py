@@ -26,11 +26,11 @@ from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
 from codexbridge.mcp.settings import load
-from codexbridge.mock.responses import big_text
 from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.endpoint import Endpoint
 from tests.support import payloads
 from tests.support.memory_appserver import MemoryAppServer, Scripted
+from tests.support.mock_codex import big_text
 
 pytestmark = pytest.mark.usefixtures("schema_guard")
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from codexbridge.conversation.envelope import CLAUDE, Envelope
-from codexbridge.mock.codex_home import isolated_env, mock_env, write_codex_home
-from codexbridge.mock.responses import MockResponsesServer, big_text, extract_user_text, plan_reply
+from codexbridge.doctor.offline_stack import isolated_env, mock_env, write_codex_home
+from tests.support.mock_codex import MockResponsesServer, big_text, extract_user_text, plan_reply
 
 
 def body(user_text: str, *, tools: bool = True, **extra: Any) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def test_big_text_is_numbered_lines() -> None:
 
 def test_fail_and_slow() -> None:
     fail = plan_reply(body("x FAIL_TURN y"), 8)
-    assert fail.status == 500 and fail.error_body is not None
+    assert fail.status == 500 and fail.json_body is not None
     slow = plan_reply(body("SLOW please"), 9)
     assert slow.rule == "reply" and slow.delta_delay == 0.25
 
@@ -188,8 +188,9 @@ def test_stop_is_quick_with_open_keepalive_connection() -> None:
 
 
 def test_runs_as_a_module_until_sigterm() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "codexbridge.mock.responses",
-                             "--port", "0"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.mock_codex",
+                             "--port", "0"], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2])
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()

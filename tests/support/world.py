@@ -12,7 +12,7 @@ place under HOME. Then, as the README says:
     codex -C ~/project                world.codex_tui("project")   (codex's own daemon)
     claude        (in ~/project)      world.claude_tui("project")
 
-The journeys (tests/journeys/), `codexbridge demo` and bench/ all start this world. The
+The journeys (tests/journeys/), scripts/demo and bench/ all start this world. The
 codex daemon that the first `codex` starts gets proxy variables pointing at a closed
 loopback port: its updater fetches chatgpt.com and analytics go to ab.chatgpt.com
 (measured, docs/fitting-in.md); with the proxy nothing leaves 127.0.0.1.
@@ -33,13 +33,18 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..host.daemon import socket_path, socket_url
-from ..host.procs import pid_alive
-from ..host.tmux_tui import ClaudeTUI, CodexTUI, TmuxServer
-from .claude_env import API_KEY, QUIET, seed_interactive, temp_env
-from .codex_home import LOOPBACK, MOCK_API_KEY, MOCK_API_KEY_VAR, write_codex_home
-from .messages import MockMessages, Responder
-from .responses import MockResponsesServer, Planner, plan_reply
+from codexbridge.doctor.offline_stack import (
+    LOOPBACK,
+    MOCK_API_KEY,
+    MOCK_API_KEY_VAR,
+    write_codex_home,
+)
+from codexbridge.host.daemon import socket_path, socket_url
+from codexbridge.host.procs import pid_alive
+from tests.support.claude_env import API_KEY, QUIET, seed_interactive, temp_env
+from tests.support.mock_claude import MockMessages, Responder
+from tests.support.mock_codex import MockResponsesServer, Planner, plan_reply
+from tests.support.tmux_tui import ClaudeTUI, CodexTUI, TmuxServer
 
 # A closed port on loopback: whatever codex's daemon would fetch from the internet fails
 # at once, and nothing leaves the machine.

@@ -1,10 +1,11 @@
-"""`codexbridge demo`: the whole conversation, both ways, offline, on the real binaries.
+"""The offline demo (`./scripts/demo`, README's first command): the whole conversation,
+both ways, on the real binaries.
 
 It starts the offline world a user has after README's "Use it for real"
-(`mock/world.py`: a private HOME under /tmp, both mock models on 127.0.0.1), runs
-README's set-up block in it, opens the real Codex TUI (`codex -C ~/project`, on codex's
-own daemon) and the real interactive Claude Code beside it in one tmux window, and then
-plays the human at both keyboards:
+(`tests/support/world.py`: a private HOME under /tmp, both mock models on 127.0.0.1),
+runs README's set-up block in it, opens the real Codex TUI (`codex -C ~/project`, on
+codex's own daemon) and the real interactive Claude Code beside it in one tmux window,
+and then plays the human at both keyboards:
 
     1/5  set-up as README says (codexbridge setup claude, setup codex, …)
     2/5  codex -C ~/project and the human's first message; claude in ~/project
@@ -16,13 +17,20 @@ plays the human at both keyboards:
 
 The mock models do what the typed text says (`CALL_TOOL …` for Claude, `MCP_CALL: …`
 for Codex), and the mock Claude answers a Codex request that waits for an answer
-(`mock.messages.peer_answer`). Every step waits on a readiness signal (a model
-request, a delivery record, text on a TUI screen) within a bound; one that never comes
-is a ServeError naming the step and showing the end of the screen.
+(`mock_claude.peer_answer`). Every step waits on a readiness signal (a model request, a
+delivery record, text on a TUI screen) within a bound; one that never comes is a
+ServeError naming the step and showing the end of the screen.
+
+It runs from the checkout, not from the installed package (the mocks and the tmux
+driver are test harness): `python -m tests.support.demo [--tui]` from the checkout's
+root. Exit status: 0 both directions went through; 2 tmux is missing (or a bad option);
+10 a binary is missing; the ServeError status when a step did not happen in time;
+the interrupted status on Ctrl-C before the last step (everything is cleaned up).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -30,6 +38,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,17 +46,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-import click
-
-from ..error_tables import exit_help
-from ..errors import INTERRUPTED_EXIT, BinaryNotFoundError, ServeError, UsageError
-from .command import command, echo
+from codexbridge.errors import INTERRUPTED_EXIT, BridgeError, ServeError, UsageError
+from codexbridge.host.binaries import find_claude, find_codex, pinned_claude, pinned_codex
+from codexbridge.host.jsonfile import read_object
+from codexbridge.host.text import for_terminal
+from tests.support.mock_claude import peer_answer
+from tests.support.tmux_tui import approve_claude
+from tests.support.world import World, readme_setup
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from ..host.tmux_tui import ClaudeTUI, CodexTUI
-    from ..mock.world import World
+    from tests.support.tmux_tui import ClaudeTUI, CodexTUI
 
     TUI: TypeAlias = CodexTUI | ClaudeTUI
 
@@ -63,26 +73,30 @@ STEP_S = 90.0
 FINAL_STATES = ("delivered", "failed", "orphaned")
 
 
-@click.command(epilog=exit_help(
-    UsageError, BinaryNotFoundError, ServeError, success="both directions went through",
-    extra={2: "tmux is missing (or a bad option)",
-           ServeError.exit_code: "a step did not happen in time (named, with the end of "
-                                 "the screen it waited on)",
-           INTERRUPTED_EXIT: "Ctrl-C before the last step (everything is cleaned up)"}))
-@click.option("--tui", is_flag=True,
-              help="Keep both real TUIs running side by side in one tmux window, print "
-                   "how to attach, and wait for Ctrl-C.")
-@command
-def demo(tui: bool) -> int:
-    """Show the whole conversation, both ways, offline, on the real codex and Claude Code.
+def echo(text: str) -> None:
+    """A line for the person watching; what a model or a TUI wrote cannot act on the
+    terminal (its control characters are shown as escapes)."""
+    print(for_terminal(text), flush=True)
 
-    No account and no network: both models are mocks on 127.0.0.1, in a private HOME
-    under /tmp that is removed afterwards. README's set-up runs there; then the real
-    Codex TUI and the real Claude Code (in tmux) talk: Claude asks Codex and gets the
-    answer; Codex asks Claude and gets the answer back into its thread. Each step is
-    printed as it happens. Needs tmux.
-    """
-    return run_demo(tui=tui, echo=echo)
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/demo",
+        description="Show the whole conversation, both ways, offline, on the real codex "
+                    "and Claude Code (in tmux; no account, no network: both models are "
+                    "mocks on 127.0.0.1, in a private HOME under /tmp removed afterwards).")
+    parser.add_argument("--tui", action="store_true",
+                        help="Keep both real TUIs running side by side in one tmux window, "
+                             "print how to attach, and wait for Ctrl-C.")
+    args = parser.parse_args(argv)
+    try:
+        return run_demo(tui=args.tui, echo=echo)
+    except BridgeError as exc:
+        print(for_terminal(f"demo: error: {exc}"), file=sys.stderr, flush=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("demo: interrupted (everything it started is stopped)", file=sys.stderr)
+        return INTERRUPTED_EXIT
 
 
 # -- the binaries ------------------------------------------------------------------------
@@ -100,8 +114,6 @@ def _pinned_first(env_var: str, pinned: Callable[[], Path | None],
 
 def binaries() -> tuple[str, str, str]:
     """(codex, claude, tmux) for the demo, or a clear error naming the fix."""
-    from ..host.binaries import find_claude, find_codex, pinned_claude, pinned_codex
-
     codex = _pinned_first("CODEX_BRIDGE_CODEX_BIN", pinned_codex, find_codex)
     claude = _pinned_first("CODEX_BRIDGE_CLAUDE_BIN", pinned_claude, find_claude)
     tmux = shutil.which("tmux")
@@ -213,8 +225,6 @@ def codex_blocks(screen: str) -> list[list[str]]:
 # -- the steps -------------------------------------------------------------------------------
 
 def step_setup(d: Demo) -> None:
-    from ..mock.world import readme_setup
-
     d.begin(1, "set-up", "as README says: " + "; ".join(readme_setup() or ["(README's)"]))
     try:
         d.world.setup()
@@ -249,8 +259,6 @@ def step_open(d: Demo, tui: bool) -> None:
 
 def listener(world: World, pid: int | None) -> str | None:
     """The mailbox the Claude session `pid` of ~/project listens on, once it does."""
-    from ..host.jsonfile import read_object
-
     inbox = world.bridge_home / "inbox"
     for path in sorted(inbox.glob("*.session.json")) if inbox.exists() else []:
         rec = read_object(str(path)) or {}
@@ -268,8 +276,6 @@ def bash(command_line: str) -> str:
 
 def records(world: World) -> list[dict[str, object]]:
     """codexbridge's delivery records in the world, oldest first."""
-    from ..host.jsonfile import read_object
-
     folder = world.bridge_home / "deliveries"
     found = [read_object(str(p)) for p in sorted(folder.glob("req_*.json"))] \
         if folder.exists() else []
@@ -278,8 +284,6 @@ def records(world: World) -> list[dict[str, object]]:
 
 def approve(d: Demo, tui: ClaudeTUI) -> None:
     """The human answers Claude Code's permission prompt with Yes."""
-    from ..host.tmux_tui import approve_claude
-
     try:
         approve_claude(tui, timeout=STEP_S)
     except (TimeoutError, RuntimeError):
@@ -392,9 +396,6 @@ def step_status(d: Demo, asked_codex: str, asked_claude: str) -> None:
 
 def run_demo(*, tui: bool, echo: Callable[[str], None]) -> int:
     codex_bin, claude_bin, _tmux = binaries()
-    from ..mock.messages import peer_answer
-    from ..mock.world import World
-
     world = World(codex_bin, claude_bin, responder=peer_answer)
     with _signals_end_it():
         try:
@@ -473,3 +474,7 @@ def _stop(world: World) -> None:
     finally:
         if saved is not None:
             signal.signal(signal.SIGINT, saved)
+
+
+if __name__ == "__main__":  # python -m tests.support.demo (scripts/demo)
+    sys.exit(main())

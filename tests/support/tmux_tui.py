@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from .procs import pid_alive
+from codexbridge.host.procs import pid_alive
 
 READY_MARKER = "Ask Codex to do anything"
 CLAUDE_READY_MARKER = "❯"

@@ -33,14 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..conversation.frame import MARK
-from ..jsontypes import obj, objs
-from .serving import JsonHandler, QuietServer
+from codexbridge.conversation.frame import MARK
+from codexbridge.doctor.mock_model import JsonHandler, QuietServer
+from codexbridge.jsontypes import obj, objs
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from ..jsontypes import JsonObject
+    from codexbridge.jsontypes import JsonObject
 
 FEEDBACK_MARK = "Stop hook feedback:"
 CALL_TOOL_RE = re.compile(r"CALL_TOOL\s+(\S+)\s+(?=\{)")

@@ -1,11 +1,13 @@
-"""The mock Responses API that the real codex talks to: what it answers (the rules, pure),
-how the answer is framed (Server-Sent Events, pure) and the server on 127.0.0.1.
+"""The scripted mock Responses API that the real codex talks to in the tests, the demo,
+the spikes and bench/: what it answers (the rules, pure), and the server on 127.0.0.1
+that logs every request for tests to assert on.
 
-Codex only ever calls `POST <base_url>/responses` with `stream: true` and reads
-Server-Sent Events back. What to answer is `planner(body, n)` — `plan_reply` by default;
-a test may pass its own planner (wrapping the default) for a scenario the rules do not
-cover. Every request is logged for tests to assert on. Stdlib only; starts in
-milliseconds. Run it alone with `python -m codexbridge.mock.responses --port N`.
+It is doctor --deep's loopback model (`codexbridge/doctor/mock_model.py`: the server, the
+SSE framing) with these rules as its planner, a request log, pacing and holds; and
+`OfflineStack` is doctor's offline stack (`codexbridge/doctor/offline_stack.py`) on it.
+What to answer is `planner(body, n)` — `plan_reply` by default; a test may pass its own
+planner (wrapping the default) for a scenario the rules do not cover. Run it alone with
+`python -m tests.support.mock_codex --port N` (from the checkout's root).
 
 The rules — decided from the request body alone, first match wins:
 
@@ -32,40 +34,43 @@ test needs, with no timing guesses.
 How codex 0.169.0 offers MCP tools (one `namespace` tool per server) is measured in
 docs/protocol-notes.md, "MCP tools in codex". Pure: a body in, a `Reply` out.
 
-The events, as codex 0.169.0 reads them: a text reply is created → output_item.added →
-output_text.delta… → output_item.done → completed; a tool call sends the same
-function_call item in added and done. The shapes are the ones measured in
-docs/protocol-notes.md, "The mock model".
+A tool call sends the same function_call item in output_item.added and done (measured
+in docs/protocol-notes.md, "The mock model").
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
+import dataclasses
 import json
 import re
 import shlex
 import signal
-import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..conversation import frame
-from ..jsontypes import objs
-from .serving import JsonHandler, QuietServer
+from codexbridge.conversation import frame
+from codexbridge.doctor import mock_model, offline_stack
+from codexbridge.doctor.mock_model import (
+    REPLY_PREFIX,
+    MockModel,
+    extract_user_text,
+    sse_frame,
+    text_frames,
+)
+from codexbridge.jsontypes import objs
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from ..jsontypes import JsonObject, JsonValue
+    from codexbridge.jsontypes import JsonObject, JsonValue
 
-REPLY_PREFIX = "MOCK REPLY: "
 DONE_PREFIX = "MOCK DONE: "
 BIG_DELTA_BYTES = 8 * 1024
 BIG_MAX_BYTES = 128 * 1024 * 1024
@@ -100,37 +105,13 @@ def words_of(user: str) -> str:
     return frame.words_of(user)
 
 
-def extract_user_text(body: JsonValue) -> str | None:
-    """The text of the last user message in `input[]` (its `input_text` parts joined)."""
-    if not isinstance(body, dict):
-        return None
-    items = body.get("input")
-    if not isinstance(items, list):
-        return None
-    for item in reversed(objs(items)):
-        if item.get("role") != "user":
-            continue
-        if item.get("type", "message") != "message":
-            continue
-        content = item.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return "".join(str(part.get("text", "")) for part in objs(content)
-                           if part.get("type") == "input_text")
-    return None
-
-
 @dataclass
-class Reply:
-    """What the mock sends back for one model call: a status, then SSE frames."""
+class Reply(mock_model.Reply):
+    """doctor's reply, paced: `delta_delay` before each text delta, and `hold`: wait for
+    this gate after the first delta."""
 
-    rule: str
-    status: int = 200
-    frames: list[bytes] = field(default_factory=list)
     delta_delay: float = 0.0
-    error_body: JsonObject | None = None
-    hold: str | None = None  # wait for this gate after the first delta
+    hold: str | None = None
 
 
 def namespace_of(tools: JsonValue, tool: str) -> str | None:
@@ -159,7 +140,7 @@ def plan_reply(body: JsonValue, n: int) -> Reply:
     """Decide the whole answer to one model call from its body (`n` makes ids unique)."""
     if not isinstance(body, dict):
         return Reply("bad_request", status=400,
-                     error_body={"error": {"message": "mock: body is not a JSON object"}})
+                     json_body={"error": {"message": "mock: body is not a JSON object"}})
     text_field = body.get("text")
     fmt = text_field.get("format") if isinstance(text_field, dict) else None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
@@ -175,7 +156,7 @@ def plan_reply(body: JsonValue, n: int) -> Reply:
     user = extract_user_text(body) or ""
     delay = SLOW_DELAY_S if "SLOW" in user else 0.0
     if "FAIL_TURN" in user:
-        return Reply("fail", status=FAIL_STATUS, error_body={"error": {
+        return Reply("fail", status=FAIL_STATUS, json_body={"error": {
             "message": "mock model failure (FAIL_TURN)", "type": "server_error",
             "code": "server_error", "param": None}})
     big = _BIG_RE.search(user)
@@ -220,44 +201,6 @@ def _ask_claude(tools: JsonValue, text: str, n: int) -> Reply:
 
 # -- Server-Sent Events ------------------------------------------------------------
 
-TEXT_DELTA_CHARS = 8
-_USAGE: JsonObject = {
-    "input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-    "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
-    "total_tokens": 15,
-}
-
-
-def sse_frame(data: JsonObject) -> bytes:
-    return f"event: {data['type']}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
-
-
-def _chunks(text: str, size: int) -> Iterator[str]:
-    for start in range(0, len(text), size):
-        yield text[start:start + size]
-
-
-def text_frames(text: str, n: int, delta_size: int = TEXT_DELTA_CHARS) -> list[bytes]:
-    resp_id, msg_id = f"resp_{n}", f"msg_{n}"
-    message: JsonObject = {"type": "message", "role": "assistant", "id": msg_id}
-    frames = [
-        sse_frame({"type": "response.created", "response": {"id": resp_id}}),
-        sse_frame({"type": "response.output_item.added", "output_index": 0,
-                   "item": {**message, "content": []}}),
-    ]
-    frames += [
-        sse_frame({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0,
-                   "content_index": 0, "delta": delta})
-        for delta in _chunks(text, delta_size)
-    ]
-    frames += [
-        sse_frame({"type": "response.output_item.done", "output_index": 0,
-                   "item": {**message, "content": [{"type": "output_text", "text": text}]}}),
-        sse_frame({"type": "response.completed", "response": {"id": resp_id, "usage": _USAGE}}),
-    ]
-    return frames
-
-
 def exec_command_frames(cmd: str, n: int, *, escalate: bool) -> list[bytes]:
     args: JsonObject = {"cmd": cmd}
     if escalate:
@@ -278,7 +221,7 @@ def function_call_frames(name: str, arguments: str, n: int, *,
         sse_frame({"type": "response.output_item.added", "output_index": 0, "item": item}),
         sse_frame({"type": "response.output_item.done", "output_index": 0, "item": item}),
         sse_frame({"type": "response.completed",
-                   "response": {"id": f"resp_{n}", "usage": _USAGE}}),
+                   "response": {"id": f"resp_{n}", "usage": mock_model.USAGE}}),
     ]
 
 
@@ -316,161 +259,54 @@ class MockRequest:
         return None
 
 
-class _Ids:
-    """Unique ids per server, so item and call ids never repeat within a thread."""
-
-    def __init__(self) -> None:
-        self._counter = itertools.count(1)
-        self._lock = threading.Lock()
-
-    def next(self) -> int:
-        with self._lock:
-            return next(self._counter)
-
-
-class _Server(QuietServer):
-    def __init__(self, address: tuple[str, int], mock: MockResponsesServer) -> None:
-        super().__init__(address, _Handler)
-        self.mock = mock
-        self.open_sockets: set[socket.socket] = set()
-        self.sockets_lock = threading.Lock()
-
-
-class _Handler(JsonHandler):
-    """Keep-alive and chunked SSE, as a real server would; `stop()` closes what is open."""
-
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        with self.server.sockets_lock:
-            self.server.open_sockets.add(self.connection)
-
-    def finish(self) -> None:
-        with self.server.sockets_lock:
-            self.server.open_sockets.discard(self.connection)
-        with contextlib.suppress(OSError):
-            super().finish()
-
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path
-        if path.rstrip("/") == "/v1/models":
-            self.server.mock._log(MockRequest("GET", self.path, self.lower_headers(), None, None,
-                                              "models", 200))
-            self.send_json(200, {"models": [], "data": [], "object": "list"})
-        else:
-            self._not_found("GET", None)
-
-    def do_POST(self) -> None:
-        raw = self.read_body()
-        if urlsplit(self.path).path.rstrip("/") != "/v1/responses":
-            self._not_found("POST", raw)
-            return
-        body: JsonValue
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("utf-8", "replace")
-        reply = self.server.mock.planner(body, self.server.mock._ids.next())
-        logged = MockRequest("POST", self.path, self.lower_headers(), body,
-                             extract_user_text(body), reply.rule, reply.status)
-        self.server.mock._log(logged)
-        if reply.status != 200:
-            self.send_json(reply.status, reply.error_body)
-            return
-        self._stream(reply)
-        logged.done.append(time.time())
-
-    def _stream(self, reply: Reply) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        mock = self.server.mock
-        held = reply.hold is None
-        try:
-            for frame in reply.frames:
-                is_delta = frame.startswith(b"event: response.output_text.delta")
-                if is_delta and reply.delta_delay:
-                    time.sleep(reply.delta_delay)
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-                self.wfile.flush()
-                if is_delta and not held:  # the turn is visibly under way: hold it here
-                    held = True
-                    mock._hold(str(reply.hold))
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except OSError:
-            self.close_connection = True  # codex hung up mid-stream (interrupt, shutdown)
-
-    def _not_found(self, method: str, raw: bytes | None) -> None:
-        self.server.mock._log(MockRequest(method, self.path, self.lower_headers(),
-                                          raw.decode("utf-8", "replace") if raw else None,
-                                          None, "not_found", 404))
-        self.send_json(404, {"error": {"message": f"mock: no route for {method} {self.path}"}})
-
-
-class MockResponsesServer:
-    """The mock on 127.0.0.1, served from a daemon thread. Use as a context manager.
+class MockResponsesServer(MockModel):
+    """doctor's loopback model with the rules above, a log of every request, and pacing
+    (`SLOW`) and holds (`HOLD:<key>`). Use as a context manager.
 
     `url` is the provider `base_url` (ends in `/v1`); every request is kept in `requests`.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
                  planner: Planner = plan_reply) -> None:
-        self._address = (host, port)
-        self.planner = planner
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._ids = _Ids()
+        super().__init__(host, port, planner=planner)
         self._log_list: list[MockRequest] = []
         self._cond = threading.Condition()
         self._gates: dict[str, threading.Event] = {}
         self._holding: dict[str, int] = {}
 
-    def start(self) -> MockResponsesServer:
-        if self._server is not None:
-            return self
-        self._server = _Server(self._address, self)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="mock-responses-api", daemon=True)
-        self._thread.start()
-        return self
+    def serve(self, method: str, path: str, headers: dict[str, str],
+              body: JsonValue) -> mock_model.Reply:
+        reply = super().serve(method, path, headers, body)
+        model_call = method == "POST" and reply.rule != "not_found"
+        logged = MockRequest(method, path, headers, body,
+                             extract_user_text(body) if model_call else None,
+                             reply.rule, reply.status)
+        self._log(logged)
+        if reply.json_body is not None or reply.status != 200:
+            return reply
+        return dataclasses.replace(reply, frames=self._paced(reply, logged))
+
+    def _paced(self, reply: mock_model.Reply, logged: MockRequest) -> Iterator[bytes]:
+        """The frames as the server writes them: `delta_delay` before each text delta,
+        held on `hold` once the first delta is out (the turn is visibly under way)."""
+        delay, hold = (reply.delta_delay, reply.hold) if isinstance(reply, Reply) \
+            else (0.0, None)
+        for frame_bytes in reply.frames:
+            is_delta = frame_bytes.startswith(b"event: response.output_text.delta")
+            if is_delta and delay:
+                time.sleep(delay)
+            yield frame_bytes  # the server writes and flushes it before asking for more
+            if is_delta and hold is not None:
+                self._hold(hold)
+                hold = None
+        logged.done.append(time.time())
 
     def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
         with self._cond:
             for gate in self._gates.values():
                 gate.set()
             self._gates.clear()
-        server.shutdown()
-        server.server_close()
-        with server.sockets_lock:
-            for sock in list(server.open_sockets):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> MockResponsesServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("mock server is not running")
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        super().stop()
 
     @property
     def requests(self) -> list[MockRequest]:
@@ -533,8 +369,18 @@ class MockResponsesServer:
             self._cond.notify_all()
 
 
+class OfflineStack(offline_stack.OfflineStack):
+    """doctor's offline stack on the scripted mock: `stack.mock.model_calls`, SLOW, …"""
+
+    mock: MockResponsesServer
+
+    def __init__(self, codex_bin: str, base: Path | None = None, *,
+                 planner: Planner = plan_reply) -> None:
+        super().__init__(codex_bin, base, mock=MockResponsesServer(planner=planner))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codexbridge.mock.responses",
+    parser = argparse.ArgumentParser(prog="python -m tests.support.mock_codex",
                                      description="Serve the mock Responses API until stopped.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
@@ -549,5 +395,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":  # python -m codexbridge.mock.responses
+if __name__ == "__main__":  # python -m tests.support.mock_codex
     sys.exit(main())
