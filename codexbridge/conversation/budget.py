@@ -327,4 +327,15 @@ def current_conversation(explicit: str | None, env: Mapping[str, str],
         marker = handling.current_marker(session)
         if marker is not None and marker.conversation is not None:
             return marker.conversation
+        # Mail sent live to this session that nobody has confirmed taken in yet (a frame
+        # queued behind the running turn is taken in at its next tool result, and the
+        # pusher has stopped watching by then; the marker waits for the next look): the
+        # turn asking now may be the one that took it in. A twelve-hop review on a loaded
+        # machine began a new conversation here. Stricter, never looser, as above.
+        given = sorted((r for r in (store or DeliveryStore()).recent(200)
+                        if r.direction is Direction.TO_CLAUDE and r.session_id == session
+                        and not r.state.final and r.answered_at is None and r.conversation),
+                       key=lambda r: r.created_at)
+        if given:
+            return given[0].conversation
     return None

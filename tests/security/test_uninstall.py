@@ -56,6 +56,9 @@ THEIRS = {
     ".claude.json": "Claude Code's own state (start count, trusted projects), rewritten at "
                     "every start",
     ".claude/backups/": "Claude Code's backups of .claude.json",
+    ".claude/.last-cleanup": "Claude Code's throttle marker for its cleanup of old files "
+                             "(written at a start when one is due: seen once in a loaded "
+                             "run)",
     ".claude/projects/": "the session's transcript",
     ".claude/session-env/": "Claude Code's per-session bookkeeping",
     ".claude/sessions/": "Claude Code's per-session bookkeeping",

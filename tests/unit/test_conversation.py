@@ -241,6 +241,25 @@ def test_current_conversation_order(tmp_path: Path) -> None:
     assert current_conversation(None, {}, store) is None
 
 
+def test_mail_sent_live_but_not_yet_seen_taken_in_keeps_the_conversation(
+        tmp_path: Path) -> None:
+    """A frame queued behind Claude's running turn is taken in at its next tool result;
+    the pusher stopped watching before that, so no handling marker says so yet. The turn
+    that asks back from that tool call belongs to the mail's conversation."""
+    store = DeliveryStore(tmp_path / "d")
+    asked = record(id="req_2_c", conversation="conv_ddd", thread_id="T")
+    asked.direction = Direction.TO_CLAUDE
+    asked.move(DeliveryState.AWAITING_REPLY)
+    asked.session_id = "sess-9"
+    store.save(asked)
+    assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "sess-9"}, store) == \
+        "conv_ddd"
+    assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "other"}, store) is None
+    asked.answered_at = 1.0
+    store.save(asked)
+    assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "sess-9"}, store) is None
+
+
 def test_a_turn_codex_started_before_its_sender_noted_the_submission_keeps_the_conversation(
         tmp_path: Path) -> None:
     """Codex runs a queued message at once and its tool call can come before the sender
