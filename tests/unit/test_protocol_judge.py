@@ -18,6 +18,8 @@ import pytest
 from codexbridge.doctor.codex_side import ProtocolFacts, protocol, protocol_rows
 from codexbridge.doctor.compat import Change, Direction, Finding, Verdict, incompatible
 from codexbridge.doctor.report import OK, WARN
+from codexbridge.host.binaries import CODEX_OLDEST, CODEX_VERSION, supported_range
+from codexbridge.protocol.approvals import LEGACY_SERVER_REQUESTS
 
 PINNED = Path(__file__).resolve().parents[2] / "schemas" / "experimental"
 Edit = Callable[[dict[str, Any]], None]
@@ -328,4 +330,18 @@ def test_the_fix_never_says_downgrade(bundle: Path) -> None:
     newer = row_of(judged(bundle, "codex-cli 99.0.0"))
     assert newer.fix and newer.fix.startswith("update codexbridge") and "99.0.0" in newer.fix
     older = row_of(judged(bundle, "codex-cli 0.0.1"))
-    assert older.fix and "older than" in older.fix
+    assert older.fix and f"@openai/codex@{CODEX_VERSION}" in older.fix
+    assert f"older than {CODEX_OLDEST}" in older.fix
+    assert supported_range(CODEX_OLDEST, CODEX_VERSION) in older.finding
+
+
+def test_a_legacy_request_an_older_codex_sends_is_not_news(bundle: Path) -> None:
+    """An older codex of the supported range still sends it; codexbridge answers it."""
+    path = bundle / "ServerRequest.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for method in LEGACY_SERVER_REQUESTS:
+        new = json.loads(json.dumps(doc["oneOf"][0]))
+        new["properties"]["method"]["enum"] = [method]
+        doc["oneOf"].append(new)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert judged(bundle).findings == ()
