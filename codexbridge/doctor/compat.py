@@ -114,8 +114,9 @@ class _Place(NamedTuple):
     defn: str
     path: str
 
-    def at(self, name: str) -> tuple[str, str]:
-        return self.defn, f"{self.path}.{name}" if self.path else name
+    def at(self, name: str) -> str:
+        """The path of field `name` here."""
+        return f"{self.path}.{name}" if self.path else name
 
     @property
     def verb(self) -> str:
@@ -136,7 +137,7 @@ def _fields(p: _Place, ours: dict[str, Field], theirs: dict[str, Field]) -> Iter
     listed = (USES.sends if p.send else USES.reads).get(p.defn, ())
     added = {n: f for n, f in theirs.items() if n not in ours}
     for name in sorted(set(ours) | set(theirs)):
-        path = p.at(name)[1]
+        path = p.at(name)
         a, b = ours.get(name), theirs.get(name)
         used = name in listed or (p.send and a is not None and a.required)
         if b is None and a is not None:

@@ -25,7 +25,7 @@ nullability.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..jsontypes import arr, obj, objs
@@ -295,12 +295,3 @@ def read_bundle(load: Loader, methods: Mapping[str, Collection[str]], uses: Uses
                                                             uses, m.name)
     return Bundle(catalog, walks)
 
-
-def places(bundle: Bundle) -> Iterator[tuple[Key, Shape]]:
-    """Every place walked, once (the generator writes these)."""
-    seen: set[Key] = set()
-    for walked in bundle.walks.values():
-        for key, shape in walked.items():
-            if key not in seen:
-                seen.add(key)
-                yield key, shape
