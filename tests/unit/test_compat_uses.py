@@ -6,6 +6,8 @@ file is what schemas/ makes now: tests/unit/test_layout.py runs gen-protocol --c
 from __future__ import annotations
 
 import enum
+import importlib.machinery
+import importlib.util
 import re
 from pathlib import Path
 
@@ -107,3 +109,19 @@ def test_every_method_we_use_has_its_messages_in_the_pinned_schema() -> None:
             assert "read" in directions, (kind, method)
     assert uses.ROOTS[("client request", "thread/resume", "read")] == (
         "ThreadResumeResponse", "")
+
+
+def test_a_result_field_the_code_reads_is_judged() -> None:
+    """gen-protocol's RESULTS (the fields a generated result record keeps) and READS (the
+    fields the doctor judges) are two lists in one file: a kept field the code goes on to
+    read must be judged too, or a codex that drops it would pass."""
+    loader = importlib.machinery.SourceFileLoader("gen_protocol",
+                                                  str(ROOT / "scripts" / "gen-protocol"))
+    spec = importlib.util.spec_from_loader("gen_protocol", loader)
+    assert spec is not None
+    gen = importlib.util.module_from_spec(spec)
+    loader.exec_module(gen)
+    unjudged = [f"{model}.{field}" for model, (fields, _mixin) in gen.RESULTS.items()
+                for field in fields
+                if field not in uses.READS.get(model, ()) and _mentioned(field)]
+    assert unjudged == []
