@@ -240,6 +240,10 @@ def test_a_field_we_read_that_is_gone_is_named_once(bundle: Path) -> None:
     assert bad.method == "item/completed" and "item/started" in bad.also
     assert bad.consequence and bad.consequence.startswith("talk cannot read codex's reply")
     assert "renamed to body?" in bad.detail
+    check = row_of(judged(bundle))
+    assert check.status == WARN
+    assert ("item/completed (read): ThreadItem.<agentMessage>.text is gone"
+            in check.finding)
 
 
 def test_a_field_we_read_that_changed_type(bundle: Path) -> None:
@@ -285,6 +289,7 @@ def test_a_notification_field_we_read_that_is_gone(bundle: Path) -> None:
 def test_changes_we_do_not_depend_on_are_compatible_and_listed(bundle: Path) -> None:
     def grow_turn(d: dict[str, Any]) -> None:
         d["properties"]["weight"] = {"type": "number"}  # a new field we do not read
+        d["required"].append("startedAt")  # read: optional → required is fine
 
     def drop_phase(d: dict[str, Any]) -> None:
         del variant(d, "agentMessage")["properties"]["phase"]  # a field we do not read
@@ -298,6 +303,7 @@ def test_changes_we_do_not_depend_on_are_compatible_and_listed(bundle: Path) -> 
     assert (Change.FIELD_ADDED, "Turn.weight") in found
     assert (Change.FIELD_GONE, "ThreadItem.<agentMessage>.phase") in found
     assert (Change.MEMBER_ADDED, "TurnStatus") in found
+    assert (Change.NOW_REQUIRED, "Turn.startedAt") in found
     check = row_of(facts)
     assert check.status == OK and check.fix is None
     assert "Turn.weight is new" in check.finding
