@@ -13,10 +13,9 @@ I/O: run a binary, read a file, ask the app-server) and the rows that judge them
     records.py      the conversation's records: the state home, deliveries in flight,
                     handoff's parser canaries
     parse.py        reading versions, `--help`, config.toml / hooks.json, settings.json
-    compat.py       the protocol judge: our surface against the installed codex's, and
-                    our approval answers against its schema (pure but for reading a bundle)
-    surface.py      cutting the surface codexbridge uses out of a codex schema bundle (pure)
-    uses.py         what codexbridge uses of the protocol: the tables the judge reads
+    compat.py       the protocol judge: where codexbridge looks (protocol/generated/
+                    uses.py), the pinned schema against the installed codex's, and our
+                    approval answers against its schema (pure but for reading a bundle)
     report.py       the row type and its Status, the verdict (any FAIL → exit 1), the text
     diagnose.py     every check in order; a check that raises becomes a WARN row
     offline_stack.py  `--deep`'s one real turn: a CODEX_HOME whose only model is the

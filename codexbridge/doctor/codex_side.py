@@ -50,10 +50,11 @@ from ..host.jsonfile import loads_json
 from ..host.procs import pid_alive
 from ..host.tomlfile import load_toml
 from ..jsontypes import arr, obj, opt_int, opt_str
+from ..protocol.generated.uses import BUILT_ON
 from ..talk.endpoint import EndpointKind
 from . import parse
 from .binaries import TIMEOUT, fit_row
-from .compat import AnswerProblem, Change, Finding, incompatible
+from .compat import AnswerProblem, Change, Finding, check_answers, incompatible, judge
 from .parse import DIVERTING_REVIEWERS, CodexConfig, read_text
 from .report import FAIL, INFO, OK, WARN, Check, plural
 
@@ -727,29 +728,21 @@ def _stdout(argv: list[str], timeout: float) -> str:
 
 
 def protocol(codex: str | None, timeout: float = 20.0) -> ProtocolFacts:
-    """Have the installed codex generate its (experimental) schema, cut out the part
-    codexbridge uses and judge it against the surface shipped in the package."""
-    from ..host.schemas import bundle_loader, shipped_surface
-    from .compat import check_answers, judge
-    from .surface import extract
-    from .uses import used_methods
-
+    """Have the installed codex generate its (experimental) schema and judge the part
+    codexbridge uses against what it was built on (protocol/generated/uses.py)."""
     if not codex:
         return ProtocolFacts("no codex binary to ask")
     try:
-        ours = shipped_surface()
         said = _stdout([codex, "--version"], timeout)
         with tempfile.TemporaryDirectory(prefix="codexbridge-protocol-") as tmp:
             _stdout([codex, "app-server", "generate-json-schema", "--experimental", "--out",
                      tmp], timeout)
-            theirs = extract(bundle_loader(Path(tmp)), used_methods(), said.strip())
+            findings = judge(Path(tmp))
             checked, refused = check_answers(Path(tmp))
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         return ProtocolFacts(str(exc))
-    if not any(obj(theirs.get("catalog")).values()):
-        return ProtocolFacts("codex app-server generate-json-schema wrote no method schemas")
-    return ProtocolFacts(None, codex, parse_version(said), opt_str(ours.get("codex")),
-                         tuple(judge(ours, theirs)), checked, tuple(refused))
+    return ProtocolFacts(None, codex, parse_version(said), BUILT_ON, tuple(findings), checked,
+                         tuple(refused))
 
 
 def protocol_rows(p: ProtocolFacts) -> list[Check]:
@@ -799,8 +792,8 @@ def _protocol_fix(version: str | None) -> str:
                 f"{version} is older than {CODEX_OLDEST}")
     fix = f"update codexbridge (it needs a release that knows codex {version or 'this'})"
     if in_checkout():
-        fix += ("; in this checkout, scripts/update-schemas regenerates schemas/, the "
-                "protocol types and the surface for review")
+        fix += ("; in this checkout, scripts/update-schemas regenerates schemas/ and the "
+                "generated protocol types for review")
     return fix
 
 

@@ -7,8 +7,11 @@
     threads.py     which thread a person means; what a thread's status says
     schema.py      validating what we send against a loaded schema (SchemaSet)
     wire.py        reading results tolerantly: the building blocks of generated/results.py
+    shapes.py      what a schema bundle says where codexbridge looks (the doctor's judge
+                   and scripts/gen-protocol both read a bundle with it)
     generated/     from schemas/: method constants and what they carry, enums, the
-                   results we read (results.py) and typed calls (calls.py)
+                   results we read (results.py), typed calls (calls.py) and what
+                   codexbridge uses, with the pinned schema there (uses.py)
 
 Nothing in this package opens a socket, a file or an event loop, or reads the
 environment (tests/unit/test_layout.py checks it): `codexbridge.talk` feeds it frames

@@ -70,7 +70,7 @@ def _accept_user_input(params: JsonObject) -> JsonObject:
 
 
 # Server requests an older codex of the supported range sends that the pinned schema no
-# longer has: answered the same way, so the whole range works (doctor/uses.py knows).
+# longer has: answered the same way, so the whole range works (doctor/compat.py knows).
 LEGACY_CURRENT_TIME_READ = "currentTime/read"
 LEGACY_SERVER_REQUESTS = frozenset({LEGACY_CURRENT_TIME_READ})
 

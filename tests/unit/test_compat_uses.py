@@ -1,34 +1,32 @@
-"""The tables the protocol judge reads (doctor/uses.py) and the surface it reads them
-against (protocol/surface.json) cannot rot: every method, field and value named is one
-codexbridge's own code refers to, every definition named exists, and the shipped
-surface is what scripts/gen-surface makes from schemas/ now."""
+"""The one list of what codexbridge uses (the tables in scripts/gen-protocol, written to
+protocol/generated/uses.py) cannot rot: every method, field and value named is one
+codexbridge's own code refers to and one the pinned schema has. (That the generated
+file is what schemas/ makes now: tests/unit/test_layout.py runs gen-protocol --check.)"""
 
 from __future__ import annotations
 
 import enum
+import importlib.machinery
+import importlib.util
 import re
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from codexbridge.doctor.surface import CLIENT_REQUEST, SERVER_REQUEST, prune
-from codexbridge.doctor.uses import USES
-from codexbridge.host.schemas import shipped_surface
 from codexbridge.protocol import enums as hand_enums
-from codexbridge.protocol.approvals import TABLE
+from codexbridge.protocol.approvals import LEGACY_SERVER_REQUESTS, TABLE
 from codexbridge.protocol.generated import enums as gen_enums
 from codexbridge.protocol.generated import methods as m
+from codexbridge.protocol.generated import uses
 from codexbridge.protocol.generated.calls import Calls
+from codexbridge.protocol.shapes import SERVER_REQUEST
 
 ROOT = Path(__file__).resolve().parents[2]
 # The code that reads and sends protocol messages: not the generated files, and not the
 # tables themselves (a name there must be found somewhere else).
 SOURCE = "\n".join(
     p.read_text(encoding="utf-8") for p in sorted((ROOT / "codexbridge").rglob("*.py"))
-    if "generated" not in p.parts and p.name != "uses.py")
+    if "generated" not in p.parts)
 
 
 def _mentioned(name: str) -> bool:
@@ -52,42 +50,36 @@ def _enum_member_used(value: str) -> bool:
     return False
 
 
-def _properties(node: Any, out: set[str]) -> set[str]:
-    """Every property name in a definition's own (inline) structure."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "properties" and isinstance(value, dict):
-                out |= set(value)
-                _properties(list(value.values()), out)
-            elif key in ("oneOf", "anyOf", "allOf", "items", "additionalProperties"):
-                _properties(value, out)
-    elif isinstance(node, list):
-        for value in node:
-            _properties(value, out)
-    return out
+def _fields_of(definition: str) -> set[str]:
+    """Every field the pinned schema gives `definition`, at any place of it walked."""
+    return {name for (defn, _path), shape in uses.SHAPES.items() if defn == definition
+            for name in shape.fields or {}}
 
 
-TABLES = {"reads": USES.reads, "sends": USES.sends}
+def _members_of(definition: str) -> set[str]:
+    return {name for (defn, _path), shape in uses.SHAPES.items() if defn == definition
+            for name in shape.members or ()}
+
+
+TABLES = {"reads": uses.READS, "sends": uses.SENDS}
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))
 def test_every_field_named_is_in_the_code_and_in_the_schema(table: str) -> None:
-    definitions = shipped_surface()["definitions"]
     for definition, fields in TABLES[table].items():
-        assert definition in definitions, f"{table}: no definition {definition!r}"
-        have = _properties(definitions[definition], set())
+        have = _fields_of(definition)
+        assert have, f"{table}: the walk never reaches a definition {definition!r}"
         for field in sorted(fields):
             assert field in have, f"{table}: {definition} has no field {field!r}"
             assert _mentioned(field), f"{table}: nothing in codexbridge mentions {field!r}"
 
 
 def test_every_value_named_is_in_the_code_and_in_the_schema() -> None:
-    definitions = shipped_surface()["definitions"]
-    for definition, values in USES.values.items():
-        assert definition in definitions, f"values: no definition {definition!r}"
-        text = str(definitions[definition])
+    for definition, values in uses.VALUES.items():
+        have = _members_of(definition)
+        assert have, f"values: the walk never reaches a definition {definition!r}"
         for value in sorted(values):
-            assert repr(value) in text, f"{definition} has no member {value!r}"
+            assert value in have, f"{definition} has no member {value!r}"
             assert _mentioned(value) or _enum_member_used(value), \
                 f"nothing in codexbridge sends or branches on {definition} {value!r}"
 
@@ -103,60 +95,33 @@ def _referenced_methods() -> set[str]:
 
 
 def test_the_methods_are_the_ones_the_code_uses() -> None:
-    listed = {method for methods in USES.methods.values() for method in methods}
+    listed = {method for methods in uses.METHODS.values() for method in methods}
     wire = {m.INITIALIZED}  # a client notification: nothing to judge
-    assert _referenced_methods() - wire - USES.legacy == listed - USES.legacy
+    assert _referenced_methods() - wire - LEGACY_SERVER_REQUESTS == listed
     # the approval table answers every server request, the legacy ones too
-    assert set(USES.methods[SERVER_REQUEST]) | USES.legacy == set(TABLE)
-    assert USES.no_result == {r.method for r in TABLE.values()
-                              if r.fail_closed is None and r.accept is None}
+    assert set(uses.METHODS[SERVER_REQUEST]) | LEGACY_SERVER_REQUESTS == set(TABLE)
 
 
-def test_the_shipped_surface_holds_every_method_we_use_and_no_legacy_one() -> None:
-    surface = shipped_surface()
-    for kind, methods in USES.methods.items():
+def test_every_method_we_use_has_its_messages_in_the_pinned_schema() -> None:
+    for kind, methods in uses.METHODS.items():
         for method in methods:
-            held = method in surface["methods"][kind]
-            assert held is (method not in USES.legacy), (kind, method)
-    assert surface["methods"][CLIENT_REQUEST]["thread/resume"]["read"] == {
-        "$ref": "#/definitions/ThreadResumeResponse"}
+            directions = {d for k, mm, d in uses.ROOTS if (k, mm) == (kind, method)}
+            assert "read" in directions, (kind, method)
+    assert uses.ROOTS[("client request", "thread/resume", "read")] == (
+        "ThreadResumeResponse", "")
 
 
-def test_the_shipped_surface_is_what_schemas_generate() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen-surface"), "--check"],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_prose_is_dropped_but_a_field_named_like_a_keyword_stays() -> None:
-    schema = {"title": "T", "description": "d", "properties": {
-        "title": {"type": "string", "description": "the thread's title"},
-        "default": {"enum": ["description"]}}}
-    assert prune(schema) == {"properties": {"title": {"type": "string"},
-                                            "default": {"enum": ["description"]}}}
-
-
-def test_a_name_two_files_define_differently_is_kept_twice() -> None:
-    """codex's bundle repeats definitions in every file; should two ever differ, each
-    method is judged against its own file's, not whichever came first."""
-    from codexbridge.doctor.surface import extract
-
-    files: dict[str, Any] = {
-        "ClientRequest.json": {
-            "oneOf": [{"properties": {"method": {"enum": ["thing/make"]},
-                                      "params": {"$ref": "#/definitions/MakeParams"}}}],
-            "definitions": {"MakeParams": {"properties": {"t": {"$ref": "#/definitions/T"}}},
-                            "T": {"type": "string", "description": "prose"}}},
-        "v2/MakeResponse.json": {
-            "properties": {"t": {"$ref": "#/definitions/T"}},
-            "definitions": {"T": {"type": "integer"}}},
-    }
-    surface = extract(files.get, {CLIENT_REQUEST: ["thing/make"]}, "codex-cli 1.0.0")
-    assert surface["methods"][CLIENT_REQUEST]["thing/make"] == {
-        "send": {"$ref": "#/definitions/MakeParams"},
-        "read": {"$ref": "#/definitions/MakeResponse"}}
-    defs = surface["definitions"]
-    assert defs["T"] == {"type": "string"}
-    assert defs["T@v2/MakeResponse.json"] == {"type": "integer"}
-    assert defs["MakeResponse"] == {
-        "properties": {"t": {"$ref": "#/definitions/T@v2/MakeResponse.json"}}}
+def test_a_result_field_the_code_reads_is_judged() -> None:
+    """gen-protocol's RESULTS (the fields a generated result record keeps) and READS (the
+    fields the doctor judges) are two lists in one file: a kept field the code goes on to
+    read must be judged too, or a codex that drops it would pass."""
+    loader = importlib.machinery.SourceFileLoader("gen_protocol",
+                                                  str(ROOT / "scripts" / "gen-protocol"))
+    spec = importlib.util.spec_from_loader("gen_protocol", loader)
+    assert spec is not None
+    gen = importlib.util.module_from_spec(spec)
+    loader.exec_module(gen)
+    unjudged = [f"{model}.{field}" for model, (fields, _mixin) in gen.RESULTS.items()
+                for field in fields
+                if field not in uses.READS.get(model, ()) and _mentioned(field)]
+    assert unjudged == []

@@ -92,7 +92,8 @@ def test_a_checkout_still_names_its_own_script() -> None:
 
 def test_installed_doctor_judges_the_protocol_from_its_package_data(
         installed: Path, tmp_path: Path) -> None:
-    """No schemas/ beside the package: the surface shipped inside it is enough."""
+    """No schemas/ beside the package: what it was built on (protocol/generated/uses.py)
+    is enough."""
     bundle = Path(__file__).resolve().parents[2] / "schemas" / "experimental"
     codex = tmp_path / "codex"  # writes the pin's own schema, as the pinned codex does
     codex.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo "codex-cli {CODEX_VERSION}" '

@@ -18,6 +18,7 @@ from codexbridge.doctor.codex_side import (
     ServeFacts,
 )
 from codexbridge.doctor.parse import ClaudeHook, CodexConfig, HookKind, ListenSchemes
+from codexbridge.doctor.records import StateFacts, state_rows
 from codexbridge.doctor.report import (
     FAIL,
     INFO,
@@ -470,3 +471,10 @@ def test_codex_mcp_env_rows() -> None:
     [shell] = mcp_env_rows(McpEnvFacts(need, "/h", None, None, None,
                                        frozenset({"CODEX_BRIDGE_MCP_TOKEN"})))
     assert shell.status == "INFO"
+
+
+def test_state_rows() -> None:
+    assert state_rows(StateFacts("/", "CODEX_BRIDGE_HOME resolves to /"))[0].status == "FAIL"
+    loose = state_rows(StateFacts("/h", exists=True, loose=("/h/x (0o644)",)))[0]
+    assert loose.status == "WARN" and loose.fix == "chmod -R go-rwx /h"
+    assert state_rows(StateFacts("/h", exists=True))[0].status == "OK"
