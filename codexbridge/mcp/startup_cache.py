@@ -8,8 +8,9 @@ set of settings, so a stdio server records them, and the next start gives them f
 record before it imports anything:
 
     codexbridge mcp [--role R]     `launch`, from cli/__init__.py before click
-        checks the state dirs, role and settings as the click command does (on an error
-        that command runs and reports it), takes fd 0 and 1 for the wire as the SDK's
+        checks the state dirs, and the role and settings unless a record vouches for them,
+        as the click command does (on an error that command runs and reports it), takes
+        fd 0 and 1 for the wire as the SDK's
         own transport does, then reads the agent's messages: a request whose method and
         params are in the record is answered from it, a notification is kept for later.
         At anything else — a tool call, a request the record lacks, no record at all —
@@ -19,9 +20,10 @@ record before it imports anything:
     the record                     `<runtime dir>/mcp-start-<hash>.json` (host/runtime.py:
         0700, ours alone), 0600, written by a session as the SDK answers its start-up
         requests. It holds the whole key it was made for — the interpreter, argv[0] (the
-        codex role's instructions name the command), the settings, the size and mtime of
-        every file of codexbridge and of the SDK's packages' top files — and is used only
-        when that key matches in full; otherwise the start is cold and rewrites it.
+        codex role's instructions name the command), the role, a hash of every
+        CODEX_BRIDGE_* variable, the size and mtime of every file of codexbridge and of
+        the SDK's packages' top files — and is used only when that key matches in full;
+        otherwise the start is cold and rewrites it.
         CODEX_BRIDGE_MCP_WARM=0: no record is read or written; every start is cold.
 
 No process outlives its session and nothing listens. What it risks — a record that no
@@ -43,6 +45,8 @@ import sys
 
 TYPE_CHECKING = False  # (no `typing` at run time: the launcher imports this first)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .settings import Settings
 
 KNOB = "CODEX_BRIDGE_MCP_WARM"
@@ -112,29 +116,39 @@ def _sdk_stamps() -> list[list[object]]:
     return found
 
 
-def record_key(config: Settings) -> str:
-    """Everything the SDK's start-up answers depend on, as one text."""
+def _digest(text: str) -> str:
+    try:  # the builtin module: ~0.5 ms, where hashlib's OpenSSL takes ~20 on a busy box
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter without it
+        from hashlib import blake2b
+    return blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def record_key(role: str, env: Mapping[str, str]) -> str:
+    """Everything the SDK's start-up answers depend on, as one text. The settings as the
+    environment spells them (every CODEX_BRIDGE_* variable, hashed: one may be a token):
+    a record exists only once those values have loaded, so a start that finds one need
+    not import the settings module (~100 ms on a busy box) to check them again."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ours = sorted((k, v) for k, v in env.items() if k.startswith("CODEX_BRIDGE_"))
     return json.dumps({"v": RECORD_VERSION, "python": sys.executable, "version": sys.version,
                        "argv0": os.path.abspath(sys.argv[0]) if sys.argv[0] else "",
-                       "settings": config.as_dict(), "code": _stamps(package),
-                       "sdk": _sdk_stamps()}, sort_keys=True)
+                       "role": role, "env": _digest(json.dumps(ours)),
+                       "code": _stamps(package), "sdk": _sdk_stamps()}, sort_keys=True)
 
 
-def record_name(config: Settings) -> str:
+def record_name(role: str) -> str:
     """One record per role, interpreter and command: a new key overwrites it."""
-    from hashlib import blake2b
-
-    slot = json.dumps([config.role, sys.executable, os.path.abspath(__file__), sys.argv[0]])
-    return f"mcp-start-{blake2b(slot.encode(), digest_size=8).hexdigest()}.json"
+    slot = json.dumps([role, sys.executable, os.path.abspath(__file__), sys.argv[0]])
+    return f"mcp-start-{_digest(slot)[:16]}.json"
 
 
-def record_path(config: Settings) -> str | None:
+def record_path(role: str) -> str | None:
     """Where the record is; None when there is no private runtime directory."""
     from ..host.runtime import private_runtime_dir
 
     directory = private_runtime_dir()
-    return None if directory is None else os.path.join(directory, record_name(config))
+    return None if directory is None else os.path.join(directory, record_name(role))
 
 
 def request_key(method: object, params: object) -> str:
@@ -177,21 +191,31 @@ def launch(argv: list[str]) -> int | None:
     """Serve this `codexbridge mcp`: its exit status, or None when the click command must
     run it (not the plain stdio shape, the knob off, a terminal, anything to report)."""
     plain, flag = role_flag(argv)
-    if not plain or (flag or os.environ.get("CODEX_BRIDGE_MCP_ROLE")) not in ROLES:
+    role = flag or os.environ.get("CODEX_BRIDGE_MCP_ROLE")
+    if not plain or role not in ROLES:
         return None
     if not parse_knob(os.environ.get(KNOB)) or sys.platform == "win32" or os.isatty(0):
         return None
     from ..errors import BridgeError
     from ..host.private import check_state_dirs
-    from . import settings
 
+    path = record_path(role)
+    key = record_key(role, os.environ)
+    answers = load_record(path, key)
     try:
         check_state_dirs()
-        config = settings.load(settings.resolve_role(flag, os.environ))
+        if not answers:  # (a record vouches for these settings: they loaded before)
+            load_settings(flag)
     except BridgeError:
         return None  # the click command says what is wrong, as on a cold start
-    _Session(config).run()
+    _Session(flag, path, key, answers).run()
     return 0
+
+
+def load_settings(flag: str | None) -> Settings:
+    from . import settings
+
+    return settings.load(settings.resolve_role(flag, os.environ))
 
 
 def _claim_wire() -> tuple[int, int]:
@@ -242,12 +266,10 @@ class _Rpc:
 
 
 class _Session:
-    def __init__(self, config: Settings) -> None:
-        self.config = config
-        self.path = record_path(config)
-        self.key = record_key(config)
-        self.answers = load_record(self.path, self.key)
-        self.recorded = dict(self.answers)
+    def __init__(self, flag: str | None, path: str | None, key: str,
+                 answers: dict[str, object]) -> None:
+        self.flag, self.path, self.key, self.answers = flag, path, key, answers
+        self.recorded = dict(answers)
         self.wire_in, self.wire_out = _claim_wire()
         self.reader = open(self.wire_in, "rb")  # noqa: SIM115 - the session's for its life
         self.read: list[bytes] = []  # every line so far: the SDK is handed them all
@@ -298,7 +320,7 @@ class _Session:
 
         # (text streams as far as the SDK's transport goes: it calls readline and write)
         streams = (cast(IO[str], _Replay(self)), cast(IO[str], _Filter(self)))
-        serve_stdio(self.config, streams=streams)
+        serve_stdio(load_settings(self.flag), streams=streams)
 
     # what the SDK reads and writes pass through these two
 

@@ -94,8 +94,7 @@ def run_dir() -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def test_a_recorded_start_up_stands_in_for_the_cold_one(
-        run_dir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recorded_start_up_stands_in_for_the_cold_one(run_dir: str, tmp_path: Path) -> None:
     env = {**os.environ, "XDG_RUNTIME_DIR": run_dir}
     first = Session(env)
     assert first.start() == CODEX_TOOLS
@@ -103,10 +102,8 @@ def test_a_recorded_start_up_stands_in_for_the_cold_one(
     assert first.end() == 0
     assert list(Path(run_dir, "codexbridge").glob("mcp-start-*.json"))
 
-    # the next start, in another state home and directory: answered from the record
-    home = tmp_path / "second-home"
-    monkeypatch.setenv("CODEX_BRIDGE_HOME", str(home))
-    second = Session({**env, "CODEX_BRIDGE_HOME": str(home)}, cwd=str(tmp_path))
+    # the next start, in another directory: answered from the record
+    second = Session(env, cwd=str(tmp_path))
     assert second.start() == CODEX_TOOLS
     assert not second.loaded_the_sdk()
     assert second.lines == first.lines  # byte for byte what the SDK said
@@ -138,9 +135,10 @@ def test_changed_settings_or_code_start_cold_and_record_again(run_dir: str,
     first = Session(env)
     assert first.start() == CODEX_TOOLS and first.end() == 0
 
-    other = Session({**env, "CODEX_BRIDGE_TEXT_MAX": "5000"})
-    assert other.start() == CODEX_TOOLS and other.loaded_the_sdk()  # not its record
-    assert other.end() == 0
+    for other in ({"CODEX_BRIDGE_TEXT_MAX": "5000"}, {"CODEX_BRIDGE_HOME": str(tmp_path)}):
+        session = Session({**env, **other})  # any CODEX_BRIDGE_* value: not its record
+        assert session.start() == CODEX_TOOLS and session.loaded_the_sdk()
+        assert session.end() == 0
 
     # a copy of the package whose source changes between two starts
     copy = tmp_path / "copy"

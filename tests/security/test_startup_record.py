@@ -84,17 +84,17 @@ def test_the_record_is_ours_alone_and_holds_no_secret(
 
 
 NAME_AND_KEY = r'''
-import importlib.util, json, sys
+import importlib.util, json, os, sys
 sys.argv[0] = importlib.util.find_spec("codexbridge.__main__").origin  # what `-m` sets
-from codexbridge.mcp import settings, startup_cache as s
-config = settings.load("codex", {})
-print(json.dumps([s.record_name(config), s.record_key(config)]))
+from codexbridge.mcp import startup_cache as s
+print(json.dumps([s.record_name("codex"), s.record_key("codex", os.environ)]))
 '''
 
 
 def _planted() -> tuple[str, str]:
     """A record's name and its content, listing a tool of the attacker's: both made of
-    what anyone may read (paths, file sizes and mtimes, the default settings)."""
+    what anyone may read (paths, file sizes and mtimes) and the session's CODEX_BRIDGE_*
+    variables (here the attacker's guess is granted, to test the directory alone)."""
     done = subprocess.run([sys.executable, "-c", NAME_AND_KEY], capture_output=True,
                           text=True, check=True, timeout=60)
     name, key = json.loads(done.stdout)

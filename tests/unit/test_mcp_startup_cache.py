@@ -70,23 +70,25 @@ def short_dir() -> Iterator[Path]:
 def test_the_record_lives_in_a_directory_of_ours_alone(
         short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_dir))
-    config = settings.load("claude", {})
-    path = startup_cache.record_path(config)
+    path = startup_cache.record_path("claude")
     assert path is not None and path.startswith(str(short_dir / "codexbridge" / "mcp-start-"))
     assert os.stat(short_dir / "codexbridge").st_mode & 0o777 == 0o700
     os.chmod(short_dir / "codexbridge", 0o755)  # others may enter: no record here
-    assert startup_cache.record_path(config) is None
+    assert startup_cache.record_path("claude") is None
     shutil.rmtree(short_dir / "codexbridge")
     (short_dir / "elsewhere").mkdir(mode=0o700)
     os.symlink(short_dir / "elsewhere", short_dir / "codexbridge")
-    assert startup_cache.record_path(config) is None
+    assert startup_cache.record_path("claude") is None
 
 
 def test_a_record_answers_only_for_the_key_it_was_made_for(short_dir: Path) -> None:
-    config = settings.load("claude", {})
-    key = startup_cache.record_key(config)
-    assert key == startup_cache.record_key(config)
-    assert key != startup_cache.record_key(settings.load("claude", {"CODEX_BRIDGE_TEXT_MAX": "9"}))
+    env = {"CODEX_BRIDGE_TOKEN": "tok-8d1f2e"}
+    key = startup_cache.record_key("claude", env)
+    assert key == startup_cache.record_key("claude", {**env, "PATH": "/x"})
+    assert key != startup_cache.record_key("codex", env)
+    other = {**env, "CODEX_BRIDGE_TEXT_MAX": "9"}  # other settings
+    assert key != startup_cache.record_key("claude", other)
+    assert "tok-8d1f2e" not in key  # hashed: a CODEX_BRIDGE_* value may be a token
     path = str(short_dir / "record.json")
     ask = startup_cache.request_key("tools/list", {})
     startup_cache.save_record(path, key, {ask: {"result": {"tools": []}}})
