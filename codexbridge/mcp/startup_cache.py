@@ -90,15 +90,20 @@ def role_flag(argv: list[str]) -> tuple[bool, str | None]:
 
 # --- the record ----------------------------------------------------------------------
 
+def _stamp(path: str) -> list[object]:
+    try:
+        st = os.stat(path)
+    except OSError:  # gone mid-walk (an upgrade): a key no record has
+        return [path]
+    return [path, st.st_size, st.st_mtime_ns]
+
+
 def _stamps(top: str) -> list[list[object]]:
     """Size and mtime of every source file under `top`."""
     found: list[list[object]] = []
     for where, dirs, files in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(where, name))
-                found.append([os.path.join(where, name), st.st_size, st.st_mtime_ns])
+        found += [_stamp(os.path.join(where, f)) for f in sorted(files) if f.endswith(".py")]
     return found
 
 
@@ -106,14 +111,9 @@ def _sdk_stamps() -> list[list[object]]:
     """Each SDK package's top file: an install or upgrade rewrites it (found, not imported)."""
     from importlib.machinery import PathFinder
 
-    found: list[list[object]] = []
-    for name in SDK_PACKAGES:
-        spec = PathFinder.find_spec(name)
-        origin = spec.origin if spec is not None else None
-        if origin is not None:
-            st = os.stat(origin)
-            found.append([origin, st.st_size, st.st_mtime_ns])
-    return found
+    specs = [PathFinder.find_spec(name) for name in SDK_PACKAGES]
+    return [_stamp(spec.origin) if spec is not None and spec.origin else [name]
+            for name, spec in zip(SDK_PACKAGES, specs, strict=True)]
 
 
 def _digest(text: str) -> str:

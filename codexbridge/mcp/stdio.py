@@ -19,8 +19,6 @@ from typing import IO, TYPE_CHECKING
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
-
     from .settings import Settings
 
 
@@ -49,20 +47,18 @@ def quiet_gc() -> Iterator[None]:
             gc.enable()
 
 
-def serve_stdio(config: Settings, *, server: MCPServer | None = None,
-                streams: tuple[IO[str], IO[str]] | None = None) -> None:
-    """Serve `server` (else one built for `config`) on stdin/stdout, or on `streams` (what
-    the quick start hands over), until EOF or a signal."""
+def serve_stdio(config: Settings, *, streams: tuple[IO[str], IO[str]] | None = None) -> None:
+    """Serve the server built for `config` on stdin/stdout, or on `streams` (what the
+    quick start hands over), until EOF or a signal."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, exit_now)
-    if server is None:
-        with quiet_gc():
-            try:
-                from .server import build_server
-            except ImportError as exc:  # pragma: no cover - a broken install
-                raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
-                                 "codexbridge") from exc
-            server = build_server(config)
+    with quiet_gc():
+        try:
+            from .server import build_server
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
+                             "codexbridge") from exc
+        server = build_server(config)
     if streams is None:
         server.run("stdio")
         return
