@@ -1,18 +1,18 @@
 """A quick start for `codexbridge mcp` over stdio: the start-up answered from a record,
 the SDK imported behind it.
 
-Claude Code under `-p` waits for its MCP servers' `initialize` and `tools/list` answers
-before the first model request, and nearly all of a cold start is the `mcp` SDK's import
-(bench/bench_mcp.py). Those answers are the same at every start of one install with one
-set of settings, so a stdio server records them, and the next start gives them from the
-record before it imports anything:
+Claude Code under `-p` waits for its MCP servers' start-up answers (discover or
+initialize, the tool, prompt and resource lists) before the first model request, and
+nearly all of a cold start is the `mcp` SDK's import (bench/bench_mcp.py). Those answers
+are the same at every start of one install with one set of settings, so a stdio server
+records them, and the next start gives them from the record before it imports anything:
 
     codexbridge mcp [--role R]     `launch`, from cli/__init__.py before click
         checks the state dirs, and the role and settings unless a record vouches for them,
         as the click command does (on an error that command runs and reports it), takes
-        fd 0 and 1 for the wire as the SDK's
-        own transport does, then reads the agent's messages: a request whose method and
-        params are in the record is answered from it, a notification is kept for later.
+        fd 0 and 1 for the wire as the SDK's own transport does, then reads the agent's
+        messages: a request whose method and params are in the record is answered from
+        it (a subscription by its acknowledgement), a notification is kept for later.
         At anything else — a tool call, a request the record lacks, no record at all —
         the SDK is imported and the server built, every message read so far is replayed
         into it, and its answers to the requests the record already answered are
