@@ -9,10 +9,9 @@ tools right away, so this is what decides whether the first model request has th
 (`claude -p` waits for it: bench/bench_plugin.py).
 
 Each role twice: `cold` (CODEX_BRIDGE_MCP_WARM=0: the SDK imported in the process, as a
-user's first start) and `warm` (the default once a warm server runs: the process is a
-launcher the warm server forks a worker for, mcp/warm.py). The bench starts its own warm
-server (one priming start, in a runtime dir of its own) and stops it at the end. A warm
-row's cpu is the launcher's alone (the worker is the warm server's child, ~30 ms).
+user's first start) and `warm` (the default once a start has recorded its answers: the
+start-up is answered from that record, mcp/startup_cache.py). The bench records its own
+(one priming start per role, in a runtime dir of its own).
 
 Each run spawns the process with stdio pipes, writes one raw JSON-RPC `initialize`
 line (the handshake the SDK's `Client(mode="legacy")` sends), reads the answer, then
@@ -43,7 +42,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -163,7 +161,7 @@ COLD = {"CODEX_BRIDGE_MCP_WARM": "0"}
 
 def _setup(home: str, trees: list[Path]) -> tuple[dict[str, str], Commands]:
     env = {**os.environ, "CODEX_BRIDGE_HOME": home,
-           "XDG_RUNTIME_DIR": os.path.join(home, "run")}  # a warm server of our own
+           "XDG_RUNTIME_DIR": os.path.join(home, "run")}  # a start-up record of our own
     os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
     for name in ("CODEX_BRIDGE_MCP_ROLE", "CODEX_BRIDGE_INBOX_DIR", "PYTHONPATH",
                  "CODEX_BRIDGE_MCP_WARM"):
@@ -183,33 +181,13 @@ def _setup(home: str, trees: list[Path]) -> tuple[dict[str, str], Commands]:
     return env, commands
 
 
-def _warm_up(env: dict[str, str]) -> str | None:
-    """Start the warm server (one cold start that lists its tools starts it) and wait
-    until it listens; its socket path, or None when none came."""
-    code = "from codexbridge.mcp.warm import socket_path; print(socket_path() or '')"
-    path = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO,
-                          capture_output=True, text=True, check=False).stdout.strip()
-    _run_once([sys.executable, "-m", "codexbridge", "mcp", "--role", "claude"], env, REPO,
-              Samples())
-    deadline = time.monotonic() + 60
-    while path and not os.path.exists(path):
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.05)
-    return path or None
-
-
-def _stop_warm(path: str | None) -> None:
-    """SIGTERM the warm server listening at `path` (its argv names the socket)."""
-    if not path:
-        return
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                if entry.isdigit() and path.encode() in fh.read():
-                    os.kill(int(entry), signal.SIGTERM)
-        except OSError:
-            continue
+def _warm_up(env: dict[str, str]) -> bool:
+    """One start per role records its start-up; whether the records are there."""
+    for role in ("claude", "codex"):
+        _run_once([sys.executable, "-m", "codexbridge", "mcp", "--role", role], env, REPO,
+                  Samples())
+    found = Path(env["XDG_RUNTIME_DIR"], "codexbridge").glob("mcp-start-*.json")
+    return len(list(found)) == 2
 
 
 def bench(runs: int, warmup: int, env: dict[str, str], commands: Commands
@@ -251,14 +229,10 @@ def main() -> int:
         env, commands = _setup(home, trees)
         for tree in trees:
             print(f"@{tree.name} = the package in {tree}")
-        warm = _warm_up(env) if args.runs > 0 else None
-        try:
-            if args.runs > 0:
-                if warm is None:
-                    print("(no warm server came up: the warm rows started cold)")
-                _report(args.runs, bench(args.runs, args.warmup, env, commands))
-        finally:
-            _stop_warm(warm)
+        if args.runs > 0:
+            if not _warm_up(env):
+                print("(no start-up record was written: the warm rows started cold)")
+            _report(args.runs, bench(args.runs, args.warmup, env, commands))
         if args.valgrind:
             counts = {name: _instructions(cmd, {**env, **extra}, cwd)
                       for name, (cmd, cwd, extra) in commands.items() if extra or name == BARE}

@@ -11,13 +11,13 @@ other (interleaved, so machine noise hits every variant alike):
     plugin       the same with `--plugin-dir <codexbridge's plugin>`: its SessionStart
                  hooks, its MCP server (`codexbridge mcp --role claude`, which `-p` waits
                  for before the first model request) and its Stop hooks. The MCP server
-                 is forked from the warm server (mcp/warm.py) that the warm-up rounds
-                 left, as it is for every session after a user's first (the bench's
-                 own, in a runtime dir of its own, stopped at the end)
-    plugin first the same with no warm server yet (a fresh runtime dir each round): a
-                 user's first session, which starts one (stopped after the round)
-    plugin cold  the same with CODEX_BRIDGE_MCP_WARM=0: every MCP server starts cold,
-                 none is left behind
+                 answers its start-up from the record the warm-up rounds left
+                 (mcp/startup_cache.py), as it does for every session after a user's
+                 first (the bench's own, in a runtime dir of its own)
+    plugin first the same with no record yet (a fresh runtime dir each round): a
+                 user's first session, which writes one
+    plugin cold  the same with CODEX_BRIDGE_MCP_WARM=0: every MCP server imports the SDK
+                 before it answers, no record is read or written
 
 `--before DIR` adds the plugin of another copy of the package (DIR holds a `codexbridge/`,
 e.g. `git archive <commit> codexbridge | tar -x -C DIR`) running that copy's code:
@@ -114,7 +114,7 @@ class Runner:
         self.project.mkdir()
         home, run = root / "home", root / "run"
         run.mkdir(mode=0o700)
-        # a runtime dir of our own: our own warm server, stopped at the end
+        # a runtime dir of our own: our own start-up record (and --before's warm server)
         self.env = offline_env(home, home / ".claude", mock.url,
                                extra={"XDG_RUNTIME_DIR": str(run)})
 
@@ -132,39 +132,12 @@ class Runner:
                              f"{done.returncode}: {done.stderr[-400:]}")
         return took
 
-    def warm_socket(self) -> str | None:
-        """Where the plugin's `codexbridge mcp` finds its warm server: asked of the same
-        interpreter, environment and sys.path (the console script's directory first)."""
-        script = shutil.which("codexbridge", path=self.env["PATH"])
-        if script is None:
-            return None
-        code = ("import sys; sys.path[0] = sys.argv[1]; "
-                "from codexbridge.mcp.warm import socket_path; print(socket_path() or '')")
-        done = subprocess.run([sys.executable, "-c", code, os.path.dirname(script)],
-                              env=self.env, capture_output=True, text=True, check=False)
-        return done.stdout.strip() or None
-
 
 def _first(runner: Runner, variant: Variant, root: Path, round_no: int) -> float:
-    """A session with no warm server yet; the one it starts is stopped afterwards."""
+    """A session with no start-up record yet (it writes one)."""
     fresh = root / f"first-{round_no}"
     fresh.mkdir(mode=0o700)
-    try:
-        return runner.run((variant[0], {**variant[1], "XDG_RUNTIME_DIR": str(fresh)}))
-    finally:
-        signal_naming(str(fresh))
-
-
-def _wait_warm(runner: Runner) -> None:
-    """The warm-up's first plugin session started the warm server: wait until it listens."""
-    path = runner.warm_socket()
-    deadline = time.monotonic() + 60
-    while path and time.monotonic() < deadline:
-        if os.path.exists(path):
-            return
-        time.sleep(0.05)
-    print(f"bench_plugin: no warm server listening at {path}; the plugin rows start cold",
-          file=sys.stderr)
+    return runner.run((variant[0], {**variant[1], "XDG_RUNTIME_DIR": str(fresh)}))
 
 
 def _why(runner: Runner, variants: dict[str, Variant], root: Path) -> None:
@@ -215,8 +188,6 @@ def main() -> int:
                 variants[BEFORE] = _before(root, args.before.resolve())
             times: dict[str, list[float]] = {name: [] for name in variants}
             for i in range(args.warmup + args.runs):
-                if i == args.warmup:
-                    _wait_warm(runner)
                 for name, variant in variants.items():
                     took = (_first(runner, variant, root, i) if name == FIRST
                             else runner.run(variant))
@@ -226,7 +197,7 @@ def main() -> int:
             if args.why:
                 _why(runner, variants, root)
     finally:
-        if runner is not None:
+        if runner is not None:  # --before's warm server, if the copy had one
             signal_naming(runner.env["XDG_RUNTIME_DIR"])
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -2,8 +2,8 @@
 
 `inbox hook` runs at every Claude Code stop, and `setup mailbox` and `mcp` are waited
 for at every session start, so they are dispatched before click (~40 ms) and everything
-else is imported: `setup mailbox` here (`setup_mailbox`), `mcp` to the warm server when
-one answers (`mcp/warm.py`). Every other command goes through the click app (`app.py`).
+else is imported: `setup mailbox` here (`setup_mailbox`), `mcp` on stdio to its quick
+start (`mcp/startup_cache.py`). Every other command goes through the click app (`app.py`).
 An unexpected exception anywhere is a bug: one line, the traceback in the log, exit 70
 (`bug.py`).
 
@@ -48,8 +48,8 @@ def _dispatch(args: list[str]) -> None:
         if status is not None:
             sys.exit(status)
     if args[:1] == ["mcp"]:
-        # The agent waits for this server: hand it to the warm one before click loads.
-        from ..mcp.warm import launch
+        # The agent waits for this server's start-up: answered before click loads.
+        from ..mcp.startup_cache import launch
 
         status = launch(args[1:])
         if status is not None:

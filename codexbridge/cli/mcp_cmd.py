@@ -9,10 +9,11 @@ keeps running in Codex).
 
 Start-up speed matters: Claude Code under `-p` waits for this server before its first
 model request. The SDK's import is nearly all of a cold start (bench/bench_mcp.py), so
-the cyclic garbage collector is kept off while it runs — see `mcp/stdio.quiet_gc` — and a cold
-stdio server leaves a warm one behind that the next `codexbridge mcp` is forked from
-(`mcp/warm.py`; `cli/__init__.py` tries it before click). `mcp/stdio.serve_stdio` is
-what both do.
+the cyclic garbage collector is kept off while it runs — see `mcp/stdio.quiet_gc` — and a
+plain stdio start is served by `mcp/startup_cache.py` (`cli/__init__.py` runs it before
+click): the start-up answered from a record, the SDK imported behind it. This command
+serves what that one leaves to click (a terminal, CODEX_BRIDGE_MCP_WARM=0, an error to
+report); `mcp/stdio.serve_stdio` is what both end in.
 """
 
 from __future__ import annotations
@@ -64,9 +65,7 @@ def mcp(role: str | None, http_listen: str | None = None,
         echo(f"codexbridge mcp --role {chosen}: speaking MCP on stdin/stdout "
              "(started by Claude Code or Codex, not by hand); Ctrl-C to stop.",
              err=True)
-    from ..mcp import warm
-
-    serve_stdio(config, warm=warm.wanted(os.environ))
+    serve_stdio(config)
 
 
 def _serve_http(config: Settings, listen_text: str | None, token_file: str | None) -> None:

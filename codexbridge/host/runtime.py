@@ -1,7 +1,7 @@
 """Where codexbridge's own local sockets live: a short private directory.
 
 A unix socket path must fit in ~104 bytes, and a state home can sit deep in the file
-system, so the courier's and the warm MCP server's sockets live in
+system, so the courier's socket (and the MCP quick start's record) live in
 `$XDG_RUNTIME_DIR/codexbridge/` (when that exists) or `$TMPDIR/codexbridge-<uid>/` (`/tmp`
 when TMPDIR is unset), made 0700 — and used only while it is a directory of ours alone (not
 a symlink, owned by us, nobody else may enter): another user could have made it first.

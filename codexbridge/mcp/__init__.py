@@ -2,7 +2,7 @@
 
 Each role is one process started by its agent (Claude Code or Codex) over stdio, on
 the official `mcp` SDK. Only `codexbridge mcp` imports this package, so no other
-command pays for the SDK (nor does the warm start's launcher, warm.py).
+command pays for the SDK (nor does a quick start, startup_cache.py, until it must).
 
 The tools, by the prefix of their names:
 
@@ -27,9 +27,9 @@ Serving:
 
     server.py        build_server(settings): each role's catalogue (tools, in order, with
                      their annotations), instructions, the structured SDK errors
-    stdio.py         serving one session on stdin/stdout (cold, or forked warm)
+    stdio.py         serving one session on stdin/stdout (cold, or handed over)
     http.py          `--http HOST:PORT`: the same server over streamable HTTP, behind a
                      bearer token (Codex on another machine)
-    warm.py          the warm start: a stdio start is forked from a resident server that
-                     has the SDK imported (the launcher runs before click)
+    startup_cache.py the quick start: a stdio start's `initialize` and `tools/list`
+                     answered from a record, the SDK imported behind them (before click)
 """

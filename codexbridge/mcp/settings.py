@@ -16,8 +16,8 @@ start-up error (exit 2), never a silent default. Sizes are bytes, times seconds.
     CODEX_BRIDGE_ARTIFACT_TTL      seconds an artifact lives (86400)
     CODEX_BRIDGE_ARTIFACT_STORE_MAX  bytes all of one role's artifacts may take (100 MiB)
     CODEX_BRIDGE_TEXT_MAX          longest message text accepted, in characters (200000)
-    CODEX_BRIDGE_MCP_WARM          seconds the warm server (stdio starts are forked from it,
-                                   mcp/warm.py) stays without a request (600); 0: none
+    CODEX_BRIDGE_MCP_WARM          0: no quick start (mcp/startup_cache.py), every stdio
+                                   start imports the SDK first; unset or seconds: on
 """
 
 from __future__ import annotations
@@ -108,11 +108,11 @@ def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     approvals, approval_timeout = approval_settings(env, allowed=MCP_POLICIES)
     got = _numbers(env)
-    from .warm import IDLE_ENV, parse_idle
+    from .startup_cache import KNOB, parse_knob
 
-    if parse_idle(env.get(IDLE_ENV)) is None:
-        raise UsageError(f"{IDLE_ENV}={env.get(IDLE_ENV)!r} is not a number of seconds "
-                         "(0 turns the warm server off)")
+    if parse_knob(env.get(KNOB)) is None:
+        raise UsageError(f"{KNOB}={env.get(KNOB)!r} is not a number of seconds "
+                         "(0 turns the quick start off)")
     d = Settings(role)
     settings = Settings(
         role, approvals, approval_timeout,

@@ -1,5 +1,5 @@
-"""Serving one MCP session on stdin/stdout: what a cold `codexbridge mcp` and a session
-forked from the warm server (`warm.py`) both run.
+"""Serving one MCP session on stdin/stdout: what a cold `codexbridge mcp` runs, and what
+a quick start hands its session to (`startup_cache.py`).
 
 Claude Code stops its MCP servers with SIGINT and SIGTERM 100 ms later: both end the
 process at once, quietly — nothing to flush (every tool call is answered or abandoned by
@@ -14,17 +14,15 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
-
     from .settings import Settings
 
 
-def _exit_now(signum: int, _frame: FrameType | None) -> None:
+def exit_now(signum: int, _frame: FrameType | None) -> None:
     # os._exit: no atexit, no thread joins, no tracebacks from tasks torn down mid-await.
     os._exit(0 if signum in (signal.SIGINT, signal.SIGTERM) else 128 + signum)
 
@@ -49,21 +47,29 @@ def quiet_gc() -> Iterator[None]:
             gc.enable()
 
 
-def serve_stdio(config: Settings, *, warm: bool, server: MCPServer | None = None) -> None:
-    """Serve `server` (else one built for `config`) on stdin/stdout until EOF or a signal;
-    with `warm`, start a warm server once the tools are listed (`mcp/warm.py`)."""
+def serve_stdio(config: Settings, *, streams: tuple[IO[str], IO[str]] | None = None) -> None:
+    """Serve the server built for `config` on stdin/stdout, or on `streams` (what the
+    quick start hands over), until EOF or a signal."""
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _exit_now)
-    if server is None:
-        with quiet_gc():
-            try:
-                from .server import build_server
-            except ImportError as exc:  # pragma: no cover - a broken install
-                raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
-                                 "codexbridge") from exc
-            server = build_server(config)
-    if warm:
-        from .warm import start_after_listing
+        signal.signal(sig, exit_now)
+    with quiet_gc():
+        try:
+            from .server import build_server
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
+                             "codexbridge") from exc
+        server = build_server(config)
+    if streams is None:
+        server.run("stdio")
+        return
+    import anyio
+    from mcp.server.stdio import stdio_server
 
-        server.middleware.append(start_after_listing())
-    server.run("stdio")
+    lowlevel = server._lowlevel_server  # what `MCPServer.run_stdio_async` serves
+
+    async def run() -> None:
+        stdin, stdout = (anyio.wrap_file(s) for s in streams)
+        async with stdio_server(stdin, stdout) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(run)

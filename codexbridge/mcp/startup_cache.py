@@ -1,0 +1,374 @@
+"""A quick start for `codexbridge mcp` over stdio: the start-up answered from a record,
+the SDK imported behind it.
+
+Claude Code under `-p` waits for its MCP servers' start-up answers (discover or
+initialize, the tool, prompt and resource lists) before the first model request, and
+nearly all of a cold start is the `mcp` SDK's import (bench/bench_mcp.py). Those answers
+are the same at every start of one install with one set of settings, so a stdio server
+records them, and the next start gives them from the record before it imports anything:
+
+    codexbridge mcp [--role R]     `launch`, from cli/__init__.py before click
+        checks the state dirs, and the role and settings unless a record vouches for them,
+        as the click command does (on an error that command runs and reports it), takes
+        fd 0 and 1 for the wire as the SDK's own transport does, then reads the agent's
+        messages: a request whose method and params are in the record is answered from
+        it (a subscription by its acknowledgement), a notification is kept for later.
+        At anything else — a tool call, a request the record lacks, no record at all —
+        the SDK is imported and the server built, every message read so far is replayed
+        into it, and its answers to the requests the record already answered are
+        dropped. From there it is the SDK's own session.
+    the record                     `<runtime dir>/mcp-start-<hash>.json` (host/runtime.py:
+        0700, ours alone), 0600, written by a session as the SDK answers its start-up
+        requests. It holds the whole key it was made for — the interpreter, argv[0] (the
+        codex role's instructions name the command), the role, a hash of every
+        CODEX_BRIDGE_* variable, the size and mtime of every file of codexbridge and of
+        the SDK's packages' top files — and is used only when that key matches in full;
+        otherwise the start is cold and rewrites it.
+        CODEX_BRIDGE_MCP_WARM=0: no record is read or written; every start is cold.
+
+No process outlives its session and nothing listens. What it risks — a record that no
+longer matches the code it answers for, a first tool call that waits for the SDK's
+import — is written down in docs/mcp.md, "Warm start". The import waits for that call
+rather than running behind the start-up: on a 2-core box it would compete with the
+agent's own start for the CPU, and most `claude -p` sessions call no tool at all.
+
+Standard library only at import: the launcher runs this before anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+
+TYPE_CHECKING = False  # (no `typing` at run time: the launcher imports this first)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .settings import Settings
+
+KNOB = "CODEX_BRIDGE_MCP_WARM"
+ROLES = ("claude", "codex")  # settings.ROLES, without importing it
+# What an agent asks while it starts a server: answered from the record. Claude Code
+# 2.1.332 speaks the 2026-07-28 protocol: `server/discover`, then `subscriptions/listen`
+# (whose answer is the stream of list-changed events, opened by an acknowledgement
+# notification), `prompts/list`, `resources/list`, `tools/list` — each with the same
+# `_meta` (its version and capabilities) every time. Older clients: `initialize`.
+STARTUP = frozenset({"server/discover", "initialize", "subscriptions/listen", "tools/list",
+                     "prompts/list", "resources/list", "resources/templates/list"})
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"  # its _meta key: the listen's id
+SDK_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio")
+RECORD_VERSION = 1
+
+
+def parse_knob(raw: str | None) -> bool | None:
+    """CODEX_BRIDGE_MCP_WARM: unset or a positive number of seconds (what the warm server
+    before this took): on; 0: off; None: not a number."""
+    if raw is None or not raw.strip():
+        return True
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        return None
+    return value > 0 if 0 <= value < float("inf") else None
+
+
+def role_flag(argv: list[str]) -> tuple[bool, str | None]:
+    """(is this the plain stdio shape, the --role value): `[]`, `--role R`, `--role=R`.
+    Anything else (--http, --help, a typo) is click's to parse and report."""
+    if not argv:
+        return True, None
+    if len(argv) == 2 and argv[0] == "--role":
+        return True, argv[1]
+    if len(argv) == 1 and argv[0].startswith("--role="):
+        return True, argv[0].split("=", 1)[1]
+    return False, None
+
+
+# --- the record ----------------------------------------------------------------------
+
+def _stamp(path: str) -> list[object]:
+    try:
+        st = os.stat(path)
+    except OSError:  # gone mid-walk (an upgrade): a key no record has
+        return [path]
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def _stamps(top: str) -> list[list[object]]:
+    """Size and mtime of every source file under `top`."""
+    found: list[list[object]] = []
+    for where, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += [_stamp(os.path.join(where, f)) for f in sorted(files) if f.endswith(".py")]
+    return found
+
+
+def _sdk_stamps() -> list[list[object]]:
+    """Each SDK package's top file: an install or upgrade rewrites it (found, not imported)."""
+    from importlib.machinery import PathFinder
+
+    specs = [PathFinder.find_spec(name) for name in SDK_PACKAGES]
+    return [_stamp(spec.origin) if spec is not None and spec.origin else [name]
+            for name, spec in zip(SDK_PACKAGES, specs, strict=True)]
+
+
+def _digest(text: str) -> str:
+    try:  # the builtin module: ~0.5 ms, where hashlib's OpenSSL takes ~20 on a busy box
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter without it
+        from hashlib import blake2b
+    return blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def record_key(role: str, env: Mapping[str, str]) -> str:
+    """Everything the SDK's start-up answers depend on, as one text. The settings as the
+    environment spells them (every CODEX_BRIDGE_* variable, hashed: one may be a token):
+    a record exists only once those values have loaded, so a start that finds one need
+    not import the settings module (~100 ms on a busy box) to check them again."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ours = sorted((k, v) for k, v in env.items() if k.startswith("CODEX_BRIDGE_"))
+    return json.dumps({"v": RECORD_VERSION, "python": sys.executable, "version": sys.version,
+                       "argv0": os.path.abspath(sys.argv[0]) if sys.argv[0] else "",
+                       "role": role, "env": _digest(json.dumps(ours)),
+                       "code": _stamps(package), "sdk": _sdk_stamps()}, sort_keys=True)
+
+
+def record_name(role: str) -> str:
+    """One record per role, interpreter and command: a new key overwrites it."""
+    slot = json.dumps([role, sys.executable, os.path.abspath(__file__), sys.argv[0]])
+    return f"mcp-start-{_digest(slot)[:16]}.json"
+
+
+def record_path(role: str) -> str | None:
+    """Where the record is; None when there is no private runtime directory."""
+    from ..host.runtime import private_runtime_dir
+
+    directory = private_runtime_dir()
+    return None if directory is None else os.path.join(directory, record_name(role))
+
+
+def request_key(method: object, params: object) -> str:
+    return json.dumps([method, params], sort_keys=True)
+
+
+def load_record(path: str | None, key: str) -> dict[str, object]:
+    """The recorded answers (request_key → {"result": …} or {"error": …}) made for `key`;
+    {} if none."""
+    if path is None:
+        return {}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("key") != key:
+        return {}
+    answers = data.get("answers")
+    return answers if isinstance(answers, dict) else {}
+
+
+def save_record(path: str, key: str, answers: dict[str, object]) -> None:
+    """Write the record whole (a reader sees the old one or the new one), 0600."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with open(fd, "wb") as fh:
+            fh.write(json.dumps({"key": key, "answers": answers}).encode())
+        os.replace(tmp, path)
+    except OSError:  # no record: the next start is cold, nothing worse
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+# --- the session -----------------------------------------------------------------------
+
+def launch(argv: list[str]) -> int | None:
+    """Serve this `codexbridge mcp`: its exit status, or None when the click command must
+    run it (not the plain stdio shape, the knob off, a terminal, anything to report)."""
+    plain, flag = role_flag(argv)
+    role = flag or os.environ.get("CODEX_BRIDGE_MCP_ROLE")
+    if not plain or role not in ROLES:
+        return None
+    if not parse_knob(os.environ.get(KNOB)) or sys.platform == "win32" or os.isatty(0):
+        return None
+    from ..errors import BridgeError
+    from ..host.private import check_state_dirs
+
+    path = record_path(role)
+    key = record_key(role, os.environ)
+    answers = load_record(path, key)
+    try:
+        check_state_dirs()
+        if not answers:  # (a record vouches for these settings: they loaded before)
+            load_settings(flag)
+    except BridgeError:
+        return None  # the click command says what is wrong, as on a cold start
+    _Session(flag, path, key, answers).run()
+    return 0
+
+
+def load_settings(flag: str | None) -> Settings:
+    from . import settings
+
+    return settings.load(settings.resolve_role(flag, os.environ))
+
+
+def _claim_wire() -> tuple[int, int]:
+    """Private copies of fd 0 and 1 for the wire; fd 0 then reads /dev/null and fd 1
+    writes to stderr, so a child's or a stray print's output misses the wire (what the
+    SDK's stdio transport does when it is handed no streams)."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return wire_in, wire_out
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Rpc:
+    """One JSON-RPC message, as far as the quick start reads it."""
+
+    __slots__ = ("answer", "id", "key", "method", "raw_id")
+
+    def __init__(self, data: dict[str, object]) -> None:
+        self.raw_id = data.get("id")
+        self.id = json.dumps(self.raw_id) if "id" in data else None  # ids: numbers or text
+        self.method = data.get("method")  # None: an answer
+        params = data.get("params")
+        self.key = request_key(self.method, params)
+        # what the record keeps of an answer: {"result": …}, {"error": …}, or for a
+        # subscription's acknowledgement {"acknowledged": its params} (id: the listen's)
+        self.answer: dict[str, object] = {k: data[k] for k in ("result", "error") if k in data}
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if self.method == ACKNOWLEDGED and isinstance(meta, dict) and SUBSCRIPTION in meta:
+            self.raw_id = meta[SUBSCRIPTION]
+            self.id, self.method, self.answer = json.dumps(self.raw_id), None, {
+                "acknowledged": params}
+
+    @classmethod
+    def parse(cls, line: bytes | str) -> _Rpc | None:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return None
+        return cls(data) if isinstance(data, dict) else None
+
+
+class _Session:
+    def __init__(self, flag: str | None, path: str | None, key: str,
+                 answers: dict[str, object]) -> None:
+        self.flag, self.path, self.key, self.answers = flag, path, key, answers
+        self.recorded = dict(answers)
+        self.wire_in, self.wire_out = _claim_wire()
+        self.reader = open(self.wire_in, "rb")  # noqa: SIM115 - the session's for its life
+        self.read: list[bytes] = []  # every line so far: the SDK is handed them all
+        self.answered: set[str] = set()  # ids (as JSON) the record answered
+        self.asked: dict[str, str] = {}  # id → request_key of start-up requests to record
+
+    def run(self) -> None:
+        import signal
+
+        from .stdio import exit_now
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, exit_now)
+        for line in iter(self.reader.readline, b""):
+            self.read.append(line)
+            if not self._answer(line):
+                break
+        else:
+            return  # EOF: the agent went away before it needed the SDK
+        self._hand_over()
+
+    def _answer(self, line: bytes) -> bool:
+        """Answer `line` from the record; False when it is the SDK's."""
+        message = _Rpc.parse(line)
+        if message is None or message.method is None:
+            return False
+        if message.id is None:
+            return True  # a notification: the SDK sees it in the replay
+        outcome = self.answers.get(message.key)
+        if not isinstance(outcome, dict):
+            return False
+        answer = {"jsonrpc": "2.0", "id": message.raw_id, **outcome}
+        acknowledged = outcome.get("acknowledged")
+        if isinstance(acknowledged, dict):  # a subscription: stays open, the SDK's later
+            meta = {**acknowledged.get("_meta", {}), SUBSCRIPTION: message.raw_id}
+            answer = {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
+                      "params": {**acknowledged, "_meta": meta}}
+        # the SDK's own spelling (compact, UTF-8): the same bytes as a cold start's answer
+        _write_all(self.wire_out, json.dumps(answer, ensure_ascii=False,
+                                             separators=(",", ":")).encode() + b"\n")
+        self.answered.add(message.id)
+        return True
+
+    def _hand_over(self) -> None:
+        from typing import IO, cast
+
+        from .stdio import serve_stdio
+
+        # (text streams as far as the SDK's transport goes: it calls readline and write)
+        streams = (cast(IO[str], _Replay(self)), cast(IO[str], _Filter(self)))
+        serve_stdio(load_settings(self.flag), streams=streams)
+
+    # what the SDK reads and writes pass through these two
+
+    def note_request(self, line: str) -> None:
+        """A start-up request the SDK will answer: its answer goes into the record."""
+        message = _Rpc.parse(line)
+        if message is not None and message.method in STARTUP and message.id is not None \
+                and message.id not in self.answered:
+            self.asked[message.id] = message.key
+
+    def keep_answer(self, text: str) -> bool:
+        """Whether the SDK's message `text` goes on the wire (not a second answer to a
+        request the record answered); start-up answers are recorded."""
+        message = _Rpc.parse(text)
+        if message is None or message.id is None or message.method is not None:
+            return True
+        if message.id in self.answered:
+            self.answered.discard(message.id)
+            return False
+        asked = self.asked.pop(message.id, None)
+        if asked is not None and message.answer and self.path is not None \
+                and self.recorded.get(asked) != message.answer:
+            self.recorded[asked] = message.answer
+            save_record(self.path, self.key, self.recorded)
+        return True
+
+
+class _Replay(io.TextIOBase):
+    """The SDK's stdin: the lines already read, then the rest of the wire."""
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+        self.lines = list(session.read)
+
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        raw = self.lines.pop(0) if self.lines else self.session.reader.readline()
+        line = raw.decode("utf-8", errors="replace")
+        self.session.note_request(line)
+        return line
+
+
+class _Filter(io.TextIOBase):
+    """The SDK's stdout: the wire, less its answers to what the record answered."""
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+
+    def write(self, text: str) -> int:
+        if self.session.keep_answer(text):
+            _write_all(self.session.wire_out, text.encode())
+        return len(text)
