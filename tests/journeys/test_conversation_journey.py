@@ -20,8 +20,9 @@ import pytest
 from codexbridge.conversation.frame import words_of
 from codexbridge.host.tmux_tui import CodexTUI
 from codexbridge.mock.world import readme_block
+from tests.support.helpers import wait_until
 
-from .conftest import Journey, fresh_text, one_line, wait_until
+from .conftest import Journey, fresh_text, one_line
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -30,8 +30,9 @@ from codexbridge.conversation.limits import DEFAULT_MAX_HOPS
 from codexbridge.host.tmux_tui import approve_claude
 from codexbridge.jsontypes import objs
 from codexbridge.mock.messages import WAITS_MARK, Reply, ToolUse, peer_answer, tool_names
+from tests.support.helpers import wait_until
 
-from .conftest import Journey, fresh_text, wait_until
+from .conftest import Journey, fresh_text
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -26,8 +26,9 @@ from codexbridge.mock.codex_home import MOCK_API_KEY_VAR
 from codexbridge.mock.messages import peer_answer
 from codexbridge.mock.world import World
 from tests.support.binaries import require_claude, require_codex, require_tmux
+from tests.support.helpers import wait_until
 
-from .conftest import Journey, fresh_text, wait_until
+from .conftest import Journey, fresh_text
 from .test_conversation_journey import answered_once, ask_claude, bash
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
