@@ -27,7 +27,7 @@ import pytest
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.mock.world import signal_naming
 from codexbridge.setup.claude import TOOL_PREFIX
-from codexbridge.setup.mailbox import claims_dir, project_mailbox
+from codexbridge.setup.mailbox import claimed, claims_dir, project_mailbox
 from codexbridge.setup.where import plugin_dir
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.cli import run_cli
@@ -104,8 +104,7 @@ def test_an_unrelated_project_gets_mail_through_the_plugin_and_sees_its_tools(
     status = json.loads(results[0]["content"])
     assert status["ok"] is True and status["data"]["role"] == "claude"
     assert not marker.exists(), "the project's own .venv/bin/codexbridge ran"
-    with open(os.path.join(claims_dir(inbox_dir()), session), encoding="utf-8") as fh:
-        assert fh.readline().strip() == name
+    assert claimed(inbox_dir(), session) == name
     listed = json.loads(run_cli("inbox", "list", "--json").out)
     mine = [m for m in listed["mailboxes"] if m["name"] == name]
     assert mine and mine[0]["listener"]["session_id"] == session and mine[0]["pending"] == 0
