@@ -31,6 +31,7 @@ from codexbridge.setup.mailbox import claimed, claims_dir, project_mailbox
 from codexbridge.setup.where import plugin_dir
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.cli import run_cli
+from tests.support.helpers import wait_until
 from tests.support.mock_messages import MockMessages
 
 pytestmark = pytest.mark.real_claude
@@ -119,13 +120,13 @@ def test_two_live_sessions_in_one_project_get_two_mailboxes(
     claims = Path(claims_dir(inbox_dir()))
     try:
         first.start("--plugin-dir", PLUGIN)
-        deadline = time.monotonic() + 30
-        held: list[str] = []
-        while time.monotonic() < deadline and not held:
-            held = [p.name for p in claims.glob("*-*")
-                    if p.read_text().splitlines()[:1] == [base]] if claims.is_dir() else []
-            time.sleep(0.1)
-        assert held, first.screen()
+        def holding() -> list[str]:
+            """The sessions whose claim names the project's own mailbox."""
+            return [p.name for p in claims.glob("*-*")
+                    if claimed(str(claims.parent), p.name) == base]
+
+        held = wait_until(holding, 30, "the first session's claim on the project's name",
+                          first.screen)
         second = str(uuid.uuid4())
         proc = claude.run_p(claude_project, "hi", "--plugin-dir", PLUGIN,
                             "--session-id", second, timeout=120)
