@@ -1,9 +1,10 @@
 """Console entry point, and the commands that run before click.
 
-`inbox hook` runs at every Claude Code stop, and `setup mailbox` and `mcp` are waited
-for at every session start, so they are dispatched before click (~40 ms) and everything
-else is imported: `setup mailbox` here (`setup_mailbox`), `mcp` on stdio to its quick
-start (`mcp/startup_cache.py`). Every other command goes through the click app (`app.py`).
+The plugin's hook (`plugin hook`, `inbox hook`) runs at every Claude Code stop, and it
+and `mcp` are waited for at every session start, so they are dispatched before click
+(~40 ms) and everything else is imported: `plugin` here (the session's mailbox, then the
+hook), `mcp` on stdio to its quick start (`mcp/startup_cache.py`). Every other command
+goes through the click app (`app.py`).
 An unexpected exception anywhere is a bug: one line, the traceback in the log, exit 70
 (`bug.py`).
 
@@ -43,10 +44,11 @@ def _dispatch(args: list[str]) -> None:
         from ..hooks.process import run_hook_cli
 
         sys.exit(run_hook_cli(args[2:]))
-    if args[:2] == ["setup", "mailbox"]:
-        status = setup_mailbox(args[2:])
-        if status is not None:
-            sys.exit(status)
+    if args[:1] == ["plugin"]:
+        outcome = plugin(args[1:])
+        if isinstance(outcome, int):
+            sys.exit(outcome)
+        args = outcome  # the watcher: `inbox watch`, through click
     if args[:1] == ["mcp"]:
         # The agent waits for this server's start-up: answered before click loads.
         from ..mcp.startup_cache import launch
@@ -69,51 +71,47 @@ def _dispatch(args: list[str]) -> None:
         raise
 
 
-# -- the plugin's hot commands, without click -------------------------------------------
-# Each returns its exit status, or None when its arguments are not the plain shape the
-# plugin passes or something needs reporting — then the click command runs as usual,
-# parses them and says what is wrong.
+# -- the plugin's commands, without click ------------------------------------------------
 
-def _options(argv: list[str], names: tuple[str, ...]) -> dict[str, str] | None:
-    """`--name value` / `--name=value` pairs, each name at most once; None for anything
-    else (click's to parse and report)."""
-    found: dict[str, str] = {}
-    rest = list(argv)
-    while rest:
-        word = rest.pop(0)
-        name, eq, value = word.partition("=")
-        if name not in names or name in found:
-            return None
-        if not eq:
-            if not rest:
-                return None
-            value = rest.pop(0)
-        found[name] = value
-    return found
+PLUGIN_USAGE = "usage: codexbridge plugin hook [start] | watch [start] | name"
+WATCH_TIMEOUT = "600"  # s a plugin watcher waits; hooks.json gives it 660 before a kill
 
 
-def mailbox_name(session: str, project: str | None) -> str:
-    """This Claude session's mailbox name, claimed (`setup mailbox`, the plugin's
-    SessionStart hooks; setup/mailbox.py)."""
-    from ..inbox.location import inbox_dir
-    from ..setup.mailbox import claim
-
-    pid_text = os.environ.get("CLAUDE_PID", "")
-    pid = int(pid_text) if pid_text.isdigit() else None
-    return claim(inbox_dir(), project or os.getcwd(), session, pid)
-
-
-def setup_mailbox(argv: list[str]) -> int | None:
-    """`setup mailbox [--session ID] [--project DIR]` (cli/setup_cmd.py)."""
-    opts = _options(argv, ("--session", "--project"))
-    if opts is None:
-        return None
-    from ..errors import BridgeError
-    from ..host.private import check_state_dirs
-
+def plugin(argv: list[str]) -> int | list[str]:
+    """`plugin hook|watch|name [start]`: what the Claude plugin's launcher
+    (claude_plugin/bin/codexbridge-plugin) runs once it has found codexbridge — the Stop
+    / SessionStart hook, the asyncRewake watcher, the session's mailbox name. The mailbox
+    is decided here (setup/mailbox.for_session), from the environment Claude Code gives
+    its hooks; the launcher reads no claim. A hook or a watcher must never fail Claude:
+    a problem naming the mailbox ends in exit 0 (the hook logs it). The exit status, or
+    for the watcher the `inbox watch` command to run."""
+    what, start = (argv[0] if argv else ""), argv[1:2] == ["start"]
+    if what not in ("hook", "watch", "name"):
+        sys.stderr.write(PLUGIN_USAGE + "\n")
+        return 2
     try:
-        check_state_dirs()
-    except BridgeError:
-        return None  # click's run of the command reports it, as for every command
-    sys.stdout.write(mailbox_name(opts.get("--session", ""), opts.get("--project")) + "\n")
-    return 0
+        name = _session_mailbox(start)
+    except Exception as exc:
+        if what == "hook":
+            from ..hooks.process import log
+
+            log(f"hook not run: no mailbox for this session: {exc!r}", with_traceback=True)
+            return 0
+        if what == "watch":
+            return 0
+        raise
+    if what == "hook":
+        from ..hooks.process import run_hook_cli
+
+        return run_hook_cli(["--as", name])
+    if what == "name":
+        sys.stdout.write(name + "\n")
+        return 0
+    return ["inbox", "watch", "--as", name, "--timeout", WATCH_TIMEOUT]
+
+
+def _session_mailbox(start: bool) -> str:
+    from ..inbox.location import inbox_dir
+    from ..setup.mailbox import for_session
+
+    return for_session(inbox_dir(), os.environ, os.getcwd(), start=start)

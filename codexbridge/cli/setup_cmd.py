@@ -140,15 +140,3 @@ def codex_cmd(project: str | None, user: bool, dry_run: bool, remove: bool, as_j
                          name=name, url=url, token_env=token_env or None, approval=approval,
                          mailbox=mailbox)
     _show(report, as_json)
-
-
-@setup.command("mailbox", hidden=True)
-@click.option("--session", default="", metavar="ID")
-@click.option("--project", default=None, metavar="DIR")
-@command
-def mailbox_cmd(session: str, project: str | None) -> None:
-    """(internal) Print this Claude session's mailbox name, claiming it (the plugin's
-    hooks run this once per session)."""
-    from . import mailbox_name  # (cli/__init__.py runs it without click first)
-
-    echo(mailbox_name(session, project))

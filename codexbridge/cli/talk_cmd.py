@@ -29,11 +29,9 @@ from ..talk.outcome import turn_error
 from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from ..conversation.envelope import Sender
     from ..protocol.threads import ThreadInfo
-    from ..talk.turn import SayProgress
+    from ..talk.deliveries import Said
 from .app import LazyGroup
 from .command import (
     approval_timeout_option,
@@ -164,13 +162,12 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     """Send TEXT (or `-` for stdin) into the thread and print Codex's reply.
 
     The reply is printed once: streamed to stdout in a terminal; else whole on stdout
-    at the end (`--json`: {thread_id, turn_id, status, reply, approvals}), streamed to
-    stderr too only when stderr is a terminal. Approvals are lines on stderr. Run by
+    at the end (`--json`: {thread_id, turn_id, status, reply, approvals, delivery_id}),
+    streamed to stderr too only when stderr is a terminal. Approvals are lines on stderr. Run by
     an agent, the message carries the envelope, spends a hop and has a record (`talk
     status ID`); from the human's own shell the words go as the human's.
     """
-    from ..talk.threads import find_joinable
-    from ..talk.turn import say
+    from ..talk.deliveries import blocking_say
 
     message = read_text_arg(text)
     policy, deadline = approval_settings(os.environ, policy=approvals,
@@ -185,29 +182,24 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
                        watched=sys.stderr.isatty())
     sender = _agent_only(conversation, new_conversation)
 
-    async def go() -> SayResult:
-        async with _client(url, selector) as client:
-            target = await find_joinable(client, selector, target_cwd, wait=wait_thread)
-
-            async def run(words: str, progress: SayProgress | None = None) -> SayResult:
-                return await say(
-                    client, target.id, words, approvals=policy,
-                    approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd,
-                    steer=steer, interrupt_on_timeout=on_timeout == "interrupt",
-                    on_delta=out.delta, on_approval=out.approval, progress=progress)
-
-            if not sender.is_agent:  # the human's own words, as typed: no envelope
-                return await run(message)
-            return await _agent_says(run, message, target.id, sender, conversation,
-                                     new_conversation)
+    async def go() -> Said:
+        return await blocking_say(
+            message, connect=lambda: _client(url, selector), sender=sender,
+            selector=selector, cwd=target_cwd, wait_thread=wait_thread,
+            conversation=conversation, new_conversation=new_conversation,
+            approvals=policy, approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd,
+            steer=steer, interrupt_on_timeout=on_timeout == "interrupt",
+            on_delta=out.delta, on_approval=out.approval)
 
     try:
-        result = run_async(go)
+        said = run_async(go)
     finally:
         out.end_line()  # the error or the summary starts on its own line
+    result = said.result
     if as_json:
         out.truncation_note(result)
-        emit_json({"ok": result.status is TurnOutcome.COMPLETED, **result.as_dict()})
+        emit_json({"ok": result.status is TurnOutcome.COMPLETED, **result.as_dict(),
+                   "delivery_id": said.delivery_id})
     else:
         out.finish(result)
     error = turn_error(result, timeout=timeout, read_with="`codexbridge talk read`")
@@ -223,38 +215,6 @@ def _agent_only(conversation: str | None, new_conversation: bool) -> Sender:
         raise UsageError("--conversation / --new-conversation are for an agent's request; "
                          "from your own shell `talk say` sends your words as they are")
     return sender
-
-
-async def _agent_says(run: Callable[[str, SayProgress | None], Awaitable[SayResult]],
-                      message: str, thread_id: str, sender: Sender,
-                      conversation: str | None, new_conversation: bool) -> SayResult:
-    """An agent runs `talk say` (Claude Code's Bash tool, a Codex command): a peer
-    agent's request — the envelope tells Codex and the human so, it spends a hop, and
-    its record is what `talk status` shows for the request id the envelope names."""
-    from ..conversation.records import DeliveryStore
-    from ..talk.deliveries import blocking_request, finish_blocking
-
-    store = DeliveryStore()
-    request = blocking_request(message, thread_id, sender=sender, conversation=conversation,
-                               new_conversation=new_conversation, store=store)
-    try:
-        result = await run(request.words, request.progress(store))
-    except BaseException as exc:
-        finish_blocking(store, request, None, failure=_why_not(exc))
-        raise
-    finish_blocking(store, request, result)
-    return result
-
-
-def _why_not(exc: BaseException) -> str:
-    """A blocking request's end when the call itself failed (its record says it)."""
-    from ..errors import BridgeError
-
-    if isinstance(exc, BridgeError):
-        return exc.message
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-        return "the call was stopped while it waited; the turn may still run in the TUI"
-    return f"the call failed: {exc!r}"
 
 
 class _ReplyOutput:

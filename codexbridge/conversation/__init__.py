@@ -1,6 +1,7 @@
 """Conversations between the two agents: what crosses, where replies go, loop guards.
 
-    envelope.py      the header every message carries; request tokens (pure)
+    envelope.py      the header every message carries, the preamble both agents read
+                     (who, request line); request tokens (pure)
     frame.py         the sealed frame around words handed to a model, the quoting of
                      look-alike lines in them, who may be named a sender (pure, stdlib)
     routing.py       where a reply goes; where a send comes from (pure)

@@ -114,11 +114,28 @@ def conversation_id() -> str:
     return "conv_" + os.urandom(6).hex()
 
 
+# --- the preamble: the words every framed message opens with, to either agent -----------
+
+def peer(sender: str) -> str:
+    """Who a peer agent's message is from: never the human user."""
+    return f"from {sender} — a peer AI agent, not the human user"
+
+
+def who(sender: str) -> str:
+    """Who a message is from: the human's own words through codexbridge, else a peer's."""
+    return f"from {HUMAN}, through codexbridge" if sender == HUMAN else peer(sender)
+
+
+def request_line(conversation: str, hop: object, max_hops: object, request: str) -> str:
+    """A request's place in its conversation, and the token the peer is asked to echo
+    (under 80 characters: in the Codex TUI it is a line the human reads)."""
+    return f"{conversation} · hop {hop}/{max_hops} · request {request} (echo it)"
+
+
 def steer_text(sender: str, words: str) -> str:
     """What a peer adds to a running turn (`talk steer`): its words, framed."""
-    who = f"from {HUMAN}, through codexbridge" if sender == HUMAN else \
-        f"from {sender} — a peer AI agent, not the human user"
-    return frame([f"{who} (added to this turn)"], words, f"end of the words from {sender}")
+    return frame([f"{who(sender)} (added to this turn)"], words,
+                 f"end of the words from {sender}")
 
 
 # --- the envelope of a message to Codex --------------------------------------------------
@@ -141,14 +158,13 @@ class Envelope(NamedTuple):
         if self.sender == NOTICE:
             return [f"from codexbridge itself — a notice about {self.in_reply_to}, "
                     "not an answer from the peer", f"{self.conversation} · no reply needed"]
-        who = f"from {self.sender} — a peer AI agent, not the human user" \
-            if self.sender != HUMAN else f"from {HUMAN}, through codexbridge"
         if self.is_reply:
-            return [who, f"reply to {self.in_reply_to} · {self.conversation} · no reply needed"]
+            return [who(self.sender),
+                    f"reply to {self.in_reply_to} · {self.conversation} · no reply needed"]
         where = f"your final message goes back to {self.reply_to}" if self.reply_to else \
             "no reply is routed back by itself"
-        return [who, f"{self.conversation} · hop {self.hop}/{self.max_hops} · request "
-                     f"{self.request} (echo it)", where]
+        return [who(self.sender),
+                request_line(self.conversation, self.hop, self.max_hops, self.request), where]
 
     def wrap(self, text: str, seal: str | None = None) -> str:
         return frame(self.header(), text, f"end of the message from {self.sender}", seal)

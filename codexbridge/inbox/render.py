@@ -19,6 +19,7 @@ import os
 import time
 
 from ..conversation import frame
+from ..conversation.envelope import peer, request_line
 from ..host.private import ensure_private_dir, write_private
 from ..host.text import for_terminal
 from .lines import Mail, Rejected
@@ -52,8 +53,7 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
     if mails:
         parts.append(_opening(mailbox, mails, mark, live_id))
         for i, mail in enumerate(mails, start=1):
-            header = (f"{mark} message {i} of {len(mails)} · from {sender_of(mail)} — a peer "
-                      "AI agent, not the human user")
+            header = f"{mark} message {i} of {len(mails)} · {peer(sender_of(mail))}"
             if mail.at:
                 header += f" · sent {_field(mail.at)}"
             if mail.mail_id:
@@ -128,8 +128,7 @@ def conversation_note(fields: Mapping[str, object]) -> list[str]:
         return []  # a reply says so in its own text
     if not isinstance(conv, str) or not isinstance(request, str):
         return []
-    note = [_field(f"conversation {conv} · hop {fields.get('hop')}/{fields.get('max_hops')} "
-                   f"· request {request}")]
+    note = [_field(request_line(conv, fields.get("hop"), fields.get("max_hops"), request))]
     expect = fields.get("expect_reply")
     if isinstance(expect, dict) and expect.get("thread"):
         note.append(_field(

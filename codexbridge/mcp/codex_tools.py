@@ -5,9 +5,10 @@ Codex's reply (or, with wait=false, a receipt), and see where such a receipt is.
 A thread is named by id or by its exact name, or left out when exactly one user thread
 is loaded — never guessed. They drive the same core as `codexbridge talk`:
 
-    codex_message_send: resolve the thread (id or exact name; never a guess)
-    → talk.turn.say(): thread/resume, thread/queue/add (codex's own queue orders our turn
-      behind the human's and other senders', across processes), follow the turn
+    codex_message_send → talk.deliveries.blocking_say (what `talk say` calls too):
+      resolve the thread (id or exact name; never a guess), the request's record,
+      talk.turn.say() — thread/resume, thread/queue/add (codex's own queue orders our
+      turn behind the human's and other senders', across processes), follow the turn
     → reply inline, or as an artifact when it is large
 
 With wait=false the courier of `talk send` carries the turn instead and the call returns
@@ -36,7 +37,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from ..conversation.frame import quoted
-from .results import Data, Outcome, Warnings, guarded, turn_started
+from .results import Data, Outcome, Warnings, guarded
 from .runtime import Runtime, calling_thread
 
 if TYPE_CHECKING:
@@ -208,44 +209,20 @@ def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
 async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | None,
                approvals: str | None, conversation: str | None = None, *,
                sender: Sender | None = None, new_conversation: bool = False) -> Outcome:
-    """wait=true: one turn on the thread, in line behind the others; its reply. The
-    request has a record like any other (`talk status` finds the id its envelope names),
-    ended here when the call ends."""
-    from ..conversation.records import DeliveryStore
-    from ..errors import BridgeError, RpcError, TurnStartFailedError
-    from ..talk.deliveries import blocking_request, finish_blocking
-    from ..talk.threads import find_target
-    from ..talk.turn import say
+    """wait=true: `deliveries.blocking_say` — one turn on the thread, in line behind the
+    others, its record ended when the call ends — and its reply."""
+    from ..conversation.envelope import who_sends
+    from ..talk.deliveries import blocking_say
 
     policy = check_args(rt, text, approvals)
     timeout = (timeout_ms / 1000.0) if timeout_ms else rt.settings.turn_timeout
-    store = DeliveryStore()
-    async with rt.connect() as client:
-        thread = await find_target(client, selector)
-        request = blocking_request(text, thread.id, conversation=conversation, sender=sender,
-                                   new_conversation=new_conversation, store=store)
-        progress = request.progress(store)
-        try:
-            result = await say(client, thread.id, request.words, approvals=policy,
-                               approval_timeout=rt.settings.approval_timeout,
-                               timeout=timeout, busy_timeout=rt.settings.queue_wait,
-                               capture_limit=rt.settings.capture_max, progress=progress)
-        except RpcError as exc:
-            finish_blocking(store, request, None, failure=exc.message)
-            if progress.turn_start_sent:
-                raise turn_started(exc) from exc
-            if type(exc) is RpcError:  # a plain refusal: nothing ran
-                raise TurnStartFailedError(exc.rpc_code, exc.message, exc.data) from exc
-            raise
-        except BridgeError as exc:
-            finish_blocking(store, request, None, failure=exc.message)
-            raise (turn_started(exc) if progress.turn_start_sent else exc) from exc
-        except BaseException:
-            finish_blocking(store, request, None,
-                            failure="the call ended while it waited; the turn may still run")
-            raise
-        finish_blocking(store, request, result)
-    return _replied(rt, thread, result, timeout, request.record.id)
+    said = await blocking_say(
+        text, connect=rt.connect,
+        sender=sender or who_sends(os.environ, mcp_role=rt.settings.role),
+        selector=selector, conversation=conversation, new_conversation=new_conversation,
+        approvals=policy, approval_timeout=rt.settings.approval_timeout, timeout=timeout,
+        busy_timeout=rt.settings.queue_wait, capture_limit=rt.settings.capture_max)
+    return _replied(rt, said.thread, said.result, timeout, said.delivery_id)
 
 
 def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float,

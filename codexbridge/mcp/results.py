@@ -56,12 +56,6 @@ def ok_envelope(data: Data, warnings: Warnings | None = None) -> Data:
     return {"ok": True, "data": data, "warnings": list(warnings or [])}
 
 
-def turn_started(exc: BridgeError) -> BridgeError:
-    """Mark `exc` as raised after `turn/start` went out (the turn may be running)."""
-    exc.details["turnStarted"] = True
-    return exc
-
-
 def error_envelope(exc: BridgeError, warnings: Warnings | None = None) -> Data:
     """The structured content of a failed tool call.
 

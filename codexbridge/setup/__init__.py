@@ -15,7 +15,8 @@
     ledger.py    what setup put where, so --remove takes out exactly that; a report's
                  changes carried out and recorded (the record deleted once empty)
     mailbox.py   the mailbox a plugin-run Claude session listens on (per project, per
-                 session when the project's name is held by another live session)
+                 session when the project's name is held by another live session):
+                 decided, claimed and read back — the one reader of a claim
 
 Whether the plugin is enabled for a project is `host/claude_plugin.py` (doctor and
 handoff ask it; neither may reach into a front end); the /bin/sh launcher codex starts

@@ -4,22 +4,30 @@ Per project, unless that would share: `<dir>-<6 hex>` (the directory's name and 
 its full path, so two projects called `web` never meet), and when another Claude
 session that is still alive already holds that name, `<dir>-<6 hex>-<8 of the session
 id>`. A name chosen for a session stays its name (resumes included): the claim is kept in
-`<inbox>/.claims/<session id>` — the name on the first line (all the plugin's shell
-launcher reads, with no fork), then the Claude pid and the project. `$CODEX_BRIDGE_MAILBOX`
-overrides all of it: a name you chose is shared on purpose.
+`<inbox>/.claims/<session id>` — the name on the first line, then the Claude pid and the
+project. `$CODEX_BRIDGE_MAILBOX` overrides all of it: a name you chose is shared on
+purpose.
 
-`project_mailbox` and `decide` are pure; `claim` does the file work under one lock.
+`project_mailbox` and `decide` are pure; `claim` does the file work under one lock and
+`claimed` is the one reader of a session's claim; `for_session` is the whole decision the
+plugin's hooks need (decided again at SessionStart, read at every other hook).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
-from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+
+# Every stop reads a claim through this module: it loads neither `typing` nor `hashlib`
+# (the Stop hook's empty path has neither; `project_mailbox` imports hashlib when a name
+# is decided, at SessionStart).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import NamedTuple
 
 CLAIMS_DIR = ".claims"
+SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # conversation.routing's (that module loads typing)
 BASE_MAX = 40
 CLAIM_TTL = 30 * 24 * 3600.0  # a dead session's claim is kept this long (for --resume)
 _ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -32,6 +40,8 @@ def _clean(text: str) -> str:
 
 def project_mailbox(real_path: str) -> str:
     """`<basename>-<6 hex of sha256(path)>` for an absolute, resolved project path."""
+    import hashlib
+
     digest = hashlib.sha256(real_path.encode("utf-8", "surrogateescape")).hexdigest()[:6]
     return f"{_clean(os.path.basename(real_path.rstrip('/')) or 'root')}-{digest}"
 
@@ -42,10 +52,15 @@ def session_mailbox(base: str, session_id: str) -> str:
     return f"{base}-{short}"
 
 
-class Claim(NamedTuple):
-    session: str
-    name: str
-    pid: int | None
+if TYPE_CHECKING:
+    class Claim(NamedTuple):
+        session: str
+        name: str
+        pid: int | None
+else:  # the same record, made without importing typing
+    from collections import namedtuple
+
+    Claim = namedtuple("Claim", ("session", "name", "pid"))
 
 
 def decide(base: str, session: str, claims: Iterable[Claim],
@@ -111,6 +126,39 @@ def _read_claims(directory: str, now: float) -> list[Claim]:
 def valid_session(session: str) -> bool:
     return bool(session) and len(session) <= 128 and all(
         ch.isalnum() or ch == "-" for ch in session)
+
+
+def claimed(inbox: str, session: str) -> str | None:
+    """The name `session` claimed before; None when it has no (readable) claim."""
+    if not valid_session(session):
+        return None  # it names a file: nothing but a session id's characters
+    try:
+        with open(os.path.join(claims_dir(inbox), session), encoding="utf-8") as fh:
+            found = parse_claim(session, fh.read(4096))
+    except OSError:
+        return None
+    return found.name if found is not None else None
+
+
+def for_session(inbox: str, env: Mapping[str, str], cwd: str, *, start: bool) -> str:
+    """The mailbox of the Claude session that `env` (Claude Code's, passed to its hooks)
+    describes: `$CODEX_BRIDGE_MAILBOX` when set; else its claim, read — or, at
+    SessionStart (`start`: a resumed session may find its name taken) or when it has
+    none, decided and claimed for the project Claude works in."""
+    from ..inbox.location import MAILBOX_ENV
+
+    chosen = env.get(MAILBOX_ENV)
+    if chosen:
+        return chosen
+    session = env.get(SESSION_ENV, "")
+    if not start and (kept := claimed(inbox, session)) is not None:
+        return kept
+    from ..host.private import check_state_dirs
+
+    check_state_dirs()  # it writes a claim: into a state home that must be safe
+    pid = env.get("CLAUDE_PID", "")
+    return claim(inbox, env.get("CLAUDE_PROJECT_DIR") or cwd, session,
+                 int(pid) if pid.isdigit() else None)
 
 
 def claim(inbox: str, project: str, session: str, claude_pid: int | None) -> str:

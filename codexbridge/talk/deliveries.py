@@ -1,6 +1,6 @@
-"""Claude → Codex conversations: sending with a receipt and reading where a message is —
-the one service `talk send`, MCP `codex_message_send` (wait=false) and the Stop hook's
-answers back call.
+"""Claude → Codex conversations: sending with a receipt, saying and waiting, and reading
+where a message is — the one service `talk send`, `talk say`, MCP `codex_message_send`
+and the Stop hook's answers back call.
 
     guards      a send from inside a Codex turn into that same thread is refused
                 (`CODEX_THREAD_ID`, measured: codex sets it for the commands it runs);
@@ -11,6 +11,8 @@ answers back call.
                 and joined already: no second process on the way), then hands the record
                 to the resident courier (`courier.py`), which follows the turn and routes
                 the answer; the receipt says `queued` with codex's queue entry
+    blocking    `talk say` and MCP wait=true: `blocking_say` — the same guards and a
+                record (an agent's words), the turn followed by the caller itself
     status      a record as it stands; one that needs a courier and has none gets one
                 (it finds the message in the thread or codex's queue — never resent)
 """
@@ -22,7 +24,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Unpack
 
 from ..conversation import courier_link, envelope
 from ..conversation.budget import Conversations, current_conversation
@@ -54,7 +56,7 @@ from .client import Rpc
 from .threads import find_joinable, join
 
 if TYPE_CHECKING:
-    from .turn import SayProgress, SayResult
+    from .turn import SayOptions, SayProgress, SayResult
 
 
 class Receipt(NamedTuple):
@@ -236,6 +238,82 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
         r.move(DeliveryState.FAILED, reason=why, courier_pid=None)
 
     store.update(blocking.record.id, end)
+
+
+class Said(NamedTuple):
+    """A blocking say's end, whoever called it: the thread, how its turn ended, and the
+    request's record (None for the human's own words, which carry none)."""
+
+    thread: ThreadInfo
+    result: SayResult
+    delivery_id: str | None
+
+
+async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextManager[Rpc]],
+                       sender: envelope.Sender, selector: str | None = None,
+                       cwd: str | None = None, wait_thread: float = 0.0,
+                       conversation: str | None = None, new_conversation: bool = False,
+                       store: DeliveryStore | None = None,
+                       **options: Unpack[SayOptions]) -> Said:
+    """Say `text` into the thread and wait for its turn — the one composition `talk say`
+    and MCP `codex_message_send` (wait=true) call; they only render what comes back.
+
+    An agent's words are a request: the envelope, a hop and a record (`blocking_request`),
+    codex's progress written on it, its end written whatever happens (`finish_blocking`).
+    The human's own words go as typed, with no record. A failure raises as
+    `_raised_after` decides: once the message went to codex, marked `turnStarted`."""
+    from .threads import find_joinable
+    from .turn import SayProgress, say
+
+    store = store or DeliveryStore()
+    async with connect() as client:
+        thread = await find_joinable(client, selector, cwd, wait=wait_thread)
+        request = None
+        if sender.is_agent:
+            request = blocking_request(text, thread.id, sender=sender,
+                                       conversation=conversation,
+                                       new_conversation=new_conversation, store=store)
+        progress = request.progress(store) if request else SayProgress()
+        try:
+            result = await say(client, thread.id, request.words if request else text,
+                               progress=progress, **options)
+        except BaseException as exc:
+            if request is not None:
+                finish_blocking(store, request, None, failure=_why_not(exc))
+            raised = _raised_after(exc, progress)
+            if raised is exc:
+                raise
+            raise raised from exc
+        if request is not None:
+            finish_blocking(store, request, result)
+    return Said(thread, result, request.record.id if request else None)
+
+
+def _why_not(exc: BaseException) -> str:
+    """A blocking request's end when the call itself failed (its record says it)."""
+    from ..errors import BridgeError
+
+    if isinstance(exc, BridgeError):
+        return exc.message
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
+        return "the call was stopped while it waited; the turn may still run in the TUI"
+    return f"the call failed: {exc!r}"
+
+
+def _raised_after(exc: BaseException, progress: SayProgress) -> BaseException:
+    """What a blocking say's failure raises. After the message went to codex the turn may
+    be running, whatever the error: marked `turnStarted` (never retry it). Before, a
+    plain refusal from codex is a refused turn start — nothing ran."""
+    from ..errors import BridgeError, RpcError, TurnStartFailedError
+    from .outcome import turn_started
+
+    if not isinstance(exc, BridgeError):
+        return exc
+    if progress.turn_start_sent:
+        return turn_started(exc)
+    if type(exc) is RpcError:
+        return TurnStartFailedError(exc.rpc_code, exc.message, exc.data)
+    return exc
 
 
 def _ended(result: SayResult | None) -> str:

@@ -57,6 +57,13 @@ def turn_error(result: SayResult, *, timeout: float, read_with: str) -> BridgeEr
     return TurnFailedError(f"{turn} failed{detail}{_login_hint(opt_str(said))}", **kw)
 
 
+def turn_started(exc: BridgeError) -> BridgeError:
+    """Mark `exc` as raised after the message went to codex (the turn may be running:
+    MCP says `retryable: false`, and every caller's details say `turnStarted`)."""
+    exc.details["turnStarted"] = True
+    return exc
+
+
 def _login_hint(said: str | None) -> str:
     from ..host.envbaseline import auth_hint  # only a failed turn needs it
 

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Literal, NoReturn, TypedDict, TypeVar
 
 from ..errors import BridgeError, OutputClosedError, RpcError, internal
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayProgress", "SayResult", "follow",
-           "follow_queued", "interrupt", "queue_message", "running_turn", "say", "steer"]
+__all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayOptions", "SayProgress", "SayResult",
+           "follow", "follow_queued", "interrupt", "queue_message", "running_turn", "say",
+           "steer"]
 
 DEFAULT_TURN_TIMEOUT = 900.0
 INTERRUPT_GRACE = 5.0  # measured: an interrupted turn completes in ~0.05 s
@@ -66,6 +67,22 @@ class SayProgress:
     def changed(self, what: str) -> None:
         if self.on_change is not None:
             self.on_change(what, self)
+
+
+class SayOptions(TypedDict, total=False):
+    """How a front end wants its turn followed (say()'s keywords, passed through
+    `deliveries.blocking_say`)."""
+
+    approvals: ApprovalPolicy
+    approval_timeout: float
+    timeout: float
+    busy_timeout: float | None
+    turn_cwd: str | None
+    steer: bool
+    interrupt_on_timeout: bool
+    capture_limit: int
+    on_delta: Callable[[str], None] | None
+    on_approval: Callable[[str], None] | None
 
 
 def user_input(text: str) -> list[JsonObject]:

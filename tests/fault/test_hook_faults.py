@@ -13,19 +13,11 @@ import sys
 from pathlib import Path
 
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox import store
-from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, lock_path
+from tests.support.helpers import push
 
 STOP = {"session_id": "sess-f", "cwd": "/proj", "hook_event_name": "Stop",
         "stop_hook_active": False, "prompt_id": "p"}
-
-
-def push(text: str, to: str = "box") -> str:
-    mail = new_mail(text, to=to, sender="codex")
-    store.push(inbox_dir(), mail)
-    assert mail.mail_id
-    return mail.mail_id
 
 
 def hook(*, fsize: int | None = None, env: dict[str, str] | None = None,

@@ -14,36 +14,21 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from tests.support.binaries import require_claude, require_codex, require_tmux
+from tests.support.helpers import wait_until
 from tests.support.mock_claude import RecordedRequest, peer_answer
 from tests.support.tmux_tui import ClaudeTUI, CodexTUI, approve_claude
 from tests.support.world import World
 
-T = TypeVar("T")
 FIRST = "hello from the human"
-
-
-def wait_until(probe: Callable[[], T | None], timeout: float, what: str,
-               detail: Callable[[], object] | None = None) -> T:
-    """Poll `probe` (a file, a record, a screen) until it gives something."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            extra = f"\n{detail()}" if detail is not None else ""
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}{extra}")
-        time.sleep(0.05)
 
 
 @dataclass

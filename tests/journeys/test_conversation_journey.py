@@ -18,10 +18,11 @@ import shlex
 import pytest
 
 from codexbridge.conversation.frame import words_of
+from tests.support.helpers import wait_until
 from tests.support.tmux_tui import CodexTUI
 from tests.support.world import readme_block
 
-from .conftest import Journey, fresh_text, one_line, wait_until
+from .conftest import Journey, fresh_text, one_line
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -23,8 +23,9 @@ import signal
 import pytest
 
 from codexbridge.host.procs import pid_alive
+from tests.support.helpers import wait_until
 
-from .conftest import Journey, fresh_text, wait_until
+from .conftest import Journey, fresh_text
 from .test_conversation_journey import Gate, ask_claude, bash
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]

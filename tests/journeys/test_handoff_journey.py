@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Journey, fresh_text, wait_until
+from tests.support.helpers import wait_until
+
+from .conftest import Journey, fresh_text
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -24,9 +24,10 @@ import time
 
 import pytest
 
+from tests.support.helpers import wait_until
 from tests.support.tmux_tui import PROCEED, STAY_IN_AUTO
 
-from .conftest import Journey, fresh_text, wait_until
+from .conftest import Journey, fresh_text
 from .test_conversation_journey import Gate, ask_claude
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]

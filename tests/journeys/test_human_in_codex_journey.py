@@ -28,9 +28,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.helpers import wait_until
 from tests.support.tmux_tui import CodexTUI
 
-from .conftest import FIRST, Journey, fresh_text, journey_world, wait_until
+from .conftest import FIRST, Journey, fresh_text, journey_world
 from .test_conversation_journey import ask_claude
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]

@@ -28,10 +28,11 @@ import pytest
 from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.limits import DEFAULT_MAX_HOPS
 from codexbridge.jsontypes import objs
+from tests.support.helpers import wait_until
 from tests.support.mock_claude import WAITS_MARK, Reply, ToolUse, peer_answer, tool_names
 from tests.support.tmux_tui import approve_claude
 
-from .conftest import Journey, fresh_text, wait_until
+from .conftest import Journey, fresh_text
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -23,11 +23,12 @@ import pytest
 from codexbridge.doctor.offline_stack import MOCK_API_KEY_VAR
 from codexbridge.host.procs import pid_alive
 from tests.support.binaries import require_claude, require_codex, require_tmux
+from tests.support.helpers import wait_until
 from tests.support.mock_claude import peer_answer
 from tests.support.tmux_tui import CodexTUI
 from tests.support.world import World
 
-from .conftest import Journey, fresh_text, wait_until
+from .conftest import Journey, fresh_text
 from .test_conversation_journey import answered_once, ask_claude, bash
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +28,7 @@ from codexbridge.inbox.location import inbox_dir, watcher_path
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
+from tests.support.helpers import push_cli, wait_until
 from tests.support.mock_claude import MockMessages
 
 pytestmark = [pytest.mark.real_claude, pytest.mark.tmux]
@@ -60,9 +59,8 @@ def _live_watcher(name: str, timeout: float) -> int:
 
 def _push(to: str, text: str) -> None:
     """Live delivery off: this test is about the watcher's path."""
-    subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "push", "--to", to, text],
-                   check=True, capture_output=True,
-                   env={**os.environ, "CODEX_BRIDGE_LIVE": "0"})
+    done = push_cli(to, text, env={"CODEX_BRIDGE_LIVE": "0"})
+    assert done.code == 0, done.err
 
 
 @pytest.fixture
@@ -99,10 +97,10 @@ def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,
         # Exactly once: the mail is gone from the box and is in one wake only.
         assert reading.peek(inbox_dir(), "tui").mails == []
         assert tmux_claude.wait_for_screen("MOCK_REPLY", timeout=10)
-        # Wait for the turn's Stop hook to re-arm a watcher before the next push.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _live_watcher("tui", 10) == watchers[-1]:
-            time.sleep(0.1)
+        # Wait for the turn's Stop hook to re-arm a watcher before the next push (the loop
+        # that stood here ran out silently when none came).
+        wait_until(lambda: _live_watcher("tui", 10) != watchers[-1], 10,
+                   "the Stop hook to re-arm a watcher", tmux_claude.screen)
 
     wakes = [r for r in mock_messages.model_calls if "WAKE MAIL" in r.tail_text()]
     assert len(wakes) == 2
@@ -110,7 +108,5 @@ def test_push_wakes_an_idle_session(claude: ClaudeHarness, claude_project: Path,
     assert listener["session_id"] == wakes[0].session_id
 
     tmux_claude.stop()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) for p in watchers):
-        time.sleep(0.1)
-    assert not any(_alive(p) for p in watchers), "a watcher outlived claude"
+    wait_until(lambda: not any(_alive(p) for p in watchers), 10,
+               "every watcher to end with claude")

@@ -29,10 +29,9 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -44,6 +43,7 @@ from codexbridge.inbox.lines import Mail
 from codexbridge.inbox.location import inbox_dir, session_path, watcher_path
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
+from tests.support.helpers import wait_until
 from tests.support.mock_claude import MockMessages, RecordedRequest
 from tests.support.mock_codex import MockResponsesServer, words_of
 from tests.support.raw_client import Message, RawClient, start_user_thread
@@ -55,7 +55,6 @@ pytestmark = [pytest.mark.real_claude, pytest.mark.real_codex]
 PYTHON = sys.executable
 ENVELOPE_FROM_CLAUDE = re.compile(
     r"\[codexbridge [a-z0-9]{6}\] from Claude Code — a peer AI agent, not the human user\n")
-T = TypeVar("T")
 # The courier inherits Claude's environment (it runs from Claude's Bash tool): with live
 # delivery off, these tests prove the Stop hook's and the watcher's paths for replies.
 # Live delivery of a reply is proven in tests/real/test_live_delivery_real.py.
@@ -90,21 +89,6 @@ def cli(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     data = json.loads(proc.stdout)
     assert isinstance(data, dict)
     return data
-
-
-def wait_until(probe: Callable[[], T | None], timeout: float, what: str,
-               detail: Callable[[], object] | None = None) -> T:
-    """Poll `probe` (a file, a record) until it gives something; fail after `timeout`,
-    with `detail()` in the message."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            extra = f"\n{detail()}" if detail is not None else ""
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}{extra}")
-        time.sleep(0.05)
 
 
 def courier_log() -> str:

@@ -17,10 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,6 +33,7 @@ from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.cli import arun_cli, run_cli
 from tests.support.handoff_real import state
+from tests.support.helpers import push_cli, wait_until
 from tests.support.mock_claude import MockMessages, RecordedRequest
 from tests.support.raw_client import RawClient, start_user_thread
 
@@ -51,16 +49,6 @@ def setup_plugin(claude: ClaudeHarness, project: Path) -> str:
                   env={"CLAUDE_CONFIG_DIR": str(claude.config_dir)})
     assert res.code == 0, res.err
     return project_mailbox(os.path.realpath(project))
-
-
-def wait_until(probe: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll a readiness signal (a file, a record), never a fixed sleep."""
-    deadline = time.monotonic() + timeout
-    while (found := probe()) is None or found is False:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-    return found
 
 
 async def handoff(url: str, *args: str) -> tuple[str, str]:
@@ -113,12 +101,6 @@ async def test_a_stopped_session_under_the_plugin_gets_it_on_resume(
     assert after["pending"] == {} and after["history"][-1]["by"] == "the SessionStart hook"
 
 
-def push(box: str, text: str, *, live: bool) -> None:
-    env = {**os.environ, **({} if live else {"CODEX_BRIDGE_LIVE": "0"})}
-    subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "push", "--to", box, text],
-                   check=True, capture_output=True, env=env, timeout=60)
-
-
 def seen(mock: MockMessages, needle: str, since: int) -> RecordedRequest:
     req = mock.wait_for(lambda r: r.index >= since and needle in r.all_text(), timeout=30)
     assert req is not None, f"no model request carried {needle!r}"
@@ -158,7 +140,7 @@ async def test_mail_never_crosses_as_the_human_nor_back_to_claude(
             #    for this one push: this step is about the watcher's road)
             wait_flock_held(watcher_path(inbox_dir(), box), timeout=30)
             n = len(mock_messages.requests)
-            push(box, "WAKE-MAIL from codex", live=False)
+            assert push_cli(box, "WAKE-MAIL from codex", env={"CODEX_BRIDGE_LIVE": "0"}).code == 0
             await asyncio.to_thread(seen, mock_messages, "WAKE-MAIL", n)
             # 2. the human types
             n = len(mock_messages.requests)
@@ -166,7 +148,7 @@ async def test_mail_never_crosses_as_the_human_nor_back_to_claude(
             await asyncio.to_thread(seen, mock_messages, "HUMAN-ONE", n)
             # 3. mail pushed live
             n = len(mock_messages.requests)
-            push(box, "LIVE-MAIL from codex", live=True)
+            assert push_cli(box, "LIVE-MAIL from codex").code == 0
             await asyncio.to_thread(seen, mock_messages, "LIVE-MAIL", n)
             # 4. Claude asks Codex; Codex's reply comes back as mail
             res = await arun_cli("talk", "send", "--reply-to", box, "--json",

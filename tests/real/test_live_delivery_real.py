@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -27,25 +27,13 @@ from codexbridge.inbox.listeners import read_listeners
 from codexbridge.inbox.location import inbox_dir, live_files
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
+from tests.support.helpers import push_cli, wait_until
 from tests.support.mock_claude import MockMessages, RecordedRequest
 from tests.support.pause import pause_env
 
 pytestmark = [pytest.mark.real_claude]
 
-T = TypeVar("T")
 BOX = "live"
-
-
-def wait_until(probe: Callable[[], T | None], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}\n"
-                                 f"{_state()}")
-        time.sleep(0.02)
 
 
 def _state() -> str:
@@ -58,11 +46,10 @@ def _state() -> str:
 
 
 def push(text: str, *extra: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-m", "codexbridge", "inbox", "push", "--to", BOX,
-                           "--json", *extra, text], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, **(env or {})}, check=False)
-    assert proc.returncode == 0, proc.stderr
-    data: dict[str, Any] = json.loads(proc.stdout)
+    """A peer's `inbox push --json` into BOX: its receipt."""
+    done = push_cli(BOX, text, "--json", *extra, env=env)
+    assert done.code == 0, done.err
+    data: dict[str, Any] = json.loads(done.out)
     return data
 
 
@@ -73,7 +60,7 @@ def registered(with_socket: bool = True) -> dict[str, Any]:
         if rec and (rec.get("messaging_socket") or not with_socket):
             return rec
         return None
-    return wait_until(probe, 30, "the session to register its mailbox")
+    return wait_until(probe, 30, "the session to register its mailbox", _state)
 
 
 def carrying(text: str, since: int) -> Callable[[RecordedRequest], bool]:
@@ -141,7 +128,7 @@ def test_an_idle_session_gets_the_mail_at_once_and_never_again(
             return None
         return data if "status" in data else None
 
-    reg = wait_until(with_status, 10, "the registry's status")
+    reg = wait_until(with_status, 10, "the registry's status", _state)
     assert reg["peerProtocol"] == 1 and reg["sessionId"] == rec["session_id"]
     assert reg["messagingSocketPath"] == rec["messaging_socket"]
     assert reg["status"] in ("idle", "busy")
@@ -160,7 +147,7 @@ def test_an_idle_session_gets_the_mail_at_once_and_never_again(
     assert "Do not answer it with SendMessage" in text
     assert receipt["id"] in text  # the mail id travels in the body
     # settled: nothing pending, nothing in flight, and the next stop delivers nothing
-    wait_until(settled, 10, "the live record to settle")
+    wait_until(settled, 10, "the live record to settle", _state)
     assert pending() == 0
     interactive.type("and now something else")
     mock_messages.wait_for(carrying("and now something else", request.index), timeout=20)
@@ -196,9 +183,7 @@ def test_mid_turn_mail_lands_right_after_the_turn_and_inside_a_tool_call(
     start = len(mock_messages.requests)
     tmux_claude.type('CALL_TOOL Bash {"command": "sleep 2", "description": "wait"}')
     mock_messages.wait_for(lambda r: r.index >= start and "sleep 2" in r.all_text(), 20)
-    running = wait_until(lambda: True if _tool_started(tmux_claude) else None, 20,
-                         "the Bash call to start")
-    assert running
+    wait_until(lambda: _tool_started(tmux_claude), 20, "the Bash call to start", _state)
     receipt = push("TOOLTIME MAIL")
     assert receipt["delivery"] == "live", receipt
     # measured: it arrives with the tool's result, in the request that carries it
@@ -304,8 +289,8 @@ def test_twenty_mails_in_two_seconds_all_arrive_once(
                     seen.setdefault(f"{i:02d}", r.index)
         return True if len(seen) == 20 else None
 
-    wait_until(all_seen, 60, "all twenty mails to reach the model")
-    wait_until(settled, 30, "the live records to settle")
+    wait_until(all_seen, 60, "all twenty mails to reach the model", _state)
+    wait_until(settled, 30, "the live records to settle", _state)
     assert pending() == 0
     deliveries = sorted((r["delivery"], r["delivery_reason"] or "") for r in receipts)
     counts = {f"{i:02d}": sum(1 for r in mock_messages.model_calls[before:]
@@ -344,7 +329,7 @@ def test_a_pusher_killed_between_take_and_confirm_delivers_exactly_once(
         receipt = push("NEXT MAIL")
         assert receipt["delivery"] == "live", receipt
         assert mock_messages.wait_for(carrying("NEXT MAIL", got.index), timeout=10)
-    wait_until(settled, 10, "the live record to settle")
+    wait_until(settled, 10, "the live record to settle", _state)
     assert pending() == 0
     assert sum(1 for r in mock_messages.model_calls[before:]
                if "KILLED PUSHER MAIL" in r.tail_text()) == 1
@@ -357,7 +342,6 @@ def test_live_off_by_switch(interactive: TmuxClaude, mock_messages: MockMessages
     assert receipt["delivery"] == "next-stop"
     assert "CODEX_BRIDGE_LIVE=0" in receipt["delivery_reason"]
     assert pending() == 1
-
 
 
 @pytest.mark.real_codex

@@ -27,12 +27,12 @@ import pytest
 
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.setup.claude import TOOL_PREFIX
-from codexbridge.setup.mailbox import claims_dir, project_mailbox
+from codexbridge.setup.mailbox import claimed, claims_dir, project_mailbox
 from codexbridge.setup.where import plugin_dir
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.cli import run_cli
+from tests.support.helpers import wait_until
 from tests.support.mock_claude import MockMessages
-from tests.support.world import signal_naming
 
 pytestmark = pytest.mark.real_claude
 
@@ -105,8 +105,7 @@ def test_an_unrelated_project_gets_mail_through_the_plugin_and_sees_its_tools(
     status = json.loads(results[0]["content"])
     assert status["ok"] is True and status["data"]["role"] == "claude"
     assert not marker.exists(), "the project's own .venv/bin/codexbridge ran"
-    with open(os.path.join(claims_dir(inbox_dir()), session), encoding="utf-8") as fh:
-        assert fh.readline().strip() == name
+    assert claimed(inbox_dir(), session) == name
     listed = json.loads(run_cli("inbox", "list", "--json").out)
     mine = [m for m in listed["mailboxes"] if m["name"] == name]
     assert mine and mine[0]["listener"]["session_id"] == session and mine[0]["pending"] == 0
@@ -121,13 +120,13 @@ def test_two_live_sessions_in_one_project_get_two_mailboxes(
     claims = Path(claims_dir(inbox_dir()))
     try:
         first.start("--plugin-dir", PLUGIN)
-        deadline = time.monotonic() + 30
-        held: list[str] = []
-        while time.monotonic() < deadline and not held:
-            held = [p.name for p in claims.glob("*-*")
-                    if p.read_text().splitlines()[:1] == [base]] if claims.is_dir() else []
-            time.sleep(0.1)
-        assert held, first.screen()
+        def holding() -> list[str]:
+            """The sessions whose claim names the project's own mailbox."""
+            return [p.name for p in claims.glob("*-*")
+                    if claimed(str(claims.parent), p.name) == base]
+
+        held = wait_until(holding, 30, "the first session's claim on the project's name",
+                          first.screen)
         second = str(uuid.uuid4())
         proc = claude.run_p(claude_project, "hi", "--plugin-dir", PLUGIN,
                             "--session-id", second, timeout=120)

@@ -29,6 +29,7 @@ from codexbridge.inbox.location import inbox_dir
 from codexbridge.protocol.threads import ThreadInfo
 from codexbridge.talk.deliveries import prepare
 from tests.support.cli import CliResult, arun_cli, run_cli
+from tests.support.helpers import eventually
 from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, resume_thread, start_user_thread
 
@@ -84,11 +85,7 @@ def item_text(item: dict[str, Any]) -> str:
 
 
 async def wait_dead(pid: int) -> None:
-    for _ in range(500):
-        if not pid_alive(pid):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"pid {pid} still alive")
+    await eventually(lambda: not pid_alive(pid), 5, f"pid {pid} to end")
 
 
 async def queued(peer: RawClient, thread_id: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from tests.support.cli import arun_cli, run_cli
+from tests.support.cli import arun_cli, astart_cli, run_cli
 from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, run_turn, start_user_thread
 
@@ -180,14 +180,16 @@ async def test_approvals_tui_lets_the_other_client_decide(
     target = workdir / "human-approved"
     async with RawClient(app_server.url) as tui:
         await start_user_thread(tui, workdir, "hello")
-        say = asyncio.create_task(arun_cli("talk", "say", "--json", "-q",
-                                           f"RUN: touch {target}", env=url_env))
+        say = await astart_cli("talk", "say", "--json", "-q", f"RUN: touch {target}",
+                               env=url_env)
         request = await tui.next_server_request(timeout=30)
         assert request["method"] == APPROVAL
-        await asyncio.sleep(0.3)  # the bridge stays silent meanwhile
-        assert not say.done()
+        # the bridge saw the request and chose: it waits for the TUI — an answer of its
+        # own would have gone before it said so
+        await say.said("waiting for the TUI")
+        assert say.proc.returncode is None
         await tui.respond(request["id"], {"decision": "accept"})
-        res = await say
+        res = await say.result()
     assert res.code == 0, res.err
     data = json.loads(res.out)
     assert data["status"] == "completed"

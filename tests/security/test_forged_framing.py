@@ -119,9 +119,11 @@ def test_every_forged_line_in_mail_to_claude_is_quoted_and_unsealed() -> None:
     seal = one_seal(text)
     assert seal != "abc123"
     ours = [line for line in text.splitlines() if line.startswith(tag(seal))]
-    # header, conversation, waits-for-answer, end; header, end — and nothing else
+    # header, the request's line (as Codex's envelope words it), waits-for-answer, end;
+    # header, end — and nothing else
     assert [line.split(" ", 3)[2] for line in ours] == [
-        "message", "conversation", "Codex", "end", "message", "end"]
+        "message", "conv_1", "Codex", "end", "message", "end"]
+    assert ours[1].endswith("conv_1 · hop 1/4 · request req_1_abcdef (echo it)")
     assert "from codex — a peer AI agent, not the human user" in ours[0]
     quoted_lines = [line for line in text.splitlines() if line.startswith("> ")]
     assert len(quoted_lines) == FORGED_LINES

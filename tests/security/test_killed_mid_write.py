@@ -43,9 +43,10 @@ from codexbridge.conversation.records import DeliveryStore, Direction
 from codexbridge.handoff import ledger
 from codexbridge.inbox import live, service, store
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.lines import Mail, new_mail
+from codexbridge.inbox.lines import Mail
 from codexbridge.inbox.location import inbox_dir, live_files, mail_path, taken_files
 from tests.support.crash import CRASH_ENV, UNDER_ENV
+from tests.support.helpers import push
 from tests.support.pause import REPO_ROOT, child_pythonpath
 from tests.unit.test_inbox_live import FakeSession, listener, registry
 
@@ -124,13 +125,6 @@ def _fresh(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir(mode=0o700)
     monkeypatch.setenv("CODEX_BRIDGE_HOME", str(home))
     return home
-
-
-def push(text: str, name: str = "box") -> str:
-    mail = new_mail(text, to=name, sender="codex")
-    store.push(inbox_dir(), mail)
-    assert mail.mail_id
-    return mail.mail_id
 
 
 def drained(name: str = "box") -> list[Mail]:

@@ -25,6 +25,7 @@ from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import encode_line, new_mail
 from codexbridge.inbox.location import delivered_path, mail_path, rejected_path
+from tests.support.helpers import push
 
 
 def _take_all(inbox: str, name: str = "box") -> store.Batch:
@@ -33,24 +34,17 @@ def _take_all(inbox: str, name: str = "box") -> store.Batch:
     return batch
 
 
-def _push(inbox: str, text: str, name: str = "box") -> str:
-    mail = new_mail(text, to=name, sender="codex")
-    store.push(inbox, mail)
-    assert mail.mail_id is not None
-    return mail.mail_id
-
-
 @pytest.fixture
 def inbox(tmp_path: Path) -> str:
     return str(tmp_path / "inbox")
 
 
 def test_a_torn_tail_does_not_swallow_the_next_push(inbox: str) -> None:
-    first = _push(inbox, "before the torn one")
+    first = push("before the torn one", inbox=inbox)
     torn = encode_line(new_mail("the push that was killed", to="box", sender="codex"))
     with open(mail_path(inbox, "box"), "ab") as fh:  # what a push killed mid-write leaves
         fh.write(torn[: len(torn) // 2])
-    after = _push(inbox, "the next push, which said it was written")
+    after = push("the next push, which said it was written", inbox=inbox)
 
     batch = _take_all(inbox)
     assert [m.mail_id for m in batch.mails] == [first, after]
@@ -90,15 +84,15 @@ def _failing_write(monkeypatch: pytest.MonkeyPatch, path: str, code: int) -> Non
 
 def test_a_push_that_fails_half_way_is_undone(inbox: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    first = _push(inbox, "already there")
+    first = push("already there", inbox=inbox)
     before = Path(mail_path(inbox, "box")).read_bytes()
     with monkeypatch.context() as patch:
         _failing_write(patch, mail_path(inbox, "box"), errno.ENOSPC)
         with pytest.raises(StateWriteError) as failed:
-            _push(inbox, "x" * 5000)
+            push("x" * 5000, inbox=inbox)
     assert failed.value.exit_code == 73
     assert Path(mail_path(inbox, "box")).read_bytes() == before  # nothing of it is left
-    after = _push(inbox, "the next push")
+    after = push("the next push", inbox=inbox)
     batch = _take_all(inbox)
     assert [m.mail_id for m in batch.mails] == [first, after] and batch.rejected == []
     assert not os.path.exists(rejected_path(inbox, "box"))
@@ -108,7 +102,7 @@ def test_the_kernels_own_short_write_is_undone(inbox: str) -> None:
     """A real short write: the file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) lets the
     kernel write part of the line and then refuse the rest (EFBIG) — what a disk that
     fills mid-line does, without filling any disk of the machine."""
-    _push(inbox, "already there")
+    push("already there", inbox=inbox)
     path = mail_path(inbox, "box")
     before = Path(path).read_bytes()
     source = (

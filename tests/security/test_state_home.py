@@ -28,14 +28,16 @@ import pytest
 
 from codexbridge.host.private import unsafe_state_dir
 from tests.support.cli import CliResult, run_cli
+from tests.support.helpers import push_cli
 from tests.support.other_user import OtherUser
 
 UNSAFE = 73  # StateError's exit code (errors.py)
 
 
 def push(home: Path, *args: str, text: str = "hello") -> CliResult:
-    return run_cli("inbox", "push", "--new", "--to", "web", *args, text,
-                   env={"CODEX_BRIDGE_HOME": str(home), "CODEX_BRIDGE_LIVE": "0"})
+    """A new mail to mailbox `web` of state home `home` (no live delivery)."""
+    return push_cli("web", text, "--new", *args,
+                    env={"CODEX_BRIDGE_HOME": str(home), "CODEX_BRIDGE_LIVE": "0"})
 
 
 def modes(root: Path) -> dict[str, tuple[int, int]]:

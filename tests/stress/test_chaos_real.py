@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 
 from codexbridge.host.procs import pid_alive
-from tests.journeys.conftest import Journey, fresh_text, journey_world, wait_until
+from tests.journeys.conftest import Journey, fresh_text, journey_world
+from tests.support.helpers import wait_until
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -7,16 +7,17 @@ DELIVERY_NOT_FOUND."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from codexbridge.conversation.envelope import Sender, Speaker
 from codexbridge.conversation.records import DeliveryState, DeliveryStore
-from codexbridge.protocol.enums import TurnOutcome
-from codexbridge.talk.follow import SayResult
+from tests.support.memory_appserver import MemoryAppServer
 from tests.unit.test_mcp_claude_tools import call, client_for, codex, runtime  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("schema_guard")
@@ -61,24 +62,73 @@ async def test_a_blocking_send_whose_turn_fails_says_so_on_its_record(
     assert record.reason and "failed" in record.reason
 
 
-async def test_talk_say_by_an_agent_records_its_request() -> None:
-    from codexbridge.cli.talk_cmd import _agent_says
+def _cli_say(server: MemoryAppServer, monkeypatch: pytest.MonkeyPatch, text: str
+             ) -> tuple[dict[str, Any], str]:
+    """`talk say --json TEXT` run by an agent (Claude Code's Bash tool) against `server`:
+    its JSON (result or error) and the request id its envelope named."""
+    from codexbridge.cli import talk_cmd
+    from codexbridge.talk.client import AppServerClient
 
-    seen: list[str] = []
+    monkeypatch.setattr(talk_cmd, "_client", lambda url, thread=None: AppServerClient(
+        "ws://memory", connector=server.connector))
+    result = CliRunner().invoke(talk_cmd.talk, ["say", "--json", text],
+                                env={"CLAUDECODE": "1"})
+    return json.loads(result.stdout), _named(server)
 
-    async def run(words: str, progress: object) -> SayResult:
-        seen.append(words)
-        return SayResult("thr-1", "turn-7", TurnOutcome.COMPLETED, "the answer")
 
-    result = await _agent_says(run, "a question", "thr-1",  # type: ignore[arg-type]
-                               Sender(Speaker.CLAUDE_CODE, session="s1"), None, False)
-    assert result.reply == "the answer"
-    named = re.search(r"request (req_\d+_[a-z0-9]+)", seen[0])
+def _mcp_say(server: MemoryAppServer, tmp_path: Path, text: str
+             ) -> tuple[dict[str, Any], str]:
+    """MCP `codex_message_send` (wait=true) of TEXT against `server`: the same."""
+    async def go() -> dict[str, Any]:
+        async with client_for(runtime(tmp_path, server)) as client:
+            result = await client.call_tool("codex_message_send", {"text": text})
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+    return asyncio.run(go()), _named(server)
+
+
+def _named(server: MemoryAppServer) -> str:
+    sent = server.requests("thread/queue/add")[-1]["params"]["input"][0]["text"]
+    named = re.search(r"request (req_\d+_[a-z0-9]+)", sent)
     assert named is not None
-    record = DeliveryStore().get(named.group(1))
+    return named.group(1)
+
+
+FRONT_ENDS = {"cli": lambda server, tmp_path, mp, text: _cli_say(server, mp, text),
+              "mcp": lambda server, tmp_path, mp, text: _mcp_say(server, tmp_path, text)}
+
+
+@pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
+def test_an_agents_blocking_say_is_recorded_alike_by_cli_and_mcp(
+        front_end: str, tmp_path: Path, codex: MemoryAppServer,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`talk say` run by an agent and MCP's blocking send are one request kind: the same
+    record, ended the same way, with the same id in the result."""
+    out, named = FRONT_ENDS[front_end](codex, tmp_path, monkeypatch, "a question")
+    said = out["data"]["deliveryId"] if front_end == "mcp" else out["delivery_id"]
+    assert said == named
+    record = DeliveryStore().get(named)
     assert record is not None and record.state is DeliveryState.DELIVERED
-    assert record.turn_id == "turn-7" and record.sender == "claude-code"
-    assert "delivered" in _status(named.group(1))
+    assert record.blocking and record.sender == "claude-code" and record.turn_id
+    assert record.reply_preview == "MOCK REPLY: a question"
+    assert [s["state"] for s in record.history] == ["queued", "delivering", "delivered"]
+    assert "delivered" in _status(named)
+
+
+@pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
+def test_codex_refusing_the_message_is_the_same_failure_from_cli_and_mcp(
+        front_end: str, tmp_path: Path, codex: MemoryAppServer,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex refused the message: nothing ran, and both front ends say so with the same
+    code (before, the CLI reported a plain RPC error, THREAD_READ_FAILED) and record."""
+    codex.refuse["thread/queue/add"] = "no queue for you"
+    out, named = FRONT_ENDS[front_end](codex, tmp_path, monkeypatch, "a question")
+    assert out["ok"] is False
+    assert out["error"]["code"] == "TURN_START_FAILED" and out["error"]["retryable"]
+    record = DeliveryStore().get(named)
+    assert record is not None and record.state is DeliveryState.FAILED
+    assert record.reason == "no queue for you"
 
 
 def test_a_blocking_send_whose_caller_died_is_adopted_by_the_courier(

@@ -1,5 +1,5 @@
-"""The plugin's hot commands before click (cli/__init__.py): the same answers as the click
-commands, without importing click; anything else still goes to click."""
+"""The plugin's commands before click (cli/__init__.py): the session's mailbox and the hook
+without importing click; a problem said as every command says it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from codexbridge.cli import _options
 from codexbridge.setup.mailbox import project_mailbox
 
 SID = "746d1776-8ea2-437e-b6a7-9732a034ca4d"
@@ -24,36 +21,30 @@ def probe(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
                           capture_output=True, text=True, timeout=60, check=False)
 
 
-@pytest.mark.parametrize(("argv", "parsed"), [
-    ([], {}), (["--session", "s", "--project", "p"], {"--session": "s", "--project": "p"}),
-    (["--project=p"], {"--project": "p"}), (["--session"], None), (["--bogus", "x"], None),
-    (["--session", "a", "--session", "b"], None), (["stray"], None),
-])
-def test_options_take_only_the_plain_shape(argv: list[str],
-                                           parsed: dict[str, str] | None) -> None:
-    assert _options(argv, ("--session", "--project")) == parsed
-
-
-def test_setup_mailbox_claims_without_click(tmp_path: Path) -> None:
+def test_the_plugins_mailbox_is_named_without_click(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
-    done = probe("setup", "mailbox", "--session", SID, "--project", str(project))
+    env = {"CLAUDE_CODE_SESSION_ID": SID, "CLAUDE_PROJECT_DIR": str(project)}
+    done = probe("plugin", "name", env=env)
     assert done.stdout == project_mailbox(os.path.realpath(project)) + "\n"
     assert done.stderr.split() == ["LEAN", "0"]
     # a second session in the same project, while the first is alive, gets its own name
     other = "0f0e0d0c-8ea2-437e-b6a7-9732a034ca4d"
     alive = {"CLAUDE_PID": str(os.getpid())}
-    first = probe("setup", "mailbox", "--session", SID, "--project", str(project), env=alive)
-    second = probe("setup", "mailbox", "--session", other, "--project", str(project),
-                   env=alive)
-    assert first.stdout != second.stdout and second.stdout.startswith(first.stdout.strip())
+    first = probe("plugin", "hook", "start", env={**env, **alive})
+    second = probe("plugin", "name", env={**env, **alive, "CLAUDE_CODE_SESSION_ID": other})
+    assert first.stderr.split() == ["LEAN", "0"]
+    assert second.stdout.strip() == project_mailbox(os.path.realpath(project)) + "-0f0e0d0c"
 
 
-def test_what_needs_saying_goes_to_click(tmp_path: Path) -> None:
-    bad = probe("setup", "mailbox", "--session", SID, "--nonsense", "x")
-    assert bad.stderr.split()[-2:] == ["CLICK", "2"] and "No such option" in bad.stderr
-    unsafe = probe("setup", "mailbox", "--session", SID, "--project", str(tmp_path),
-                   env={"HOME": str(tmp_path), "CODEX_BRIDGE_HOME": str(tmp_path)})
-    assert unsafe.stderr.split()[-2:] == ["CLICK", "2"]
+def test_what_needs_saying_is_said(tmp_path: Path) -> None:
+    bad = probe("plugin", "nonsense")
+    assert bad.stderr.split()[-2:] == ["LEAN", "2"] and "usage: codexbridge plugin" in bad.stderr
+    home = {"HOME": str(tmp_path), "CODEX_BRIDGE_HOME": str(tmp_path),
+            "CLAUDE_CODE_SESSION_ID": SID}
+    unsafe = probe("plugin", "name", env=home)
+    assert unsafe.stderr.split()[-1] == "2"
     assert ("refusing to use it: CODEX_BRIDGE_HOME resolves to your home directory"
             in unsafe.stderr)
+    hooked = probe("plugin", "hook", "start", env=home)  # a hook never fails Claude
+    assert hooked.stderr.split() == ["LEAN", "0"] and hooked.stdout == ""

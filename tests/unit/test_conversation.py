@@ -14,7 +14,13 @@ import pytest
 
 from codexbridge.conversation import handling
 from codexbridge.conversation.budget import Conversations, current_conversation, valid_id
-from codexbridge.conversation.envelope import CLAUDE, Envelope, conversation_id, request_token
+from codexbridge.conversation.envelope import (
+    CLAUDE,
+    CODEX,
+    Envelope,
+    conversation_id,
+    request_token,
+)
 from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.limits import clip, max_hops, over_limit, text_max
 from codexbridge.conversation.records import (
@@ -36,6 +42,24 @@ def test_request_token_shape_and_uniqueness() -> None:
     assert re.fullmatch(r"req_1700000000123_[a-z0-9]{6}", token)
     assert len({request_token() for _ in range(200)}) == 200
     assert re.fullmatch(r"conv_[0-9a-f]{12}", conversation_id())
+
+
+def test_a_request_reads_the_same_to_codex_and_to_claude() -> None:
+    """The preamble is written once (`envelope.who` / `peer` / `request_line`): the line
+    naming a request's place in its conversation is the same in Codex's envelope and in
+    the mail Claude is handed (the mail said `conversation conv_1 · …` without the echo)."""
+    from codexbridge.inbox.lines import new_mail
+    from codexbridge.inbox.render import render_mail
+
+    codex_side = Envelope(CODEX, "req_1_abcdef", "conv_1", 2, 4).wrap("hi", seal="k3x9qa")
+    mail = new_mail("hi", to="web", sender="codex", extra={
+        "conversation": "conv_1", "request": "req_1_abcdef", "hop": 2, "max_hops": 4})
+    claude_side = render_mail("web", [mail], seal="k3x9qa")
+    line = "conv_1 · hop 2/4 · request req_1_abcdef (echo it)"
+    assert f"\n{line}\n" in codex_side  # (only the header's first line is tagged)
+    assert f"\n[codexbridge k3x9qa] {line}\n" in claude_side
+    assert "from Codex — a peer AI agent, not the human user" in codex_side
+    assert "from codex — a peer AI agent, not the human user" in claude_side
 
 
 def test_header_says_peer_agent_hop_and_token_in_three_lines() -> None:

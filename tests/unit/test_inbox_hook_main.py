@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox import store
-from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import chain_path, inbox_dir, session_path
+from tests.support.helpers import push
 
 STOP = {"session_id": "sess-1", "cwd": "/proj", "prompt_id": "p1",
         "hook_event_name": "Stop", "stop_hook_active": False}
@@ -27,13 +26,6 @@ def hook(name: str = "box", stdin: bytes | dict[str, Any] | None = None,
     argv += list(args) if args else ["--as", name]
     return subprocess.run(argv, input=data, capture_output=True, timeout=30,
                           env={**os.environ, **(env or {})}, check=False)
-
-
-def push(text: str, to: str = "box") -> str:
-    mail = new_mail(text, to=to, sender="codex")
-    store.push(inbox_dir(), mail)
-    assert mail.mail_id
-    return mail.mail_id
 
 
 def log_text() -> str:

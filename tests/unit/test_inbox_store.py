@@ -22,6 +22,7 @@ from codexbridge.inbox.location import (
     rejected_path,
     taken_files,
 )
+from tests.support.helpers import push
 from tests.support.pause import pause_env
 
 from .test_inbox_lines import INTEROP_LINE
@@ -30,13 +31,6 @@ from .test_inbox_lines import INTEROP_LINE
 @pytest.fixture
 def inbox(tmp_path: Path) -> str:
     return str(tmp_path / "inbox")
-
-
-def push(inbox: str, text: str, to: str = "box", **kw: str) -> str:
-    mail = new_mail(text, to=to, sender=kw.get("sender", "codex"))
-    store.push(inbox, mail)
-    assert mail.mail_id is not None
-    return mail.mail_id
 
 
 def take_all(inbox: str, name: str = "box") -> store.Batch:
@@ -54,7 +48,7 @@ def test_inbox_dir_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
 
 
 def test_push_then_take_delivers_in_order_and_empties(inbox: str) -> None:
-    ids = [push(inbox, f"m{i}") for i in range(5)]
+    ids = [push(f"m{i}", inbox=inbox) for i in range(5)]
     assert oct(os.stat(inbox).st_mode & 0o777) == "0o700"
     assert oct(os.stat(mail_path(inbox, "box")).st_mode & 0o777) == "0o600"
     batch = take_all(inbox)
@@ -66,7 +60,7 @@ def test_push_then_take_delivers_in_order_and_empties(inbox: str) -> None:
 
 
 def test_peek_does_not_consume(inbox: str) -> None:
-    push(inbox, "hello")
+    push("hello", inbox=inbox)
     first = reading.peek(inbox, "box")
     second = reading.peek(inbox, "box")
     assert [m.text for m in first.mails] == [m.text for m in second.mails] == ["hello"]
@@ -74,16 +68,16 @@ def test_peek_does_not_consume(inbox: str) -> None:
 
 
 def test_push_during_take_goes_to_the_next_batch(inbox: str) -> None:
-    push(inbox, "before")
+    push("before", inbox=inbox)
     with store.take(inbox, "box") as batch:
-        push(inbox, "during")  # must not land in the taken file
+        push("during", inbox=inbox)  # must not land in the taken file
         batch.commit()
     assert [m.text for m in batch.mails] == ["before"]
     assert [m.text for m in take_all(inbox).mails] == ["during"]
 
 
 def test_released_batch_is_recovered_by_the_next_take(inbox: str) -> None:
-    push(inbox, "keep me")
+    push("keep me", inbox=inbox)
     with store.take(inbox, "box") as batch:
         assert [m.text for m in batch.mails] == ["keep me"]
         # no commit: delivery failed
@@ -94,7 +88,7 @@ def test_released_batch_is_recovered_by_the_next_take(inbox: str) -> None:
 
 
 def test_live_takers_batch_is_left_alone(inbox: str) -> None:
-    push(inbox, "in flight")
+    push("in flight", inbox=inbox)
     with store.take(inbox, "box") as batch:
         other = take_all(inbox)  # a concurrent drain
         assert other.empty and other.recovered_files == 0
@@ -108,7 +102,7 @@ def test_orphan_named_for_a_dead_pid_is_recovered(inbox: str) -> None:
     orphan = os.path.join(inbox, "box.jsonl.taken-999999-1")
     with open(orphan, "wb") as fh:
         fh.write(INTEROP_LINE.replace(b'"to":"bridge"', b'"to":"box"'))
-    push(inbox, "newer")
+    push("newer", inbox=inbox)
     assert has_pending(inbox, "box")
     batch = take_all(inbox)
     assert [m.text for m in batch.mails] == ["順便幫我看 auth", "newer"]  # old batch first
@@ -116,7 +110,7 @@ def test_orphan_named_for_a_dead_pid_is_recovered(inbox: str) -> None:
 
 
 def test_sigkilled_drain_loses_nothing(inbox: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    ids = [push(inbox, f"m{i}") for i in range(3)]
+    ids = [push(f"m{i}", inbox=inbox) for i in range(3)]
     monkeypatch.setenv("CODEX_BRIDGE_INBOX_DIR", inbox)
     env = pause_env("after_take", 30)
     proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "inbox", "drain", "--as",
@@ -132,7 +126,7 @@ def test_sigkilled_drain_loses_nothing(inbox: str, monkeypatch: pytest.MonkeyPat
 
 def test_killed_after_recording_is_not_delivered_twice(inbox: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    push(inbox, "once")
+    push("once", inbox=inbox)
     monkeypatch.setenv("CODEX_BRIDGE_INBOX_DIR", inbox)
     env = pause_env("before_delete", 30)
     proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "inbox", "drain", "--as",
@@ -166,7 +160,7 @@ def test_mail_without_id_is_never_dropped_as_duplicate(inbox: str) -> None:
 
 
 def test_malformed_lines_go_to_rejected_file_not_away(inbox: str) -> None:
-    push(inbox, "good")
+    push("good", inbox=inbox)
     with open(mail_path(inbox, "box"), "ab") as fh:
         fh.write(b"{half a line\n\xff\xfe\n")
     peeked = reading.peek(inbox, "box")
@@ -184,7 +178,7 @@ def test_malformed_lines_go_to_rejected_file_not_away(inbox: str) -> None:
 
 
 def test_foreign_late_append_is_put_back(inbox: str) -> None:
-    push(inbox, "first")
+    push("first", inbox=inbox)
     with store.take(inbox, "box") as batch:
         taken = taken_files(inbox, "box")[0]
         with open(taken, "ab") as fh:  # a writer that ignores our lock, after the rename
@@ -197,7 +191,7 @@ def test_foreign_late_append_is_put_back(inbox: str) -> None:
 def test_delivered_record_stays_bounded(inbox: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "DELIVERED_KEEP", 10)
     for i in range(30):
-        push(inbox, f"m{i}")
+        push(f"m{i}", inbox=inbox)
         take_all(inbox)
     with open(delivered_path(inbox, "box"), "rb") as fh:
         kept = fh.read().splitlines()
@@ -206,9 +200,9 @@ def test_delivered_record_stays_bounded(inbox: str, monkeypatch: pytest.MonkeyPa
 
 
 def test_summarize_lists_every_mailbox(inbox: str) -> None:
-    push(inbox, "a", to="alpha")
-    push(inbox, "b", to="beta")
-    push(inbox, "b2", to="beta")
+    push("a", to="alpha", inbox=inbox)
+    push("b", to="beta", inbox=inbox)
+    push("b2", to="beta", inbox=inbox)
     listeners = {"gamma": {"name": "gamma", "cwd": "/g"}}
     rows = {s.name: s for s in reading.summarize(inbox, listeners)}
     assert rows["alpha"].pending == 1 and rows["beta"].pending == 2

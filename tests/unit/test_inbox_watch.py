@@ -9,10 +9,9 @@ import time
 
 from codexbridge.hooks.watcher import parse_claim
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox import store
-from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, watcher_path
 from tests.support.binaries import wait_flock_held
+from tests.support.helpers import push
 
 
 def start(name: str = "box", timeout: float = 20, env: dict[str, str] | None = None
@@ -38,10 +37,6 @@ def wait_claimed(proc: subprocess.Popen[bytes], name: str = "box", timeout: floa
             pass
         time.sleep(0.02)
     raise AssertionError("watcher never claimed the mailbox")
-
-
-def push(text: str, name: str = "box") -> None:
-    store.push(inbox_dir(), new_mail(text, to=name, sender="codex"))
 
 
 def test_parse_claim() -> None:

@@ -29,6 +29,7 @@ from codexbridge.mcp.settings import load
 from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.endpoint import Endpoint
 from tests.support import payloads
+from tests.support.helpers import eventually
 from tests.support.memory_appserver import MemoryAppServer, Scripted
 from tests.support.mock_codex import big_text
 
@@ -61,15 +62,6 @@ def add(server: MemoryAppServer, thread_id: str, **kw: Any) -> None:
 def log(server: MemoryAppServer) -> list[str]:
     """`start <words>` / `done <words>`, in the order the turns started and ended."""
     return [f"{event} {words(text)}" for event, text in server.turn_log]
-
-
-async def waiting_until(condition: Any) -> None:
-    """Poll `condition` (the server's state, changed by another task) until it holds."""
-    for _ in range(1000):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the condition never held")
 
 
 # -- fixtures --------------------------------------------------------------------------------
@@ -258,7 +250,7 @@ async def test_turn_timeout_is_not_retryable_and_holds_the_thread(
         # the timed-out turn still runs: the next send waits in codex's queue behind it
         assert "thread-1" in codex.running
         nxt = asyncio.create_task(call(client, "codex_message_send", {"text": "next"}))
-        await waiting_until(lambda: codex.queued.get("thread-1"))
+        await eventually(lambda: codex.queued.get("thread-1"))
         assert log(codex) == ["start HOLD:a slow"]
         await codex.release("a")
         sc = await asyncio.wait_for(nxt, 10)
@@ -275,7 +267,7 @@ async def test_same_thread_sends_run_one_at_a_time_in_order(
             tasks.append(asyncio.create_task(
                 call(client, "codex_message_send", {"text": f"HOLD:{name} {name}"})))
             # until this send stands in line (running or queued)
-            await waiting_until(lambda: len(codex.queued.get("thread-1", [])) == len(tasks) - 1
+            await eventually(lambda: len(codex.queued.get("thread-1", [])) == len(tasks) - 1
                                 and "thread-1" in codex.running)
         assert len(codex.queued["thread-1"]) == 3
         for name in ("d", "c", "b", "a"):  # the order of the releases must not matter
@@ -294,7 +286,7 @@ async def test_different_threads_run_side_by_side(tmp_path: Path,
                                        {"text": "HOLD:x one", "threadId": "thread-1"}))
         two = asyncio.create_task(call(client, "codex_message_send",
                                        {"text": "HOLD:y two", "threadId": "thread-2"}))
-        await waiting_until(lambda: len(codex.running) == 2)
+        await eventually(lambda: len(codex.running) == 2)
         assert sorted(log(codex)) == ["start HOLD:x one", "start HOLD:y two"]
         await codex.release("y")
         assert (await asyncio.wait_for(two, 10))["ok"] is True
@@ -308,7 +300,7 @@ async def test_queue_timeout_leaves_line_and_later_work_keeps_its_place(
     rt = runtime(tmp_path, codex, queue_wait=0.3)
     async with client_for(rt) as client:
         head = asyncio.create_task(call(client, "codex_message_send", {"text": "HOLD:h head"}))
-        await waiting_until(lambda: "start HOLD:h head" in log(codex))
+        await eventually(lambda: "start HOLD:h head" in log(codex))
         sc = await call(client, "codex_message_send", {"text": "impatient"})
         assert code_of(sc) == "THREAD_QUEUE_TIMEOUT" and sc["error"]["retryable"] is True
         assert sc["error"]["details"]["turnStarted"] is False
@@ -439,7 +431,7 @@ async def test_cancelled_call_after_turn_start_keeps_the_thread(tmp_path: Path,
     from codexbridge.mcp.codex_tools import send
 
     task = asyncio.create_task(send(rt, "HOLD:c cancelled", None, None, None))
-    await waiting_until(lambda: "start HOLD:c cancelled" in log(codex))
+    await eventually(lambda: "start HOLD:c cancelled" in log(codex))
     # Cancel until it is gone: Python 3.11's asyncio.wait_for swallows a cancel that
     # arrives as its future completes (here: codex's answer to the queued message).
     while not task.done():
@@ -449,7 +441,7 @@ async def test_cancelled_call_after_turn_start_keeps_the_thread(tmp_path: Path,
         await task
     assert "thread-1" in codex.running  # the turn runs on without its caller
     later = asyncio.create_task(send(rt, "after", None, None, None))
-    await waiting_until(lambda: codex.queued.get("thread-1"))
+    await eventually(lambda: codex.queued.get("thread-1"))
     assert "start after" not in log(codex)
     await codex.release("c")
     out = await asyncio.wait_for(later, 10)

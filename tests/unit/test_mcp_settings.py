@@ -9,7 +9,8 @@ import pytest
 
 from codexbridge import errors as E
 from codexbridge.mcp import settings
-from codexbridge.mcp.results import CODES, error_envelope, ok_envelope, turn_started
+from codexbridge.mcp.results import CODES, error_envelope, ok_envelope
+from codexbridge.talk.outcome import turn_started
 
 
 def test_role_from_flag_or_env() -> None:

@@ -23,8 +23,7 @@ def test_no_watcher_under_claude_p_and_one_interactively(tmp_path: Path) -> None
     calls = tmp_path / "calls"
     fake = tmp_path / "bin" / "codexbridge"
     fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n'
-                    'if [ "$1" = setup ]; then echo the-mailbox; fi\n')
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
     fake.chmod(0o755)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEX_BRIDGE_BIN": str(fake),
            "CODEX_BRIDGE_HOME": str(tmp_path / "state"), "CLAUDE_CODE_SESSION_ID": SID,
@@ -36,6 +35,6 @@ def test_no_watcher_under_claude_p_and_one_interactively(tmp_path: Path) -> None
     assert not calls.exists()
     # the hook still registers the session and delivers mail under -p
     assert run(["hook", "start"], {**env, "CLAUDE_CODE_ENTRYPOINT": "sdk-cli"}).returncode == 0
-    assert calls.read_text().splitlines()[-1] == "inbox hook --as the-mailbox"
+    assert calls.read_text().splitlines()[-1] == "plugin hook start"
     assert run(["watch", "start"], {**env, "CLAUDE_CODE_ENTRYPOINT": "cli"}).returncode == 0
-    assert calls.read_text().splitlines()[-1] == "inbox watch --as the-mailbox --timeout 600"
+    assert calls.read_text().splitlines()[-1] == "plugin watch start"

@@ -63,14 +63,14 @@ def test_a_bug_with_json_is_the_error_object(broken_list: None) -> None:
 def test_a_bug_outside_a_command_is_caught_by_main(monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]
                                                    ) -> None:
-    import codexbridge.cli as entry  # setup_mailbox runs there, before click
+    import codexbridge.cli as entry  # `plugin` runs there, before click
 
     def boom(_: list[str]) -> int:
         raise KeyError("k")
 
-    monkeypatch.setattr(entry, "setup_mailbox", boom)
+    monkeypatch.setattr(entry, "plugin", boom)
     with pytest.raises(SystemExit) as exited:
-        main(["setup", "mailbox"])
+        main(["plugin", "name"])
     assert exited.value.code == 70
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "KeyError" in err
@@ -79,14 +79,14 @@ def test_a_bug_outside_a_command_is_caught_by_main(monkeypatch: pytest.MonkeyPat
 def test_a_known_error_outside_a_command_keeps_its_code(monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
-    import codexbridge.cli as entry  # setup_mailbox runs there, before click
+    import codexbridge.cli as entry  # `plugin` runs there, before click
 
     def refuse(_: list[str]) -> int:
         raise UsageError("no such thing")
 
-    monkeypatch.setattr(entry, "setup_mailbox", refuse)
+    monkeypatch.setattr(entry, "plugin", refuse)
     with pytest.raises(SystemExit) as exited:
-        main(["setup", "mailbox"])
+        main(["plugin", "name"])
     assert exited.value.code == 2 and "no such thing" in capsys.readouterr().err
 
 

@@ -1,6 +1,7 @@
 """The plugin's mailbox names (per project; per session when the project's name is held by
-another live session) and its shell launcher (finds the installed codexbridge, never
-one inside the project; reads the session's claim without Python)."""
+another live session), decided and read in one place (`codexbridge plugin`, through
+setup/mailbox.for_session), and its shell launcher (finds the installed codexbridge,
+never one inside the project; reads no claim itself)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from codexbridge.inbox.location import name_problem
 from codexbridge.setup.mailbox import (
     Claim,
     claim,
+    claimed,
     decide,
     parse_claim,
     project_mailbox,
@@ -98,9 +100,11 @@ def test_launcher_finds_the_installed_command_never_the_projects(tmp_path: Path)
            "HOME": str(tmp_path), "CLAUDE_PROJECT_DIR": str(project),
            "CODEX_BRIDGE_MAILBOX": "web"}
     done = run(["hook"], env)
-    assert done.stdout == "INSTALLED inbox hook --as web\n"
+    assert done.stdout == "INSTALLED plugin hook\n"
+    assert run(["hook", "start"], env).stdout == "INSTALLED plugin hook start\n"
     assert run(["mcp"], env).stdout == "INSTALLED mcp --role claude\n"
-    assert run(["watch"], env).stdout == "INSTALLED inbox watch --as web --timeout 600\n"
+    assert run(["watch"], env).stdout == "INSTALLED plugin watch\n"
+    assert run(["name"], env).stdout == "INSTALLED plugin name\n"
     explicit = _bin(tmp_path / "x", "cb", 'echo EXPLICIT "$@"\n')
     assert run(["hook"], {**env, "CODEX_BRIDGE_BIN": str(explicit)}).stdout.startswith(
         "EXPLICIT")
@@ -117,35 +121,41 @@ def test_launcher_without_codexbridge_never_fails_a_hook(tmp_path: Path) -> None
     assert run(["nonsense"], env).returncode == 2
 
 
-def test_launcher_reads_the_claim_and_asks_python_only_without_one(tmp_path: Path) -> None:
-    inbox = tmp_path / "state" / "inbox"
-    calls = tmp_path / "calls"
-    fake = _bin(tmp_path / "bin", "codexbridge",
-                f'echo "$@" >> {calls}\n'
-                'if [ "$1" = setup ]; then echo from-python; else echo "RUN $*"; fi\n')
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CODEX_BRIDGE_BIN": str(fake),
-           "CODEX_BRIDGE_HOME": str(tmp_path / "state"), "CLAUDE_CODE_SESSION_ID": SID,
-           "CLAUDE_PROJECT_DIR": str(tmp_path)}
-    assert run(["hook"], env).stdout == "RUN inbox hook --as from-python\n"
-    (inbox / ".claims").mkdir(parents=True)
-    (inbox / ".claims" / SID).write_text("claimed-name\n123\n/p\n")
-    calls.unlink()
-    assert run(["hook"], env).stdout == "RUN inbox hook --as claimed-name\n"
-    assert calls.read_text() == "inbox hook --as claimed-name\n"  # no python for the name
-    assert run(["hook", "start"], env).stdout == "RUN inbox hook --as from-python\n"
-    # a session id that is not one cannot name a file
-    assert run(["hook"], {**env, "CLAUDE_CODE_SESSION_ID": "../../x"}).stdout == \
-        "RUN inbox hook --as from-python\n"
+def plugin(*args: str, env: dict[str, str]) -> str:
+    """`codexbridge plugin ARGS` (what the launcher runs): its stdout."""
+    done = subprocess.run([sys.executable, "-m", "codexbridge", "plugin", *args],
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
-def test_setup_mailbox_command_prints_and_claims(tmp_path: Path) -> None:
+def test_the_session_mailbox_is_read_from_its_claim_and_decided_again_at_start(
+        tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
-    done = subprocess.run([sys.executable, "-m", "codexbridge", "setup", "mailbox",
-                           "--session", SID, "--project", str(project)],
-                          env={**os.environ, "CLAUDE_PID": str(os.getpid())},
-                          capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == project_mailbox(os.path.realpath(project))
+    env = {"CODEX_BRIDGE_HOME": str(tmp_path / "state"), "CLAUDE_CODE_SESSION_ID": SID,
+           "CLAUDE_PROJECT_DIR": str(project)}
+    decided = project_mailbox(os.path.realpath(project))
+    assert plugin("name", env=env) == decided + "\n"  # no claim yet: decided, claimed
+    claims = tmp_path / "state" / "inbox" / ".claims"
+    (claims / SID).write_text("claimed-name\n123\n/p\n")
+    assert plugin("name", env=env) == "claimed-name\n"  # read, not decided again
+    assert claimed(str(tmp_path / "state" / "inbox"), SID) == "claimed-name"
+    hooked = subprocess.run([sys.executable, "-m", "codexbridge", "plugin", "hook"],
+                            input='{"hook_event_name": "Stop"}', text=True,
+                            env={**os.environ, **env}, capture_output=True, timeout=60)
+    assert hooked.returncode == 0 and hooked.stdout == ""
+    assert (tmp_path / "state" / "inbox" / "claimed-name.session.json").exists()
+    # at SessionStart the name is decided again: a resumed session whose name another
+    # live session (this test's process) took meanwhile gets another
+    (claims / "0123abcd-0000").write_text(f"claimed-name\n{os.getpid()}\n/p\n")
+    assert plugin("name", env=env) == "claimed-name\n"  # a stop does not decide
+    plugin("hook", "start", env=env)
+    assert claimed(str(tmp_path / "state" / "inbox"), SID) == decided
+    # a session id that is not one names no file; a chosen name overrides it all
+    assert claimed(str(tmp_path / "state" / "inbox"), "../../x") is None
+    assert plugin("name", env={**env, "CODEX_BRIDGE_MAILBOX": "mine"}) == "mine\n"
 
 
 @pytest.mark.parametrize("path", ["hooks/hooks.json", ".claude-plugin/plugin.json",
