@@ -48,7 +48,7 @@ from codexbridge.inbox.location import inbox_dir, live_files, mail_path, taken_f
 from tests.support.crash import CRASH_ENV, UNDER_ENV
 from tests.support.helpers import push
 from tests.support.pause import REPO_ROOT, child_pythonpath
-from tests.unit.test_inbox_live import FakeSession, listener, registry
+from tests.unit.test_inbox_live import FakeSession, listener_json, registry_json
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -325,8 +325,8 @@ def _live_setup(home: Path) -> FakeSession:
     session_dir.mkdir()
     (session_dir / "cfg" / "sessions").mkdir(parents=True)
     (session_dir / "cfg" / "sessions" / f"{os.getpid()}.json").write_text(
-        json.dumps(registry(session_dir)))
-    (inbox / "box.session.json").write_text(json.dumps(listener(session_dir)))
+        json.dumps(registry_json(session_dir)))
+    (inbox / "box.session.json").write_text(json.dumps(listener_json(session_dir)))
     push("MAIL 0")
     return FakeSession(session_dir, "deliver")
 
