@@ -210,7 +210,15 @@ def test_after_the_thread_unloads_claude_is_told_how_to_reach_it_and_that_works(
     ask = "Claude asks again: RUN: touch unattended.txt"
     since = j.claude_mark()
     sent = claude_sends(j, ask, f"--thread {thread}", "--approval-timeout 5")
-    assert any("no Codex TUI is attached" in w for w in j.record(str(sent["id"]))["warnings"])
+    # The record appears before the send has looked at the thread: read it once codex has
+    # taken the message (the send notes the submission, or the courier moves it on) — read
+    # at once, it failed now and then on a loaded machine with the warning still to come.
+    def taken() -> dict[str, object] | None:
+        r = j.record(str(sent["id"]))
+        return r if r["submission_id"] or r["state"] != "queued" else None
+
+    rec = wait_until(taken, 60, "codex to take the message", lambda: j.explain(ask))
+    assert any("no Codex TUI is attached" in w for w in rec["warnings"]), rec
     asked = j.claude_saw("No Codex TUI is attached", since)
     assert re.search(r"asks for approval: .*touch unattended\.txt", fresh_text(asked),
                      re.S), fresh_text(asked)
