@@ -7,7 +7,8 @@ conversation after dropping `role:"system"` entries:
 
     tail is a user tool_result answering a ToolSearch  → the tool_use that was asked for
     any other user tool_result                         → text "TOOL_RESULT_SEEN: <result>"
-    last user text holds `CALL_TOOL <name> <json>`     → tool_use <name> <json>, or first
+    a text of the last user message holds             → tool_use <name> <json>, or first
+      `CALL_TOOL <name> <json>` (the last one wins)
                                                          ToolSearch "select:<name>" when
                                                          <name> is not in `tools` yet
                                                          (deferred MCP tools)
@@ -223,7 +224,11 @@ def default_reply(body: JsonObject, n: int) -> Reply:
         return Text(f"TOOL_RESULT_SEEN: {_block_text(result)}")
     texts = [_block_text(b) for b in blocks if b.get("type") == "text"]
     last_text = texts[-1] if texts else ""
-    call = parse_call_tool(last_text) if last.get("role") == "user" else None
+    # Every text of the user's turn, not only its last: two mails that arrive together
+    # (Codex's request, then 0.2 s later the reply that ended its turn) are one turn's
+    # two texts, and a model acts on the one that asks for a tool — answering only the
+    # last left a journey waiting for a permission prompt that never came.
+    call = parse_call_tool("\n".join(texts)) if last.get("role") == "user" else None
     if call is not None:
         return _use(body, *call)
     tail = " ".join(last_text.split())[-200:]

@@ -34,6 +34,14 @@ def test_plain_text_gets_a_numbered_reply_from_the_last_text_block() -> None:
     assert reply == Text("MOCK_REPLY #4: hello there")
 
 
+def test_two_mails_in_one_turn_the_one_asking_for_a_tool_is_acted_on() -> None:
+    """Codex's request and, 0.2 s later, the reply that ended its turn reached an idle
+    Claude as one turn's two texts: the model runs the tool the first one asks for."""
+    reply = default_reply(body(user('mail 1: CALL_TOOL Bash {"command": "ls"}',
+                                    "mail 2: a reply, nothing to do")), 1)
+    assert reply == ToolUse("Bash", {"command": "ls"})
+
+
 def test_call_tool_direct_or_through_toolsearch() -> None:
     assert default_reply(body(user('CALL_TOOL Bash {"command": "ls"}')), 1) == \
         ToolUse("Bash", {"command": "ls"})
