@@ -94,7 +94,7 @@ class Bench:
         self.rows["floor: queued→TUI"].append(seen - t0)
 
     def floor_push(self, n: int) -> None:
-        from codexbridge.inbox import service
+        from codexbridge.messages import to_claude as service
 
         text = f"F2-{n} MOCK REPLY: a mail of about the size of Codex's answer"
         t0 = time.time()

@@ -17,12 +17,12 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import LoopGuardError, MailboxError, MailboxReadError, UsageError
-from ..inbox import service as inbox_service
 from ..inbox.lines import Mail, Rejected
 from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.location import rejected_path
 from ..inbox.render import render_mail, sender_of
+from ..messages import to_claude as inbox_service
 from .command import command, echo, emit_json, read_stdin
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
 
 if TYPE_CHECKING:
     from ..conversation.envelope import Sender
+    from ..messages.to_codex import Said
     from ..protocol.threads import ThreadInfo
-    from ..talk.deliveries import Said
 from .app import LazyGroup
 from .command import (
     approval_timeout_option,
@@ -84,7 +84,6 @@ LIVE = "codexbridge.cli.talk_live_cmd"
     "interrupt": (LIVE, "interrupt", "Interrupt the turn running in the thread."),
     "name": (LIVE, "name", "Name a thread (what --thread NAME matches)."),
     "budget": (LIVE, "budget", "The conversations' hop budget: show it, or set it."),
-    "courier": (LIVE, "courier", "(internal) carry one delivery to its end."),
 })
 def talk() -> None:
     """Talk into a live Codex thread (the one your TUI shows).
@@ -167,7 +166,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     an agent, the message carries the envelope, spends a hop and has a record (`talk
     status ID`); from the human's own shell the words go as the human's.
     """
-    from ..talk.deliveries import blocking_say
+    from ..messages.to_codex import blocking_say
 
     message = read_text_arg(text)
     policy, deadline = approval_settings(os.environ, policy=approvals,

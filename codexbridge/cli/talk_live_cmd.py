@@ -1,16 +1,14 @@
 """`codexbridge talk send | status | steer | interrupt | name | courier`: conversations
-and live control, the front end of `talk/deliveries.py`, `talk/courier.py`, `talk/turn.py`."""
+and live control, the front end of `messages/to_codex.py`, `messages/courier.py`, `talk/turn.py`."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from typing import TYPE_CHECKING
 
 import click
 
-from ..conversation.records import Damaged, Delivery, DeliveryStore
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -22,6 +20,7 @@ from ..errors import (
     NoThreadError,
     UsageError,
 )
+from ..messages.records import Damaged, Delivery, DeliveryStore
 from ..protocol.approvals import approval_settings
 from ..talk.client import AppServerClient
 from ..talk.endpoint import resolve_endpoint
@@ -39,7 +38,7 @@ from .command import (
 )
 
 if TYPE_CHECKING:
-    from ..talk.deliveries import Receipt
+    from ..messages.to_codex import Receipt
 
 
 SEND_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError,
@@ -111,9 +110,9 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
     conversation is refused as a loop, and so is a send from inside a Codex turn into
     that same thread.
     """
-    from ..inbox.service import mailbox_name
-    from ..talk.deliveries import refuse_self_send
-    from ..talk.deliveries import send as send_message
+    from ..messages.to_claude import mailbox_name
+    from ..messages.to_codex import refuse_self_send
+    from ..messages.to_codex import send as send_message
 
     message = read_text_arg(text)
     if selector:
@@ -153,7 +152,7 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
 
 def _answer_lost(store: DeliveryStore, request: str, answer: str, exc: BridgeError) -> None:
     from ..host.private import ensure_private_dir, write_private
-    from ..talk.courier import close_request
+    from ..messages.courier import close_request
 
     ensure_private_dir(store.root)
     kept = store.root / f"{request}.answer.text"
@@ -174,7 +173,7 @@ def status(delivery_id: str | None, wait: float, limit: int, as_json: bool) -> i
     recent ones — read from this machine's records, with or without an app-server. A
     delivery whose courier died gets a new one, which finds the message in the thread
     (its answer routed, marked recovered) or says `orphaned`; never resent."""
-    from ..talk.deliveries import status as check
+    from ..messages.to_codex import status as check
 
     store = DeliveryStore()
     if delivery_id is None:
@@ -350,8 +349,8 @@ def budget(max_hops: int | None, reset: bool, as_json: bool) -> None:
     including one that was just refused over budget. Without it a conversation keeps
     the budget it started with: the sender's $CODEX_BRIDGE_MAX_HOPS, else 40.
     """
-    from ..conversation.budget import Conversations
     from ..conversation.limits import DEFAULT_MAX_HOPS
+    from ..messages.conversations import Conversations
 
     if reset and max_hops is not None:
         raise UsageError("pass N or --reset, not both")
@@ -370,15 +369,3 @@ def budget(max_hops: int | None, reset: bool, as_json: bool) -> None:
         echo(f"{now.value} hops for a conversation started now ({now.source}); a "
              "conversation already going keeps the budget it started with. `codexbridge "
              "talk budget N` sets one for all of them, running sessions included")
-
-
-@click.command("courier", hidden=True)
-@click.argument("delivery_id", required=False)
-@command
-def courier(delivery_id: str | None) -> None:
-    """The courier: carries every delivery of this state home, leaves when idle (started
-    on demand by `talk send` and the hooks; not for people)."""
-    from ..talk.courier import Courier
-
-    del delivery_id  # (an older sender named one: it is adopted with the rest)
-    asyncio.run(Courier().serve())

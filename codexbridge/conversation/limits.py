@@ -97,8 +97,8 @@ def env_int(env: Mapping[str, str], name: str, default: int) -> int:
     A bad value (`zz`, `0`, `-5`) falls back to `default` and says so once per process
     (a warning logged: on stderr — `codexbridge: ` first in a command, bare where
     nothing is set up), rather than failing: these caps are also read where an answer is
-    already in hand — the courier bounding Codex's reply to Claude (talk/courier.py), the
-    delivery clipping Claude's answer (talk/deliveries.py) — and failing there would
+    already in hand — the courier bounding Codex's reply to Claude (messages/courier.py), the
+    delivery clipping Claude's answer (messages/to_codex.py) — and failing there would
     lose it. The courier's stderr is its log (logs/courier.log), so it is said there too.
     """
     raw = env.get(name, "").strip()

@@ -28,8 +28,8 @@ from ..hooks.seen import UNNAMED
 from ..host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, VersionFit, install_hint, version_fit
 from ..host.jsonfile import loads_json
 from ..inbox.listeners import closest_name
-from ..inbox.live import PEER_PROTOCOL
 from ..jsontypes import obj, opt_int, opt_str
+from ..messages.live import PEER_PROTOCOL
 from . import parse
 from .binaries import BinaryFacts
 from .parse import CHAIN_VARS, ClaudeHook, HookKind, read_text
@@ -74,7 +74,7 @@ HOOK_INPUT: dict[str, dict[str, str]] = {
 }
 NO_EVENT_NAME = ("hook input without hook_event_name: "
                  + HOOK_INPUT["SessionStart"]["hook_event_name"])
-# The registry entry fields live delivery reads (inbox/live.py `target`).
+# The registry entry fields live delivery reads (messages/live.py `target`).
 REGISTRY_FIELDS = ("sessionId", "peerProtocol", "messagingSocketPath")
 LIVE_FALLBACK = ("live delivery stays off meanwhile: mail arrives through the Stop hook "
                  "(and the asyncRewake watcher wakes an idle session)")
@@ -442,7 +442,7 @@ def plugin_row(p: Mapping[str, object]) -> Check:
 @dataclass(frozen=True, slots=True)
 class Mailbox:
     """One mailbox (inbox/peek.py `summarize`); `listener` is its session.json, `reach`
-    how mail reaches the listening session now (inbox/service.py `reach`)."""
+    how mail reaches the listening session now (messages/to_claude.py `reach`)."""
 
     name: str
     pending: int = 0
@@ -468,7 +468,7 @@ def mailboxes() -> MailboxFacts:
     from ..inbox.listeners import read_listeners
     from ..inbox.location import inbox_dir, rejected_path
     from ..inbox.peek import summarize
-    from ..inbox.service import reach
+    from ..messages.to_claude import reach
 
     directory = inbox_dir()
     try:

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..conversation.records import Damaged, Delivery, Direction
 from ..jsontypes import objs
+from ..messages.records import Damaged, Delivery, Direction
 from .report import FAIL, INFO, OK, WARN, Check, Status
 
 if TYPE_CHECKING:
@@ -174,8 +174,8 @@ def _waiting(names: set[str]) -> dict[str, set[str]]:
 
 
 def deliveries() -> DeliveryFacts:
-    from ..conversation import courier_link
-    from ..conversation.records import DeliveryState, DeliveryStore
+    from ..messages import courier_link
+    from ..messages.records import DeliveryState, DeliveryStore
 
     store = DeliveryStore()
     recent = store.recent(200)

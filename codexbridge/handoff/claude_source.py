@@ -43,7 +43,7 @@ uuid → parent entry per record: tool output is parsed and dropped line by line
 ## What it already has
 
 Two kinds of turn in a thread went through the bridge, each a delivery record
-(`conversation/records.py`, direction to-codex) whose id is also the turn's
+(`messages/records.py`, direction to-codex) whose id is also the turn's
 userMessage `clientId`:
 
     a request    Claude's `talk send` / `codex_message_send`: when the turn completed,
@@ -74,7 +74,6 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from ..conversation.routing import SESSION_ENV, SOCKET_ENV
 from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.claude_files import Message, Record
@@ -82,6 +81,7 @@ from ..host.procs import pid_alive
 from ..host.text import writable
 from ..inbox.listeners import Listener, listeners, read_listener
 from ..jsontypes import obj, objs
+from ..messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
 from .ledger import Agent, project_dir
 

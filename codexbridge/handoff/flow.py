@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..conversation.limits import env_int, text_max
-from ..conversation.records import DeliveryState
 from ..host.private import ensure_private_dir, write_private
 from ..inbox.clock import iso_utc
+from ..messages.records import DeliveryState
 from ..protocol.enums import WireEnum
 from ..protocol.threads import ThreadInfo
 from ..talk.client import Rpc

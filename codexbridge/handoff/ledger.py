@@ -39,7 +39,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
-from ..conversation.records import DeliveryState
 from ..errors import HandoffStateError, UsageError
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
@@ -47,6 +46,7 @@ from ..host.private import ensure_private_dir, write_private
 from ..host.procs import pid_alive
 from ..inbox.clock import iso_utc
 from ..jsontypes import arr, obj, objs, opt_str
+from ..messages.records import DeliveryState
 from ..protocol.enums import WireEnum
 from . import resume
 from .resume import handoff_root, pending_path

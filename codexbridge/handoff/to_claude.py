@@ -24,12 +24,12 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..conversation.records import DeliveryState
 from ..conversation.routing import sending_from_thread
 from ..errors import BridgeError, UsageError
-from ..inbox import service
 from ..inbox.lines import Mail
 from ..inbox.location import inbox_dir
+from ..messages import to_claude as service
+from ..messages.records import DeliveryState
 from ..talk.client import Rpc
 from ..talk.threads import find_target
 from . import codex_source, flow, ledger, resume

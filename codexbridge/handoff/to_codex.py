@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import BridgeError, NoSessionError, QueueTimeoutError, RpcError
 from ..inbox.location import inbox_dir
+from ..messages.to_codex import refuse_self_send
 from ..protocol.enums import ApprovalPolicy
 from ..talk.client import Rpc
-from ..talk.deliveries import refuse_self_send
 from ..talk.recover import still_queued, turn_of
 from ..talk.threads import find_target
 from . import claude_source, deliver, ledger

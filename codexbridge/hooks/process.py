@@ -204,7 +204,7 @@ def run_hook(name: str, payload: JsonObject) -> int:
         # twice, and its requests are noted as handled), put back what did not (so this
         # stop delivers it). Before the answers below: a frame the session took during
         # this turn is answered by this turn's final message.
-        from ..inbox.live import reconcile
+        from ..messages.live import reconcile
 
         last = payload.get("last_assistant_message")
         try:
@@ -216,7 +216,7 @@ def run_hook(name: str, payload: JsonObject) -> int:
         # This stop may end the turn that took in peer mail: its final message answers
         # the requests that expect one (handling.due decides which: those the message names,
         # and those whose mail the transcript shows this turn took in).
-        from ..inbox.replies import answer_pending
+        from ..messages.answers import answer_pending
 
         last = payload.get("last_assistant_message")
         answered = answer_pending(session, last if isinstance(last, str) else None)
@@ -246,7 +246,7 @@ def courier_owed() -> None:
     try:
         if not os.listdir(os.path.join(state_home(), "deliveries", ".pending")):
             return
-        from ..conversation import courier_link
+        from ..messages import courier_link
 
         if not courier_link.running():
             courier_link.ensure([])
@@ -417,8 +417,8 @@ def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool
     """Block with every waiting mail (True), or find only duplicates left (False)."""
     from ..inbox.location import rejected_path
     from ..inbox.render import render_mail, sender_of, spilled
-    from ..inbox.replies import note_handed
     from ..inbox.store import take_for_claude
+    from ..messages.answers import note_handed
     from .loop_guard import block_output, mail_note
 
     with take_for_claude(inbox, name, lock_timeout=LOCK_WAIT) as batch:

@@ -56,7 +56,7 @@ def seen_path() -> str:
 
 
 def registry_path(env: Mapping[str, str]) -> str | None:
-    """The session's registry entry, as live delivery finds it (`inbox/live.py`)."""
+    """The session's registry entry, as live delivery finds it (`messages/live.py`)."""
     return listeners.registry_path(env.get("CLAUDE_CONFIG_DIR"), env.get("CLAUDE_PID"))
 
 

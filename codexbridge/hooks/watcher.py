@@ -2,7 +2,7 @@
 
 Registered as an `asyncRewake` command hook on SessionStart and Stop, it runs in the
 background and polls the mailbox. When mail arrives it first takes the live road (the
-session's cross-session inbox, `inbox/live.py`), as a push does: the human sees the
+session's cross-session inbox, `messages/live.py`), as a push does: the human sees the
 mail in full in Claude's TUI, where a wake shows only a collapsed "Stop hook feedback"
 (measured on 2.1.332 — it also ignores a wake's `systemMessage`). Once the session's
 transcript shows the frame, the watcher leaves quietly. When the live road is off or
@@ -138,7 +138,7 @@ class Road(Enum):
 
 def _live(inbox: str, name: str) -> Road:
     """The live road for the waiting mail; where the next mail goes after it."""
-    from ..inbox import live
+    from ..messages import live
 
     try:
         outcome = live.deliver_now(inbox, name)
@@ -153,7 +153,7 @@ def _live(inbox: str, name: str) -> Road:
 
 
 def _settle_live(inbox: str, name: str) -> None:
-    from ..inbox import live
+    from ..messages import live
 
     try:
         live.reconcile(inbox, name)
@@ -166,7 +166,7 @@ def _wake(inbox: str, name: str, payload: JsonObject, claude: int | None) -> boo
     mail counts as delivered only once the session's transcript shows the wake
     (`live.wake`): a watcher killed before its exit 2 wakes nothing, and what it took
     goes back to the mailbox for the next watcher or stop."""
-    from ..inbox import live
+    from ..messages import live
 
     session, transcript = payload.get("session_id"), payload.get("transcript_path")
     with live.wake(inbox, name, session_id=session if isinstance(session, str) else None,

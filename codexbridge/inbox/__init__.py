@@ -1,4 +1,5 @@
-"""The reverse channel: named JSONL mailboxes Codex (or anyone) writes and Claude Code reads.
+"""The mailbox store adapter: named JSONL mailboxes Codex (or anyone) writes and Claude
+Code reads.
 
 Layout of the package, core first:
 
@@ -14,12 +15,10 @@ Layout of the package, core first:
                   and a private file
     listeners.py  the hook commands that make a session listen (built and recognised),
                   and who listens as which name (`<name>.session.json`)
-    live.py       live delivery into a running session's cross-session inbox: what it
-                  may send when (pure), then sending, confirming, putting back
-    replies.py    a request put in front of Claude is noted as handled; at its stop,
-                  Claude's answer goes back as a reply delivery
-    service.py    what the CLI and the MCP role codex both call: names validated, the
-                  one push rule, file errors as MailboxError
+
+It knows nothing of delivery records: the engine's road to Claude
+(`messages/to_claude.py`: the push rule, the hop, the record; `messages/live.py`: the
+live push into a running session) writes and takes through it.
 
 The processes Claude Code runs (the Stop hook and its loop guard, the watcher) are
 `hooks/`; what writes the hooks into Claude's settings is `setup/claude.py`.

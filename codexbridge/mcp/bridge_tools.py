@@ -110,7 +110,7 @@ async def _probe(rt: Runtime) -> Data:
 
 def _deliveries() -> list[Data]:
     """The ten most recent delivery records (talk send / wait=false / expect-reply)."""
-    from ..conversation.records import DeliveryStore
+    from ..messages.records import DeliveryStore
 
     try:
         return [{k: r[k] for k in ("id", "state", "direction", "thread_id", "created_at")}
@@ -120,8 +120,8 @@ def _deliveries() -> list[Data]:
 
 
 def _mailboxes(rt: Runtime) -> Data:
-    from ..inbox import service as inbox
     from ..inbox.location import default_mailbox
+    from ..messages import to_claude as inbox
 
     directory = rt.inbox()
     out: Data = {"inboxDir": directory, "defaultMailbox": default_mailbox(),

@@ -2,7 +2,7 @@
 session — list the mailboxes, peek at one, send a message.
 
 The mail lands in the same JSONL mailboxes `codexbridge inbox push` writes, through the
-same service (`inbox/service.py`, which also holds the one push rule: a name nobody
+same service (`messages/to_claude.py`, which also holds the one push rule: a name nobody
 knows is refused with NO_MAILBOX while others have listeners). The Claude session picks
 it up through its Stop hook (or the asyncRewake watcher). These tools only read and
 append — consuming mail is the hook's job.
@@ -27,7 +27,7 @@ from .runtime import Runtime, calling_thread
 
 if TYPE_CHECKING:
     from ..inbox.lines import Mail
-    from ..inbox.service import RequestReceipt
+    from ..messages.to_claude import RequestReceipt
 
 PEEK_TEXT_CHARS = 2000
 
@@ -135,7 +135,7 @@ def _mail_view(mail: Mail) -> Data:
 
 
 async def list_mailboxes(rt: Runtime, limit: int) -> Outcome:
-    from ..inbox import service as inbox
+    from ..messages import to_claude as inbox
 
     directory, summaries = inbox.summaries(rt.inbox())
     rows = [{"name": s.name, "pending": s.pending, "rejected": s.rejected,
@@ -151,7 +151,7 @@ async def list_mailboxes(rt: Runtime, limit: int) -> Outcome:
 
 
 async def peek(rt: Runtime, mailbox: str | None, max_messages: int) -> Outcome:
-    from ..inbox import service as inbox
+    from ..messages import to_claude as inbox
 
     known, peeked = inbox.peek(mailbox, inbox=rt.inbox(), project=os.getcwd())
     name = peeked.name
@@ -172,7 +172,7 @@ async def send_mail(rt: Runtime, text: str, mailbox: str | None, sender: str | N
                     thread: str | None, new_conversation: bool = False) -> Outcome:
     from ..conversation.envelope import who_sends
     from ..conversation.routing import THREAD_ENV
-    from ..inbox import service as inbox
+    from ..messages import to_claude as inbox
 
     # The mail cap (CODEX_BRIDGE_MAIL_MAX) is checked by the service, as for
     # `inbox push`; big mail reaches Claude as a preview and a file.

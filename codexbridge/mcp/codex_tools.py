@@ -212,7 +212,7 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
     """wait=true: `deliveries.blocking_say` — one turn on the thread, in line behind the
     others, its record ended when the call ends — and its reply."""
     from ..conversation.envelope import who_sends
-    from ..talk.deliveries import blocking_say
+    from ..messages.to_codex import blocking_say
 
     policy = check_args(rt, text, approvals)
     timeout = (timeout_ms / 1000.0) if timeout_ms else rt.settings.turn_timeout
@@ -269,8 +269,8 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
                      timeout_ms: int | None, *, sender: Sender | None = None,
                      new_conversation: bool = False) -> Outcome:
     """wait=false: the receipt of `talk send` (the courier carries the turn)."""
-    from ..inbox.service import mailbox_name
-    from ..talk.deliveries import send as send_message
+    from ..messages.to_claude import mailbox_name
+    from ..messages.to_codex import send as send_message
     from ..talk.endpoint import reach_of
 
     policy = check_args(rt, text, approvals)
@@ -292,8 +292,8 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
 
 
 async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
-    from ..conversation.records import DeliveryStore
-    from ..talk.deliveries import status as check
+    from ..messages.records import DeliveryStore
+    from ..messages.to_codex import status as check
 
     store = DeliveryStore()
     if delivery_id is None:

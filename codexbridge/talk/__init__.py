@@ -1,4 +1,4 @@
-"""Claude → Codex: talking into a live thread of a codex app-server.
+"""The codex app-server adapter: talking into a live thread of a codex app-server.
 
     transport.py  the seam under the client: a WebSocket, or an in-memory pair
     client.py     AppServerClient: requests, responses, events over one transport
@@ -8,6 +8,7 @@
     turn.py       say(): one turn, followed to the end, approvals answered by policy
     history.py    a thread's turns and items, and how they read as a transcript
 
-The CLI (`codexbridge talk`) and the MCP role `claude` both call these. This file
-imports nothing: `talk say` pays only for what it uses.
+It knows nothing of delivery records: the engine (`messages/to_codex.py`, the courier)
+drives it, and `talk read`/`steer`/`interrupt` call it directly. This file imports
+nothing: `talk say` pays only for what it uses.
 """

@@ -21,11 +21,11 @@ from __future__ import annotations
 import enum
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
-from ..conversation.records import Reach
 from ..errors import ConnectError, UsageError
 from ..host.paths import BridgeRecord, bridge_file
 
@@ -33,6 +33,33 @@ if TYPE_CHECKING:
     from ..protocol.threads import ThreadInfo
 
 SURVEY_TIMEOUT = 3.0  # per server and step, when two app-servers are asked which is which
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a delivery's app-server is reached, as its sender reached it: the URL, the
+    capability token (`token`, from the sender's environment — kept beside the record,
+    0600 — or `token_file`, the file it came from), and what a wss:// server is trusted
+    by. All None: the courier finds the app-server itself (codex's daemon, a serve)."""
+
+    url: str | None = None
+    token: str | None = None
+    token_file: str | None = None
+    ca_file: str | None = None
+    ca_dir: str | None = None
+
+    @staticmethod
+    def from_env(env: Mapping[str, str]) -> Reach:
+        """What this environment names (CODEX_BRIDGE_URL, CODEX_BRIDGE_TOKEN,
+        SSL_CERT_FILE / SSL_CERT_DIR for wss://, made absolute) — for a sender that does
+        not connect itself (the Stop hook answering Codex)."""
+        url = env.get("CODEX_BRIDGE_URL") or None
+        if url is None:
+            return Reach()
+        trust = [env.get(k) or None for k in ("SSL_CERT_FILE", "SSL_CERT_DIR")] \
+            if url.startswith("wss://") else [None, None]
+        ca_file, ca_dir = (os.path.abspath(v) if v else None for v in trust)
+        return Reach(url, env.get("CODEX_BRIDGE_TOKEN") or None, None, ca_file, ca_dir)
 
 
 class EndpointKind(enum.StrEnum):
@@ -285,7 +312,7 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
 
 
 def reach_of(ep: Endpoint) -> Reach:
-    """What a delivery record keeps of `ep` for its courier (conversation/records.py)."""
+    """What a delivery record keeps of `ep` for its courier (messages/records.py)."""
     token = ep.token if ep.token_file is None else None  # a file is kept by its path
     return Reach(ep.url, token, ep.token_file, ep.ca_file, ep.ca_dir)
 
@@ -293,7 +320,7 @@ def reach_of(ep: Endpoint) -> Reach:
 def recorded_endpoint(url: str | None, token_file: str | None, ca_file: str | None,
                       ca_dir: str | None) -> Endpoint:
     """The app-server a delivery record names, reached with what the record carries
-    (conversation/records.py, `Delivery.app_server*`) — never the environment of the
+    (messages/records.py, `Delivery.app_server*`) — never the environment of the
     process asking: the courier carries every sender's deliveries and was started with
     whatever environment its first caller had. A record that names no server (one made
     before records carried it) is this process's own lookup."""

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.conversation.budget import Conversations, valid_id
 from codexbridge.conversation.limits import MAX_HOPS_ENV, max_hops
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.errors import HandoffStateError, HopLimitError, UsageError
 from codexbridge.handoff import ledger
+from codexbridge.messages.conversations import Conversations, valid_id
+from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 
 from .strategies import deep_json, json_values, junk_bytes, lone_surrogate_json, nasty_text
 
@@ -87,7 +87,7 @@ def check_usable(record: Delivery) -> None:
     assert all(isinstance(h, dict) for h in record.history)
     json.dumps(record.as_dict())
     assert isinstance(record.needs_courier, bool)  # every listing asks it
-    record.move(DeliveryState.FAILED, reason="checked")
+    record.fail("checked")
 
 
 @given(deliveries)

@@ -13,7 +13,7 @@ import pytest
 
 from codexbridge.hooks.seen import read_seen
 from codexbridge.host.binaries import CLAUDE_VERSION
-from codexbridge.inbox.live import PEER_PROTOCOL
+from codexbridge.messages.live import PEER_PROTOCOL
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import run_cli
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from codexbridge.conversation.records import DeliveryStore
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.inbox.listeners import read_listeners
 from codexbridge.inbox.location import inbox_dir, watcher_path
+from codexbridge.messages.records import DeliveryStore
 from codexbridge.setup.mailbox import project_mailbox
 from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude

@@ -146,7 +146,7 @@ async def test_expect_reply_from_codexs_model_names_the_calling_thread(
         launch: Any, workdir: Path, mock_model: MockResponsesServer) -> None:
     """codex gives its MCP servers no CODEX_THREAD_ID; the thread id comes in each
     call's _meta — proven with the real binary."""
-    from codexbridge.conversation.records import DeliveryStore
+    from codexbridge.messages.records import DeliveryStore
 
     app_server = launch()
     async with RawClient(app_server.url) as tui:

@@ -21,13 +21,14 @@ from typing import Any
 import pytest
 
 from codexbridge.conversation.frame import words_of
-from codexbridge.conversation.records import DeliveryState, DeliveryStore, Reach
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.location import inbox_dir
+from codexbridge.messages.records import DeliveryState, DeliveryStore
+from codexbridge.messages.to_codex import prepare
 from codexbridge.protocol.threads import ThreadInfo
-from codexbridge.talk.deliveries import prepare
+from codexbridge.talk.endpoint import Reach
 from tests.support.cli import CliResult, arun_cli, run_cli
 from tests.support.helpers import eventually
 from tests.support.mock_codex import MockResponsesServer
@@ -410,7 +411,7 @@ async def test_say_on_timeout_leave_or_interrupt_and_name(
 def test_an_answer_that_cannot_go_back_fails_its_request_and_is_kept() -> None:
     """The Stop hook hands Claude's answer to `talk send --in-reply-to`; when that cannot
     reach codex, the request says so and where the answer is — it is never `delivered`."""
-    from codexbridge.inbox import service as inbox
+    from codexbridge.messages import to_claude as inbox
 
     asked = inbox.request("which tests cover auth?", to="web", new=True, expect_reply=True,
                           thread="thr-gone")

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation.records import Delivery
 from codexbridge.errors import NoThreadError
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.talk.courier import envelope_of
+from codexbridge.messages.courier import envelope_of
+from codexbridge.messages.records import Delivery
 from tests.support.cli import CliResult, arun_cli, run_cli
 from tests.support.raw_client import RawClient
 from tests.support.tmux_tui import CodexTUI

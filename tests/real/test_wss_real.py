@@ -122,7 +122,7 @@ async def test_a_wss_send_handed_to_a_courier_started_without_its_settings(
     CA file and the token (a Stop hook, another session) — when `talk send --url
     wss://…` hands it a delivery: it reaches the server with what the delivery carries
     (the sender's token and CA, kept with the record) and delivers Codex's answer."""
-    from codexbridge.conversation import courier_link
+    from codexbridge.messages import courier_link
     from tests.support.binaries import wait_flock_held
     from tests.support.raw_client import RawClient, start_user_thread
 
@@ -131,7 +131,7 @@ async def test_a_wss_send_handed_to_a_courier_started_without_its_settings(
     async with RawClient(record["url"], token=TOKEN) as tui:  # the TUI's first message
         await start_user_thread(tui, workdir, "hello from the TUI")
     bare = {k: v for k, v in env.items() if k not in ("SSL_CERT_FILE", "CODEX_BRIDGE_TOKEN")}
-    courier = subprocess.Popen([sys.executable, "-m", "codexbridge", "talk", "courier"],
+    courier = subprocess.Popen([sys.executable, "-m", "codexbridge.messages.courier"],
                                env={**bare, "CODEX_BRIDGE_COURIER_IDLE": "120"},
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
+from codexbridge.messages.records import Delivery, DeliveryStore, Direction
 from tests.support.cli import run_cli
 
 
@@ -21,7 +21,7 @@ def a_record(store: DeliveryStore, delivery_id: str) -> Delivery:
     record = Delivery(id=delivery_id, direction=Direction.TO_CODEX,
                       conversation="conv_0123456789ab", hop=1, max_hops=8, thread_id="thr",
                       chosen_by="test", text_preview="hello")
-    record.move(DeliveryState.QUEUED)
+    record.queue()
     store.save(record)
     return record
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 from tests.support.cli import run_cli
 from tests.support.mock_codex import MockResponsesServer
 from tests.support.mounts import run_cli_mounted
@@ -130,13 +130,13 @@ async def test_a_record_whose_text_never_came_fails_and_tells_its_asker(
     """A sender killed between its two writes (an older codexbridge wrote the record
     first): the courier ends the record `failed` with the reason, at once — it neither
     crashes nor leaves the asker waiting. (Today's sender writes the text first.)"""
-    from codexbridge.talk.courier import carry
+    from codexbridge.messages.courier import carry
 
     store = DeliveryStore()
     record = Delivery(id="req_0123456789ab", direction=Direction.TO_CODEX,
                       conversation="conv_0123456789ab", hop=1, max_hops=8,
                       thread_id="thr", chosen_by="test", text_preview="hello")
-    record.move(DeliveryState.QUEUED)
+    record.queue()
     store.save(record)
     done = await asyncio.wait_for(carry(store, record.id), 30)
     assert done.state is DeliveryState.FAILED

@@ -37,7 +37,7 @@ from codexbridge.host.appserver import AppServerProcess
 from codexbridge.inbox.lines import Mail, new_mail, parse_line
 from codexbridge.inbox.listeners import hook_command
 from codexbridge.inbox.render import render_mail
-from codexbridge.inbox.service import sender_name
+from codexbridge.messages.to_claude import sender_name
 from tests.support.claude_fixtures import ClaudeHarness, hook_settings, write_project_settings
 from tests.support.cli import arun_cli, run_cli
 from tests.support.mock_claude import MockMessages

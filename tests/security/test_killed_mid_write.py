@@ -38,13 +38,15 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from codexbridge.conversation.budget import Conversations
-from codexbridge.conversation.records import DeliveryStore, Direction
 from codexbridge.handoff import ledger
-from codexbridge.inbox import live, service, store
 from codexbridge.inbox import peek as reading
+from codexbridge.inbox import store
 from codexbridge.inbox.lines import Mail
 from codexbridge.inbox.location import inbox_dir, live_files, mail_path, taken_files
+from codexbridge.messages import live
+from codexbridge.messages import to_claude as service
+from codexbridge.messages.conversations import Conversations
+from codexbridge.messages.records import DeliveryStore, Direction
 from tests.support.crash import CRASH_ENV, UNDER_ENV
 from tests.support.helpers import push
 from tests.support.pause import REPO_ROOT, child_pythonpath
@@ -358,14 +360,15 @@ def test_a_live_push_killed_at_each_step(tmp_path: Path, monkeypatch: pytest.Mon
 # -- a delivery record and its text; the handoff ledger ---------------------------------------
 
 REPLY = """
-from codexbridge.conversation.records import DeliveryStore, Reach, new_reply
+from codexbridge.talk.endpoint import Reach
+from codexbridge.messages.records import DeliveryStore, new_reply
 new_reply(DeliveryStore(), "T1", "req_1_abcdef", None, "THE ANSWER", reach=Reach(),
           reply_to=None)
 """
 
 SEND = """
 from codexbridge.protocol.threads import ThreadInfo
-from codexbridge.talk.deliveries import prepare
+from codexbridge.messages.to_codex import prepare
 from tests.support import payloads
 prepare("THE MESSAGE", ThreadInfo.from_wire(payloads.thread()), "caller", reply_to="box")
 """

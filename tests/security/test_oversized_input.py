@@ -38,9 +38,10 @@ from codexbridge.conversation.limits import (
 from codexbridge.errors import UsageError
 from codexbridge.hooks.process import run_hook
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox import service, store
+from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, mail_path
+from codexbridge.messages import to_claude as service
 from codexbridge.talk.client import AppServerClient
 from codexbridge.talk.turn import say
 from tests.fault.test_client_faults import Conn, FakeAppServer

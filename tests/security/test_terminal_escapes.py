@@ -35,12 +35,12 @@ from click.testing import CliRunner
 from codexbridge.cli.app import cli
 from codexbridge.cli.command import report
 from codexbridge.cli.talk_cmd import _ReplyOutput
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.errors import TurnFailedError
 from codexbridge.host.appserver import AppServerProcess
 from codexbridge.host.text import for_terminal
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.store import push
+from codexbridge.messages.records import Delivery, DeliveryStore, Direction
 from codexbridge.protocol.enums import TurnOutcome
 from codexbridge.talk.follow import SayResult
 from tests.support.cli import arun_cli
@@ -145,7 +145,7 @@ def test_talk_status_shows_a_reply_preview_neutralised() -> None:
     record = Delivery(id="req_1796000000000_abcdef", direction=Direction.TO_CODEX,
                       thread_id="thread\x1b[2J", reply_preview=NASTY,
                       reason="the turn ended failed: \x1b]0;x\x07")
-    record.move(DeliveryState.FAILED, reason=record.reason)
+    record.fail(record.reason)
     store.save(record)
     for args in (["talk", "status", record.id], ["talk", "status"],
                  ["talk", "status", record.id, "--json"]):

@@ -114,11 +114,12 @@ BIG = 15_000_000
 
 async def test_memory_stays_bounded_under_a_reply_over_the_caps(
         app_server: AppServer, workdir: Path, mock_model: MockResponsesServer) -> None:
-    from codexbridge.conversation.records import DeliveryStore, Reach
     from codexbridge.inbox import peek as reading
     from codexbridge.inbox.location import inbox_dir
+    from codexbridge.messages.records import DeliveryStore
+    from codexbridge.messages.to_codex import prepare
     from codexbridge.protocol.threads import ThreadInfo
-    from codexbridge.talk.deliveries import prepare
+    from codexbridge.talk.endpoint import Reach
 
     env = {**os.environ, "CODEX_BRIDGE_URL": app_server.url}
     async with RawClient(app_server.url) as peer:
@@ -143,7 +144,7 @@ async def test_memory_stays_bounded_under_a_reply_over_the_caps(
     receipt = prepare(f"BIG:{BIG}", thread, "caller", reply_to="flood",
                       reach=Reach(app_server.url))
     code, courier = await asyncio.to_thread(_rss_of_run, [
-        sys.executable, "-m", "codexbridge", "talk", "courier"],
+        sys.executable, "-m", "codexbridge.messages.courier"],
         {**env, "CODEX_BRIDGE_COURIER_IDLE": "0"})
     assert code == 0
     record = DeliveryStore().get(receipt.delivery.id)

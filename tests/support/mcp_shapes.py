@@ -108,7 +108,7 @@ async def _claude_role(tmp: Path) -> list[Shape]:
         out.append(("`codex_threads_list`", await call("codex_threads_list")))
         out.append(("`codex_thread_read`", await call("codex_thread_read")))
         out.append(("`codex_message_send`", await call("codex_message_send", {"text": "hi"})))
-        with mock.patch("codexbridge.conversation.courier_link.ensure", return_value=True):
+        with mock.patch("codexbridge.messages.courier_link.ensure", return_value=True):
             receipt = await call("codex_message_send", {"text": "later", "wait": False})
         out.append(("`codex_message_send` with `wait: false`", receipt))
         out.append(("`codex_delivery_status` with `deliveryId`",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation.records import Delivery, DeliveryStore, Direction
 from codexbridge.host import private
+from codexbridge.messages.records import Delivery, DeliveryStore, Direction
 
 
 def test_mode_is_exact_whatever_the_umask(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from codexbridge.conversation.records import DeliveryState, DeliveryStore
+from codexbridge.messages.records import DeliveryState, DeliveryStore
 from tests.support.memory_appserver import MemoryAppServer
 from tests.unit.test_mcp_claude_tools import call, client_for, codex, runtime  # noqa: F401
 
@@ -139,8 +139,8 @@ def test_a_blocking_send_whose_caller_died_is_adopted_by_the_courier(
     import subprocess
     import sys
 
-    from codexbridge.conversation import courier_link
-    from codexbridge.talk import deliveries
+    from codexbridge.messages import courier_link
+    from codexbridge.messages import to_codex as deliveries
 
     sent = deliveries.blocking_request("a long question", "thr-1", env={"CLAUDECODE": "1"})
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

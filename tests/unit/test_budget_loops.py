@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codexbridge.conversation.budget import (
+from codexbridge.conversation.limits import DEFAULT_MAX_HOPS, max_hops
+from codexbridge.errors import HopLimitError, LoopDetectedError, UsageError
+from codexbridge.messages.conversations import (
     Conversations,
     current_conversation,
     digest,
 )
-from codexbridge.conversation.limits import DEFAULT_MAX_HOPS, max_hops
-from codexbridge.errors import HopLimitError, LoopDetectedError, UsageError
+from codexbridge.messages.to_codex import blocking_request, prepare
 from codexbridge.protocol.threads import ThreadInfo
-from codexbridge.talk.deliveries import blocking_request, prepare
 
 THREAD = ThreadInfo(id="thr-1", name=None, cwd="/work/project", status="idle")
 

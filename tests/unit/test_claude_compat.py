@@ -26,7 +26,7 @@ from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.hooks import seen
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
 from codexbridge.host.claude_files import SessionEntry
-from codexbridge.inbox.live import PEER_PROTOCOL
+from codexbridge.messages.live import PEER_PROTOCOL
 
 SRC = Path(claude_side.__file__).parents[1]
 DAY = "2026-12-01"

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from codexbridge.conversation import handling
-from codexbridge.conversation.budget import Conversations, current_conversation, valid_id
 from codexbridge.conversation.envelope import (
     CLAUDE,
     CODEX,
@@ -23,17 +22,17 @@ from codexbridge.conversation.envelope import (
 )
 from codexbridge.conversation.frame import words_of
 from codexbridge.conversation.limits import clip, max_hops, over_limit, text_max
-from codexbridge.conversation.records import (
+from codexbridge.conversation.routing import reply_mailbox, sending_from_thread
+from codexbridge.errors import DeliveryNotFoundError, HopLimitError, UsageError
+from codexbridge.host.private import ensure_private_dir
+from codexbridge.messages import to_codex as deliveries
+from codexbridge.messages.conversations import Conversations, current_conversation, valid_id
+from codexbridge.messages.records import (
     Delivery,
-    DeliveryState,
     DeliveryStore,
     Direction,
     preview,
 )
-from codexbridge.conversation.routing import reply_mailbox, sending_from_thread
-from codexbridge.errors import DeliveryNotFoundError, HopLimitError, UsageError
-from codexbridge.host.private import ensure_private_dir
-from codexbridge.talk import deliveries
 
 # -- envelope ------------------------------------------------------------------------------
 
@@ -143,16 +142,16 @@ def test_max_hops_and_ids_are_checked() -> None:
 def record(**kw: object) -> Delivery:
     d = Delivery(id=str(kw.pop("id", "req_1_aaaaaa")), direction=Direction.TO_CODEX,
                  **kw)  # type: ignore[arg-type]
-    d.move(DeliveryState.QUEUED)
+    d.queue()
     return d
 
 
 def test_records_walk_states_with_history_and_are_private(tmp_path: Path) -> None:
     store = DeliveryStore(tmp_path / "d")
     store.save(record(thread_id="t1"))
-    store.update("req_1_aaaaaa", lambda r: r.move(DeliveryState.DELIVERING, turn_id="u1"))
-    store.update("req_1_aaaaaa", lambda r: r.move(DeliveryState.AWAITING_REPLY))
-    got = store.update("req_1_aaaaaa", lambda r: r.move(DeliveryState.FAILED, reason="boom"))
+    store.update("req_1_aaaaaa", lambda r: r.take(turn_id="u1"))
+    store.update("req_1_aaaaaa", lambda r: r.await_reply())
+    got = store.update("req_1_aaaaaa", lambda r: r.fail("boom"))
     assert got is not None and got.state.final and got.turn_id == "u1"
     assert [h["state"] for h in got.history] == ["queued", "delivering", "awaiting-reply",
                                                 "failed"]
@@ -210,11 +209,11 @@ def test_what_needs_a_courier() -> None:
     # was handed it has not answered (mail waiting for a session to start needs nobody).
     to_codex = record()
     assert to_codex.needs_courier
-    to_codex.move(DeliveryState.DELIVERED)
+    to_codex.deliver()
     assert not to_codex.needs_courier
     ask = Delivery(id="req_2_b", direction=Direction.TO_CLAUDE)
     assert not ask.needs_courier
-    ask.move(DeliveryState.AWAITING_REPLY, claude_pid=os.getpid())
+    ask.await_reply(claude_pid=os.getpid())
     assert ask.needs_courier
     ask.answered_at = 1.0
     assert not ask.needs_courier
@@ -225,7 +224,7 @@ def test_pending_markers_follow_what_needs_a_courier(tmp_path: Path) -> None:
     r = record()
     store.save(r)
     assert store.pending() == [r.id] and [x.id for x in store.unfinished()] == [r.id]
-    store.update(r.id, lambda x: x.move(DeliveryState.FAILED, reason="x"))
+    store.update(r.id, lambda x: x.fail("x"))
     assert store.pending() == [] and store.unfinished() == []
 
 
@@ -251,7 +250,7 @@ def test_reply_mailbox_is_the_calling_session_never_a_guess() -> None:
 def test_current_conversation_order(tmp_path: Path) -> None:
     store = DeliveryStore(tmp_path / "d")
     running = record(id="req_1_run", thread_id="T", conversation="conv_aaa")
-    running.move(DeliveryState.DELIVERING)
+    running.take()
     store.save(running)
     assert current_conversation("conv_x1", {"CODEX_BRIDGE_CONVERSATION": "conv_y"},
                                 store) == "conv_x1"
@@ -273,7 +272,7 @@ def test_mail_sent_live_but_not_yet_seen_taken_in_keeps_the_conversation(
     store = DeliveryStore(tmp_path / "d")
     asked = record(id="req_2_c", conversation="conv_ddd", thread_id="T")
     asked.direction = Direction.TO_CLAUDE
-    asked.move(DeliveryState.AWAITING_REPLY)
+    asked.await_reply()
     asked.session_id = "sess-9"
     store.save(asked)
     assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "sess-9"}, store) == \
@@ -291,7 +290,7 @@ def test_a_turn_codex_started_before_its_sender_noted_the_submission_keeps_the_c
     belongs to the conversation of the message that started the turn."""
     store = DeliveryStore(tmp_path / "d")
     queued = record(id="req_1_q", thread_id="T", conversation="conv_ccc")
-    queued.move(DeliveryState.QUEUED)
+    queued.queue()
     assert not queued.submission_id
     store.save(queued)
     assert current_conversation(None, {"CODEX_THREAD_ID": "T"}, store) == "conv_ccc"
@@ -418,8 +417,8 @@ def test_what_reaching_the_app_server_took_travels_with_the_delivery(
     """Issue 23, item 11: the courier carries every sender's deliveries in the environment
     of whoever started it, so the URL, the token and the CA a send used are kept with the
     record — the token beside it (0600), never in the record `talk status` shows."""
-    from codexbridge.conversation.records import Delivery, Direction, Reach
-    from codexbridge.talk.endpoint import Endpoint, reach_of, recorded_endpoint
+    from codexbridge.messages.records import Delivery, Direction
+    from codexbridge.talk.endpoint import Endpoint, Reach, reach_of, recorded_endpoint
 
     store = DeliveryStore(tmp_path / "d")
     record = Delivery(id=request_token(), direction=Direction.TO_CODEX)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation import courier_link
+from codexbridge.messages import courier_link
 
 
 def _answering(path: str) -> socket.socket:

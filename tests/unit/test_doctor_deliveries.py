@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codexbridge.conversation.records import Delivery, DeliveryState, Direction
 from codexbridge.doctor.binaries import CodexShell, codex_shell_rows
 from codexbridge.doctor.records import DeliveryFacts, Failed, delivery_rows
 from codexbridge.doctor.report import INFO, OK, WARN
+from codexbridge.messages.records import Delivery, DeliveryState, Direction
 
 NOW = 1_800_000_000.0
 

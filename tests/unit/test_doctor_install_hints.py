@@ -120,7 +120,7 @@ def _all_help(group: click.Group, path: tuple[str, ...] = ()) -> dict[str, str]:
     ctx = click.Context(group)
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
-        if cmd is None or name == "courier":
+        if cmd is None:
             continue
         if isinstance(cmd, click.Group):
             out.update(_all_help(cmd, (*path, name)))

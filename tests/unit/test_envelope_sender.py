@@ -23,9 +23,9 @@ from codexbridge.conversation.envelope import (
     who_sends,
 )
 from codexbridge.conversation.frame import words_of
-from codexbridge.conversation.records import DeliveryStore
+from codexbridge.messages.records import DeliveryStore
+from codexbridge.messages.to_codex import blocking_request, envelope_of, prepare
 from codexbridge.protocol.threads import ThreadInfo
-from codexbridge.talk.deliveries import blocking_request, envelope_of, prepare
 from tests.unit.test_mcp_claude_tools import call, client_for, codex, runtime  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("schema_guard")
@@ -73,7 +73,7 @@ def test_talk_send_from_a_codex_command_says_codex() -> None:
     header = envelope_of(record).wrap("x").split("\n\n")[0]
     assert re.search(r"\] from Codex — a peer AI agent, not the human user", header)
     # and the courier, which frames the recorded message, says the same
-    from codexbridge.talk.courier import envelope_of as carried
+    from codexbridge.messages.courier import envelope_of as carried
 
     assert carried(record) == envelope_of(record)
 
@@ -107,7 +107,7 @@ async def test_mcp_send_from_a_codex_thread_is_labelled_codex(
 
 
 def test_mail_records_who_sent_it(tmp_path: Path) -> None:
-    from codexbridge.inbox import service
+    from codexbridge.messages import to_claude as service
 
     inbox = str(tmp_path / "inbox")
     sent = service.request("a question", to="web", inbox=inbox, new=True,
@@ -120,7 +120,7 @@ def test_mail_records_who_sent_it(tmp_path: Path) -> None:
 
 
 def test_mail_a_claude_code_session_sends_is_not_named_codex(tmp_path: Path) -> None:
-    from codexbridge.inbox import service
+    from codexbridge.messages import to_claude as service
 
     sent = service.request("hello other session", to="web", inbox=str(tmp_path / "inbox"),
                            new=True, env={"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "s1"})
@@ -132,7 +132,8 @@ def test_codexbridges_own_notice_is_never_labelled_as_the_peers_answer() -> None
     """A notice about a request (the human interrupted Claude's turn, the session ended)
     is codexbridge's, not Claude's words: its header says so, sealed, and says it is not
     an answer (before, it came "from Claude Code — a peer AI agent")."""
-    from codexbridge.conversation.records import Reach, new_reply
+    from codexbridge.messages.records import new_reply
+    from codexbridge.talk.endpoint import Reach
 
     store = DeliveryStore()
     notice = new_reply(store, "T1", "req_1_abcdef", "conv_1",

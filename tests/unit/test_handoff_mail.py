@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.handoff import claude_source, codex_source, delta
 from codexbridge.handoff.claude_source import received_by
 from codexbridge.handoff.delta import Received
 from codexbridge.handoff.note import parse_note
 from codexbridge.handoff.to_claude import handoff_to_claude
-from codexbridge.inbox import service
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir
+from codexbridge.messages import to_claude as service
+from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.talk.client import AppServerClient
 from tests.support import payloads
 from tests.support.handoff_fakes import Server, hook_session

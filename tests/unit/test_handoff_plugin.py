@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from codexbridge.cli.handoff_cmd import _say
-from codexbridge.conversation.records import DeliveryState
 from codexbridge.handoff import flow, resume
 from codexbridge.handoff.claude_source import plugin_enabled
 from codexbridge.handoff.note import parse_note
@@ -22,6 +21,7 @@ from codexbridge.handoff.to_claude import handoff_to_claude
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.mcp.bridge_tools import handoff_outcome
+from codexbridge.messages.records import DeliveryState
 from codexbridge.talk.client import AppServerClient
 from tests.support import payloads
 from tests.support.cli import run_cli

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.errors import AmbiguousSessionError
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.render import render_mail
-from codexbridge.inbox.service import Directory, resolve_mailbox
+from codexbridge.messages.records import Delivery, DeliveryStore, Direction
+from codexbridge.messages.to_claude import Directory, resolve_mailbox
 
 
 def two_sessions(tmp_path: Path) -> tuple[Directory, str]:
@@ -39,7 +39,7 @@ def talked(thread: str, mailbox: str, direction: Direction = Direction.TO_CLAUDE
                    conversation="conv_c", hop=1, max_hops=4, thread_id=thread,
                    mailbox=mailbox if direction is Direction.TO_CLAUDE else None,
                    reply_to=mailbox if direction is Direction.TO_CODEX else None)
-    rec.move(DeliveryState.QUEUED)
+    rec.queue()
     DeliveryStore().save(rec)
 
 

@@ -46,7 +46,7 @@ def test_push_json_receipt_and_stdin() -> None:
 
 
 def test_push_to_unknown_name_is_refused_with_closest_match_unless_new() -> None:
-    # One push rule for the CLI and MCP (inbox/service.py): a typo must not lose mail.
+    # One push rule for the CLI and MCP (messages/to_claude.py): a typo must not lose mail.
     listen("bridge")
     listen("web")
     code, out, err = run("inbox", "push", "--to", "bridg", "typo")

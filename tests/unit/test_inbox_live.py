@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from codexbridge.conversation.records import DeliveryState
 from codexbridge.host.claude_files import Receipt, SessionEntry
-from codexbridge.inbox import live, store
 from codexbridge.inbox import peek as reading
+from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.listeners import Listener
 from codexbridge.inbox.location import inbox_dir, live_files, session_path
+from codexbridge.messages import live
+from codexbridge.messages.records import DeliveryState
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 

@@ -1,13 +1,14 @@
-"""Claude's answers going back (inbox/replies.py): each request answered once, and a turn
+"""Claude's answers going back (messages/answers.py): each request answered once, and a turn
 that ends with nothing to say tells the asking thread instead of leaving it waiting."""
 
 from __future__ import annotations
 
 import pytest
 
-from codexbridge.conversation import courier_link, handling
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
-from codexbridge.inbox.replies import answer_pending
+from codexbridge.conversation import handling
+from codexbridge.messages import courier_link
+from codexbridge.messages.answers import answer_pending
+from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 
 
 @pytest.fixture
@@ -16,8 +17,8 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> DeliveryStore:
     store = DeliveryStore()
     rec = Delivery(id="req_5_x", direction=Direction.TO_CLAUDE, conversation="conv_c", hop=1,
                    max_hops=4, thread_id="T1", mailbox="box")
-    rec.move(DeliveryState.QUEUED)
-    rec.move(DeliveryState.AWAITING_REPLY)
+    rec.queue()
+    rec.await_reply()
     store.save(rec)
     handling.note("sess", "box", [{"id": "m1", "request": "req_5_x", "conversation": "conv_c",
                                    "expect_reply": {"thread": "T1"}}])

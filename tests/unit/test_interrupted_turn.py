@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation import courier_link, handling
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
-from codexbridge.inbox.replies import INTERRUPTED, answer_pending, watch_interrupt
+from codexbridge.conversation import handling
+from codexbridge.messages import courier_link
+from codexbridge.messages.answers import INTERRUPTED, answer_pending, watch_interrupt
+from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 
 # The records as Claude Code 2.1.332 writes them (tests/journeys/test_human_in_claude_…
 # and the spike measured them): live mail is a `user` record of origin `peer`; Esc at a
@@ -63,8 +64,8 @@ def handed(monkeypatch: pytest.MonkeyPatch, transcript: Path) -> DeliveryStore:
     rec = Delivery(id="req_1_a", direction=Direction.TO_CLAUDE, conversation="conv_c", hop=1,
                    max_hops=4, thread_id="T1", mailbox="box", session_id="sess",
                    claude_pid=1)
-    rec.move(DeliveryState.QUEUED)
-    rec.move(DeliveryState.AWAITING_REPLY)
+    rec.queue()
+    rec.await_reply()
     store.save(rec)
     handling.note("sess", "box", [{"id": "mail-1", "request": "req_1_a",
                                    "conversation": "conv_c", "expect_reply": {"thread": "T1"}}],

@@ -186,7 +186,7 @@ async def test_status_for_the_codex_role(tmp_path: Path, inbox: str) -> None:
 async def test_expect_reply_records_the_calling_thread_from_meta(
         tmp_path: Path, inbox: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Codex gives its MCP servers no CODEX_THREAD_ID; the thread is in each call's _meta."""
-    from codexbridge.conversation.records import DeliveryStore
+    from codexbridge.messages.records import DeliveryStore
 
     listen(inbox, "bridge")
     monkeypatch.delenv("CODEX_THREAD_ID", raising=False)

@@ -301,7 +301,7 @@ def test_schema_costs_nothing_until_used() -> None:
     # `talk say` and the courier send typed calls and read typed results (generated
     # calls.py / results.py), and neither jsonschema nor pydantic comes with them.
     code = ("import sys, codexbridge.protocol.schema, codexbridge.talk.turn,"
-            " codexbridge.talk.courier, codexbridge.cli.talk_cmd;"
+            " codexbridge.messages.courier, codexbridge.cli.talk_cmd;"
             " print(sorted(m for m in ('jsonschema', 'pydantic',"
             " 'codexbridge.protocol.generated.calls', 'codexbridge.protocol.generated.results')"
             " if m in sys.modules))")

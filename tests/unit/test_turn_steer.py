@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from codexbridge.conversation import frame
-from codexbridge.conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.errors import NoThreadError, RpcError
+from codexbridge.messages import courier
+from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 from codexbridge.protocol.enums import ApprovalOutcome, TurnOutcome
 from codexbridge.protocol.envelopes import Notification
 from codexbridge.protocol.turn import Added, AgentMessage, Completed, TurnTracker
-from codexbridge.talk import courier, threads
+from codexbridge.talk import threads
 from codexbridge.talk.follow import ApprovalRecord, SayResult
 from tests.support import payloads
 
@@ -119,8 +120,8 @@ def stored(tmp_path: Path, **kw: Any) -> DeliveryStore:
     store = DeliveryStore(tmp_path / "d")
     d = Delivery(id=OURS, direction=Direction.TO_CODEX, thread_id=T, reply_to="web",
                  conversation="conv_1", **kw)
-    d.move(DeliveryState.QUEUED)
-    d.move(DeliveryState.DELIVERING, turn_id=U)
+    d.queue()
+    d.take(turn_id=U)
     store.save(d)
     store.text_path(OURS).write_text("our question", encoding="utf-8")
     return store
@@ -180,13 +181,13 @@ def test_claudes_answer_whose_codex_turn_was_interrupted_reached_the_thread(
         tmp_path: Path, told: list[str]) -> None:
     store = DeliveryStore(tmp_path / "d")
     request = Delivery(id="req_0_codexq", direction=Direction.TO_CLAUDE, thread_id=T)
-    request.move(DeliveryState.QUEUED)
-    request.move(DeliveryState.AWAITING_REPLY)
+    request.queue()
+    request.await_reply()
     store.save(request)
     answer = Delivery(id=OURS, direction=Direction.TO_CODEX, thread_id=T, reply_to="web",
                       in_reply_to="req_0_codexq")
-    answer.move(DeliveryState.QUEUED)
-    answer.move(DeliveryState.DELIVERING, turn_id=U)
+    answer.queue()
+    answer.take(turn_id=U)
     store.save(answer)
     done = courier.finish(store, OURS, result(TurnOutcome.INTERRUPTED, ""))
     [mail] = told

@@ -1,7 +1,7 @@
 """The courier: one resident process per state home that carries every delivery between
 the agents to its end, and tells the one who asked when it cannot.
 
-Started on demand (`conversation/courier_link.ensure`: by `talk send`, MCP sends, the
+Started on demand (`messages/courier_link.ensure`: by `talk send`, MCP sends, the
 Stop hook sending Claude's answer back, a Codex request that expects an answer), it
 stays while anything is in flight and leaves after `CODEX_BRIDGE_COURIER_IDLE` seconds
 (60) with nothing to do. One process for all: a send pays no Python start-up of its
@@ -33,17 +33,8 @@ import sys
 import time
 from typing import Any
 
-from ..conversation import courier_link, envelope, frame
+from ..conversation import envelope, frame
 from ..conversation.limits import clip, mail_max
-from ..conversation.records import (
-    Delivery,
-    DeliveryState,
-    DeliveryStore,
-    Direction,
-    Reach,
-    new_reply,
-    preview,
-)
 from ..errors import BridgeError, ConnectError, RequestTimeoutError
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock, LockTimeout
@@ -51,13 +42,15 @@ from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..host.text import for_terminal
-from ..inbox import service as inbox
 from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
-from .client import AppServerClient
-from .deliveries import get
-from .endpoint import recorded_endpoint
-from .follow import ApprovalRecord, SayResult
-from .turn import SayProgress, follow_queued
+from ..talk.client import AppServerClient
+from ..talk.endpoint import Reach, recorded_endpoint
+from ..talk.follow import ApprovalRecord, SayResult
+from ..talk.turn import SayProgress, follow_queued
+from . import courier_link
+from . import to_claude as inbox
+from .records import Delivery, DeliveryState, DeliveryStore, Direction, new_reply, preview
+from .to_codex import get
 
 CLIENT_NAME = "codexbridge-courier"
 IDLE_ENV = "CODEX_BRIDGE_COURIER_IDLE"
@@ -217,7 +210,7 @@ def _log(line: str) -> None:
 
 def _log_to_stdout() -> None:
     """The courier's own lines go to its stdout — logs/courier.log, where it was started
-    (conversation/courier_link.py) — stamped in UTC; not also up to the CLI's stderr
+    (messages/courier_link.py) — stamped in UTC; not also up to the CLI's stderr
     handler, which writes to the same file."""
     if _logger.handlers:
         return
@@ -234,7 +227,7 @@ def _log_to_stdout() -> None:
 # --- to Codex --------------------------------------------------------------------------
 
 def envelope_of(record: Delivery) -> envelope.Envelope:
-    from ..conversation.records import envelope_of as of  # one envelope, every road
+    from .records import envelope_of as of  # one envelope, every road
     return of(record)
 
 
@@ -332,7 +325,7 @@ async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
         # ended (a courier that took over mid-turn) and its final message went by
         # unseen. codex's thread has it: read it there rather than deliver an empty
         # reply (seen in the journeys on both codex versions).
-        from .recover import turn_status
+        from ..talk.recover import turn_status
 
         found = await turn_status(client, record.thread_id, result.turn_id)
         if found.reply:
@@ -385,9 +378,8 @@ async def _server_back(record: Delivery, until: float) -> bool:
 def _answering(r: Delivery) -> None:
     """Codex's first words: the message was delivered (even if the news of the turn's
     start is still on its way) and the answer is coming."""
-    if r.state is DeliveryState.QUEUED:
-        r.move(DeliveryState.DELIVERING)
-    r.move(DeliveryState.AWAITING_REPLY)
+    r.take()
+    r.await_reply()
 
 
 def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress) -> None:
@@ -397,9 +389,7 @@ def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress)
         r.submission_id = p.submission_id
 
     def started(r: Delivery) -> None:
-        r.turn_id = p.turn_id
-        if r.state is DeliveryState.QUEUED:
-            r.move(DeliveryState.DELIVERING)
+        r.take(turn_id=p.turn_id)
 
     if what in ("queued", "started"):
         store.update(delivery_id, queued if what == "queued" else started)
@@ -621,7 +611,7 @@ def _notify(record: Delivery, text: str) -> str | None:
 
 def _final(store: DeliveryStore, delivery_id: str, state: DeliveryState,
            **changes: Any) -> Delivery:
-    updated = store.update(delivery_id, lambda r: r.move(state, **changes))
+    updated = store.update(delivery_id, lambda r: r.settle(state, **changes))
     record = updated or get(store, delivery_id)
     if record.in_reply_to and record.state.final and not record.notice:
         close_request(store, record.in_reply_to, record)
@@ -642,10 +632,10 @@ def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
         if r.state.final:
             return
         if ran:
-            r.move(DeliveryState.DELIVERED)
+            r.deliver()
         else:
             kept = store.text_path(reply.id) if reply is not None else None
-            r.move(DeliveryState.FAILED, reason=f"the answer did not reach thread "
+            r.fail(f"the answer did not reach thread "
                    f"{r.thread_id}: {why}" + (f" (the answer is kept in {kept})" if kept
                                                else ""))
 
@@ -658,7 +648,7 @@ async def watch_request(store: DeliveryStore, request: str) -> str | None:
     """Watch a Codex request a Claude session was handed until it is answered; if the
     session ends first, or the human interrupts the turn that had it (Esc: no Stop hook
     runs), tell the asking thread — returns the id of that notice."""
-    from ..inbox.replies import watch_interrupt
+    from .answers import watch_interrupt
 
     while True:
         record = store.get(request)
@@ -678,8 +668,8 @@ def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
     ended before answering); never taken in → it waits for the project's next session.
     Either way the asking thread gets one turn saying so."""
     if record.mailbox:
-        from ..inbox import live
         from ..inbox.location import inbox_dir
+        from . import live
 
         with contextlib.suppress(Exception):  # the notice below matters more
             live.reconcile(inbox_dir(), record.mailbox)
@@ -692,7 +682,7 @@ def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
         if r.state.final or r.answered_at is not None:
             return
         if taken:
-            r.move(DeliveryState.FAILED, reason=why)
+            r.fail(why)
         r.claude_pid = None  # told once; a later session may take it in again
 
     updated = store.update(record.id, settle)
@@ -706,3 +696,14 @@ def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
                        f"codexbridge: your request {record.id} to Claude Code got no answer "
                        f"— {why}. {then}", reach=Reach(), reply_to=None, notice=True)
     return notice.id
+
+
+def main() -> None:
+    """`python -m codexbridge.messages.courier`: the courier's own entry point, which
+    `courier_link.start` runs detached — not a command of the CLI (a low room does not
+    start a front end)."""
+    raise SystemExit(asyncio.run(Courier().serve()))
+
+
+if __name__ == "__main__":
+    main()

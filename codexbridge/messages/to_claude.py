@@ -26,11 +26,11 @@ from ..errors import (
     StateError,
     UsageError,
 )
-from . import peek as reading
-from . import store
-from .lines import Mail, new_mail
-from .listeners import Listener, closest_name, read_listeners
-from .location import (
+from ..inbox import peek as reading
+from ..inbox import store
+from ..inbox.lines import Mail, new_mail
+from ..inbox.listeners import Listener, closest_name, read_listeners
+from ..inbox.location import (
     MAILBOX_ENV,
     default_mailbox,
     ensure_private_dir,
@@ -235,7 +235,7 @@ def last_talked(thread: str, mailboxes: list[str]) -> dict[str, float]:
     """When each of `mailboxes` last talked with Codex thread `thread`, from the delivery
     records: a request of the thread's handed to it, or a message of its session's sent
     into the thread (its reply-to mailbox). Only the mailboxes that did."""
-    from ..conversation.records import DeliveryStore, Direction
+    from .records import DeliveryStore, Direction
 
     out: dict[str, float] = {}
     for rec in DeliveryStore().recent(500):
@@ -252,8 +252,8 @@ def ambiguous(project: str, mine: list[str], known: Directory,
     """Several Claude sessions in `project`, none already talking with `thread`: each
     candidate with what to choose by — whether it runs and is busy, when it was last
     active, when it last talked with this thread — and the exact retry."""
+    from ..inbox.clock import iso_utc
     from . import live
-    from .clock import iso_utc
 
     talked = last_talked(thread, mine) if thread else {}
     candidates: list[dict[str, object]] = []
@@ -346,11 +346,11 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     `sent_by`: who sends (default `envelope.who_sends(env)`), kept on the mail and the
     record."""
     from ..conversation import envelope
-    from ..conversation.budget import Conversations, current_conversation
     from ..conversation.limits import max_hops
-    from ..conversation.records import Delivery, DeliveryState, DeliveryStore, Direction
-    from ..conversation.records import preview as text_preview
     from ..conversation.routing import sending_from_thread
+    from .conversations import Conversations, current_conversation
+    from .records import Delivery, DeliveryStore, Direction
+    from .records import preview as text_preview
 
     source = os.environ if env is None else env
     by = sent_by or envelope.who_sends(source)
@@ -377,14 +377,14 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
                           hop=hop, max_hops=limit, thread_id=asking, mailbox=name,
                           text_preview=text_preview(text), sender=by.speaker.value,
                           sender_thread=by.thread)
-        record.move(DeliveryState.QUEUED)
+        record.queue()
         store.save(record)
     try:
         receipt = _store(known, name, who, text, fields, interrupt)
     except BaseException as exc:
         if expect_reply:
             why = f"the mail was not stored ({exc!r})"
-            store.update(token, lambda r: r.move(DeliveryState.FAILED, reason=why))
+            store.update(token, lambda r: r.fail(why))
         raise
     return RequestReceipt(receipt, token, conv, hop, limit, asking if expect_reply else None)
 

@@ -18,13 +18,13 @@ import os
 import time
 
 from ..conversation import handling
+from ..inbox.lines import Mail
 from ..jsontypes import opt_str
-from .lines import Mail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..conversation.records import Delivery, DeliveryStore
     from ..jsontypes import JsonObject
+    from .records import Delivery, DeliveryStore
 
 
 def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
@@ -40,14 +40,14 @@ def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
         (f.get("request") or f.get("id")) == r and f.get("expect_reply") for f in fields)]
     if not asked:
         return
-    from ..conversation import courier_link
-    from ..conversation.records import DeliveryState, DeliveryStore
+    from . import courier_link
+    from .records import DeliveryStore
 
     store = DeliveryStore()
 
     def handed(r: Delivery) -> None:
         if not r.state.final:
-            r.move(DeliveryState.AWAITING_REPLY, session_id=session_id,
+            r.await_reply(session_id=session_id,
                    claude_pid=claude_pid or r.claude_pid)
 
     for request in asked:
@@ -63,8 +63,8 @@ def note_sent(session_id: str | None, claude_pid: int | None, mails: list[Mail])
              if m.extra.get("expect_reply") and m.extra.get("request")]
     if not asked or claude_pid is None:
         return
-    from ..conversation import courier_link
-    from ..conversation.records import DeliveryStore
+    from . import courier_link
+    from .records import DeliveryStore
 
     store = DeliveryStore()
 
@@ -90,8 +90,9 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     cut = [r for r in settled.interrupted if r.get("thread") and r.get("request")]
     if not requests and not cut:
         return 0
-    from ..conversation import courier_link
-    from ..conversation.records import DeliveryState, DeliveryStore, Reach, new_reply, preview
+    from ..talk.endpoint import Reach
+    from . import courier_link
+    from .records import DeliveryStore, new_reply, preview
 
     store = DeliveryStore()
     started = [n for n in (tell_interrupted(store, session_id, r) for r in cut) if n]
@@ -108,7 +109,7 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
             if text:
                 r.reply_preview, r.reply_bytes = preview(text), len(text.encode("utf-8"))
             else:
-                r.move(DeliveryState.FAILED, reason="the Claude Code session ended its turn "
+                r.fail("the Claude Code session ended its turn "
                                                     "without a final message: no answer to "
                                                     "send back")
             out.append(r)
@@ -156,7 +157,8 @@ def tell_interrupted(store: DeliveryStore, session_id: str, entry: JsonObject) -
     ends `failed` with that reason, and the asking thread gets a notice turn — once,
     whoever sees it first (the courier watching the session, or the next stop). Returns
     the notice's delivery id (None when the request was settled already)."""
-    from ..conversation.records import DeliveryState, Reach, new_reply
+    from ..talk.endpoint import Reach
+    from .records import new_reply
 
     request, thread = str(entry.get("request") or ""), str(entry.get("thread") or "")
     if not request or not thread:
@@ -167,7 +169,7 @@ def tell_interrupted(store: DeliveryStore, session_id: str, entry: JsonObject) -
         if r.state.final or r.answered_at is not None:
             return  # answered already, or told
         r.answered_at = time.time()
-        r.move(DeliveryState.FAILED, reason=f"{INTERRUPTED} the Claude Code turn that had "
+        r.fail(f"{INTERRUPTED} the Claude Code turn that had "
                "it (Esc in Claude's TUI): no answer")
         claimed.append(r)
 
@@ -189,6 +191,6 @@ def watch_interrupt(record: Delivery) -> str | None:
     entry = handling.interrupted(record.session_id, record.id)
     if entry is None:
         return None
-    from ..conversation.records import DeliveryStore
+    from .records import DeliveryStore
 
     return tell_interrupted(DeliveryStore(), record.session_id, entry)

@@ -1,5 +1,5 @@
 """Reaching the courier: the one resident process per state home that carries every
-delivery between the agents (`talk/courier.py`).
+delivery between the agents (`messages/courier.py`).
 
     ensure(ids)   hand delivery ids to the running courier; start one (detached) when
                   none answers. True once one has them.
@@ -142,7 +142,7 @@ def start() -> int:
     ensure_private_dir(home)
     log = open_private_log(os.path.join(home, "logs", "courier.log"))
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "talk", "courier"],
+        proc = subprocess.Popen([sys.executable, "-m", "codexbridge.messages.courier"],
                                 env=env, cwd=home, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=log, start_new_session=True, close_fds=True)
     finally:

@@ -26,19 +26,8 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, NamedTuple, Unpack
 
-from ..conversation import courier_link, envelope
-from ..conversation.budget import Conversations, current_conversation
+from ..conversation import envelope
 from ..conversation.limits import max_hops
-from ..conversation.records import (
-    Damaged,
-    Delivery,
-    DeliveryState,
-    DeliveryStore,
-    Direction,
-    Reach,
-    preview,
-)
-from ..conversation.records import envelope_of as records_envelope_of
 from ..conversation.routing import (
     SESSION_ENV,
     SOCKET_ENV,
@@ -52,11 +41,16 @@ from ..inbox.location import inbox_dir
 from ..protocol.enums import ApprovalPolicy
 from ..protocol.generated.enums import ThreadStatusType
 from ..protocol.threads import ThreadInfo
-from .client import Rpc
-from .threads import find_joinable, join
+from ..talk.client import Rpc
+from ..talk.endpoint import Reach
+from ..talk.threads import find_joinable, join
+from . import courier_link
+from .conversations import Conversations, current_conversation
+from .records import Damaged, Delivery, DeliveryStore, Direction, preview
+from .records import envelope_of as records_envelope_of
 
 if TYPE_CHECKING:
-    from .turn import SayOptions, SayProgress, SayResult
+    from ..talk.turn import SayOptions, SayProgress, SayResult
 
 
 class Receipt(NamedTuple):
@@ -138,7 +132,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     store.note_reach(record, reach or Reach())
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
-    record.move(DeliveryState.QUEUED)
+    record.queue()
     from ..host.private import write_private
 
     # The text before the record: the courier carries a record from its text, so a kill
@@ -174,15 +168,13 @@ class Blocking(NamedTuple):
 
     def progress(self, store: DeliveryStore) -> SayProgress:
         """What say() reports, written on the record: codex's queue entry, the turn."""
-        from .turn import SayProgress
+        from ..talk.turn import SayProgress
 
         def changed(what: str, p: SayProgress) -> None:
             def note(r: Delivery) -> None:
                 r.submission_id = p.submission_id or r.submission_id
                 if what == "started" and p.turn_id:
-                    r.turn_id = p.turn_id
-                    if r.state is DeliveryState.QUEUED:
-                        r.move(DeliveryState.DELIVERING)
+                    r.take(turn_id=p.turn_id)
             store.update(self.record.id, note)
 
         return SayProgress(client_id=self.record.id, on_change=changed)
@@ -209,7 +201,7 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
                       text_preview=preview(text), reply_to_how="the call's own result",
                       sender=sender.speaker.value, sender_thread=sender.thread,
                       blocking=True, courier_pid=os.getpid())
-    record.move(DeliveryState.QUEUED)
+    record.queue()
     from ..host.private import write_private
 
     # Kept as for `send`: a courier that adopts it when its caller dies reads it here.
@@ -231,11 +223,11 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
         if result is not None:
             r.turn_id = result.turn_id or r.turn_id
         if result is not None and result.status is TurnOutcome.COMPLETED:
-            r.move(DeliveryState.DELIVERED, reply_preview=preview(result.reply),
+            r.deliver(reply_preview=preview(result.reply),
                    reply_bytes=result.reply_bytes, courier_pid=None)
             return
         why = failure or _ended(result)
-        r.move(DeliveryState.FAILED, reason=why, courier_pid=None)
+        r.fail(why, courier_pid=None)
 
     store.update(blocking.record.id, end)
 
@@ -262,8 +254,8 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
     codex's progress written on it, its end written whatever happens (`finish_blocking`).
     The human's own words go as typed, with no record. A failure raises as
     `_raised_after` decides: once the message went to codex, marked `turnStarted`."""
-    from .threads import find_joinable
-    from .turn import SayProgress, say
+    from ..talk.threads import find_joinable
+    from ..talk.turn import SayProgress, say
 
     store = store or DeliveryStore()
     async with connect() as client:
@@ -305,7 +297,7 @@ def _raised_after(exc: BaseException, progress: SayProgress) -> BaseException:
     be running, whatever the error: marked `turnStarted` (never retry it). Before, a
     plain refusal from codex is a refused turn start — nothing ran."""
     from ..errors import BridgeError, RpcError, TurnStartFailedError
-    from .outcome import turn_started
+    from ..talk.outcome import turn_started
 
     if not isinstance(exc, BridgeError):
         return exc
@@ -357,9 +349,9 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
     needs to reach the server travels in the record: it never uses its own
     environment (it was started by whoever came first)."""
     from ..errors import BridgeError, RpcError
-    from .client import AppServerClient
-    from .endpoint import reach_of, resolve_endpoint
-    from .turn import SayProgress, queue_message
+    from ..talk.client import AppServerClient
+    from ..talk.endpoint import reach_of, resolve_endpoint
+    from ..talk.turn import SayProgress, queue_message
 
     store = store or DeliveryStore()
     if connect is None:
@@ -385,7 +377,7 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
             await queue_message(client, thread.id, envelope_of(record).wrap(text), progress)
         except RpcError as exc:  # an answer: codex refused it, no turn will run it
             why = f"codex refused the message: {exc.message}"
-            store.update(record.id, lambda r: r.move(DeliveryState.FAILED, reason=why))
+            store.update(record.id, lambda r: r.fail(why))
             raise
         except BridgeError:
             pass  # no answer: codex may hold it; the courier looks before anything else

@@ -27,14 +27,15 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
+from ..conversation import envelope
+from ..conversation.limits import clip, max_hops, text_max
 from ..host.jsonfile import loads_json, nofollow
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, open_state, write_private
 from ..jsontypes import opt_str
 from ..protocol.enums import WireEnum
-from . import envelope
-from .limits import clip, max_hops, text_max
+from ..talk.endpoint import Reach
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
@@ -168,11 +169,49 @@ class Delivery:
             return True
         return self.claude_pid is not None and self.answered_at is None
 
-    def move(self, state: DeliveryState, **changes: object) -> None:
-        """Change state (and fields), noting it in the history."""
-        now = time.time()
+    # -- a delivery's life: every change of its state is one of these ----------------
+
+    def queue(self, **changes: object) -> None:
+        """Accepted: waiting for the recipient (codex's queue, a mailbox)."""
+        self._move(DeliveryState.QUEUED, **changes)
+
+    def take(self, **changes: object) -> None:
+        """The recipient took it: the turn started, the mail was handed. Never
+        backwards: on an idle thread the turn can be seen before codex's queue answer."""
+        if self.state is DeliveryState.QUEUED:
+            self._move(DeliveryState.DELIVERING, **changes)
+        else:
+            self._set(changes)
+
+    def await_reply(self, **changes: object) -> None:
+        """The recipient has it and is answering (Codex's first words; Claude handed the
+        request)."""
+        self._move(DeliveryState.AWAITING_REPLY, **changes)
+
+    def deliver(self, **changes: object) -> None:
+        """Done: the reply came back, or none was asked for."""
+        self._move(DeliveryState.DELIVERED, **changes)
+
+    def fail(self, reason: str, **changes: object) -> None:
+        """Ended without an answer, and why (the turn failed or was stopped, codex
+        refused it, the session ended first, the mail was not stored)."""
+        self._move(DeliveryState.FAILED, reason=reason, **changes)
+
+    def settle(self, state: DeliveryState, **changes: object) -> None:
+        """The courier's end of a delivery in `state` — delivered, failed, orphaned,
+        or still awaiting the reply when it stopped following the turn."""
+        if state is DeliveryState.QUEUED or state is DeliveryState.DELIVERING:
+            raise ValueError(f"a delivery is not settled {state.value}")
+        self._move(state, **changes)
+
+    def _set(self, changes: Mapping[str, object]) -> None:
         for key, value in changes.items():
             setattr(self, key, value)
+
+    def _move(self, state: DeliveryState, **changes: object) -> None:
+        """Change state (and fields), noting it in the history."""
+        now = time.time()
+        self._set(changes)
         if state is not self.state or not self.history:
             self.history.append({"state": state.value, "at": now,
                                  **({"reason": opt_str(changes["reason"])}
@@ -220,33 +259,6 @@ def _fits(value: object, annotation: str) -> bool:
         return False
     kinds: dict[str, type] = {"str": str, "int": int, "bool": bool}
     return isinstance(value, kinds.get(base, object))  # (direction, state: parsed above)
-
-
-@dataclass(frozen=True)
-class Reach:
-    """How a delivery's app-server is reached, as its sender reached it: the URL, the
-    capability token (`token`, from the sender's environment — kept beside the record,
-    0600 — or `token_file`, the file it came from), and what a wss:// server is trusted
-    by. All None: the courier finds the app-server itself (codex's daemon, a serve)."""
-
-    url: str | None = None
-    token: str | None = None
-    token_file: str | None = None
-    ca_file: str | None = None
-    ca_dir: str | None = None
-
-    @staticmethod
-    def from_env(env: Mapping[str, str]) -> Reach:
-        """What this environment names (CODEX_BRIDGE_URL, CODEX_BRIDGE_TOKEN,
-        SSL_CERT_FILE / SSL_CERT_DIR for wss://, made absolute) — for a sender that does
-        not connect itself (the Stop hook answering Codex)."""
-        url = env.get("CODEX_BRIDGE_URL") or None
-        if url is None:
-            return Reach()
-        trust = [env.get(k) or None for k in ("SSL_CERT_FILE", "SSL_CERT_DIR")] \
-            if url.startswith("wss://") else [None, None]
-        ca_file, ca_dir = (os.path.abspath(v) if v else None for v in trust)
-        return Reach(url, env.get("CODEX_BRIDGE_TOKEN") or None, None, ca_file, ca_dir)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -466,7 +478,7 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                       reply_to_how="the answering session" if reply_to else None,
                       notice=notice, sender=envelope.Speaker.CLAUDE_CODE.value)
     store.note_reach(record, reach)
-    record.move(DeliveryState.QUEUED)
+    record.queue()
     # The text before the record: a record is what the courier acts on, and one whose
     # text a kill left unwritten could never be carried (a text alone is swept).
     write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)

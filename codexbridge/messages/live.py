@@ -56,19 +56,19 @@ from dataclasses import asdict, dataclass, field
 from typing import NamedTuple, TypedDict
 
 from ..conversation.handling import transcript_end
-from ..conversation.records import DeliveryState
 from ..errors import DamagedStateError
 from ..host.claude_files import Receipt, SessionEntry, records_with
 from ..host.jsonfile import loads_json, read_keyed, read_object
 from ..host.locking import lock
 from ..host.private import open_state, write_private
 from ..host.procs import pid_alive
+from ..inbox import store
+from ..inbox.lines import Mail, parse_line
+from ..inbox.listeners import Listener, claude_config_dir, read_listener, registry_path
+from ..inbox.location import live_files, live_path
 from ..jsontypes import objs, opt_float, opt_int, opt_str
 from ..protocol.enums import WireEnum
-from . import store
-from .lines import Mail, parse_line
-from .listeners import Listener, claude_config_dir, read_listener, registry_path
-from .location import live_files, live_path
+from .records import DeliveryState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -447,7 +447,7 @@ def _settle(inbox: str, name: str, path: str, record: LiveRecord,
         # The frame is in front of Claude: its requests are being handled now, and the
         # turn that took it in answers them (whoever settles it first notes it; noting
         # twice counts once).
-        from .replies import note_handed
+        from .answers import note_handed
 
         note_handed(record.session_id, name, mails, transcript=record.transcript,
                     offset=record.offset, claude_pid=record.claude_pid)
@@ -513,9 +513,9 @@ def wake(inbox: str, name: str, *, session_id: str | None, transcript: str | Non
     there: delivered; the watcher gone and no wake after WAKE_GRACE_S: back into the
     mailbox. With no transcript or mail id to look for, the batch is committed once the
     text was written (the old way)."""
-    from .location import rejected_path
-    from .render import render_mail, spilled
-    from .replies import note_handed, note_sent
+    from ..inbox.location import rejected_path
+    from ..inbox.render import render_mail, spilled
+    from .answers import note_handed, note_sent
 
     with store.take_for_claude(inbox, name) as batch:
         if batch.empty:
@@ -616,7 +616,7 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
 def _push(inbox: str, name: str, to: Target, msg_id: str,
           reply: tuple[socket.socket, str] | None, interrupt: bool) -> Outcome:
     """Take the mailbox into a live record, send it as one frame, and confirm it."""
-    from .render import render_mail, spilled
+    from ..inbox.render import render_mail, spilled
 
     path = live_path(inbox, name, msg_id)
     with store.take_for_claude(inbox, name) as batch:
@@ -644,7 +644,7 @@ def _push(inbox: str, name: str, to: Target, msg_id: str,
     except OSError as exc:
         _settle(inbox, name, path, record, None, f"the session's socket refused it ({exc})")
         return Outcome(Route.NEXT_STOP, "the session's inbox did not answer", msg_id, count)
-    from .replies import note_sent
+    from .answers import note_sent
 
     note_sent(to.session_id, to.pid, record.parsed_mails())
     return _confirm(inbox, name, path, record, reply[0] if reply else None, count)

@@ -1,0 +1,27 @@
+"""The engine: a message's life, from its creation to its end, in both directions.
+
+One road each, which every front end (CLI, MCP, the hooks, handoff) calls:
+
+    to_codex.py      send (a receipt now, the courier follows the turn), blocking say,
+                     status — a request or notice to a Codex thread
+    to_claude.py     a request or plain mail to a Claude Code session's mailbox: names
+                     validated, the one push rule, the hop spent, the record
+    answers.py       Claude's answer to a Codex request: noted when the mail is handed,
+                     sent back at the stop that answers it
+    live.py          mail pushed into the running Claude session's cross-session inbox,
+                     confirmed from its transcript, or put back for the Stop hook
+    courier.py       the one resident process per state home that carries every
+                     delivery to its end, both ways (`python -m codexbridge.messages.courier`)
+
+and what they share:
+
+    records.py       the delivery record on disk: states, times, the text, the reach;
+                     every state change of a delivery is made here
+    conversations.py which conversation a request belongs to, and its hop budget
+    courier_link.py  reaching the courier: hand it ids, start it when none answers
+
+Below it, the adapters (siblings that never import each other): `talk/` (codex's
+app-server), `inbox/` (the JSONL mailbox store and the listeners), and `conversation/`'s
+vocabulary (envelope, frame, limits, routing, handling). This file imports nothing: the
+Stop hook imports this package on every stop.
+"""
