@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from tests.support.binaries import codex_version
-from tests.support.mock_codex import big_text
+from tests.support.mock_codex import MockResponsesServer, big_text
 from tests.support.raw_client import RawClient, start_user_thread
 
 pytestmark = pytest.mark.real_codex
@@ -90,31 +90,41 @@ async def test_a_reply_of_400k_is_an_artifact_that_pages_back_byte_exact(
     assert len(chunks) == 7  # ceil(400000 / 65536)
 
 
-async def test_concurrent_sends_become_turns_in_call_order(app_server: AppServer,
-                                                           workdir: Path) -> None:
+async def test_concurrent_sends_become_turns_in_call_order(
+        app_server: AppServer, workdir: Path, mock_model: MockResponsesServer) -> None:
     async with RawClient(app_server.url, capabilities={"experimentalApi": True}) as tui:
         user = await start_user_thread(tui, workdir, "first")
+        texts = ("HOLD:calls one", "two", "three")
         async with Client(server_params(app_server), mode="legacy") as client:
             tasks = []
-            since = tui.mark()
-            for n, name in enumerate(("one", "two", "three")):
+            for n, text in enumerate(texts):
                 tasks.append(asyncio.create_task(
-                    call(client, "codex_message_send", {"text": f"SLOW {name}"})))
+                    call(client, "codex_message_send", {"text": text})))
                 # arrival order = call order: the next call only once codex holds this
-                # one (the first runs at once, the others wait in codex's queue)
-                while len((await tui.request("thread/queue/list", {
-                        "threadId": user.thread_id}))["data"]) < n:
-                    await asyncio.sleep(0.02)
+                # one. The first turn is held (HOLD) until all three are in, so the
+                # other two wait in codex's queue however slow the machine is — with
+                # a merely slow first turn, a loaded box let it end before the second
+                # arrived, and the queue the test waited for never filled.
                 if n == 0:
-                    await tui.wait_for(lambda m: m.get("method") == "turn/started",
-                                       since=since)
+                    await asyncio.to_thread(mock_model.wait_held, "calls", 60.0)
+                else:
+                    await _queued(tui, user.thread_id, n)
+            mock_model.release("calls")
             results = await asyncio.wait_for(asyncio.gather(*tasks), 90)
-        assert [r["data"]["reply"] for r in results] == [
-            "MOCK REPLY: SLOW one", "MOCK REPLY: SLOW two", "MOCK REPLY: SLOW three"]
+        assert [r["data"]["reply"] for r in results] == [f"MOCK REPLY: {t}" for t in texts]
         turns = (await tui.request("thread/turns/list", {
             "threadId": user.thread_id, "sortDirection": "asc"}))["data"]
         assert [t["status"] for t in turns] == ["completed"] * 4
         assert len({r["data"]["turnId"] for r in results}) == 3
+
+
+async def _queued(tui: RawClient, thread_id: str, count: int, timeout: float = 60.0) -> None:
+    """Until codex's queue for the thread holds `count` messages."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len((await tui.request("thread/queue/list", {"threadId": thread_id}))["data"]) < count:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"codex's queue never held {count} messages")
+        await asyncio.sleep(0.02)
 
 
 async def test_timed_out_turn_keeps_the_thread_until_it_ends(app_server: AppServer,
