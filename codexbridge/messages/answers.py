@@ -20,6 +20,9 @@ import time
 from ..conversation import handling
 from ..inbox.lines import Mail
 from ..jsontypes import opt_str
+from ..talk.endpoint import Reach
+from . import courier_link
+from .records import DeliveryStore, new_reply, preview
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,8 +43,6 @@ def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
         (f.get("request") or f.get("id")) == r and f.get("expect_reply") for f in fields)]
     if not asked:
         return
-    from . import courier_link
-    from .records import DeliveryStore
 
     store = DeliveryStore()
 
@@ -63,8 +64,6 @@ def note_sent(session_id: str | None, claude_pid: int | None, mails: list[Mail])
              if m.extra.get("expect_reply") and m.extra.get("request")]
     if not asked or claude_pid is None:
         return
-    from . import courier_link
-    from .records import DeliveryStore
 
     store = DeliveryStore()
 
@@ -90,9 +89,6 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     cut = [r for r in settled.interrupted if r.get("thread") and r.get("request")]
     if not requests and not cut:
         return 0
-    from ..talk.endpoint import Reach
-    from . import courier_link
-    from .records import DeliveryStore, new_reply, preview
 
     store = DeliveryStore()
     started = [n for n in (tell_interrupted(store, session_id, r) for r in cut) if n]
@@ -157,8 +153,6 @@ def tell_interrupted(store: DeliveryStore, session_id: str, entry: JsonObject) -
     ends `failed` with that reason, and the asking thread gets a notice turn — once,
     whoever sees it first (the courier watching the session, or the next stop). Returns
     the notice's delivery id (None when the request was settled already)."""
-    from ..talk.endpoint import Reach
-    from .records import new_reply
 
     request, thread = str(entry.get("request") or ""), str(entry.get("thread") or "")
     if not request or not thread:
@@ -191,6 +185,5 @@ def watch_interrupt(record: Delivery) -> str | None:
     entry = handling.interrupted(record.session_id, record.id)
     if entry is None:
         return None
-    from .records import DeliveryStore
 
     return tell_interrupted(DeliveryStore(), record.session_id, entry)

@@ -57,6 +57,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -69,7 +70,6 @@ from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
-from ..jsontypes import objs
 from .records import DeliveryState, DeliveryStore, Direction
 
 if TYPE_CHECKING:
@@ -103,6 +103,83 @@ class Setting(NamedTuple):
     source: str  # where it was read: the settings file, $CODEX_BRIDGE_MAX_HOPS, default
 
 
+CONVERSATION_VERSION = 1  # <id>.json's format (files without one are version 1 too)
+_HOP_FIELDS = ("direction", "delivery", "thread", "mailbox", "reply_to", "digest")
+
+
+@dataclass
+class HopEntry:
+    """One request a conversation carried: who asked whom, which delivery, where the
+    reply goes, and its words' digest (what the loop guard compares)."""
+
+    n: int
+    at: float
+    direction: str | None = None  # `claude→codex`, `codex→claude`, `human→codex`, …
+    delivery: str | None = None
+    thread: str | None = None
+    mailbox: str | None = None
+    reply_to: str | None = None
+    digest: str | None = None
+
+    def as_dict(self) -> JsonObject:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @staticmethod
+    def parse(data: JsonValue, n: int) -> HopEntry:
+        """One hop of a file; ValueError when it is not one. `n` numbers an old entry
+        written without its number."""
+        if not isinstance(data, dict):
+            raise ValueError("a hop is an object")
+        number, at = data.get("n", n), data.get("at", 0.0)
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise ValueError("a hop's n is a whole number")
+        if not isinstance(at, (int, float)) or isinstance(at, bool):
+            raise ValueError("a hop's time is a number")
+        texts = {k: data.get(k) for k in _HOP_FIELDS}
+        if not all(v is None or isinstance(v, str) for v in texts.values()):
+            raise ValueError("a hop's fields are strings")
+        return HopEntry(number, float(at), **{k: v for k, v in texts.items()
+                                              if isinstance(v, str)})
+
+
+@dataclass
+class Conversation:
+    """`<state>/conversations/<id>.json`: the hops a conversation spent and its budget
+    (recorded when it started; None in a file from before budgets were kept)."""
+
+    id: str
+    created_at: float
+    updated_at: float
+    max_hops: int | None
+    hops: list[HopEntry] = field(default_factory=list)
+
+    def as_dict(self) -> JsonObject:
+        return {"version": CONVERSATION_VERSION, "id": self.id,
+                "created_at": self.created_at, "updated_at": self.updated_at,
+                "max_hops": self.max_hops, "hops": [h.as_dict() for h in self.hops]}
+
+    @staticmethod
+    def parse(conv: str, data: JsonValue) -> Conversation:
+        """The record (ValueError when it is not one). Tolerant of older files: no
+        version, no times, no budget, a hop without its number; the id is the file's
+        own name (one a hand edit made unwritable was a crash writing it back)."""
+        if not isinstance(data, dict):
+            raise ValueError("a conversation is an object")
+        version = data.get("version", CONVERSATION_VERSION)
+        if not isinstance(version, int) or version > CONVERSATION_VERSION:
+            raise ValueError(f"format version {version!r} is newer than this codexbridge")
+        hops, limit = data.get("hops", []), data.get("max_hops")
+        if not isinstance(hops, list):
+            raise ValueError("hops is a list")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise ValueError("max_hops is a whole number")
+        times = [data.get(k) for k in ("created_at", "updated_at")]
+        created, updated = (float(t) if isinstance(t, (int, float))
+                            and not isinstance(t, bool) else 0.0 for t in times)
+        return Conversation(conv, created, updated, limit,
+                            [HopEntry.parse(h, i + 1) for i, h in enumerate(hops)])
+
+
 # the ids codexbridge and codex put in messages (a request token echoed back, a
 # conversation, a thread or turn uuid): they differ on every round of a loop
 _IDS = re.compile(r"\b(?:req|conv|cb)_[0-9a-z_]+\b|\b[0-9a-f]{8}-[0-9a-f-]{27,}\b")
@@ -127,22 +204,6 @@ def valid_id(conv: str) -> str:
     return conv
 
 
-def _usable(data: JsonObject) -> bool:
-    """Whether spend() can use (and write back) this record: hops a list of objects,
-    max_hops a whole number, every string writable — else one was a crash in spend
-    (AttributeError in the trail, ValueError in int(), UnicodeEncodeError on save)."""
-    hops, limit = data.get("hops", []), data.get("max_hops")
-    if not isinstance(hops, list) or not all(isinstance(h, dict) for h in hops):
-        return False
-    if limit is not None and not isinstance(limit, int):
-        return False
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
 class Conversations:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else state_dir(create=False) / "conversations"
@@ -150,23 +211,23 @@ class Conversations:
     def path(self, conv: str) -> Path:
         return self.root / f"{valid_id(conv)}.json"
 
-    def get(self, conv: str) -> JsonObject | None:
+    def get(self, conv: str) -> Conversation | None:
+        """The conversation's record; None when there is none or it cannot be read."""
         try:
             with open(self.path(conv), encoding="utf-8") as fh:
-                data: JsonValue = loads_json(fh.read())
-        except (OSError, ValueError):
+                return Conversation.parse(conv, loads_json(fh.read()))
+        except (OSError, ValueError, RecursionError):
             return None
-        return data if isinstance(data, dict) else None
 
-    def _readable(self, conv: str) -> JsonObject | None:
+    def _readable(self, conv: str) -> Conversation | None:
         """The conversation's file; a damaged one is kept aside and the request refused
         — a budget we cannot read must not silently start again from zero."""
         path = self.path(conv)
         if not path.exists():
             return None
-        data = self.get(conv)
-        if data is not None and _usable(data):
-            return data
+        found = self.get(conv)
+        if found is not None:
+            return found
         stamp = int(time.time())
         aside = path.with_name(f"{path.name}.damaged-{stamp}")
         n = 1
@@ -217,12 +278,13 @@ class Conversations:
             return Setting(max_hops(dict(env)), f"${MAX_HOPS_ENV}")
         return Setting(DEFAULT_MAX_HOPS, "the default")
 
-    def spend(self, conv: str | None, hop: JsonObject, limit: int) -> tuple[str, int]:
+    def spend(self, conv: str | None, hop: Mapping[str, str | None],
+              limit: int) -> tuple[str, int]:
         """`spend_hop` as (conversation id, this hop's number)."""
         spent = self.spend_hop(conv, hop, limit)
         return spent.conversation, spent.n
 
-    def spend_hop(self, conv: str | None, hop: JsonObject, limit: int,
+    def spend_hop(self, conv: str | None, hop: Mapping[str, str | None], limit: int,
                   words: str | None = None) -> Hop:
         """Spend one hop of `conv` (a new conversation when None) for the request `hop`
         describes, whose text is `words`; `limit` is the sender's own setting (used only
@@ -232,29 +294,29 @@ class Conversations:
         conv = valid_id(conv) if conv else conversation_id()
         ensure_private_dir(self.root)
         with FileLock(str(self.root / f".{conv}.lock")):
-            data = self._readable(conv) or {"id": conv, "created_at": time.time(),
-                                            "hops": []}
-            hops = objs(data.get("hops"))  # (all objects: _usable)
-            recorded = data.get("max_hops")
-            budget = self.setting() or (
-                int(recorded) if isinstance(recorded, int) and recorded else limit)
+            now = time.time()
+            record = self._readable(conv) or Conversation(conv, now, now, None)
+            hops = record.hops
+            budget = self.setting() or record.max_hops or limit
             if len(hops) >= budget:
-                trail = " → ".join(f"{h.get('direction')}" for h in hops)
+                trail = " → ".join(f"{h.direction}" for h in hops)
                 raise HopLimitError(
                     f"conversation {conv} has used its {budget} hops ({trail}); nothing was "
                     f"sent. Answer in your own session, or {NEW_CONVERSATION}. "
                     f"{RAISE_BUDGET}",
-                    details={"conversation": conv, "hops": hops, "maxHops": budget})
-            entry: JsonObject = {**hop, "n": len(hops) + 1, "at": time.time()}
+                    details={"conversation": conv, "hops": [h.as_dict() for h in hops],
+                             "maxHops": budget})
+            fields = {k: v for k, v in hop.items() if k in _HOP_FIELDS}
+            entry = HopEntry(len(hops) + 1, now, **fields)
             if words is not None:
-                entry["digest"] = digest(words)
+                entry.digest = digest(words)
                 _refuse_repeat(conv, hops, entry)
-            data.update({"hops": [*hops, entry], "max_hops": budget,
-                         "updated_at": time.time()})
-            write_private(self.path(conv), json.dumps(data, ensure_ascii=False,
+            record.hops.append(entry)
+            record.max_hops, record.updated_at = budget, now
+            write_private(self.path(conv), json.dumps(record.as_dict(), ensure_ascii=False,
                                                       indent=2).encode("utf-8"))
         self._sweep()
-        return Hop(conv, len(hops) + 1, budget)
+        return Hop(conv, len(record.hops), budget)
 
     def _sweep(self) -> None:
         cutoff = time.time() - TTL
@@ -272,20 +334,20 @@ class Conversations:
                 continue
 
 
-def _refuse_repeat(conv: str, hops: list[JsonObject], entry: JsonObject) -> None:
+def _refuse_repeat(conv: str, hops: list[HopEntry], entry: HopEntry) -> None:
     """A request the conversation already carried `REPEATS` times is a loop, not an
     exchange: refused before it is recorded, whichever side sends it."""
-    same = [h for h in hops if h.get("digest") == entry["digest"]]
+    same = [h for h in hops if h.digest == entry.digest]
     if len(same) < REPEATS:
         return
-    seen = ", ".join(str(h.get("n")) for h in same)
+    seen = ", ".join(str(h.n) for h in same)
     raise LoopDetectedError(
         f"conversation {conv}: this request repeats, word for word (case, spacing, "
         f"punctuation and ids aside), what hops {seen} already asked; the exchange is "
         "going round in a loop, so nothing was sent. Answer in your own session instead — or, if "
         "something has changed, say what in the message",
-        details={"conversation": conv, "repeats": [h.get("n") for h in same],
-                 "digest": entry["digest"]})
+        details={"conversation": conv, "repeats": [h.n for h in same],
+                 "digest": entry.digest})
 
 
 # --- which conversation a request belongs to --------------------------------------------

@@ -42,14 +42,18 @@ from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..host.text import for_terminal
+from ..inbox.location import inbox_dir
 from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from ..talk.client import AppServerClient
 from ..talk.endpoint import Reach, recorded_endpoint
 from ..talk.follow import ApprovalRecord, SayResult
+from ..talk.recover import turn_status
 from ..talk.turn import SayProgress, follow_queued
-from . import courier_link
+from . import courier_link, live
 from . import to_claude as inbox
+from .answers import watch_interrupt
 from .records import Delivery, DeliveryState, DeliveryStore, Direction, new_reply, preview
+from .records import envelope_of as of
 from .to_codex import get
 
 CLIENT_NAME = "codexbridge-courier"
@@ -227,7 +231,6 @@ def _log_to_stdout() -> None:
 # --- to Codex --------------------------------------------------------------------------
 
 def envelope_of(record: Delivery) -> envelope.Envelope:
-    from .records import envelope_of as of  # one envelope, every road
     return of(record)
 
 
@@ -325,7 +328,6 @@ async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
         # ended (a courier that took over mid-turn) and its final message went by
         # unseen. codex's thread has it: read it there rather than deliver an empty
         # reply (seen in the journeys on both codex versions).
-        from ..talk.recover import turn_status
 
         found = await turn_status(client, record.thread_id, result.turn_id)
         if found.reply:
@@ -648,7 +650,6 @@ async def watch_request(store: DeliveryStore, request: str) -> str | None:
     """Watch a Codex request a Claude session was handed until it is answered; if the
     session ends first, or the human interrupts the turn that had it (Esc: no Stop hook
     runs), tell the asking thread — returns the id of that notice."""
-    from .answers import watch_interrupt
 
     while True:
         record = store.get(request)
@@ -668,8 +669,6 @@ def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
     ended before answering); never taken in → it waits for the project's next session.
     Either way the asking thread gets one turn saying so."""
     if record.mailbox:
-        from ..inbox.location import inbox_dir
-        from . import live
 
         with contextlib.suppress(Exception):  # the notice below matters more
             live.reconcile(inbox_dir(), record.mailbox)

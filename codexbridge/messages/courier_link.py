@@ -32,6 +32,7 @@ import sys
 import time
 
 from ..host.jsonfile import loads_json
+from ..host.locking import try_lock
 from ..host.private import (
     ensure_private_dir,
     open_private_log,
@@ -39,6 +40,7 @@ from ..host.private import (
     state_home,
     write_private,
 )
+from ..host.runtime import socket_in_runtime
 
 START_WAIT = 10.0  # s: a cold Python start on a loaded 2-core box takes ~1 s
 ACK_WAIT = 5.0
@@ -52,7 +54,6 @@ NOT_INHERITED = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_MESSAGING_SOCKET",
 
 def socket_path(home: str | None = None) -> str:
     """Where the courier of state home `home` (default: this one) listens."""
-    from ..host.runtime import socket_in_runtime
 
     real = os.path.realpath(home or state_home())
     name = "courier-" + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -118,7 +119,6 @@ def _exchange(message: dict[str, object], timeout: float) -> dict[str, object] |
 def running() -> bool:
     """A courier runs — or is starting: it holds the state home's courier lock from
     before it listens, so a courier just started is not taken for none."""
-    from ..host.locking import try_lock
 
     lock = os.path.join(state_home(), "courier.lock")
     if os.path.exists(lock):

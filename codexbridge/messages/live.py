@@ -65,9 +65,11 @@ from ..host.procs import pid_alive
 from ..inbox import store
 from ..inbox.lines import Mail, parse_line
 from ..inbox.listeners import Listener, claude_config_dir, read_listener, registry_path
-from ..inbox.location import live_files, live_path
+from ..inbox.location import live_files, live_path, rejected_path
+from ..inbox.render import render_mail, spilled
 from ..jsontypes import objs, opt_float, opt_int, opt_str
 from ..protocol.enums import WireEnum
+from .answers import note_handed, note_sent
 from .records import DeliveryState
 
 TYPE_CHECKING = False
@@ -447,7 +449,6 @@ def _settle(inbox: str, name: str, path: str, record: LiveRecord,
         # The frame is in front of Claude: its requests are being handled now, and the
         # turn that took it in answers them (whoever settles it first notes it; noting
         # twice counts once).
-        from .answers import note_handed
 
         note_handed(record.session_id, name, mails, transcript=record.transcript,
                     offset=record.offset, claude_pid=record.claude_pid)
@@ -513,9 +514,6 @@ def wake(inbox: str, name: str, *, session_id: str | None, transcript: str | Non
     there: delivered; the watcher gone and no wake after WAKE_GRACE_S: back into the
     mailbox. With no transcript or mail id to look for, the batch is committed once the
     text was written (the old way)."""
-    from ..inbox.location import rejected_path
-    from ..inbox.render import render_mail, spilled
-    from .answers import note_handed, note_sent
 
     with store.take_for_claude(inbox, name) as batch:
         if batch.empty:
@@ -616,7 +614,6 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
 def _push(inbox: str, name: str, to: Target, msg_id: str,
           reply: tuple[socket.socket, str] | None, interrupt: bool) -> Outcome:
     """Take the mailbox into a live record, send it as one frame, and confirm it."""
-    from ..inbox.render import render_mail, spilled
 
     path = live_path(inbox, name, msg_id)
     with store.take_for_claude(inbox, name) as batch:
@@ -644,7 +641,6 @@ def _push(inbox: str, name: str, to: Target, msg_id: str,
     except OSError as exc:
         _settle(inbox, name, path, record, None, f"the session's socket refused it ({exc})")
         return Outcome(Route.NEXT_STOP, "the session's inbox did not answer", msg_id, count)
-    from .answers import note_sent
 
     note_sent(to.session_id, to.pid, record.parsed_mails())
     return _confirm(inbox, name, path, record, reply[0] if reply else None, count)

@@ -16,6 +16,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import NamedTuple
 
+from ..conversation import envelope
+from ..conversation.frame import label_problem
+from ..conversation.limits import mail_max, mail_over_limit, max_hops
+from ..conversation.routing import sending_from_thread
 from ..errors import (
     AmbiguousSessionError,
     MailboxError,
@@ -26,8 +30,10 @@ from ..errors import (
     StateError,
     UsageError,
 )
+from ..host.procs import pid_alive
 from ..inbox import peek as reading
 from ..inbox import store
+from ..inbox.clock import iso_utc
 from ..inbox.lines import Mail, new_mail
 from ..inbox.listeners import Listener, closest_name, read_listeners
 from ..inbox.location import (
@@ -39,6 +45,10 @@ from ..inbox.location import (
     name_problem,
     validate_name,
 )
+from . import live
+from .conversations import Conversations, current_conversation
+from .records import Delivery, DeliveryStore, Direction
+from .records import preview as text_preview
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,7 +85,6 @@ def sender_name(raw: str | None, env: Mapping[str, str] | None = None,
     """`raw`, else $CODEX_BRIDGE_FROM, else `default` (`codex`; `claude-code` when Claude
     Code sends: `request`) — validated (it is shown to Claude as a peer AI agent's name,
     so it may not claim to be the human: `frame.label_problem`)."""
-    from ..conversation.frame import label_problem
 
     source = os.environ if env is None else env
     name = raw or source.get(FROM_ENV) or default
@@ -171,7 +180,6 @@ def push(text: str, *, to: str | None = None, sender: str | None = None,
     """Store one mail for mailbox `to`, under the push rule above; `fields` travel on
     the mail line (conversation, request, in_reply_to …). Then, when the listening
     session is running, deliver it live (`live.py`); else it waits for the Stop hook."""
-    from ..conversation.routing import sending_from_thread
 
     name, who, known = _addressed(text, to, sender, inbox, new, project,
                                   sending_from_thread(os.environ))
@@ -186,7 +194,6 @@ def _addressed(text: str, to: str | None, sender: str | None, inbox: str | None,
     who = sender_name(sender, default=default_sender)
     if not text.strip():
         raise UsageError("refusing to send an empty message")
-    from ..conversation.limits import mail_max, mail_over_limit
 
     why = mail_over_limit(text, mail_max(os.environ))
     if why:
@@ -235,7 +242,6 @@ def last_talked(thread: str, mailboxes: list[str]) -> dict[str, float]:
     """When each of `mailboxes` last talked with Codex thread `thread`, from the delivery
     records: a request of the thread's handed to it, or a message of its session's sent
     into the thread (its reply-to mailbox). Only the mailboxes that did."""
-    from .records import DeliveryStore, Direction
 
     out: dict[str, float] = {}
     for rec in DeliveryStore().recent(500):
@@ -252,8 +258,6 @@ def ambiguous(project: str, mine: list[str], known: Directory,
     """Several Claude sessions in `project`, none already talking with `thread`: each
     candidate with what to choose by — whether it runs and is busy, when it was last
     active, when it last talked with this thread — and the exact retry."""
-    from ..inbox.clock import iso_utc
-    from . import live
 
     talked = last_talked(thread, mine) if thread else {}
     candidates: list[dict[str, object]] = []
@@ -285,7 +289,6 @@ def ambiguous(project: str, mine: list[str], known: Directory,
 
 
 def _running(listener: Listener) -> bool:
-    from ..host.procs import pid_alive
 
     return listener.claude_pid is not None and pid_alive(listener.claude_pid)
 
@@ -311,7 +314,6 @@ def _store(known: Directory, name: str, who: str, text: str,
 def _live(inbox: str, name: str, interrupt: bool) -> tuple[str, str | None]:
     """Deliver the mailbox into its running session now; the mail is safe either way
     (it is stored first), so a failure here only means "at the next stop"."""
-    from . import live
 
     try:
         outcome = live.deliver_now(inbox, name, interrupt=interrupt)
@@ -345,12 +347,6 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     (set by codex for the commands it runs) — and a delivery record tracks it.
     `sent_by`: who sends (default `envelope.who_sends(env)`), kept on the mail and the
     record."""
-    from ..conversation import envelope
-    from ..conversation.limits import max_hops
-    from ..conversation.routing import sending_from_thread
-    from .conversations import Conversations, current_conversation
-    from .records import Delivery, DeliveryStore, Direction
-    from .records import preview as text_preview
 
     source = os.environ if env is None else env
     by = sent_by or envelope.who_sends(source)
@@ -409,7 +405,6 @@ def peek(name: str | None, *, inbox: str | None = None, project: str | None = No
 def reach(inbox: str, name: str) -> Reach:
     """How mail for `name` would reach its session right now: `live` (with the
     session's busy / idle status) or at its next stop, and why (`live.status`)."""
-    from . import live
 
     try:
         return live.status(inbox, name)

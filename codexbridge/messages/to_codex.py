@@ -34,16 +34,26 @@ from ..conversation.routing import (
     reply_mailbox,
     sending_from_thread,
 )
-from ..errors import DeliveryNotFoundError, SelfSendError
+from ..errors import (
+    BridgeError,
+    DeliveryNotFoundError,
+    RpcError,
+    SelfSendError,
+    TurnStartFailedError,
+)
 from ..host.paths import state_dir
+from ..host.private import write_private
+from ..host.procs import pid_alive
 from ..inbox.listeners import read_listeners
 from ..inbox.location import inbox_dir
-from ..protocol.enums import ApprovalPolicy
+from ..protocol.enums import ApprovalPolicy, TurnOutcome
 from ..protocol.generated.enums import ThreadStatusType
-from ..protocol.threads import ThreadInfo
-from ..talk.client import Rpc
-from ..talk.endpoint import Reach
+from ..protocol.threads import ThreadInfo, in_project
+from ..talk.client import AppServerClient, Rpc
+from ..talk.endpoint import Reach, reach_of, resolve_endpoint
+from ..talk.outcome import turn_started
 from ..talk.threads import find_joinable, join
+from ..talk.turn import SayProgress, queue_message, say
 from . import courier_link
 from .conversations import Conversations, current_conversation
 from .records import Damaged, Delivery, DeliveryStore, Direction, preview
@@ -77,7 +87,6 @@ async def choose(rpc: Rpc, selector: str | None, cwd: str | None = None, *,
         await join(rpc, thread.id)
     if selector or cwd:
         return thread, "caller" if selector else "cwd"
-    from ..protocol.threads import in_project
 
     here = os.path.realpath(os.getcwd())
     return thread, "project" if in_project([thread], here) else "only-thread"
@@ -113,8 +122,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     if in_reply_to:
         hop, conv = 0, conv or envelope.conversation_id()
         recorded = Conversations().get(conv) if conv else None
-        budget = recorded.get("max_hops") if recorded else None
-        limit = budget if isinstance(budget, int) and budget > 0 else limit
+        limit = recorded.max_hops if recorded and recorded.max_hops else limit
         route = None
     else:
         route = reply_mailbox(reply_to, env, read_listeners(inbox_dir()))
@@ -133,7 +141,6 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
     record.queue()
-    from ..host.private import write_private
 
     # The text before the record: the courier carries a record from its text, so a kill
     # between the two must leave no record without one (a text alone is swept).
@@ -168,7 +175,6 @@ class Blocking(NamedTuple):
 
     def progress(self, store: DeliveryStore) -> SayProgress:
         """What say() reports, written on the record: codex's queue entry, the turn."""
-        from ..talk.turn import SayProgress
 
         def changed(what: str, p: SayProgress) -> None:
             def note(r: Delivery) -> None:
@@ -202,7 +208,6 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
                       sender=sender.speaker.value, sender_thread=sender.thread,
                       blocking=True, courier_pid=os.getpid())
     record.queue()
-    from ..host.private import write_private
 
     # Kept as for `send`: a courier that adopts it when its caller dies reads it here.
     write_private(store.text_path(token), text.encode("utf-8"), durable=True)
@@ -215,7 +220,6 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
     """The end of a blocking request, on its record: delivered with the reply's start,
     or why not (`failure`: the call raised — nothing was sent, or the turn may still
     run; `result` not completed: how the turn ended)."""
-    from ..protocol.enums import TurnOutcome
 
     def end(r: Delivery) -> None:
         if r.state.final:
@@ -254,8 +258,6 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
     codex's progress written on it, its end written whatever happens (`finish_blocking`).
     The human's own words go as typed, with no record. A failure raises as
     `_raised_after` decides: once the message went to codex, marked `turnStarted`."""
-    from ..talk.threads import find_joinable
-    from ..talk.turn import SayProgress, say
 
     store = store or DeliveryStore()
     async with connect() as client:
@@ -283,7 +285,6 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
 
 def _why_not(exc: BaseException) -> str:
     """A blocking request's end when the call itself failed (its record says it)."""
-    from ..errors import BridgeError
 
     if isinstance(exc, BridgeError):
         return exc.message
@@ -296,8 +297,6 @@ def _raised_after(exc: BaseException, progress: SayProgress) -> BaseException:
     """What a blocking say's failure raises. After the message went to codex the turn may
     be running, whatever the error: marked `turnStarted` (never retry it). Before, a
     plain refusal from codex is a refused turn start — nothing ran."""
-    from ..errors import BridgeError, RpcError, TurnStartFailedError
-    from ..talk.outcome import turn_started
 
     if not isinstance(exc, BridgeError):
         return exc
@@ -310,7 +309,6 @@ def _raised_after(exc: BaseException, progress: SayProgress) -> BaseException:
 
 def _ended(result: SayResult | None) -> str:
     """Why a blocking request's turn gave no answer, as its record says it."""
-    from ..protocol.enums import TurnOutcome
 
     if result is None:
         return "the call ended before its turn did"
@@ -348,10 +346,6 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
     to the same server (none: it finds the endpoint itself). Everything the courier
     needs to reach the server travels in the record: it never uses its own
     environment (it was started by whoever came first)."""
-    from ..errors import BridgeError, RpcError
-    from ..talk.client import AppServerClient
-    from ..talk.endpoint import reach_of, resolve_endpoint
-    from ..talk.turn import SayProgress, queue_message
 
     store = store or DeliveryStore()
     if connect is None:
@@ -435,7 +429,6 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
 
 
 def _caller_gone(record: Delivery) -> bool:
-    from ..host.procs import pid_alive
 
     return (record.blocking and not record.state.final and record.courier_pid is not None
             and not pid_alive(record.courier_pid))

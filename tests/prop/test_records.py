@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from codexbridge.conversation.limits import MAX_HOPS_ENV, max_hops
 from codexbridge.errors import HandoffStateError, HopLimitError, UsageError
 from codexbridge.handoff import ledger
-from codexbridge.messages.conversations import Conversations, valid_id
+from codexbridge.messages.conversations import Conversation, Conversations, valid_id
 from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 
 from .strategies import deep_json, json_values, junk_bytes, lone_surrogate_json, nasty_text
@@ -217,7 +217,7 @@ def test_a_damaged_budget_is_kept_aside_and_the_send_refused(raw: bytes, age: in
         path.write_bytes(raw)
         os.utime(path, (time.time() - age, time.time() - age))
         before = convs.get(CONV)
-        assert before is None or isinstance(before, dict)
+        assert before is None or isinstance(before, Conversation)
         try:
             _, number = convs.spend(CONV, {"direction": "to-claude"}, 4)
         except HopLimitError as exc:
@@ -230,8 +230,9 @@ def test_a_damaged_budget_is_kept_aside_and_the_send_refused(raw: bytes, age: in
             assert kept.read_bytes() == raw
             assert convs.spend(CONV, {}, 4) == (CONV, 1)  # starts again, on purpose
             return
-        assert before is not None and number == len(before.get("hops") or []) + 1
-        assert len(convs.get(CONV)["hops"]) == number  # type: ignore[index]
+        assert before is not None and number == len(before.hops) + 1
+        again = convs.get(CONV)
+        assert again is not None and len(again.hops) == number
 
 
 def test_two_damaged_budgets_in_one_second_are_both_kept(tmp_path: Path) -> None:

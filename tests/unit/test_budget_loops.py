@@ -53,7 +53,7 @@ def test_the_same_request_a_third_time_is_a_loop(tmp_path: Path) -> None:
     assert err.value.exit_code == 9 and err.value.mcp_code == "LOOP_DETECTED"
     assert "hops 1, 3" in err.value.message and "nothing was sent" in err.value.message
     data = convs.get(conv)
-    assert data is not None and len(data["hops"]) == 4  # nothing spent on the refusal
+    assert data is not None and len(data.hops) == 4  # nothing spent on the refusal
     # numbers are progress, not noise
     convs.spend_hop(conv, {}, 40, words="test 1 fails")
     convs.spend_hop(conv, {}, 40, words="test 2 fails")

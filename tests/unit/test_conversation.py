@@ -89,7 +89,7 @@ def test_budget_counts_requests_and_refuses_over_it(tmp_path: Path) -> None:
         convs.spend(conv, {"direction": "claude→codex"}, 4)
     assert "used its 4 hops" in err.value.message and err.value.exit_code == 9
     data = convs.get(conv)
-    assert data is not None and [h["n"] for h in data["hops"]] == [1, 2, 3, 4]
+    assert data is not None and [h.n for h in data.hops] == [1, 2, 3, 4]
     mode = stat.S_IMODE(os.stat(convs.path(conv)).st_mode)
     assert mode == 0o600
     # the budget a conversation started with stays, whatever a later sender's limit is
