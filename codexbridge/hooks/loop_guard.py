@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import NamedTuple
 
-from .process import session_key
+from .process import HookInput
 
 DEFAULT_MAX_CHAIN = 3
 CLAUDE_DEFAULT_BLOCK_CAP = 8
@@ -38,35 +38,6 @@ class Action(Enum):
     DELIVER = "deliver"  # pop the mail and block with it
     HOLD = "hold"  # mail is waiting but the chain is long enough: let Claude stop, keep it
     ALLOW = "allow"  # nothing to deliver: let Claude stop
-
-
-class HookInput(NamedTuple):
-    """The parts of Claude's hook JSON we use; any field may be missing or garbage."""
-
-    session_id: str | None = None
-    cwd: str | None = None
-    stop_hook_active: bool = False
-    prompt_id: str | None = None
-    event: str | None = None
-    last_assistant_message: str | None = None
-
-    @property
-    def session_key(self) -> str:
-        return session_key(self.session_id)
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, object]) -> HookInput:
-        def text(key: str) -> str | None:
-            value = payload.get(key)
-            return value if isinstance(value, str) and value else None
-
-        active = payload.get("stop_hook_active")
-        if isinstance(active, str):
-            active = active.strip().lower() in ("1", "true", "yes")
-        return cls(session_id=text("session_id"), cwd=text("cwd"),
-                   stop_hook_active=active is True, prompt_id=text("prompt_id"),
-                   event=text("hook_event_name"),
-                   last_assistant_message=text("last_assistant_message"))
 
 
 class ChainState(NamedTuple):

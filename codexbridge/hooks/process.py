@@ -37,8 +37,9 @@ from ..inbox.location import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..jsontypes import JsonObject
-    from .loop_guard import HookInput
 
 USAGE = """\
 Usage: codexbridge inbox hook [--as NAME]
@@ -193,7 +194,8 @@ def run_hook(name: str, payload: JsonObject) -> int:
         note_seen(payload)
     except Exception as exc:  # evidence for doctor must never cost a delivery
         log(f"could not record what Claude Code sent the hook: {exc!r}")
-    if payload.get("hook_event_name") == "SessionStart":
+    inp = HookInput.from_payload(payload)
+    if inp.event == "SessionStart":
         # A handoff delta waiting for this (resumed) session: one stat when none is.
         from ..handoff.resume import on_session_start
 
@@ -206,20 +208,18 @@ def run_hook(name: str, payload: JsonObject) -> int:
         # this turn is answered by this turn's final message.
         from ..messages.live import reconcile
 
-        last = payload.get("last_assistant_message")
         try:
-            reconcile(inbox, name, answer=last if isinstance(last, str) else None)
+            reconcile(inbox, name, answer=inp.last_assistant_message)
         except Exception as exc:  # the mail stays in its record for the next try
             log(f"mailbox {name!r}: could not settle live deliveries: {exc!r}")
-    session = _str(payload.get("session_id"))
+    session = inp.session_id
     if session and os.path.exists(handling_path(session)):
         # This stop may end the turn that took in peer mail: its final message answers
         # the requests that expect one (handling.due decides which: those the message names,
         # and those whose mail the transcript shows this turn took in).
         from ..messages.answers import answer_pending
 
-        last = payload.get("last_assistant_message")
-        answered = answer_pending(session, last if isinstance(last, str) else None)
+        answered = answer_pending(session, inp.last_assistant_message)
         if answered:
             log(f"mailbox {name!r}: sent {answered} answer(s) back to Codex")
     courier_owed()
@@ -229,9 +229,9 @@ def run_hook(name: str, payload: JsonObject) -> int:
         # (another session's leftover chain must not slow every stop down).
         if not os.path.exists(chain_path(inbox, name)):
             return 0
-        if load_chain(inbox, name, session_key(payload.get("session_id"))) is None:
+        if load_chain(inbox, name, inp.session_key) is None:
             return 0
-    _decide_and_deliver(inbox, name, payload, pending)
+    _decide_and_deliver(inbox, name, inp, pending)
     return 0
 
 
@@ -267,6 +267,46 @@ MAX_AGE_S = 24 * 3600
 UNKNOWN_SESSION = "unknown-session"
 # What a damaged file counts as: over any CODEX_BRIDGE_MAX_CHAIN (fails closed).
 DAMAGED_BLOCKS = 1 << 30
+
+
+class HookInput:
+    """Claude Code's hook input, the parts we use — the one reader of it; any field may
+    be missing or garbage (a stop with unreadable stdin still runs). A plain class: the
+    Stop hook's empty path imports neither typing nor dataclasses."""
+
+    __slots__ = ("cwd", "event", "last_assistant_message", "prompt_id", "session_id",
+                 "stop_hook_active", "transcript_path")
+
+    def __init__(self, *, session_id: str | None = None, cwd: str | None = None,
+                 stop_hook_active: bool = False, prompt_id: str | None = None,
+                 event: str | None = None, last_assistant_message: str | None = None,
+                 transcript_path: str | None = None) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.stop_hook_active = stop_hook_active
+        self.prompt_id = prompt_id
+        self.event = event
+        self.last_assistant_message = last_assistant_message
+        self.transcript_path = transcript_path
+
+    @property
+    def session_key(self) -> str:
+        return session_key(self.session_id)
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, object]) -> HookInput:
+        def text(key: str) -> str | None:
+            value = payload.get(key)
+            return value if isinstance(value, str) and value else None
+
+        active = payload.get("stop_hook_active")
+        if isinstance(active, str):
+            active = active.strip().lower() in ("1", "true", "yes")
+        return cls(session_id=text("session_id"), cwd=text("cwd"),
+                   stop_hook_active=active is True, prompt_id=text("prompt_id"),
+                   event=text("hook_event_name"),
+                   last_assistant_message=text("last_assistant_message"),
+                   transcript_path=text("transcript_path"))
 
 
 def session_key(session_id: object) -> str:
@@ -394,10 +434,9 @@ def clear_chain(inbox: str, name: str, session_key: str) -> None:
 
 # --- delivering ----------------------------------------------------------------------------
 
-def _decide_and_deliver(inbox: str, name: str, payload: JsonObject, pending: bool) -> None:
+def _decide_and_deliver(inbox: str, name: str, inp: HookInput, pending: bool) -> None:
     from . import loop_guard as guard
 
-    inp = guard.HookInput.from_payload(payload)
     stored = load_chain(inbox, name, inp.session_key)
     max_chain, note = guard.effective_max_chain(os.environ)
     if note:
@@ -405,7 +444,7 @@ def _decide_and_deliver(inbox: str, name: str, payload: JsonObject, pending: boo
     decision = guard.decide(inp, guard.ChainState(*stored) if stored else None, pending,
                             max_chain)
     if decision.action is guard.Action.DELIVER:
-        if _deliver(inbox, name, payload, inp):
+        if _deliver(inbox, name, inp):
             save_chain(inbox, name, inp.session_key, decision.chain_before + 1, inp.prompt_id)
             return
     elif decision.action is guard.Action.HOLD:
@@ -413,7 +452,7 @@ def _decide_and_deliver(inbox: str, name: str, payload: JsonObject, pending: boo
     clear_chain(inbox, name, inp.session_key)
 
 
-def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool:
+def _deliver(inbox: str, name: str, inp: HookInput) -> bool:
     """Block with every waiting mail (True), or find only duplicates left (False)."""
     from ..inbox.location import rejected_path
     from ..inbox.render import render_mail, sender_of, spilled
@@ -432,7 +471,7 @@ def _deliver(inbox: str, name: str, payload: JsonObject, inp: HookInput) -> bool
         out.write(block_output(reason, note).encode("utf-8") + b"\n")
         out.flush()
         batch.commit()
-        transcript = _str(payload.get("transcript_path"))
+        transcript = inp.transcript_path
         note_handed(inp.session_id, name, batch.mails, transcript=transcript,
                     offset=transcript_end(transcript), claude_pid=claude_pid())
         if batch.duplicates or batch.recovered_files:
