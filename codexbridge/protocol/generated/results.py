@@ -62,17 +62,41 @@ class TurnError(Kept):
         )
 
 
+class UserInput(Record):
+    __slots__ = ("text", "type")
+    type: str | None
+    text: str | None
+
+    def __init__(self, *, type: str | None = None, text: str | None = None) -> None:
+        _set(self, "type", type)
+        _set(self, "text", text)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> UserInput:
+        w = obj(raw)
+        return cls(
+            type=opt_str(w.get("type")),
+            text=opt_str(w.get("text")),
+        )
+
+
 class ThreadItem(Kept):
     """A thread item and its recorded lifecycle times. The payload stays flat on the wire."""
 
-    __slots__ = ("id", "raw", "type")
+    __slots__ = ("client_id", "content", "id", "raw", "text", "type")
     type: str | None
     id: str | None
+    text: str | None
+    client_id: str | None
+    content: tuple[UserInput, ...]
     raw: JsonObject
 
-    def __init__(self, *, type: str | None = None, id: str | None = None, raw: JsonObject | None = None) -> None:
+    def __init__(self, *, type: str | None = None, id: str | None = None, text: str | None = None, client_id: str | None = None, content: tuple[UserInput, ...] = (), raw: JsonObject | None = None) -> None:
         _set(self, "type", type)
         _set(self, "id", id)
+        _set(self, "text", text)
+        _set(self, "client_id", client_id)
+        _set(self, "content", content)
         _set(self, "raw", {} if raw is None else raw)
 
     @classmethod
@@ -81,26 +105,31 @@ class ThreadItem(Kept):
         return cls(
             type=opt_str(w.get("type")),
             id=opt_str(w.get("id")),
+            text=opt_str(w.get("text")),
+            client_id=opt_str(w.get("clientId")),
+            content=each(UserInput.from_wire, w.get("content")),
             raw=w,
         )
 
 
-class Turn(Record):
-    __slots__ = ("completed_at", "error", "id", "items", "started_at", "status")
+class Turn(Kept):
+    __slots__ = ("completed_at", "error", "id", "items", "raw", "started_at", "status")
     id: str
     status: str | None
     error: TurnError | None
     items: tuple[ThreadItem, ...]
     started_at: int | None
     completed_at: int | None
+    raw: JsonObject
 
-    def __init__(self, *, id: str = "", status: str | None = None, error: TurnError | None = None, items: tuple[ThreadItem, ...] = (), started_at: int | None = None, completed_at: int | None = None) -> None:
+    def __init__(self, *, id: str = "", status: str | None = None, error: TurnError | None = None, items: tuple[ThreadItem, ...] = (), started_at: int | None = None, completed_at: int | None = None, raw: JsonObject | None = None) -> None:
         _set(self, "id", id)
         _set(self, "status", status)
         _set(self, "error", error)
         _set(self, "items", items)
         _set(self, "started_at", started_at)
         _set(self, "completed_at", completed_at)
+        _set(self, "raw", {} if raw is None else raw)
 
     @classmethod
     def from_wire(cls, raw: object) -> Turn:
@@ -112,6 +141,7 @@ class Turn(Record):
             items=each(ThreadItem.from_wire, w.get("items")),
             started_at=opt_int(w.get("startedAt")),
             completed_at=opt_int(w.get("completedAt")),
+            raw=w,
         )
 
 
@@ -424,4 +454,199 @@ class InitializeResponse(Kept):
             platform_family=opt_str(w.get("platformFamily")),
             platform_os=opt_str(w.get("platformOs")),
             raw=w,
+        )
+
+
+class AgentMessageDeltaNotification(Record):
+    __slots__ = ("delta", "item_id", "thread_id", "turn_id")
+    thread_id: str | None
+    turn_id: str | None
+    item_id: str
+    delta: str
+
+    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, item_id: str = "", delta: str = "") -> None:
+        _set(self, "thread_id", thread_id)
+        _set(self, "turn_id", turn_id)
+        _set(self, "item_id", item_id)
+        _set(self, "delta", delta)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> AgentMessageDeltaNotification:
+        w = obj(raw)
+        return cls(
+            thread_id=opt_str(w.get("threadId")),
+            turn_id=opt_str(w.get("turnId")),
+            item_id=text(w.get("itemId")),
+            delta=text(w.get("delta")),
+        )
+
+
+class ItemStartedNotification(Record):
+    __slots__ = ("item", "thread_id", "turn_id")
+    thread_id: str | None
+    turn_id: str | None
+    item: ThreadItem | None
+
+    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, item: ThreadItem | None = None) -> None:
+        _set(self, "thread_id", thread_id)
+        _set(self, "turn_id", turn_id)
+        _set(self, "item", item)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ItemStartedNotification:
+        w = obj(raw)
+        return cls(
+            thread_id=opt_str(w.get("threadId")),
+            turn_id=opt_str(w.get("turnId")),
+            item=maybe(ThreadItem.from_wire, w.get("item")),
+        )
+
+
+class ItemCompletedNotification(Record):
+    __slots__ = ("item", "thread_id", "turn_id")
+    thread_id: str | None
+    turn_id: str | None
+    item: ThreadItem | None
+
+    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, item: ThreadItem | None = None) -> None:
+        _set(self, "thread_id", thread_id)
+        _set(self, "turn_id", turn_id)
+        _set(self, "item", item)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ItemCompletedNotification:
+        w = obj(raw)
+        return cls(
+            thread_id=opt_str(w.get("threadId")),
+            turn_id=opt_str(w.get("turnId")),
+            item=maybe(ThreadItem.from_wire, w.get("item")),
+        )
+
+
+class TurnCompletedNotification(Record):
+    __slots__ = ("thread_id", "turn")
+    thread_id: str | None
+    turn: Turn | None
+
+    def __init__(self, *, thread_id: str | None = None, turn: Turn | None = None) -> None:
+        _set(self, "thread_id", thread_id)
+        _set(self, "turn", turn)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> TurnCompletedNotification:
+        w = obj(raw)
+        return cls(
+            thread_id=opt_str(w.get("threadId")),
+            turn=maybe(Turn.from_wire, w.get("turn")),
+        )
+
+
+class ErrorNotification(Record):
+    __slots__ = ("error", "thread_id", "turn_id", "will_retry")
+    thread_id: str | None
+    turn_id: str | None
+    error: TurnError | None
+    will_retry: bool
+
+    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, error: TurnError | None = None, will_retry: bool = False) -> None:
+        _set(self, "thread_id", thread_id)
+        _set(self, "turn_id", turn_id)
+        _set(self, "error", error)
+        _set(self, "will_retry", will_retry)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ErrorNotification:
+        w = obj(raw)
+        return cls(
+            thread_id=opt_str(w.get("threadId")),
+            turn_id=opt_str(w.get("turnId")),
+            error=maybe(TurnError.from_wire, w.get("error")),
+            will_retry=w.get("willRetry") is True,
+        )
+
+
+class ServerRequestResolvedNotification(Record):
+    __slots__ = ("request_id", "thread_id")
+    thread_id: str | None
+    request_id: JsonValue
+
+    def __init__(self, *, thread_id: str | None = None, request_id: JsonValue = None) -> None:
+        _set(self, "thread_id", thread_id)
+        _set(self, "request_id", request_id)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ServerRequestResolvedNotification:
+        w = obj(raw)
+        return cls(
+            thread_id=opt_str(w.get("threadId")),
+            request_id=w.get("requestId"),
+        )
+
+
+class PermissionsRequestApprovalParams(Record):
+    __slots__ = ("permissions",)
+    permissions: JsonValue
+
+    def __init__(self, *, permissions: JsonValue = None) -> None:
+        _set(self, "permissions", permissions)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> PermissionsRequestApprovalParams:
+        w = obj(raw)
+        return cls(
+            permissions=w.get("permissions"),
+        )
+
+
+class ToolRequestUserInputOption(Record):
+    """EXPERIMENTAL. Defines a single selectable option for request_user_input."""
+
+    __slots__ = ("label",)
+    label: str | None
+
+    def __init__(self, *, label: str | None = None) -> None:
+        _set(self, "label", label)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ToolRequestUserInputOption:
+        w = obj(raw)
+        return cls(
+            label=opt_str(w.get("label")),
+        )
+
+
+class ToolRequestUserInputQuestion(Record):
+    """EXPERIMENTAL. Represents one request_user_input question and its required options."""
+
+    __slots__ = ("id", "options")
+    id: str
+    options: tuple[ToolRequestUserInputOption, ...]
+
+    def __init__(self, *, id: str = "", options: tuple[ToolRequestUserInputOption, ...] = ()) -> None:
+        _set(self, "id", id)
+        _set(self, "options", options)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ToolRequestUserInputQuestion:
+        w = obj(raw)
+        return cls(
+            id=text(w.get("id")),
+            options=each(ToolRequestUserInputOption.from_wire, w.get("options")),
+        )
+
+
+class ToolRequestUserInputParams(Record):
+    """EXPERIMENTAL. Params sent with a request_user_input event."""
+
+    __slots__ = ("questions",)
+    questions: tuple[ToolRequestUserInputQuestion, ...]
+
+    def __init__(self, *, questions: tuple[ToolRequestUserInputQuestion, ...] = ()) -> None:
+        _set(self, "questions", questions)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> ToolRequestUserInputParams:
+        w = obj(raw)
+        return cls(
+            questions=each(ToolRequestUserInputQuestion.from_wire, w.get("questions")),
         )
