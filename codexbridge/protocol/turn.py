@@ -17,7 +17,6 @@ from .generated.enums import ThreadItemType
 from .generated.results import (
     AgentMessageDeltaNotification,
     ErrorNotification,
-    ItemCompletedNotification,
     ItemStartedNotification,
     ServerRequestResolvedNotification,
     ThreadItem,
@@ -154,10 +153,8 @@ def _turn_id_of(params: JsonObject) -> str | None:
 
 
 def _item(env: Notification) -> ThreadItem | None:
-    """The item of an `item/started` or `item/completed`."""
-    read = (ItemStartedNotification.from_wire if env.method == m.ITEM_STARTED
-            else ItemCompletedNotification.from_wire)
-    return read(env.params).item
+    """The item of an `item/started` or `item/completed` (both carry it alike)."""
+    return ItemStartedNotification.from_wire(env.params).item
 
 
 def _user_message_client_id(env: Notification | ServerRequest) -> tuple[bool, str | None]:

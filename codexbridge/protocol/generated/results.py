@@ -459,15 +459,11 @@ class InitializeResponse(Kept):
 
 
 class AgentMessageDeltaNotification(Record):
-    __slots__ = ("delta", "item_id", "thread_id", "turn_id")
-    thread_id: str | None
-    turn_id: str | None
+    __slots__ = ("delta", "item_id")
     item_id: str
     delta: str
 
-    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, item_id: str = "", delta: str = "") -> None:
-        _set(self, "thread_id", thread_id)
-        _set(self, "turn_id", turn_id)
+    def __init__(self, *, item_id: str = "", delta: str = "") -> None:
         _set(self, "item_id", item_id)
         _set(self, "delta", delta)
 
@@ -475,83 +471,47 @@ class AgentMessageDeltaNotification(Record):
     def from_wire(cls, raw: object) -> AgentMessageDeltaNotification:
         w = obj(raw)
         return cls(
-            thread_id=opt_str(w.get("threadId")),
-            turn_id=opt_str(w.get("turnId")),
             item_id=text(w.get("itemId")),
             delta=text(w.get("delta")),
         )
 
 
 class ItemStartedNotification(Record):
-    __slots__ = ("item", "thread_id", "turn_id")
-    thread_id: str | None
-    turn_id: str | None
+    __slots__ = ("item",)
     item: ThreadItem | None
 
-    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, item: ThreadItem | None = None) -> None:
-        _set(self, "thread_id", thread_id)
-        _set(self, "turn_id", turn_id)
+    def __init__(self, *, item: ThreadItem | None = None) -> None:
         _set(self, "item", item)
 
     @classmethod
     def from_wire(cls, raw: object) -> ItemStartedNotification:
         w = obj(raw)
         return cls(
-            thread_id=opt_str(w.get("threadId")),
-            turn_id=opt_str(w.get("turnId")),
-            item=maybe(ThreadItem.from_wire, w.get("item")),
-        )
-
-
-class ItemCompletedNotification(Record):
-    __slots__ = ("item", "thread_id", "turn_id")
-    thread_id: str | None
-    turn_id: str | None
-    item: ThreadItem | None
-
-    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, item: ThreadItem | None = None) -> None:
-        _set(self, "thread_id", thread_id)
-        _set(self, "turn_id", turn_id)
-        _set(self, "item", item)
-
-    @classmethod
-    def from_wire(cls, raw: object) -> ItemCompletedNotification:
-        w = obj(raw)
-        return cls(
-            thread_id=opt_str(w.get("threadId")),
-            turn_id=opt_str(w.get("turnId")),
             item=maybe(ThreadItem.from_wire, w.get("item")),
         )
 
 
 class TurnCompletedNotification(Record):
-    __slots__ = ("thread_id", "turn")
-    thread_id: str | None
+    __slots__ = ("turn",)
     turn: Turn | None
 
-    def __init__(self, *, thread_id: str | None = None, turn: Turn | None = None) -> None:
-        _set(self, "thread_id", thread_id)
+    def __init__(self, *, turn: Turn | None = None) -> None:
         _set(self, "turn", turn)
 
     @classmethod
     def from_wire(cls, raw: object) -> TurnCompletedNotification:
         w = obj(raw)
         return cls(
-            thread_id=opt_str(w.get("threadId")),
             turn=maybe(Turn.from_wire, w.get("turn")),
         )
 
 
 class ErrorNotification(Record):
-    __slots__ = ("error", "thread_id", "turn_id", "will_retry")
-    thread_id: str | None
-    turn_id: str | None
+    __slots__ = ("error", "will_retry")
     error: TurnError | None
     will_retry: bool
 
-    def __init__(self, *, thread_id: str | None = None, turn_id: str | None = None, error: TurnError | None = None, will_retry: bool = False) -> None:
-        _set(self, "thread_id", thread_id)
-        _set(self, "turn_id", turn_id)
+    def __init__(self, *, error: TurnError | None = None, will_retry: bool = False) -> None:
         _set(self, "error", error)
         _set(self, "will_retry", will_retry)
 
@@ -559,27 +519,22 @@ class ErrorNotification(Record):
     def from_wire(cls, raw: object) -> ErrorNotification:
         w = obj(raw)
         return cls(
-            thread_id=opt_str(w.get("threadId")),
-            turn_id=opt_str(w.get("turnId")),
             error=maybe(TurnError.from_wire, w.get("error")),
             will_retry=w.get("willRetry") is True,
         )
 
 
 class ServerRequestResolvedNotification(Record):
-    __slots__ = ("request_id", "thread_id")
-    thread_id: str | None
+    __slots__ = ("request_id",)
     request_id: JsonValue
 
-    def __init__(self, *, thread_id: str | None = None, request_id: JsonValue = None) -> None:
-        _set(self, "thread_id", thread_id)
+    def __init__(self, *, request_id: JsonValue = None) -> None:
         _set(self, "request_id", request_id)
 
     @classmethod
     def from_wire(cls, raw: object) -> ServerRequestResolvedNotification:
         w = obj(raw)
         return cls(
-            thread_id=opt_str(w.get("threadId")),
             request_id=w.get("requestId"),
         )
 
