@@ -22,9 +22,10 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..jsontypes import arr, obj, objs
+from ..jsontypes import obj
 from .enums import ApprovalPolicy
 from .generated import methods as m
+from .generated.results import PermissionsRequestApprovalParams, ToolRequestUserInputParams
 from .wire import Record
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _const(answer: JsonObject) -> Builder:
 
 
 def _accept_permissions(params: JsonObject) -> JsonObject:
-    requested = obj(params.get("permissions"))
+    requested = obj(PermissionsRequestApprovalParams.from_wire(params).permissions)
     granted: JsonObject = {k: requested[k] for k in ("fileSystem", "network") if k in requested}
     return {"permissions": granted, "scope": "turn"}
 
@@ -60,12 +61,10 @@ def _accept_user_input(params: JsonObject) -> JsonObject:
     # Not used by any policy (user input is never an approval); kept so the table is
     # complete. An accept picks each question's first option when there is one.
     answers: JsonObject = {}
-    for q in objs(params.get("questions")):
-        qid = q.get("id")
-        if isinstance(qid, str):
-            options = arr(q.get("options"))
-            first = options[0].get("label") if options and isinstance(options[0], dict) else ""
-            answers[qid] = {"answers": [first or ""]}
+    for q in ToolRequestUserInputParams.from_wire(params).questions:
+        if q.id:
+            first = q.options[0].label if q.options else None
+            answers[q.id] = {"answers": [first or ""]}
     return {"answers": answers}
 
 
@@ -200,8 +199,10 @@ def is_approval(method: str, params: JsonObject | None = None) -> bool:
     if rule is None:
         return False
     if method == m.MCP_SERVER_ELICITATION_REQUEST:
-        meta = (params or {}).get("_meta")
-        return isinstance(meta, dict) and meta.get("codex_approval_kind") == "mcp_tool_call"
+        match params:
+            case {"_meta": {"codex_approval_kind": "mcp_tool_call"}}:
+                return True
+        return False
     return rule.is_approval
 
 
@@ -209,7 +210,9 @@ def describe(method: str, params: JsonObject) -> str:
     """One line for a person: what codex asks and why."""
     rule = TABLE.get(method)
     what = rule.summary if rule else method
-    detail = params.get("command") or params.get("reason") or params.get("message") or ""
+    # The first of these the request has (one per kind: a command, a patch's reason, an
+    # elicitation's message; a legacy command is a list of words).
+    detail = next(filter(None, map(params.get, ("command", "reason", "message"))), "")
     if isinstance(detail, list):
         detail = " ".join(str(p) for p in detail)
     return f"{what}: {detail}" if detail else what

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import SchemaViolation
-from ..jsontypes import obj, objs
+from .shapes import branches, definitions, params_of, ref_name
 
 if TYPE_CHECKING:
     # jsonschema ships no type stubs; "unused-ignore" keeps mypy quiet if they appear.
@@ -40,12 +40,6 @@ SERVER_REQUEST = "ServerRequest.json"
 ERROR_ANSWER = "JSONRPCError.json"
 
 Loader = Callable[[str], object]  # a schema file's name → its parsed JSON
-
-
-def _branch_method(branch: JsonObject) -> str | None:
-    enum = obj(obj(branch.get("properties")).get("method")).get("enum")
-    return enum[0] if isinstance(enum, list) and len(enum) == 1 and isinstance(
-        enum[0], str) else None
 
 
 def _path(prefix: str, error: ValidationError) -> str:
@@ -82,10 +76,10 @@ def _check(validator: Validator, instance: object, what: str, prefix: str = "$")
 def _method_of(message: object, kind: str) -> str:
     if not isinstance(message, dict):
         raise SchemaViolation(kind, [("$", f"{type(message).__name__} is not an object")])
-    method = message.get("method")
-    if not isinstance(method, str):
-        raise SchemaViolation(kind, [("$.method", "missing or not a string")])
-    return method
+    match message:
+        case {"method": str(method)}:
+            return method
+    raise SchemaViolation(kind, [("$.method", "missing or not a string")])
 
 
 class SchemaSet:
@@ -94,7 +88,7 @@ class SchemaSet:
     def __init__(self, loader: Loader) -> None:
         self._loader = loader
         self.load = functools.cache(self._load)
-        self._branches = functools.cache(self._branches_of)
+        self._branches = functools.cache(lambda name: branches(self.load(name)))
         self._validator = functools.cache(self._validator_of)
         self._stems = functools.cache(self._stems_of)
 
@@ -103,15 +97,6 @@ class SchemaSet:
         if not isinstance(doc, dict):
             raise ValueError(f"schema file {name} does not hold a JSON object")
         return doc
-
-    def _branches_of(self, name: str) -> dict[str, JsonObject]:
-        """method → its `oneOf` branch, for a file that is a oneOf over methods."""
-        out: dict[str, JsonObject] = {}
-        for branch in objs(self.load(name).get("oneOf")):
-            method = _branch_method(branch)
-            if method is not None:
-                out[method] = branch
-        return out
 
     def _validator_of(self, name: str, method: str | None = None) -> Validator:
         """A validator for a whole file, or for one method's branch of it.
@@ -124,8 +109,7 @@ class SchemaSet:
         doc = self.load(name)
         schema: JsonObject = doc
         if method is not None:
-            schema = {**self._branches(name)[method],
-                      "definitions": doc.get("definitions", {})}
+            schema = {**self._branches(name)[method], "definitions": definitions(doc)}
         validator: Validator = Draft7Validator(schema)
         return validator
 
@@ -152,8 +136,7 @@ class SchemaSet:
     def _stems_of(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for method, branch in self._branches(SERVER_REQUEST).items():
-            ref = obj(obj(branch.get("properties")).get("params")).get("$ref")
-            params_name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else ""
+            params_name = ref_name(params_of(branch)) or ""
             if params_name.endswith("Params"):
                 out[method] = params_name[: -len("Params")]
         return out
@@ -231,11 +214,11 @@ class SchemaSet:
         if "error" in message:
             self.validate_error_answer(message)
             return
-        rid = message.get("id")
-        if not (isinstance(rid, (int, str)) and not isinstance(rid, bool)) \
-                or "result" not in message:
-            raise SchemaViolation("outgoing message",
-                                  [("$", "neither a request, a notification nor an answer")])
-        method = answered_method(rid)
-        if method is not None and method in self._stems():
-            self.validate_server_request_answer(method, message["result"])
+        match message:
+            case {"id": int() | str() as rid, "result": result} if not isinstance(rid, bool):
+                method = answered_method(rid)
+                if method is not None and method in self._stems():
+                    self.validate_server_request_answer(method, result)
+                return
+        raise SchemaViolation("outgoing message",
+                              [("$", "neither a request, a notification nor an answer")])

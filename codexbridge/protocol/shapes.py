@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..jsontypes import arr, obj, objs
 
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject, JsonValue
+    from ..jsontypes import JsonArray, JsonObject, JsonValue
 
     Loader = Callable[[str], JsonObject | None]
 
@@ -72,15 +72,52 @@ class Uses(NamedTuple):
     values: Mapping[str, Collection[str]]  # definition → members we send or branch on
 
 
-# --- one schema ---------------------------------------------------------------------------
+# --- a schema node's keywords, narrowed (a keyword of the wrong type reads as absent) ----
 
 def ref_name(node: JsonValue) -> str | None:
-    ref = node.get("$ref") if isinstance(node, dict) else None
-    return ref[len(REF):] if isinstance(ref, str) and ref.startswith(REF) else None
+    match node:
+        case {"$ref": str(ref)} if ref.startswith(REF):
+            return ref[len(REF):]
+    return None
 
 
-def _strs(value: JsonValue) -> list[str]:
-    return [v for v in arr(value) if isinstance(v, str)]
+def _props(node: JsonObject) -> JsonObject:
+    """`properties`: name → the property's schema."""
+    return obj(node.get("properties"))
+
+
+def _required(node: JsonObject) -> set[str]:
+    return {v for v in arr(node.get("required")) if isinstance(v, str)}
+
+
+def _all_of(node: JsonObject) -> JsonArray:
+    return arr(node.get("allOf"))
+
+
+def _type(node: JsonValue) -> JsonValue:
+    """`type`: a name, a list of names, or (absent) None."""
+    return node.get("type") if isinstance(node, dict) else None
+
+
+def _enum(node: JsonObject) -> JsonArray:
+    return arr(node.get("enum"))
+
+
+def definitions(doc: JsonObject | None) -> JsonObject:
+    """A schema file's `definitions` (what its `#/definitions/…` references name)."""
+    return obj((doc or {}).get("definitions"))
+
+
+def _union_alts(node: JsonObject) -> tuple[str, JsonArray] | None:
+    """(`oneOf` or `anyOf`, its alternatives), if `node` is a union."""
+    for key in _UNIONS:
+        alts = node.get(key)
+        if isinstance(alts, list):
+            return key, alts
+    return None
+
+
+# --- one schema ---------------------------------------------------------------------------
 
 
 def _resolve(node: JsonValue, defs: JsonObject) -> tuple[JsonObject, str]:
@@ -91,20 +128,20 @@ def _resolve(node: JsonValue, defs: JsonObject) -> tuple[JsonObject, str]:
         if not isinstance(node, dict):
             return {}, name
         current, ref = node, ref_name(node)
-        parts = arr(current.get("allOf"))
+        parts = _all_of(current)
         if ref is not None:
             name, node = ref, defs.get(ref, {})
         elif len(parts) == 1 and all(k == "allOf" or k in _PROSE for k in current):
             node = parts[0]
         else:
             break
-    if len(arr(current.get("allOf"))) > 1:
+    if len(_all_of(current)) > 1:
         merged = {k: v for k, v in current.items() if k != "allOf"}
-        props, required = dict(obj(merged.get("properties"))), set(_strs(merged.get("required")))
-        for part in arr(current["allOf"]):
+        props, required = dict(_props(merged)), _required(merged)
+        for part in _all_of(current):
             resolved, _ = _resolve(part, defs)
-            props.update(obj(resolved.get("properties")))
-            required |= set(_strs(resolved.get("required")))
+            props.update(_props(resolved))
+            required |= _required(resolved)
         names: list[JsonValue] = [*sorted(required)]
         merged["properties"], merged["required"] = props, names
         current = merged
@@ -116,15 +153,15 @@ def _nullable(node: JsonValue) -> tuple[JsonValue, bool]:
     lists and `anyOf: [T, {type: null}]` both say "T, or null"."""
     if not isinstance(node, dict):
         return node, False
-    raw = node.get("type")
+    raw = _type(node)
     if isinstance(raw, list) and "null" in raw and len(raw) > 1:
         rest = [t for t in raw if t != "null"]
         return {**node, "type": rest[0] if len(rest) == 1 else rest}, True
-    key = next((k for k in _UNIONS if isinstance(node.get(k), list)), None)
-    if key is None or "properties" in node:
+    union = _union_alts(node)
+    if union is None or "properties" in node:
         return node, False
-    alts = arr(node[key])
-    rest = [a for a in alts if not (isinstance(a, dict) and a.get("type") == "null")]
+    key, alts = union
+    rest = [a for a in alts if _type(a) != "null"]
     if len(rest) == len(alts) or not rest:
         return node, False
     if len(rest) == 1 and all(k == key or k in _PROSE for k in node):
@@ -144,8 +181,8 @@ def open_schema(node: JsonValue, defs: JsonObject) -> tuple[JsonObject, str, boo
 
 
 def types(node: JsonObject) -> str:
-    raw = node.get("type")
-    named = set(_strs(raw) if isinstance(raw, list) else [raw] if isinstance(raw, str) else [])
+    raw = _type(node)
+    named = {v for v in (raw if isinstance(raw, list) else [raw]) if isinstance(v, str)}
     named.discard("null")
     if not named and ("properties" in node or "additionalProperties" in node):
         named.add("object")
@@ -157,29 +194,30 @@ def types(node: JsonObject) -> str:
 def _tag(alt: JsonObject) -> str | None:
     """A union member's name: its `type` (or other single-valued) property, or the one
     key of an externally tagged member (`{"denied": {…}}`, additionalProperties false)."""
-    props = obj(alt.get("properties"))
+    props = _props(alt)
     for name in sorted(props, key=lambda n: (n != "type", n)):
         prop = obj(props[name])
-        if len(arr(prop.get("enum"))) == 1:
-            return str(arr(prop["enum"])[0])
+        if len(_enum(prop)) == 1:
+            return str(_enum(prop)[0])
         if "const" in prop:
             return str(prop["const"])
-    if alt.get("additionalProperties") is False and len(props) == 1:
-        return str(next(iter(props)))
+    match alt:
+        case {"additionalProperties": False} if len(props) == 1:
+            return str(next(iter(props)))
     return None
 
 
 def members(node: JsonObject) -> dict[str, JsonValue] | None:
     """A union's (oneOf/anyOf) or enum's members by name, else None. A member without a
     name is named `~` and its types (`~object`): a shape, not a value."""
-    alts = next((arr(node[k]) for k in _UNIONS if isinstance(node.get(k), list)), None)
-    if alts is None:
-        values = arr(node.get("enum")) or ([node["const"]] if "const" in node else [])
+    union = _union_alts(node)
+    if union is None:
+        values = _enum(node) or ([node["const"]] if "const" in node else [])
         return {str(v): {} for v in values} or None
     out: dict[str, JsonValue] = {}
-    for alt in objs(alts):
-        inner = members(alt) if not alt.get("properties") and "$ref" not in alt else None
-        if alt.get("type") == "null":
+    for alt in objs(union[1]):
+        inner = members(alt) if not _props(alt) and "$ref" not in alt else None
+        if _type(alt) == "null":
             continue
         if inner is not None:
             out.update(inner)
@@ -205,8 +243,7 @@ class _Walk:
                 return  # walked already (or being walked: a cycle)
             defn, path = name, ""
         union = members(node)  # (beside properties too: ThreadItem has both)
-        props = obj(node.get("properties"))
-        required = set(_strs(node.get("required")))
+        props, required = _props(node), _required(node)
         fields = {n: self.field(p, n in required) for n, p in props.items()} if props else None
         if fields is not None or union is not None or not path:  # a leaf: its Field says
             self.out[(defn, path)] = Shape(fields, tuple(union) if union is not None else None)
@@ -240,10 +277,15 @@ def branches(bundle: JsonObject | None) -> dict[str, JsonObject]:
     """method → its `oneOf` branch, in a bundle file that is a oneOf over methods."""
     out: dict[str, JsonObject] = {}
     for branch in objs((bundle or {}).get("oneOf")):
-        enum = arr(obj(obj(branch.get("properties")).get("method")).get("enum"))
-        if len(enum) == 1 and isinstance(enum[0], str):
-            out[enum[0]] = branch
+        match branch:
+            case {"properties": {"method": {"enum": [str(method)]}}}:
+                out[method] = branch
     return out
+
+
+def params_of(branch: JsonObject) -> JsonValue:
+    """A method branch's `params` schema (None: the method takes none)."""
+    return _props(branch).get("params")
 
 
 class Bundle(NamedTuple):
@@ -270,7 +312,7 @@ def _result(load: Loader, params: JsonValue) -> _Message | None:
         doc = load(f"{folder}{name}.json")
         if doc is not None:
             return _Message({k: v for k, v in doc.items() if k != "definitions"},
-                            obj(doc.get("definitions")), name)
+                            definitions(doc), name)
     return None
 
 
@@ -282,9 +324,9 @@ def read_bundle(load: Loader, methods: Mapping[str, Collection[str]], uses: Uses
         bundle = load(BUNDLE_FILES[kind])
         found = branches(bundle)
         catalog[kind] = frozenset(found)
-        defs = obj((bundle or {}).get("definitions"))
+        defs = definitions(bundle)
         for method in sorted(set(methods.get(kind, ())) & set(found)):
-            params = obj(found[method].get("properties")).get("params")
+            params = params_of(found[method])
             message = _Message(params, defs) if params is not None else None
             result = _result(load, params)
             send, read = ((message, result) if kind == CLIENT_REQUEST else

@@ -14,10 +14,19 @@ from typing import TYPE_CHECKING
 from .envelopes import Notification, RequestId, ServerRequest
 from .generated import methods as m
 from .generated.enums import ThreadItemType
+from .generated.results import (
+    AgentMessageDeltaNotification,
+    ErrorNotification,
+    ItemStartedNotification,
+    ServerRequestResolvedNotification,
+    ThreadItem,
+    Turn,
+    TurnCompletedNotification,
+)
 from .wire import Record
 
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
+    from ..jsontypes import JsonObject, JsonValue
 
 BUFFER_LIMIT = 64 * 1024
 # What one turn may keep of its reply (streamed text and final messages): an unbounded
@@ -119,40 +128,57 @@ class Completed(Record):
 TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Added | Completed
 
 
-def _turn_id_of(params: JsonObject) -> str | None:
-    tid = params.get("turnId")
-    if isinstance(tid, str):
-        return tid
-    turn = params.get("turn")
-    if isinstance(turn, dict) and isinstance(turn.get("id"), str):
-        return str(turn["id"])
+# Every notification and server request is routed by two fields, whatever its method:
+# the thread (`threadId`; legacy v1 approvals name it `conversationId`) and the turn
+# (`turnId`, or the `turn` object's id). Read by shape (a mapping pattern ignores the
+# fields it does not name); a field of another type reads as absent.
+
+
+def _thread_of(params: JsonObject) -> JsonValue:
+    match params:
+        case {"threadId": thread}:
+            return thread
+        case {"conversationId": thread}:
+            return thread
     return None
+
+
+def _turn_id_of(params: JsonObject) -> str | None:
+    match params:
+        case {"turnId": str(turn_id)}:
+            return turn_id
+        case {"turn": {"id": str(turn_id)}}:
+            return turn_id
+    return None
+
+
+def _item(env: Notification) -> ThreadItem | None:
+    """The item of an `item/started` or `item/completed` (both carry it alike)."""
+    return ItemStartedNotification.from_wire(env.params).item
 
 
 def _user_message_client_id(env: Notification | ServerRequest) -> tuple[bool, str | None]:
     """(is a userMessage `item/started`, its clientId) — how a queued turn is found."""
     if not isinstance(env, Notification) or env.method != m.ITEM_STARTED:
         return False, None
-    item = env.params.get("item")
-    if not isinstance(item, dict) or item.get("type") != ThreadItemType.USER_MESSAGE:
+    item = _item(env)
+    if item is None or item.type != ThreadItemType.USER_MESSAGE:
         return False, None
-    client_id = item.get("clientId")
-    return True, client_id if isinstance(client_id, str) else None
+    return True, item.client_id
 
 
-def user_message_text(item: JsonObject) -> str:
+def _delta_size(env: Notification | ServerRequest) -> int:
+    """The bytes of streamed text a buffered envelope holds (0: not a delta)."""
+    if isinstance(env, Notification) and env.method == m.ITEM_AGENT_MESSAGE_DELTA:
+        return utf8_len(AgentMessageDeltaNotification.from_wire(env.params).delta)
+    return 0
+
+
+def user_message_text(item: ThreadItem) -> str:
     """The words of a userMessage item (`content`: text parts; anything else — an image,
     a mention — named by its type)."""
-    content = item.get("content")
-    parts: list[str] = []
-    for part in content if isinstance(content, list) else []:
-        if not isinstance(part, dict):
-            continue
-        if part.get("type") == "text":
-            parts.append(str(part.get("text", "")))
-        else:
-            parts.append(f"[{part.get('type', 'input')}]")
-    return "\n".join(parts)
+    return "\n".join(part.text or "" if part.type == "text" else f"[{part.type or 'input'}]"
+                     for part in item.content)
 
 
 class TurnTracker:
@@ -190,9 +216,7 @@ class TurnTracker:
         self._pending_bytes = 0
 
     def feed(self, env: Notification | ServerRequest) -> list[TurnEvent]:
-        params = env.params
-        # Legacy v1 approvals name the thread `conversationId`.
-        if params.get("threadId", params.get("conversationId")) != self.thread_id:
+        if _thread_of(env.params) != self.thread_id:
             return []
         if self.turn_id is None:
             if self.client_id is not None:
@@ -221,9 +245,7 @@ class TurnTracker:
         kept = [e for e in self._pending if _turn_id_of(e.params) != turn_id]
         if len(kept) != len(self._pending):
             self._pending = kept
-            self._pending_bytes = sum(
-                utf8_len(str(e.params.get("delta", ""))) for e in kept
-                if isinstance(e, Notification) and e.method == m.ITEM_AGENT_MESSAGE_DELTA)
+            self._pending_bytes = sum(_delta_size(e) for e in kept)
 
     def bind(self, turn_id: str) -> list[TurnEvent]:
         """The turn id is known: replay what was buffered for it."""
@@ -243,14 +265,12 @@ class TurnTracker:
             return "".join(list(self.reply_parts.values())[-1])
         return ""
 
-    def _user_message(self, item: JsonObject) -> list[TurnEvent]:
+    def _user_message(self, item: ThreadItem) -> list[TurnEvent]:
         """A userMessage of our turn (each item is seen twice, started and completed).
         Ours is the one with our clientId — or, when we follow a turn by its id alone,
         the first; any other was added to the turn while it ran (docs/conversations.md,
         "The human steers, interrupts, quits")."""
-        item_id = str(item.get("id", ""))
-        client_id = item.get("clientId")
-        client_id = client_id if isinstance(client_id, str) else None
+        item_id, client_id = item.id or "", item.client_id
         text = user_message_text(item)
         if item_id in self._user_items or any(
                 a.client_id == client_id and a.text == text for a in self.added):
@@ -268,11 +288,11 @@ class TurnTracker:
         """The turn's userMessage items as the thread lists them — for a follower that
         joined after they were sent (a courier that started late, or took over): the
         words added to the turn are known all the same."""
-        return [e for item in items for e in self._user_message(item)]
+        return [e for item in items for e in self._user_message(ThreadItem.from_wire(item))]
 
     def _buffer(self, env: Notification | ServerRequest) -> None:
-        if isinstance(env, Notification) and env.method == m.ITEM_AGENT_MESSAGE_DELTA:
-            size = utf8_len(str(env.params.get("delta", "")))
+        size = _delta_size(env)
+        if size:
             if self._pending_bytes + size > self.buffer_limit:
                 self.dropped_bytes += size
                 return
@@ -286,13 +306,13 @@ class TurnTracker:
             return [Approval(env)] if tid in (None, self.turn_id) else []
         method = env.method
         if method == m.SERVER_REQUEST_RESOLVED:
-            rid = params.get("requestId")
+            rid = ServerRequestResolvedNotification.from_wire(params).request_id
             return [Resolved(rid)] if isinstance(rid, (int, str)) else []
         if _turn_id_of(params) != self.turn_id:
             return []
         if method == m.ITEM_AGENT_MESSAGE_DELTA:
-            item_id = str(params.get("itemId", ""))
-            text = str(params.get("delta", ""))
+            delta = AgentMessageDeltaNotification.from_wire(params)
+            item_id, text = delta.item_id, delta.delta
             size = utf8_len(text)
             if self._kept_bytes + size <= self.capture_limit:
                 self._kept_bytes += size
@@ -301,38 +321,40 @@ class TurnTracker:
                 self.truncated = True  # still streamed to the caller, just not kept
             return [Delta(item_id, text)]
         if method in (m.ITEM_STARTED, m.ITEM_COMPLETED):
-            item = params.get("item") or {}
-            if isinstance(item, dict) and item.get("type") == ThreadItemType.USER_MESSAGE:
+            item = _item(env)
+            if item is not None and item.type == ThreadItemType.USER_MESSAGE:
                 return self._user_message(item)
-        if method == m.ITEM_COMPLETED:
-            item = params.get("item") or {}
-            if isinstance(item, dict) and item.get("type") == ThreadItemType.AGENT_MESSAGE:
-                item_id = str(item.get("id", ""))
-                # The completed text supersedes the item's streamed parts.
-                for part in self.reply_parts.pop(item_id, []):
-                    self._kept_bytes -= utf8_len(part)
-                text = str(item.get("text", ""))
-                self.reply_bytes = utf8_len(text)
-                if self.reply_bytes > self.capture_limit:
-                    text = utf8_head(text, self.capture_limit)
-                    self.truncated = True
-                msg = AgentMessage(item_id, text)
-                self.messages.append(msg)
-                return [msg]
+            if (item is not None and method == m.ITEM_COMPLETED
+                    and item.type == ThreadItemType.AGENT_MESSAGE):
+                return [self._agent_message(item)]
             return []
-        if method == m.ERROR and not params.get("willRetry"):
-            err = params.get("error") or {}
-            return [Warning(str(err.get("message", "error")) if isinstance(err, dict) else
-                            str(err))]
+        if method == m.ERROR:
+            error = ErrorNotification.from_wire(params)
+            if error.will_retry:
+                return []
+            return [Warning(error.error.message or "error" if error.error is not None else "error")]
         if method == m.TURN_COMPLETED:
-            turn = params.get("turn")
-            turn = turn if isinstance(turn, dict) else {}  # a garbled turn still ends it
-            error = turn.get("error")
-            done = Completed(str(turn.get("status", "completed")),
-                             error if isinstance(error, dict) else None, turn)
+            # A garbled turn still ends it.
+            turn = TurnCompletedNotification.from_wire(params).turn or Turn()
+            done = Completed(turn.status or "completed",
+                             turn.error.raw if turn.error is not None else None, turn.raw)
             self.completed = done
             return [done]
         return []
+
+    def _agent_message(self, item: ThreadItem) -> AgentMessage:
+        item_id = item.id or ""
+        # The completed text supersedes the item's streamed parts.
+        for part in self.reply_parts.pop(item_id, []):
+            self._kept_bytes -= utf8_len(part)
+        text = item.text or ""
+        self.reply_bytes = utf8_len(text)
+        if self.reply_bytes > self.capture_limit:
+            text = utf8_head(text, self.capture_limit)
+            self.truncated = True
+        msg = AgentMessage(item_id, text)
+        self.messages.append(msg)
+        return msg
 
 
 _CHUNK = 1 << 20
