@@ -24,15 +24,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..hooks.loop_guard import effective_max_chain
-from ..hooks.seen import UNNAMED
+from ..hooks.seen import UNNAMED, read_seen
 from ..host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, VersionFit, install_hint, version_fit
+from ..host.claude_plugin import PluginFacts
+from ..host.claude_plugin import plugin_facts as read_plugin_facts
 from ..host.jsonfile import loads_json
-from ..inbox.listeners import closest_name
-from ..jsontypes import obj, opt_int, opt_str
-from ..messages.live import PEER_PROTOCOL
+from ..inbox.listeners import Listener, closest_name, read_listeners
+from ..inbox.location import inbox_dir, rejected_path
+from ..inbox.peek import summarize
+from ..jsontypes import opt_int
+from ..messages.live import PEER_PROTOCOL, Reach
+from ..messages.to_claude import reach
 from . import parse
 from .binaries import BinaryFacts
-from .parse import CHAIN_VARS, ClaudeHook, HookKind, read_text
+from .parse import CHAIN_VARS, ClaudeHook, HookKind, read_fields, read_text
+from .records import CanaryEntry, canary_entries
 from .report import INFO, OK, WARN, Check, Status, plural
 
 if TYPE_CHECKING:
@@ -94,15 +100,44 @@ class Seen:
 
     @staticmethod
     def read() -> Seen:
-        from ..hooks.seen import read_seen
-
         seen = read_seen()
-        record = seen.get("record")
-        return Seen(str(seen.get("path")), bool(seen.get("exists")),
-                    record if isinstance(record, dict) else None)
+        return Seen(seen["path"], seen["exists"], seen["record"])
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+# The evidence file's shapes (hooks/seen.py writes them; doctor alone reads them).
+
+@dataclass(frozen=True, slots=True)
+class SeenRecord:
+    peer: JsonObject  # a PeerSeen; empty until a hooked session has run
+    hooks: JsonObject  # event → a HookSeen
+
+
+@dataclass(frozen=True, slots=True)
+class PeerSeen:
+    """`peer`: what the last hooked session's environment and registry entry said of live
+    delivery's address and protocol; `raw` as recorded (the row's details)."""
+
+    socket_env: bool
+    pid_env: bool
+    registry: bool
+    registry_fields: tuple[str, ...]
+    protocol: int | str | None
+    socket_matches: bool
+    claude_version: str | None
+    seen: str | None
+    raw: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class HookSeen:
+    """`hooks.EVENT`: the input field names one hook event carried."""
+
+    fields: tuple[str, ...]
+    claude_version: str | None
+    seen: str | None
 
 
 def claude_compat_rows(claude: BinaryFacts, seen: Seen,
@@ -113,20 +148,21 @@ def claude_compat_rows(claude: BinaryFacts, seen: Seen,
     if not claude.path and not seen.exists:
         return []  # no Claude Code here and none ever ran our hooks: nothing to judge
     installed = claude.version
+    read = _transcript_row(None if transcripts is None else canary_entries(transcripts))
     if seen.exists and seen.record is None:
         unreadable = Check(f"{COMPAT}:hook-input", WARN,
                            f"{seen.path} is not readable JSON: what Claude Code "
                            "handed the hooks is not known",
                            "remove it; the next hook run writes it again", seen.as_dict())
-        return [unreadable, _transcript_row(transcripts)]
-    record = seen.record or {}
-    return [_peer_row(record.get("peer"), installed),
-            _hook_input_row(record.get("hooks"), installed),
-            _transcript_row(transcripts)]
+        return [unreadable, read]
+    record = read_fields(SeenRecord, seen.record or {})
+    events = {k: v for k, v in record.hooks.items() if isinstance(v, dict)}
+    return [_peer_row(read_fields(PeerSeen, record.peer) if record.peer else None, installed),
+            _hook_input_row(events, installed), read]
 
 
-def _day(entry: Mapping[str, object]) -> str:
-    return str(entry.get("seen") or "?")[:10]
+def _day(entry: PeerSeen | HookSeen) -> str:
+    return (entry.seen or "?")[:10]
 
 
 def _compat_fix(version: str | None, meanwhile: str) -> str:
@@ -145,44 +181,42 @@ def _stale(seen_version: str | None, installed: str | None) -> str | None:
     return None
 
 
-def _peer_problems(p: Mapping[str, object]) -> list[str]:
-    if not p.get("pid_env"):
+def _peer_problems(p: PeerSeen) -> list[str]:
+    if not p.pid_env:
         return ["hooks no longer get CLAUDE_PID: live delivery cannot find the session's "
                 "registry entry"]
     out = []
-    if p.get("socket_env") and not p.get("registry"):
+    if p.socket_env and not p.registry:
         out.append("the session has an inbox socket but no registry entry "
                    "($CLAUDE_CONFIG_DIR/sessions/<pid>.json): live delivery takes it for "
                    "not running")
-    if p.get("registry") and not p.get("socket_env"):
+    if p.registry and not p.socket_env:
         out.append("hooks no longer get CLAUDE_CODE_MESSAGING_SOCKET: live delivery has "
                    "no address for the session")
-    listed = p.get("registry_fields")
-    fields = set(listed) if isinstance(listed, list) else set()
-    gone = [k for k in REGISTRY_FIELDS if p.get("registry") and k not in fields]
+    gone = [k for k in REGISTRY_FIELDS if p.registry and k not in p.registry_fields]
     if gone:
         out.append(f"the session registry has no {', '.join(gone)}: live delivery cannot "
                    "check the session")
-    protocol = p.get("protocol")
-    if "peerProtocol" not in gone and p.get("registry") and protocol != PEER_PROTOCOL:
+    protocol = p.protocol
+    if "peerProtocol" not in gone and p.registry and protocol != PEER_PROTOCOL:
         out.append(f"the session advertises peerProtocol {protocol!r}; codexbridge "
                    f"speaks {PEER_PROTOCOL}: live delivery is off for such sessions")
-    if (p.get("registry") and p.get("socket_env") and "messagingSocketPath" not in gone
-            and not p.get("socket_matches")):
+    if (p.registry and p.socket_env and "messagingSocketPath" not in gone
+            and not p.socket_matches):
         out.append("the registry's messagingSocketPath is not the socket the hooks are "
                    "told: live delivery takes the session's inbox for gone")
     return out
 
 
-def _peer_row(p: object, installed: str | None) -> Check:
+def _peer_row(p: PeerSeen | None, installed: str | None) -> Check:
     name = f"{COMPAT}:peer-protocol"
-    if not isinstance(p, dict):
+    if p is None:
         return Check(name, INFO, "not yet seen: no Claude session has run codexbridge's "
                      "hooks, so what its cross-session inbox speaks is unknown", NOT_YET)
-    details = dict(p)
-    version = opt_str(p.get("claude_version"))
+    details = p.raw
+    version = p.claude_version
     said = f"on {_day(p)}" + (f" (Claude Code {version})" if version else "")
-    if not p.get("registry") and not p.get("socket_env") and p.get("pid_env"):
+    if not p.registry and not p.socket_env and p.pid_env:
         return Check(name, INFO, f"the last hooked session ({said}) had no cross-session "
                      "inbox (CLAUDE_CODE_HARBOR_KITE=0?): its mail arrived at its stops",
                      "if you did not turn it off, this Claude Code moved it: "
@@ -199,16 +233,14 @@ def _peer_row(p: object, installed: str | None) -> Check:
     return Check(name, OK, found, None, details)
 
 
-def _hook_gaps(hooks: Mapping[str, JsonObject]) -> list[str]:
+def _hook_gaps(hooks: Mapping[str, HookSeen]) -> list[str]:
     gaps = []
     for event, wanted in HOOK_INPUT.items():
-        entry = hooks.get(event)
-        if entry is None:
+        if event not in hooks:
             continue
-        listed = entry.get("fields")
-        have = set(listed) if isinstance(listed, list) else set()
+        entry = hooks[event]
         for field_name, breaks in wanted.items():
-            if field_name not in have:
+            if field_name not in entry.fields:
                 gaps.append(f"{event} hook input ({_day(entry)}) has no {field_name}: "
                             f"{breaks}")
     if UNNAMED in hooks:
@@ -216,16 +248,16 @@ def _hook_gaps(hooks: Mapping[str, JsonObject]) -> list[str]:
     return gaps
 
 
-def _hook_input_row(hooks: object, installed: str | None) -> Check:
+def _hook_input_row(raw: Mapping[str, JsonObject], installed: str | None) -> Check:
+    """`raw`: the evidence file's `hooks`, event → its entry (the row's details)."""
     name = f"{COMPAT}:hook-input"
-    events = {k: v for k, v in obj(hooks).items() if isinstance(v, dict)}
-    if not events:
+    if not raw:
         return Check(name, INFO, "not yet seen: no Claude session has run codexbridge's "
                      "hooks, so their input fields are unknown", NOT_YET)
+    events = {k: read_fields(HookSeen, v) for k, v in raw.items()}
     # the newest evidence speaks for the Claude Code that ran the hooks last
-    version = opt_str(max(events.values(), key=lambda e: str(e.get("seen") or "")).get(
-        "claude_version"))
-    details = {"hooks": events, "relied_on": {k: sorted(v) for k, v in HOOK_INPUT.items()}}
+    version = max(events.values(), key=lambda e: e.seen or "").claude_version
+    details = {"hooks": dict(raw), "relied_on": {k: sorted(v) for k, v in HOOK_INPUT.items()}}
     gaps = _hook_gaps(events)
     if gaps:
         return Check(name, WARN, "; ".join(gaps),
@@ -242,44 +274,41 @@ def _hook_input_row(hooks: object, installed: str | None) -> Check:
     return Check(name, OK, found, None, details)
 
 
-def _count(entry: Mapping[str, object], key: str) -> int:
-    return opt_int(entry.get(key)) or 0
-
-
-def _transcript_row(entries: Sequence[Mapping[str, object]] | None) -> Check:
+def _transcript_row(entries: Sequence[CanaryEntry] | None) -> Check:
     """The handoff canary's verdict over this project's Claude transcripts, reused."""
     name = f"{COMPAT}:transcript"
     if entries is None:
         return Check(name, INFO, "not checked: the handoff canary did not run (see the "
                      "handoff rows)")
-    read = [e for e in entries if _count(e, "records")]
+    read = [e for e in entries if e.records]
     if not read:
         return Check(name, INFO, "not yet seen: no transcript of a Claude session in this "
                      "project to read", NOT_YET)
     unknown: dict[str, int] = {}
     for e in read:
-        for kind, n in obj(e.get("unknown")).items():
+        for kind, n in e.unknown.items():
             unknown[kind] = unknown.get(kind, 0) + (opt_int(n) or 0)
-    drifted = [e for e in read if e.get("verdict") == "drifted"]
-    records = sum(_count(e, "records") for e in read)
-    details = {"sessions": [{k: e.get(k) for k in ("session_id", "where", "verdict", "why",
-                                                   "records", "said", "unknown")}
-                            for e in read], "unknown": unknown}
+    drifted = [e for e in read if e.verdict == "drifted"]
+    records = sum(e.records or 0 for e in read)
+    details = {"sessions": [{"session_id": e.session_id, "where": e.where,
+                             "verdict": e.verdict, "why": e.why, "records": e.records,
+                             "said": e.said, "unknown": e.unknown} for e in read],
+               "unknown": unknown}
     if unknown or drifted:
         parts = []
         if unknown:
             kinds = ", ".join(f"{k} ×{n}" for k, n in sorted(unknown.items()))
             parts.append(f"record kinds codexbridge does not know ({kinds}): handoff leaves "
                          "them out, so whatever they hold does not cross to Codex")
-        parts += [f"{e.get('where')}: {e.get('why')}: handoff from it "
-                  + ("carries nothing" if not e.get("said") else "misses part of it")
+        parts += [f"{e.where}: {e.why}: handoff from it "
+                  + ("carries nothing" if not e.said else "misses part of it")
                   for e in drifted]
         return Check(name, WARN, f"Claude's transcripts moved ({plural(len(read), 'session')}"
                      f"): " + "; ".join(parts),
                      "update codexbridge (its transcript parser is "
                      "codexbridge/handoff/claude_source.py); report the record kinds named "
                      "here", details)
-    said = sum(_count(e, "said") for e in read)
+    said = sum(e.said or 0 for e in read)
     return Check(name, OK, f"{plural(len(read), 'transcript')} of this project read: "
                  f"{plural(records, 'record')}, every kind one codexbridge knows, "
                  f"{plural(said, 'message')} recognised", None, details)
@@ -354,8 +383,8 @@ def _hook_details(h: ClaudeHook, file: str) -> dict[str, object]:
 
 def project_rows(p: ProjectFacts, listeners: Mapping[str, Mapping[str, object]],
                  plugin_enabled: bool = False) -> list[Check]:
-    """`listeners` as in mailbox facts; `plugin_enabled`: codexbridge's Claude Code plugin
-    brings the hooks instead."""
+    """`listeners` as in mailbox facts (each NAME.session.json as read); `plugin_enabled`:
+    codexbridge's Claude Code plugin brings the hooks instead."""
     rows = [Check("claude-settings", WARN,
                   f"{f.path} is not valid settings ({f.error}): Claude Code ignores the "
                   "whole file (silently under -p), hooks included",
@@ -379,7 +408,8 @@ def project_rows(p: ProjectFacts, listeners: Mapping[str, Mapping[str, object]],
         files = [file for h, file in stops if h.mailbox == mailbox]
         woke = sorted({w.event for w in watchers if w.mailbox == mailbox})
         rewake = f" + asyncRewake watcher on {', '.join(woke)}" if woke else ""
-        last_seen = (listeners.get(mailbox) or {}).get("last_seen")
+        last_seen = (Listener.from_json(listeners[mailbox], mailbox).last_seen
+                     if mailbox in listeners else None)
         seen = (f"a session last ran it {last_seen}" if last_seen
                 else "no session has run it yet")
         rows.append(Check("claude-hook", OK,
@@ -408,31 +438,29 @@ def _no_stop_hook(p: ProjectFacts, watchers: list[ClaudeHook], plugin_enabled: b
 
 # --- the plugin ------------------------------------------------------------------------------
 
-def plugin_facts(project_dir: Path) -> Mapping[str, object]:
+def plugin_facts(project_dir: Path) -> PluginFacts:
     """host/claude_plugin.py `plugin_facts`: marketplace_path, marketplace_ok,
     enabled_in, bin, files."""
-    from ..host.claude_plugin import plugin_facts as read
-
-    return read(str(project_dir))
+    return read_plugin_facts(str(project_dir))
 
 
-def plugin_row(p: Mapping[str, object]) -> Check:
-    details = dict(p)
-    enabled_in = p.get("enabled_in")
-    if not enabled_in or not isinstance(enabled_in, list):
+def plugin_row(p: PluginFacts) -> Check:
+    details: dict[str, object] = dict(p)
+    enabled_in = p["enabled_in"]
+    if not enabled_in:
         return Check("claude-plugin", INFO,
                      "codexbridge's Claude Code plugin is not enabled for this project",
                      "`codexbridge setup claude` (every project) or `--project DIR`", details)
     where = ", ".join(map(str, enabled_in))
-    if not p.get("marketplace_ok"):
+    if not p["marketplace_ok"]:
         return Check("claude-plugin", WARN,
                      f"the plugin is enabled ({where} settings) but its marketplace "
-                     f"{p.get('marketplace_path') or '(not declared)'} holds no plugin: "
+                     f"{p['marketplace_path'] or '(not declared)'} holds no plugin: "
                      "Claude Code will not load it",
                      "run `codexbridge setup claude` again from the installed codexbridge",
                      details)
     return Check("claude-plugin", OK,
-                 f"the plugin is enabled ({where} settings) from {p.get('marketplace_path')}: "
+                 f"the plugin is enabled ({where} settings) from {p['marketplace_path']}: "
                  "its Stop hook, watcher and MCP tools run in every session here",
                  details=details)
 
@@ -450,7 +478,7 @@ class Mailbox:
     in_flight: int = 0
     listener: Mapping[str, object] | None = None
     rejected_file: str = ""
-    reach: Mapping[str, object] | None = None
+    reach: Reach | None = None
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -465,11 +493,6 @@ class MailboxFacts:
 
 
 def mailboxes() -> MailboxFacts:
-    from ..inbox.listeners import read_listeners
-    from ..inbox.location import inbox_dir, rejected_path
-    from ..inbox.peek import summarize
-    from ..messages.to_claude import reach
-
     directory = inbox_dir()
     try:
         listeners = read_listeners(directory)
@@ -496,37 +519,37 @@ def mailbox_rows(m: MailboxFacts, hooked: Sequence[str] = ()) -> list[Check]:
     return [_mailbox_row(b, sorted(set(listened) | set(hooked)), hooked) for b in m.mailboxes]
 
 
-def _reach_phrase(reach: Mapping[str, object] | None, statuses: list[Status],
+def _reach_phrase(reach: Reach | None, statuses: list[Status],
                   fixes: list[str]) -> str:
     """How mail reaches the listening session now: live into its cross-session inbox,
     or at its next stop (why). A protocol we do not know is a WARN: a Claude upgrade
     changed what live delivery relies on, and it stays off until codexbridge knows."""
     if reach is None:
         return "reach unknown"
-    if reach.get("live"):
-        return f"mail goes live into the running session ({reach.get('session')})"
-    if reach.get("drift"):
+    if reach["live"]:
+        return f"mail goes live into the running session ({reach['session']})"
+    if reach["drift"]:
         statuses.append(WARN)
         fixes.append("live delivery is off for this Claude Code version; mail still "
                      "arrives through the Stop hook (update codexbridge)")
-    return f"mail waits for the next stop: {reach.get('reason')}"
+    return f"mail waits for the next stop: {reach['reason']}"
 
 
 def _mailbox_row(b: Mailbox, known: list[str], hooked: Sequence[str]) -> Check:
-    name, pending, listener = b.name, b.pending, b.listener
+    name, pending = b.name, b.pending
+    listener = None if b.listener is None else Listener.from_json(b.listener, name)
     parts = [f"{pending} pending"]
     if b.in_flight:
         parts.append(f"{b.in_flight} being delivered")
     statuses: list[Status] = [OK]
     fixes: list[str] = []
-    if listener is not None and listener.get("error"):
+    if listener is not None and listener.error:
         statuses.append(WARN)
-        parts.append(f"listener file: {listener['error']}")
+        parts.append(f"listener file: {listener.error}")
         fixes.append("the next stop of a hooked session rewrites it")
     elif listener is not None:
-        parts.append(f"listener cwd {listener.get('cwd') or '-'}, session "
-                     f"{listener.get('session_id') or '-'}, last seen "
-                     f"{listener.get('last_seen') or '-'}")
+        parts.append(f"listener cwd {listener.cwd or '-'}, session "
+                     f"{listener.session_id or '-'}, last seen {listener.last_seen or '-'}")
         parts.append(_reach_phrase(b.reach, statuses, fixes))
     elif pending and name in hooked:
         statuses.append(INFO)

@@ -29,12 +29,12 @@ import os
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..errors import BridgeError, ConnectError, UsageError
+from ..errors import BridgeError, ConnectError, DamagedStateError, UsageError
+from ..host import daemon
 from ..host.binaries import (
     CODEX_OLDEST,
     CODEX_VERSION,
@@ -45,57 +45,61 @@ from ..host.binaries import (
     supported_range,
     version_fit,
 )
-from ..host.daemon import attach_line, is_daemon_url, start_hint, token_word
-from ..host.jsonfile import loads_json
-from ..host.procs import pid_alive
+from ..host.codex_mcp import launched
+from ..host.daemon import attach_line, codex_home, is_daemon_url, open_tui, start_hint, token_word
+from ..host.envbaseline import mcp_token_needs
+from ..host.jsonfile import loads_json, read_object
+from ..host.loopback import loopback_url
+from ..host.paths import BridgeRecord, bridge_file, state_dir
+from ..host.procs import environ_names, pid_alive
 from ..host.tomlfile import load_toml
-from ..jsontypes import arr, obj, opt_int, opt_str
+from ..jsontypes import opt_int
 from ..protocol.generated.uses import BUILT_ON
-from ..talk.endpoint import EndpointKind
+from ..protocol.threads import ThreadInfo
+from ..talk.client import AppServerClient
+from ..talk.endpoint import EndpointKind, resolve_endpoint
+from ..talk.threads import list_threads
 from . import parse
 from .binaries import TIMEOUT, fit_row
 from .compat import AnswerProblem, Change, Finding, check_answers, incompatible, judge
-from .parse import DIVERTING_REVIEWERS, CodexConfig, read_text
+from .parse import DIVERTING_REVIEWERS, CodexConfig, McpServer, read_text
 from .report import FAIL, INFO, OK, WARN, Check, plural
-
-if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
-
 
 # --- serve and the app-server ---------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class ServeFacts:
-    """bridge.json: `record` None when absent or unreadable; each `*_alive` None when the
-    record names no such pid."""
+    """bridge.json, read by its one reader (host/paths.py `BridgeRecord`): `record` None
+    when absent or damaged; each `*_alive` None when the record names no such pid."""
 
     state_dir: str = ""
     bridge_file: str = ""
     exists: bool = False
-    record: JsonObject | None = None
+    record: BridgeRecord | None = None
     serve_alive: bool | None = None
     app_server_alive: bool | None = None
 
 
-def serve() -> ServeFacts:
-    from ..host.paths import bridge_file, read_bridge_file, state_dir
+def _alive(pid: int | None) -> bool | None:
+    return pid_alive(pid) if pid is not None and pid > 0 else None
 
+
+def serve() -> ServeFacts:
     path = bridge_file()
-    record = read_bridge_file() if path.exists() else None
-    alive: dict[str, bool | None] = {"pid": None, "app_server_pid": None}
-    for key in alive:
-        pid = opt_int(record.get(key)) if record else None
-        if pid is not None and pid > 0:
-            alive[key] = pid_alive(pid)
+    try:
+        record = BridgeRecord.read()
+    except DamagedStateError:
+        record = None  # the row says the file cannot be used
     return ServeFacts(str(state_dir(create=False)), str(path), path.exists(), record,
-                      alive["pid"], alive["app_server_pid"])
+                      _alive(record.pid) if record else None,
+                      _alive(record.app_server_pid) if record else None)
 
 
 @dataclass(frozen=True, slots=True)
 class EndpointFacts:
     """The app-server in force (talk/endpoint.py) and what it said: `url` None when none
     (`bad_url`: the user's --url / CODEX_BRIDGE_URL is no URL; `resolve_error`: nothing
-    runs); `threads` (ThreadInfo.as_dict() plus `user`) or `threads_error`."""
+    runs); `threads` (as `thread/list` gave them) or `threads_error`."""
 
     url: str | None = None
     source: str | None = None
@@ -109,16 +113,13 @@ class EndpointFacts:
     user_agent: str | None = None
     server_version: str | None = None
     codex_home: str | None = None
-    threads: tuple[Mapping[str, object], ...] = ()
+    threads: tuple[ThreadInfo, ...] = ()
     threads_error: str | None = None
 
 
 async def _probe(url: str, token: str | None, timeout: float) -> EndpointFacts:
     """Connect + initialize within `timeout`, then list threads within `timeout`: what
     the app-server said (`endpoint` adds which one it is)."""
-    from ..talk.client import AppServerClient
-    from ..talk.threads import list_threads
-
     client = AppServerClient(url, token=token, client_name="codexbridge-doctor",
                              request_timeout=timeout)
     try:
@@ -128,17 +129,16 @@ async def _probe(url: str, token: str | None, timeout: float) -> EndpointFacts:
         await client.close()
         return EndpointFacts(connect_error=_why(exc, timeout))
     try:
-        info = client.server_info
-        agent = opt_str(info.get("userAgent"))
+        info = client.initialized
+        agent = info.user_agent
         said = EndpointFacts(reachable=True, user_agent=agent,
                              server_version=parse.user_agent_version(agent) if agent else None,
-                             codex_home=opt_str(info.get("codexHome")))
+                             codex_home=info.codex_home)
         try:
             threads = await asyncio.wait_for(list_threads(client, include_all=True), timeout)
         except (TimeoutError, BridgeError) as exc:
             return replace(said, threads_error=_why(exc, timeout))
-        return replace(said, threads=tuple(dict(t.as_dict(), user=t.is_user_thread)
-                                           for t in threads))
+        return replace(said, threads=tuple(threads))
     finally:
         await client.close()
 
@@ -158,8 +158,6 @@ def _why(exc: BaseException, timeout: float) -> str:
 
 
 def endpoint(url: str | None, timeout: float = TIMEOUT) -> EndpointFacts:
-    from ..talk.endpoint import resolve_endpoint
-
     try:
         ep = resolve_endpoint(url)
     except UsageError as exc:  # --url / CODEX_BRIDGE_URL is not a URL: the user's typo
@@ -173,11 +171,7 @@ def endpoint(url: str | None, timeout: float = TIMEOUT) -> EndpointFacts:
 
 def is_local(url: str) -> bool:
     """A unix:// socket or a loopback host: the server's files are this machine's."""
-    if url.startswith("unix://"):
-        return True
-    from ..host.loopback import loopback_url
-
-    return loopback_url(url)
+    return url.startswith("unix://") or loopback_url(url)
 
 
 def serve_rows(serve: ServeFacts, ep: EndpointFacts) -> list[Check]:
@@ -196,9 +190,11 @@ def bridge_row(s: ServeFacts) -> Check:
         return Check("bridge-json", WARN, f"{path} is not readable JSON",
                      f"remove it (`rm {shlex.quote(path)}`) and restart "
                      "`codexbridge serve`", details)
-    details["record"] = {k: record.get(k) for k in ("url", "pid", "app_server_pid", "cwd",
-                                                    "codex_version", "started_at")}
-    pid = opt_int(record.get("pid"))
+    details["record"] = {"url": record.url, "pid": record.pid,
+                         "app_server_pid": record.app_server_pid, "cwd": record.cwd,
+                         "codex_version": record.codex_version,
+                         "started_at": record.started_at}
+    pid = record.pid
     if pid is None:
         return Check("bridge-json", WARN, f"{path} names no serve pid",
                      "remove it and restart `codexbridge serve`", details)
@@ -207,15 +203,15 @@ def bridge_row(s: ServeFacts) -> Check:
                      f"stale bridge.json: serve pid {pid} is not running ({path})",
                      f"remove it (`rm {shlex.quote(path)}`), or start `codexbridge "
                      "serve`, which replaces it", details)
-    app_pid = record.get("app_server_pid")
+    app_pid = record.app_server_pid
     if s.app_server_alive is False:
         return Check("bridge-json", WARN,
                      f"serve pid {pid} runs but its app-server (pid {app_pid}) is gone",
                      "stop serve (Ctrl-C in its terminal) and start it again", details)
-    where = f", cwd {record['cwd']}" if record.get("cwd") else ""
-    since = f" since {record['started_at']}" if record.get("started_at") else ""
+    where = f", cwd {record.cwd}" if record.cwd else ""
+    since = f" since {record.started_at}" if record.started_at else ""
     return Check("bridge-json", OK,
-                 f"serve pid {pid} is running{since}: {record.get('url')}{where}",
+                 f"serve pid {pid} is running{since}: {record.url}{where}",
                  details=details)
 
 
@@ -279,9 +275,9 @@ def endpoint_row(s: ServeFacts, ep: EndpointFacts) -> Check:
 
 # --- threads --------------------------------------------------------------------------------
 
-def _thread_label(t: Mapping[str, object]) -> str:
-    name = f" \"{t['name']}\"" if t.get("name") else ""
-    return f"{t.get('id')}{name} ({t.get('status')}, cwd {t.get('cwd') or '-'})"
+def _thread_label(t: ThreadInfo) -> str:
+    name = f" \"{t.name}\"" if t.name else ""
+    return f"{t.id}{name} ({t.status_label}, cwd {t.cwd or '-'})"
 
 
 def thread_rows(ep: EndpointFacts) -> list[Check]:
@@ -291,13 +287,13 @@ def thread_rows(ep: EndpointFacts) -> list[Check]:
         return [Check("threads", WARN, f"could not list threads: {ep.threads_error}",
                       "run `codexbridge talk list` to see the error in full",
                       {"error": ep.threads_error})]
-    users = [t for t in ep.threads if t.get("user")]
+    users = [t for t in ep.threads if t.is_user_thread]
     helpers = len(ep.threads) - len(users)
     extra = f" (+{plural(helpers, 'ephemeral/helper thread')})" if helpers else ""
-    details = {"user_threads": users, "ephemeral": helpers}
+    details = {"user_threads": [dict(t.as_dict(), user=True) for t in users],
+               "ephemeral": helpers}
     if not users:
-        from ..host.daemon import open_tui  # plain `codex` for the daemon, else --remote
-
+        # plain `codex` for the daemon, else --remote
         return [Check("threads", WARN, f"no user thread loaded{extra}",
                       f"{open_tui(ep.url or None)} and send it one message", details)]
     if len(users) == 1:
@@ -312,8 +308,8 @@ def thread_rows(ep: EndpointFacts) -> list[Check]:
 
 @dataclass(frozen=True, slots=True)
 class DaemonFacts:
-    """host/daemon.py `facts`: CODEX_HOME, its socket and URL, whether the lookup is on
-    and the socket answers (None: not looked at)."""
+    """codex's own daemon (host/daemon.py): CODEX_HOME, its socket and URL, whether the
+    lookup is on and the socket answers (None: not looked at)."""
 
     home: str = ""
     socket: str = ""
@@ -323,13 +319,11 @@ class DaemonFacts:
 
     @staticmethod
     def read() -> DaemonFacts:
-        from ..host.daemon import facts
-
-        d = facts()
-        listening = d.get("listening")
-        return DaemonFacts(str(d.get("home")), str(d.get("socket")), str(d.get("url")),
-                           bool(d.get("enabled")),
-                           listening if isinstance(listening, bool) else None)
+        home = codex_home()
+        socket = daemon.socket_path(home)
+        on = daemon.enabled()
+        return DaemonFacts(str(home), str(socket), daemon.socket_url(socket), on,
+                           daemon.listening(socket) if on else None)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -354,10 +348,11 @@ def pick_row(d: DaemonFacts, serve: ServeFacts, ep: EndpointFacts) -> list[Check
     the TUI has on one cannot be driven through the other."""
     if not (d.listening and serve.serve_alive and ep.url):
         return []
-    record = serve.record or {}
-    serve_url, pid, home = record.get("url"), record.get("pid"), record.get("codex_home")
+    record = serve.record
+    serve_url, pid, home = ((record.url, record.pid, record.codex_home) if record
+                            else (None, None, None))
     on_daemon = ep.url == d.url
-    users = [t for t in ep.threads if t.get("user")]
+    users = [t for t in ep.threads if t.is_user_thread]
     used = ("codex's own daemon" if on_daemon else "`codexbridge serve`") + (
         f" (it holds {len(users)} user thread{'s' if len(users) != 1 else ''})")
     details = {"serve": serve_url, "serve_pid": pid, "daemon": d.url,
@@ -389,8 +384,8 @@ def attach_row(ep: EndpointFacts, project: str, serve: ServeFacts) -> Check:
     if not url:
         return Check("tui-attach", INFO, "no app-server to attach the TUI to",
                      f"{start_hint()}, or run `codexbridge serve --cwd DIR`")
-    record = serve.record or {}
-    public = record.get("public_url") if record.get("url") == url else None
+    record = serve.record
+    public = record.public_url if record and record.url == url else None
     line = attach_line(str(public or url), project)
     if ep.kind is EndpointKind.DAEMON or is_daemon_url(url):
         plain = f"codex -C {shlex.quote(project)}"  # attaches to the daemon by itself
@@ -427,17 +422,13 @@ class McpEnvFacts:
 
 
 def mcp_env(ep: EndpointFacts, serve: ServeFacts, project: Path) -> McpEnvFacts:
-    from ..host.daemon import codex_home
-    from ..host.envbaseline import mcp_token_needs
-    from ..host.procs import environ_names
-
     local = bool(ep.codex_home) and is_local(ep.url or "")
     home = Path(str(ep.codex_home)) if local else codex_home()
     needs = tuple(mcp_token_needs(home, project))
-    record = serve.record or {}
+    record = serve.record
     server, pid = None, None
-    if ep.url and (ep.kind is EndpointKind.SERVE or record.get("url") == ep.url):
-        server, pid = "serve", opt_int(record.get("app_server_pid"))
+    if ep.url and (ep.kind is EndpointKind.SERVE or (record and record.url == ep.url)):
+        server, pid = "serve", record.app_server_pid if record else None
     elif ep.kind is EndpointKind.DAEMON or is_daemon_url(ep.url):
         server, pid = "daemon", _daemon_pid(home)
     seen = environ_names(pid) if needs and pid else None
@@ -446,12 +437,11 @@ def mcp_env(ep: EndpointFacts, serve: ServeFacts, project: Path) -> McpEnvFacts:
 
 def _daemon_pid(home: Path) -> int | None:
     """codex's daemon records its pid in `<CODEX_HOME>/app-server-daemon/daemon.pid`
-    (JSON `{"pid": N, …}`, measured on 0.171.0)."""
-    text, _error = read_text(home / "app-server-daemon" / "daemon.pid")
-    try:
-        return opt_int(obj(loads_json(text)).get("pid")) if text else None
-    except ValueError:
-        return None
+    (JSON `{"pid": N, …}`, measured on 0.171.0); doctor is its only reader."""
+    match read_object(str(home / "app-server-daemon" / "daemon.pid")):
+        case {"pid": pid}:
+            return opt_int(pid)
+    return None
 
 
 def mcp_env_rows(f: McpEnvFacts) -> list[Check]:
@@ -585,18 +575,11 @@ def project_codex(project: Path) -> list[CodexHomeLayer]:
 def registered_mcp_command(project: Path) -> str | None:
     """The command of `[mcp_servers.codexbridge]` codex would start (the project's
     .codex/config.toml first, then CODEX_HOME's), if setup registered one."""
-    from ..host.codex_mcp import launched
-    from ..host.daemon import codex_home
-
     for config in (project / ".codex" / "config.toml", codex_home() / "config.toml"):
-        try:
-            table = obj(load_toml(config.read_text(encoding="utf-8")).get("mcp_servers"))
-        except (OSError, ValueError):
-            continue
-        ours = obj(table.get("codexbridge"))
-        command = opt_str(ours.get("command"))
-        if command:
-            return launched(command, [str(a) for a in arr(ours.get("args"))])[0]
+        servers = _config_toml(config).facts.mcp_servers
+        ours = servers["codexbridge"] if "codexbridge" in servers else McpServer()
+        if ours.command:
+            return launched(ours.command, list(ours.args))[0]
     return None
 
 
@@ -813,7 +796,7 @@ def deep(codex: str | None, timeout: float = 60.0) -> DeepFacts:
     """One real turn: a private app-server, the mock model, our client — end to end."""
     if not codex:
         return DeepFacts("no codex binary")
-    from .offline_stack import OfflineStack
+    from .offline_stack import OfflineStack  # the mock model's server: --deep's alone
 
     try:
         with OfflineStack(codex) as stack:

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..jsontypes import objs
 from . import binaries, claude_side, codex_side, records
 from .codex_side import EndpointFacts, ServeFacts
+from .records import HandoffFacts
 from .report import Check, check_failed
 
 T = TypeVar("T")
@@ -73,13 +73,13 @@ def _claude_checks(add: Callable[[str, Callable[[], list[Check]]], None],
                      None, checks)
     add("claude-compat", lambda: claude_side.claude_compat_rows(
         claude or binaries.BinaryFacts(), claude_side.Seen.read(),
-        None if handoff is None else objs(handoff.get("claude"))))
+        None if handoff is None else HandoffFacts.read(handoff).claude))
     proj = _guard("claude-hook", lambda: claude_side.project(project), None, checks)
     boxes = _guard("mailboxes", claude_side.mailboxes, None, checks)
     if proj is not None:
         add("claude-hook", lambda: claude_side.project_rows(
             proj, boxes.listeners if boxes else {},
-            bool(claude_side.plugin_facts(project).get("enabled_in"))))
+            bool(claude_side.plugin_facts(project)["enabled_in"])))
     if boxes is not None:
         hooked = claude_side.hooked_mailboxes(proj)
         add("mailboxes", lambda: claude_side.mailbox_rows(boxes, hooked))

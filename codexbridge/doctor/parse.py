@@ -1,6 +1,7 @@
 """Reading what the doctor looks at: version strings, `--help` text, codex's config.toml
-and hooks.json, Claude Code's settings.json. Pure — text or parsed data in, facts out —
-but for `read_text`, which fetches a file's text for them.
+and hooks.json, Claude Code's settings.json, and the JSON facts other rooms hand doctor
+(`read_fields`: the hooks' evidence file, the handoff canary's verdicts). Pure — text or
+parsed data in, facts out — but for `read_text`, which fetches a file's text for them.
 
 Nothing here keeps a hook's command or a config value it was not asked for, so no
 secret that sits in those files can reach the report.
@@ -11,16 +12,19 @@ from __future__ import annotations
 import enum
 import re
 import shlex
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..inbox.listeners import ours
-from ..jsontypes import obj, opt_str
+from ..jsontypes import obj, objs, opt_int, opt_str
+from ..protocol.wire import strs
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonValue
+
+T = TypeVar("T")
 
 # `codexbridge/0.169.0 (Debian 12; x86_64) …`: the product token's version is codex's.
 _USER_AGENT = re.compile(r"^[^/\s]+/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)")
@@ -37,6 +41,27 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
         return None, None
     except (OSError, UnicodeDecodeError) as exc:
         return None, getattr(exc, "strerror", None) or str(exc)
+
+
+def _int_or_str(value: object) -> int | str | None:
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+# How each declared field type of a `read_fields` record narrows its JSON value: a wrong
+# type reads as absent (False, None, empty), never as a crash.
+_NARROW: dict[str, Callable[[object], object]] = {
+    "bool": bool, "str | None": opt_str, "int | None": opt_int,
+    "int | str | None": _int_or_str, "tuple[str, ...]": strs, "JsonObject": obj,
+    "tuple[JsonObject, ...]": lambda value: tuple(objs(value))}
+
+
+def read_fields(cls: Callable[..., T], data: Mapping[str, object]) -> T:
+    """A frozen dataclass of JSON facts (a file another room writes, facts it hands
+    over), each field read from the key of its name and narrowed by its declared type
+    (a field named `raw` keeps the object as it came, for a row's details): one typed
+    reader per shape, the keys named once, in the dataclass."""
+    return cls(**{f.name: dict(data) if f.name == "raw" else _NARROW[str(f.type)](
+        data.get(f.name)) for f in fields(cls)})  # type: ignore[arg-type]
 
 
 def user_agent_version(user_agent: str) -> str | None:
@@ -73,7 +98,7 @@ def listen_schemes(help_text: str) -> ListenSchemes:
     return ListenSchemes(True, "ws://" in text, "unix://" in text)
 
 
-def _count_handlers(groups: JsonValue) -> int:
+def _count_handlers(groups: object) -> int:
     """Handlers under one event: `[{matcher?, hooks: [...]}, …]` (a malformed group that
     is still there counts once: codex may run it, we cannot tell)."""
     if isinstance(groups, dict):
@@ -82,9 +107,37 @@ def _count_handlers(groups: JsonValue) -> int:
         return 1 if groups else 0
     count = 0
     for group in groups:
-        hooks = group.get("hooks") if isinstance(group, dict) else None
-        count += len(hooks) if isinstance(hooks, list) else 1
+        match group:
+            case {"hooks": list(hooks)}:
+                count += len(hooks)
+            case _:
+                count += 1
     return count
+
+
+def _permission_request_hooks(hooks: object) -> int:
+    """The PermissionRequest handlers of a `hooks` table (hooks.json's, config.toml's)."""
+    match hooks:
+        case {"PermissionRequest": groups}:
+            return _count_handlers(groups)
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """One `[mcp_servers.NAME]` table of codex's config: the command codex would start."""
+
+    command: str | None = None
+    args: tuple[str, ...] = ()
+
+    @staticmethod
+    def from_toml(table: object) -> McpServer:
+        match table:
+            case {"command": str(command), "args": list(args)}:
+                return McpServer(command, tuple(str(a) for a in args))
+            case {"command": str(command)}:
+                return McpServer(command)
+        return McpServer()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +153,8 @@ class CodexConfig:
     hooks_enabled: bool | None = None
     # Inline `[[hooks.PermissionRequest]]` tables count like hooks.json entries.
     permission_request_hooks: int = 0
+    # `[mcp_servers.NAME]`: what codex starts (doctor's codex-shell row asks after ours)
+    mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
 
 
 def codex_config_facts(data: Mapping[str, object]) -> CodexConfig:
@@ -109,30 +164,31 @@ def codex_config_facts(data: Mapping[str, object]) -> CodexConfig:
 
     def pick(key: str) -> tuple[str | None, str | None]:
         for where, source in ((layer, f"profiles.{profile}.{key}"), (data, key)):
-            value = where.get(key)
-            if isinstance(value, str):
+            if isinstance(value := where.get(key), str):
                 return value, source
         return None, None
 
     reviewer, reviewer_key = pick("approvals_reviewer")
     policy, policy_key = pick("approval_policy")
     features = obj(data.get("features"))
-    hooks_enabled: bool | None = None
-    for key in ("hooks", "codex_hooks"):  # codex_hooks: the deprecated alias
-        value = features.get(key)
-        if isinstance(value, bool):
-            hooks_enabled = value
-            break
+    # codex_hooks: the deprecated alias of `hooks`
+    hooks_enabled = next((v for k in ("hooks", "codex_hooks")
+                          if isinstance(v := features.get(k), bool)), None)
+    servers = obj(data.get("mcp_servers"))
     return CodexConfig(profile, reviewer, reviewer_key, policy, policy_key, hooks_enabled,
-                       _count_handlers(obj(data.get("hooks")).get("PermissionRequest")))
+                       _permission_request_hooks(data.get("hooks")),
+                       {name: McpServer.from_toml(t) for name, t in servers.items()})
 
 
 def hooks_json_facts(data: JsonValue) -> tuple[int, str | None]:
     """`{"hooks": {"PermissionRequest": [...]}}` → (how many PermissionRequest handlers,
     why the file could not be read)."""
-    if not isinstance(data, dict):
-        return 0, "does not hold a JSON object"
-    return _count_handlers(obj(data.get("hooks")).get("PermissionRequest")), None
+    match data:
+        case {"hooks": hooks}:
+            return _permission_request_hooks(hooks), None
+        case dict():
+            return 0, None
+    return 0, "does not hold a JSON object"
 
 
 # --- Claude Code settings.json ---------------------------------------------------------
@@ -186,17 +242,21 @@ class ClaudeSettings:
 
 
 def _our_hooks(event: str, groups: JsonValue) -> list[ClaudeHook]:
+    """`[{matcher?, hooks: [{type, command, asyncRewake?}, …]}, …]`: ours among them."""
     found = []
     for group in groups if isinstance(groups, list) else []:
-        entries = group.get("hooks") if isinstance(group, dict) else None
-        for entry in entries if isinstance(entries, list) else []:
-            command = entry.get("command") if isinstance(entry, dict) else None
-            mine = ours(command) if isinstance(command, str) else None
-            if command is None or mine is None or not isinstance(entry, dict):
+        match group:
+            case {"hooks": list(entries)}:
+                pass
+            case _:
                 continue
-            kind, name = mine
-            found.append(ClaudeHook(event, HookKind(kind), name, bool(entry.get("asyncRewake")),
-                                    _interpreter(str(command))))
+        for entry in entries:
+            match entry:
+                case {"command": str(command)} if (mine := ours(command)) is not None:
+                    kind, name = mine
+                    found.append(ClaudeHook(event, HookKind(kind), name,
+                                            bool(obj(entry).get("asyncRewake")),
+                                            _interpreter(command)))
     return found
 
 

@@ -19,12 +19,18 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..jsontypes import objs
-from ..messages.records import Damaged, Delivery, Direction
+from ..handoff import canary
+from ..host.jsonfile import read_object
+from ..host.private import HOME_ENV, dir_problem, state_home, unsafe_state_dir
+from ..inbox import peek as reading
+from ..inbox.location import inbox_dir
+from ..messages import courier_link
+from ..messages.records import Damaged, Delivery, DeliveryState, DeliveryStore, Direction
+from .parse import read_fields
 from .report import FAIL, INFO, OK, WARN, Check, Status
 
 if TYPE_CHECKING:
@@ -51,9 +57,6 @@ def _walk(home: str) -> tuple[list[tuple[str, str]], list[str], list[str]]:
     the loose files, and the JSON state files that cannot be read (a hop budget, a
     listener, a ledger: each is otherwise taken for "not there") — read with lstat
     only, a symlink never followed."""
-    from ..host.jsonfile import read_object
-    from ..host.private import dir_problem
-
     refused: list[tuple[str, str]] = []
     loose: list[str] = []
     damaged: list[str] = []
@@ -87,8 +90,6 @@ def _walk(home: str) -> tuple[list[tuple[str, str]], list[str], list[str]]:
 
 def state() -> StateFacts:
     """Read only: nothing is made, chmodded or followed."""
-    from ..host.private import HOME_ENV, state_home, unsafe_state_dir
-
     home = state_home()
     problem = unsafe_state_dir(home, HOME_ENV)
     exists = os.path.isdir(home)
@@ -159,9 +160,6 @@ class DeliveryFacts:
 
 def _waiting(names: set[str]) -> dict[str, set[str]]:
     """mailbox → the mail ids and request tokens still waiting in it."""
-    from ..inbox import peek as reading
-    from ..inbox.location import inbox_dir
-
     out: dict[str, set[str]] = {}
     for name in names:
         try:
@@ -169,14 +167,11 @@ def _waiting(names: set[str]) -> dict[str, set[str]]:
         except OSError:
             mails = []
         out[name] = ({m.mail_id for m in mails if m.mail_id}
-                     | {str(m.extra["request"]) for m in mails if m.extra.get("request")})
+                     | {str(token) for m in mails if (token := m.extra.get("request"))})
     return out
 
 
 def deliveries() -> DeliveryFacts:
-    from ..messages import courier_link
-    from ..messages.records import DeliveryState, DeliveryStore
-
     store = DeliveryStore()
     recent = store.recent(200)
     asks = [r for r in recent if r.direction is Direction.TO_CLAUDE and r.mailbox
@@ -275,60 +270,110 @@ HANDOFF_FIX = ("the session format moved: update codexbridge (its parsers are in
 
 
 def handoff_facts(project: str, url: str | None, timeout: float) -> JsonObject:
-    """handoff/canary.py `facts`: `project`, `claude` [{session_id, mailbox, transcript,
-    verdict, why, said, records, unknown, …}], `codex` [{thread_id, verdict, …}],
-    `codex_error`, `codex_threads`, `pending`, `state_error`, `state_file`."""
-    from ..handoff.canary import facts  # the parser canaries (docs/handoff.md)
-
-    return facts(project, url, timeout)
+    """handoff/canary.py `facts` (the parser canaries, docs/handoff.md): plain JSON,
+    read here as `HandoffFacts`."""
+    return canary.facts(project, url, timeout)
 
 
-def _canary_status(entry: Mapping[str, object]) -> Status:
-    verdict = entry.get("verdict")
+@dataclass(frozen=True, slots=True)
+class CanaryEntry:
+    """One session the canary read (handoff/canary.py `_facts`): a Claude transcript
+    (`session_id`, `mailbox`, `transcript`) or a Codex thread (`thread_id`); `records`
+    read, `said` messages recognised, `unknown` record kinds → count; `raw` as handed
+    over (a row's details)."""
+
+    session_id: str | None
+    mailbox: str | None
+    transcript: str | None
+    thread_id: str | None
+    where: str | None
+    verdict: str | None
+    why: str | None
+    said: int | None
+    records: int | None
+    unknown: JsonObject
+    raw: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class PendingHandoff:
+    """A handoff still waiting (the ledger's pending entry, as the canary lists it)."""
+
+    id: str | None
+    target: str | None
+    via: str | None
+    stage: str | None
+    session_id: str | None
+    raw: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffFacts:
+    """handoff/canary.py `facts`, typed (`read_fields`); each list read on use."""
+
+    project: str | None
+    state_file: str | None
+    state_error: str | None
+    claude: tuple[JsonObject, ...]
+    codex: tuple[JsonObject, ...]
+    codex_error: str | None
+    codex_threads: tuple[str, ...]
+    pending: tuple[JsonObject, ...]
+
+    @staticmethod
+    def read(data: Mapping[str, object]) -> HandoffFacts:
+        return read_fields(HandoffFacts, data)
+
+
+def canary_entries(raw: Sequence[Mapping[str, object]]) -> list[CanaryEntry]:
+    return [read_fields(CanaryEntry, e) for e in raw]
+
+
+def _canary_status(entry: CanaryEntry) -> Status:
+    verdict = entry.verdict
     if verdict == "readable":
         return OK
     if verdict == "empty":
         return INFO
     if verdict == "drifted":
-        return FAIL if not entry.get("said") else WARN
+        return FAIL if not entry.said else WARN
     return WARN
 
 
-def _canary_row(name: str, what: str, entry: Mapping[str, object]) -> Check:
+def _canary_row(name: str, what: str, entry: CanaryEntry) -> Check:
     status = _canary_status(entry)
-    where = entry.get("where") or entry.get("transcript") or entry.get("thread_id")
-    finding = f"{what} {where}: {entry.get('verdict')} ({entry.get('why')})"
-    fix = HANDOFF_FIX if entry.get("verdict") == "drifted" else (
+    where = entry.where or entry.transcript or entry.thread_id
+    finding = f"{what} {where}: {entry.verdict} ({entry.why})"
+    fix = HANDOFF_FIX if entry.verdict == "drifted" else (
         "a handoff from it carries nothing until it is readable again"
         if status == WARN else None)
-    return Check(name, status, finding, fix, dict(entry))
+    return Check(name, status, finding, fix, entry.raw)
 
 
-def handoff_rows(f: Mapping[str, object]) -> list[Check]:
+def handoff_rows(raw: Mapping[str, object]) -> list[Check]:
+    f = HandoffFacts.read(raw)
     rows: list[Check] = []
-    if f.get("state_error"):
-        rows.append(Check("handoff-ledger", WARN, str(f["state_error"]),
+    if f.state_error:
+        rows.append(Check("handoff-ledger", WARN, f.state_error,
                           "move the ledger aside (its watermarks are lost) or upgrade",
-                          {"state_file": f.get("state_file")}))
-    for entry in objs(f.get("claude")):
-        label = entry.get("mailbox") or str(entry.get("session_id"))[:8]
+                          {"state_file": f.state_file}))
+    for entry in canary_entries(f.claude):
+        label = entry.mailbox or str(entry.session_id)[:8]
         rows.append(_canary_row(f"handoff-claude:{label}", "transcript", entry))
-    for entry in objs(f.get("codex")):
-        rows.append(_canary_row(f"handoff-codex:{str(entry.get('thread_id'))[:8]}", "thread",
+    for entry in canary_entries(f.codex):
+        rows.append(_canary_row(f"handoff-codex:{str(entry.thread_id)[:8]}", "thread",
                                 entry))
-    if f.get("codex_error"):
-        threads = f.get("codex_threads")
-        listed = list(threads) if isinstance(threads, list) else []
+    if f.codex_error:
+        listed = list(f.codex_threads)
         rows.append(Check("handoff-codex", INFO,
-                          f"{len(listed)} linked thread(s) not checked: {f['codex_error']}",
+                          f"{len(listed)} linked thread(s) not checked: {f.codex_error}",
                           None, {"threads": listed}))
-    for p in objs(f.get("pending")):
-        where = (f"lands when Claude session {p.get('session_id')} is resumed"
-                 if p.get("via") == "resume" else f"stage {p.get('stage')}")
+    for p in (read_fields(PendingHandoff, p) for p in f.pending):
+        where = (f"lands when Claude session {p.session_id} is resumed"
+                 if p.via == "resume" else f"stage {p.stage}")
         rows.append(Check("handoff-pending", INFO,
-                          f"handoff {p.get('id')} to {p.get('target')} via {p.get('via')}: "
-                          f"{where}", None, dict(p)))
+                          f"handoff {p.id} to {p.target} via {p.via}: {where}", None, p.raw))
     if not rows:
         rows.append(Check("handoff", INFO, f"no session linked for handoff in "
-                                           f"{f.get('project')} yet", None, {}))
+                                           f"{f.project} yet", None, {}))
     return rows

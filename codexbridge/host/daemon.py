@@ -109,12 +109,3 @@ def open_tui(url: str | None, project: str | None = None) -> str:
 def start_hint() -> str:
     return ("start codex's own app-server with `codex app-server daemon start` (or just "
             "run `codex`, which starts it and attaches)")
-
-
-def facts(env: Mapping[str, str] | None = None) -> dict[str, object]:
-    """What `doctor` reports about the daemon: the home, its socket, whether it answers."""
-    home = codex_home(env)
-    path = socket_path(home)
-    on = enabled(env)
-    return {"home": str(home), "socket": str(path), "url": socket_url(path), "enabled": on,
-            "listening": listening(path) if on else None}

@@ -15,20 +15,19 @@ from typing import TYPE_CHECKING
 
 from ..errors import DamagedStateError
 from ..jsontypes import opt_int, opt_str
-from .jsonfile import read_keyed, read_object
+from .jsonfile import read_keyed
 from .private import ensure_private_dir, state_home, write_private
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..jsontypes import JsonObject
 
 BRIDGE_FILE = "bridge.json"
 
 BRIDGE_VERSION = 1  # bridge.json's format (files without one are version 1)
 
 __all__ = ["BRIDGE_FILE", "BridgeRecord", "bridge_file", "ensure_private_dir",
-           "read_bridge_file", "state_dir", "write_private", "write_private_json"]
+           "state_dir", "write_private", "write_private_json"]
 
 
 def state_dir(create: bool = True) -> Path:
@@ -46,12 +45,6 @@ def write_private_json(path: Path, data: object) -> None:
 
 def bridge_file() -> Path:
     return state_dir(create=False) / BRIDGE_FILE
-
-
-def read_bridge_file() -> JsonObject | None:
-    """bridge.json as it is on disk, for doctor's row (None: none, or unreadable); the
-    rest of codexbridge reads `BridgeRecord.read()`."""
-    return read_object(str(bridge_file()))
 
 
 @dataclass

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,6 +14,8 @@ from codexbridge.doctor.codex_side import DaemonFacts, EndpointFacts, ServeFacts
 from codexbridge.doctor.report import INFO, OK, WARN
 from codexbridge.errors import BinaryNotFoundError
 from codexbridge.host import binaries
+from codexbridge.host.paths import BridgeRecord
+from codexbridge.protocol.generated.results import Thread
 from codexbridge.talk.endpoint import EndpointKind
 
 SOCK = "unix:///h/app-server-control/app-server-control.sock"
@@ -42,9 +43,9 @@ def test_pick_row_only_when_both_run() -> None:
 
 
 def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
-    record: dict[str, Any] = {"url": "ws://127.0.0.1:8787", "pid": 4242, "codex_home": "/h"}
+    record = BridgeRecord("ws://127.0.0.1:8787", pid=4242, codex_home="/h")
     serve = ServeFacts(record=record, serve_alive=True)
-    tui = {"id": "t1", "user": True}
+    tui = Thread(id="t1")
     # the TUI on the daemon, a leftover serve: talk uses the daemon; stop serve
     [row] = codex_side.pick_row(UP, serve, EndpointFacts(url=SOCK, threads=(tui,)))
     assert row.status == WARN
@@ -55,11 +56,11 @@ def test_two_app_servers_on_one_codex_home_is_a_warn_with_the_fix() -> None:
     assert row.fix is not None and row.fix.startswith("stop the leftover serve")
     assert "`kill 4242`" in row.fix
     # in use: serve — either may be the leftover: both ways out
-    [row] = codex_side.pick_row(UP, serve, EndpointFacts(url=record["url"]))
+    [row] = codex_side.pick_row(UP, serve, EndpointFacts(url=record.url))
     assert row.status == WARN and "codex app-server daemon stop" in str(row.fix)
     assert "`kill 4242`" in str(row.fix)
     # another CODEX_HOME: no writer conflict, only which one is used
-    other = ServeFacts(record={**record, "codex_home": "/elsewhere"}, serve_alive=True)
+    other = ServeFacts(record=replace(record, codex_home="/elsewhere"), serve_alive=True)
     [row] = codex_side.pick_row(UP, other, EndpointFacts(url=SOCK, threads=(tui,)))
     assert row.status == INFO and "--url ws://127.0.0.1:8787" in str(row.fix)
 
@@ -70,7 +71,7 @@ def test_attach_row_leads_with_plain_codex_for_the_daemon() -> None:
     assert row.details["line"] == "codex -C /p"
     assert row.details["explicit"] == f"codex --remote {SOCK} -C /p"
     assert row.finding.startswith("open the TUI with: codex -C /p (plain `codex`")
-    record = {"url": "ws://127.0.0.1:9", "public_url": "wss://h:443"}
+    record = BridgeRecord("ws://127.0.0.1:9", public_url="wss://h:443")
     row = codex_side.attach_row(EndpointFacts(url="ws://127.0.0.1:9", token=True, source="b",
                                                kind=EndpointKind.URL),
                                  "/p", ServeFacts(record=record))

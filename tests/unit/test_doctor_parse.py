@@ -150,3 +150,23 @@ def test_claude_settings_bad_shapes() -> None:
     assert parse.claude_settings_facts([]).error
     assert parse.claude_settings_facts({"hooks": []}).error
     assert parse.claude_settings_facts({"hooks": {"Stop": "x"}}).hooks == ()
+
+
+def test_read_fields_narrows_each_field_by_its_declared_type() -> None:
+    from codexbridge.doctor.claude_side import PeerSeen
+
+    raw = {"socket_env": 1, "registry_fields": ["sessionId", 2], "protocol": True,
+           "claude_version": 3, "seen": "2026-12-01T10:00:00Z", "extra": "kept"}
+    p = parse.read_fields(PeerSeen, raw)
+    assert p.socket_env is True and p.pid_env is False  # absent reads as absent
+    assert p.registry_fields == ("sessionId",)  # a wrong item is dropped, not a crash
+    assert p.protocol is None and p.claude_version is None  # a bool is no protocol
+    assert p.seen == "2026-12-01T10:00:00Z" and p.raw == raw  # raw: the row's details
+
+
+def test_codex_config_names_the_mcp_servers_codex_starts() -> None:
+    config = parse.codex_config_facts(load_toml(
+        '[mcp_servers.codexbridge]\ncommand = "/bin/cb"\nargs = ["mcp", 1]\n'
+        '[mcp_servers.remote]\nurl = "http://x"\n'))
+    assert config.mcp_servers["codexbridge"] == parse.McpServer("/bin/cb", ("mcp", "1"))
+    assert config.mcp_servers["remote"] == parse.McpServer()

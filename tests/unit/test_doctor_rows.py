@@ -31,6 +31,8 @@ from codexbridge.doctor.report import (
     render_text,
 )
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, CODEX_OLDEST, CODEX_VERSION
+from codexbridge.host.paths import BridgeRecord
+from codexbridge.protocol.generated.results import Thread, ThreadStatus
 from codexbridge.talk.endpoint import EndpointKind
 
 
@@ -89,10 +91,10 @@ def test_listen_scheme_paths(listen: Any, help_error: str | None, status: str,
 
 # --- serve / app-server --------------------------------------------------------------------
 
-RECORD = {"url": "ws://127.0.0.1:8787", "pid": 4242, "app_server_pid": 4243, "cwd": "/p",
-          "codex_version": CODEX_VERSION, "started_at": "2026-01-01T00:00:00+00:00",
-          "token_file": "/home/u/.codex-bridge/ws-token"}
-SERVE_OK = ServeFacts("/s", "/s/bridge.json", True, dict(RECORD), True, True)
+RECORD = BridgeRecord("ws://127.0.0.1:8787", pid=4242, app_server_pid=4243, cwd="/p",
+                      codex_version=CODEX_VERSION, started_at="2026-01-01T00:00:00+00:00",
+                      token_file="/home/u/.codex-bridge/ws-token")
+SERVE_OK = ServeFacts("/s", "/s/bridge.json", True, RECORD, True, True)
 EP_OK = EndpointFacts(url="ws://127.0.0.1:8787", source="/s/bridge.json",
                       kind=EndpointKind.SERVE, reachable=True,
                       user_agent=f"codexbridge-doctor/{CODEX_VERSION} (Linux)",
@@ -117,7 +119,7 @@ def test_no_bridge_file_and_nothing_configured() -> None:
 
 def test_stale_bridge_file_is_warn_not_fail() -> None:
     serve = replace(SERVE_OK, serve_alive=False, app_server_alive=False)
-    ep = EndpointFacts(url=str(RECORD["url"]), source="/s/bridge.json",
+    ep = EndpointFacts(url=RECORD.url, source="/s/bridge.json",
                        kind=EndpointKind.SERVE, connect_error="connection refused")
     got = by_name(codex_side.serve_rows(serve, ep))
     assert got["bridge-json"].status == WARN and "stale" in got["bridge-json"].finding
@@ -127,7 +129,7 @@ def test_stale_bridge_file_is_warn_not_fail() -> None:
 
 def test_bridge_file_odd_records() -> None:
     assert codex_side.serve_rows(replace(SERVE_OK, record=None), EP_OK)[0].status == WARN
-    no_pid = replace(SERVE_OK, record={"url": "ws://x"})
+    no_pid = replace(SERVE_OK, record=BridgeRecord("ws://x"))
     assert "no serve pid" in codex_side.serve_rows(no_pid, EP_OK)[0].finding
     gone = codex_side.serve_rows(replace(SERVE_OK, app_server_alive=False), EP_OK)[0]
     assert gone.status == WARN and "4243" in gone.finding
@@ -172,9 +174,9 @@ def test_token_is_never_in_the_row() -> None:
 
 # --- threads -------------------------------------------------------------------------------
 
-def thread(tid: str, user: bool = True, name: str | None = None) -> dict[str, Any]:
-    return {"id": tid, "name": name, "cwd": "/p", "status": "idle", "ephemeral": not user,
-            "threadSource": "user" if user else "thread_title", "preview": "", "user": user}
+def thread(tid: str, user: bool = True, name: str | None = None) -> Thread:
+    return Thread(id=tid, name=name, cwd="/p", status=ThreadStatus.from_wire({"type": "idle"}),
+                  ephemeral=not user, thread_source="user" if user else "thread_title")
 
 
 def test_threads_paths() -> None:
