@@ -96,8 +96,8 @@ def facts(project: str, url: str | None = None, timeout: float = 3.0,
         except (TimeoutError, BridgeError, OSError) as exc:
             out["codex_error"] = getattr(exc, "message", None) or str(exc) or type(exc).__name__
             out["codex_threads"] = [*threads]
-    pending: JsonArray = [{"target": t, **{k: p.get(k) for k in ("id", "via", "stage",
-                                                                 "created", "session_id")}}
-                          for t in state["pending"] if (p := ledger.pending(state, t)) is not None]
+    pending: JsonArray = [{"target": t, "id": p.id, "via": p.via and p.via.value,
+                           "stage": p.stage and p.stage.value, "created": p.created,
+                           "session_id": p.session_id} for t, p in state.pending.items()]
     out["pending"] = pending
     return out
