@@ -468,15 +468,30 @@ SHOWN = ("id", "via", "stage", "created", "chars", "messages", "cut_messages", "
          "full", "mailbox", "session_id", "thread_id", "pid")
 
 
-def _pending_view(rec: Pending) -> JsonObject:
-    data = as_json(rec)
-    view = {k: data.get(k) for k in SHOWN}
-    sid = rec.session_id
-    if rec.via is Via.RESUME and sid is not None:
-        view["waiting_file"] = (pending_path(sid)
-                                if os.path.exists(pending_path(sid)) else None)
-        view["consumed"] = os.path.exists(resume.consumed_path(sid, rec.id))
-    return view
+@dataclass
+class Shown:
+    """A pending record as `handoff status` shows it — for a resume delta, with the
+    file it waits in (None: none) and whether a SessionStart hook consumed it."""
+
+    record: Pending
+    waiting_file: str | None = None
+    consumed: bool | None = None  # None: not a resume delta
+
+    @classmethod
+    def of(cls, rec: Pending) -> Shown:
+        sid = rec.session_id
+        if rec.via is not Via.RESUME or sid is None:
+            return cls(rec)
+        waiting = pending_path(sid)
+        return cls(rec, waiting if os.path.exists(waiting) else None,
+                   os.path.exists(resume.consumed_path(sid, rec.id)))
+
+    def as_dict(self) -> JsonObject:
+        data = as_json(self.record)
+        view = {k: data.get(k) for k in SHOWN}
+        if self.consumed is not None:
+            view.update(waiting_file=self.waiting_file, consumed=self.consumed)
+        return view
 
 
 @dataclass
@@ -486,13 +501,13 @@ class Status:
     project: str
     state_file: str
     state: State
-    views: dict[str, JsonObject]  # target → its pending record, as shown
+    views: dict[str, Shown]  # target → its pending record, as shown
 
     def as_dict(self) -> JsonObject:
         s = self.state
         targets: JsonArray = [
             {"target": t, "knownBy": {**known_by(s, t)}, "checkpoint": checkpoint(s, t),
-             "pending": self.views.get(t)}
+             "pending": v.as_dict() if (v := self.views.get(t)) is not None else None}
             for t in sorted(set(s.known_by) | set(s.pending) | set(s.git))]
         return {"ok": True, "project": self.project, "stateFile": self.state_file,
                 "agents": as_json(s.agents), "targets": targets,
@@ -514,7 +529,7 @@ class Status:
             if sha:
                 lines.append(f"  git checkpoint {sha[:12]}")
             if (p := s.pending.get(t)) is not None:
-                waiting = self.views[t].get("waiting_file")
+                waiting = self.views[t].waiting_file
                 where = f", waiting in {waiting}" if waiting else ""
                 lines.append(f"  PENDING {p.id} via {p.via} ({p.stage}{where})")
         for h in s.history[-5:]:
@@ -528,12 +543,12 @@ def status(project: str) -> Status:
     project = project_dir(project)
     key = project_key(project)
     state = load(key, project)
-    views = {t: _pending_view(rec) for t, rec in state.pending.items()}
-    consumed = [t for t, view in views.items() if view.get("consumed") is True]
+    views = {t: Shown.of(rec) for t, rec in state.pending.items()}
+    consumed = [t for t, view in views.items() if view.consumed]
     if consumed:
         with locked(key, project) as state:
             for target in consumed:
                 if (rec := pending(state, target)) is not None:
                     commit(state, target, rec, "handoff status (consumed)")
-            views = {t: _pending_view(rec) for t, rec in state.pending.items()}
+            views = {t: Shown.of(rec) for t, rec in state.pending.items()}
     return Status(project, state_path(key), state, views)

@@ -65,14 +65,22 @@ class TurnError(Kept):
 class ThreadItem(Kept):
     """A thread item and its recorded lifecycle times. The payload stays flat on the wire."""
 
-    __slots__ = ("id", "raw", "type")
+    __slots__ = ("changes", "client_id", "content", "id", "raw", "text", "type")
     type: str | None
     id: str | None
+    text: str | None
+    client_id: str | None
+    content: JsonValue
+    changes: JsonValue
     raw: JsonObject
 
-    def __init__(self, *, type: str | None = None, id: str | None = None, raw: JsonObject | None = None) -> None:
+    def __init__(self, *, type: str | None = None, id: str | None = None, text: str | None = None, client_id: str | None = None, content: JsonValue = None, changes: JsonValue = None, raw: JsonObject | None = None) -> None:
         _set(self, "type", type)
         _set(self, "id", id)
+        _set(self, "text", text)
+        _set(self, "client_id", client_id)
+        _set(self, "content", content)
+        _set(self, "changes", changes)
         _set(self, "raw", {} if raw is None else raw)
 
     @classmethod
@@ -81,6 +89,10 @@ class ThreadItem(Kept):
         return cls(
             type=opt_str(w.get("type")),
             id=opt_str(w.get("id")),
+            text=opt_str(w.get("text")),
+            client_id=opt_str(w.get("clientId")),
+            content=w.get("content"),
+            changes=w.get("changes"),
             raw=w,
         )
 
