@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from ..errors import BridgeError
 from ..inbox.location import inbox_dir
 from ..jsontypes import opt_str
+from ..talk.client import AppServerClient
+from ..talk.endpoint import resolve_endpoint
 from . import claude_source, codex_source, ledger
 from .claude_source import in_project
 from .delta import CLAUDE, CODEX, SourceRead, Verdict
@@ -62,9 +64,6 @@ def claude_facts(project: str, state: ledger.State, inbox: str) -> JsonArray:
 
 
 async def _codex(url: str | None, threads: list[str], timeout: float) -> JsonArray:
-    from ..talk.client import AppServerClient
-    from ..talk.endpoint import resolve_endpoint
-
     ep = resolve_endpoint(url)
     out: JsonArray = []
     async with AppServerClient(ep.url, token=ep.token, client_name="codexbridge-doctor",
