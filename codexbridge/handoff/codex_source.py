@@ -59,6 +59,17 @@ def _user_text(item: ThreadItem) -> str | None:
     return writable("".join(str(words) for kind, words in parts if kind == "text"))
 
 
+def _completed(entry: ThreadItemEntry, item: ThreadItem) -> bool:
+    """The item is written to its end (an item carrying its own completedAtMs counts
+    too, though the schema puts the field on the entry only)."""
+    return entry.completed_at_ms is not None or item.raw.get("completedAtMs") is not None
+
+
+def _changed_paths(item: ThreadItem) -> list[str]:
+    """The paths a fileChange names (`changes` may be any JSON: an int was a TypeError)."""
+    return [p for c in objs(item.changes) if isinstance(p := c.get("path"), str)]
+
+
 def _speaker(kind: ThreadItemType, text: str) -> tuple[str, str]:
     """Who said `text` in the thread, and the words that cross: a peer's words without the
     frame codexbridge put around them for this thread (`conversation/frame.py`)."""
@@ -84,10 +95,7 @@ def parse(entries: list[JsonObject], since: str | None,
         if entry is None or item is None:
             stats.bad_rows += 1
             continue
-        # (an item carrying its own completedAtMs counts as done too, though the schema
-        # puts the field on the entry only)
-        if (entry.turn_id == newest_turn and entry.completed_at_ms is None
-                and item.raw.get("completedAtMs") is None):
+        if entry.turn_id == newest_turn and not _completed(entry, item):
             break  # the running turn's item is still being written: the mark stays before it
         kind = writable(item.type or "?")
         stats.kinds[kind] += 1
@@ -111,9 +119,7 @@ def parse(entries: list[JsonObject], since: str | None,
                     if role == CODEX and turn is not None and turn in received.reply_turns:
                         mailed[turn] = out.messages[-1]
         elif parsed is ThreadItemType.FILE_CHANGE:
-            # any JSON value: an int was a TypeError here
-            paths = [p for c in objs(item.changes) if isinstance(p := c.get("path"), str)]
-            for path in paths:
+            for path in _changed_paths(item):
                 if writable(path) not in out.files:
                     out.files.append(writable(path))
         if mark is not None:
