@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 AUTO = "auto"  # --via: mail if the session runs, else resume
 VIAS = (AUTO, Via.MAIL.value, Via.RESUME.value)
 SENDER = "codex"
+MAIL_FIELD = "handoff"  # the mail's extra field naming its handoff (how a later run finds it)
 
 
 def choose_via(via: str, session: ClaudeSession, project: str) -> tuple[Via, str | None]:
@@ -101,7 +102,7 @@ def settle_old(old: Pending, session_id: str, inbox: str) -> str | None:
             return None
         return ("superseded by this handoff before the session was resumed"
                 if fate is resume.Fate.SUPERSEDED else "lost before the session was resumed")
-    if old.mailbox is not None and any(m.extra.get("handoff") == hid
+    if old.mailbox is not None and any(m.extra.get(MAIL_FIELD) == hid
                                        for m in _waiting_mail(old.mailbox, inbox)):
         return None  # in the mailbox: it will arrive
     return "interrupted before it reached the mailbox"
@@ -149,7 +150,7 @@ def _mail(h: Handoff, session: ClaudeSession, prepared: Prepared, outcome: Outco
     h.set_pending(record)
     try:
         receipt = service.push(prepared.built.delta, to=session.mailbox, sender=SENDER,
-                               inbox=inbox, fields={"handoff": h.hid})
+                               inbox=inbox, fields={MAIL_FIELD: h.hid})
     except BridgeError as exc:  # refused or not written: provably not delivered
         with ledger.locked(h.key, h.project) as state:
             ledger.drop(state, h.target, record, f"not delivered: {exc.message}")
