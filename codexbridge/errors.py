@@ -36,7 +36,7 @@
     │   ├── LoopDetectedError       a request repeating itself (no progress) 9  LOOP_DETECTED
     │   └── SelfSendError           a send into the thread that runs it      9  SELF_SEND
     ├── DeliveryNotFoundError       no delivery record with that id          2  DELIVERY_NOT_FOUND
-    ├── HandoffStateError           handoff ledger unreadable or newer       2  HANDOFF_STATE
+    ├── HandoffStateError           handoff ledger from a newer build        2  HANDOFF_STATE
     ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
     ├── StateError                  the state home cannot be used           73  STATE_UNUSABLE
     │   ├── UnsafeStateError        loose, foreign or a symlink: refused    73  STATE_UNSAFE
@@ -353,13 +353,15 @@ class DeliveryNotFoundError(BridgeError):
 
 
 class HandoffStateError(BridgeError):
-    """The project's handoff ledger cannot be used: unreadable, or written by a newer
-    codexbridge. Nothing is overwritten (it holds the watermarks)."""
+    """The project's handoff ledger was written by a newer codexbridge: refused, since
+    every write is a read-modify-write that would drop what this build does not know.
+    Nothing is overwritten (it holds the watermarks). A damaged ledger is a
+    DamagedStateError."""
 
     exit_code = 2
     mcp_code = "HANDOFF_STATE"
-    mcp_meaning = ("the project's handoff ledger is unreadable or from a newer codexbridge; "
-                   "nothing was sent or changed (details.path)")
+    mcp_meaning = ("the project's handoff ledger is from a newer codexbridge; nothing was "
+                   "sent or changed (details.path)")
 
 
 class UnhealthyError(BridgeError):

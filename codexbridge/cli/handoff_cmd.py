@@ -34,6 +34,7 @@ from .command import (
 if TYPE_CHECKING:
     from ..handoff.flow import Outcome
 
+LEDGER_DAMAGED = "the handoff ledger is damaged (named in the message); it was left as it is"
 HANDOFF_EXIT_HELP = exit_help(
     UsageError, HandoffStateError, AmbiguousSessionError, ConnectError, QueueTimeoutError,
     MailboxError, SelfSendError,
@@ -41,8 +42,9 @@ HANDOFF_EXIT_HELP = exit_help(
             "waiting for the Claude session to resume); or nothing new",
     extra={3: "no thread / no Claude Code session to hand to or from",
            4: "ambiguous target: several threads or Claude sessions fit",
-           6: "the thread stayed busy (--busy-timeout); nothing was handed over"})
-STATUS_EXIT_HELP = exit_help(HandoffStateError, success="shown")
+           6: "the thread stayed busy (--busy-timeout); nothing was handed over",
+           73: LEDGER_DAMAGED})
+STATUS_EXIT_HELP = exit_help(HandoffStateError, success="shown", extra={73: LEDGER_DAMAGED})
 
 
 def read_note(note: str | None) -> str | None:
@@ -197,11 +199,11 @@ def _say(outcome: Outcome) -> None:
 def status_cmd(project: str, as_json: bool) -> None:
     """The project's handoff ledger: agents, what each target knows (knownBy), the git
     checkpoints, pending handoffs (and where a resume delta waits), recent handoffs."""
-    from ..handoff.ledger import render_status, status
+    from ..handoff.ledger import status
     from .command import ensure_dir
 
-    data = status(ensure_dir(project, "--project"))
+    shown = status(ensure_dir(project, "--project"))
     if as_json:
-        emit_json(data)
+        emit_json(shown.as_dict())
     else:
-        echo(render_status(data))
+        echo(shown.render())

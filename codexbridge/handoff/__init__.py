@@ -11,9 +11,11 @@ Layout of the package, core first:
     claude_source.py  the Claude side: which session (listener records), its transcript
                       read since a watermark, what it already has from Codex
     codex_source.py   the Codex side: a thread read since a watermark (app-server pages)
-    ledger.py         the per-project state and where it lives: knownBy watermarks, git
+    ledger.py         the per-project state, typed records read and written in one place
+                      (Agent, Checkpoint, Pending, Past): knownBy watermarks, git
                       checkpoints, the pending record's life, history; `handoff status`
-    resume.py         the pending-delta file a SessionStart hook consumes by rename
+    resume.py         the pending-delta file (`Parked`) a SessionStart hook consumes by
+                      rename
     flow.py           the steps around every delivery: claim, gather every source and
                       git into the delta, unclaim or commit; the Outcome
     deliver.py        into the Codex thread (inject_items + a visible turn)

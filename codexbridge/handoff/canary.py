@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from ..errors import BridgeError
 from ..inbox.location import inbox_dir
 from ..jsontypes import opt_str
+from ..talk.client import AppServerClient
+from ..talk.endpoint import resolve_endpoint
 from . import claude_source, codex_source, ledger
 from .claude_source import in_project
 from .delta import CLAUDE, CODEX, SourceRead, Verdict
@@ -62,9 +64,6 @@ def claude_facts(project: str, state: ledger.State, inbox: str) -> JsonArray:
 
 
 async def _codex(url: str | None, threads: list[str], timeout: float) -> JsonArray:
-    from ..talk.client import AppServerClient
-    from ..talk.endpoint import resolve_endpoint
-
     ep = resolve_endpoint(url)
     out: JsonArray = []
     async with AppServerClient(ep.url, token=ep.token, client_name="codexbridge-doctor",
@@ -96,8 +95,8 @@ def facts(project: str, url: str | None = None, timeout: float = 3.0,
         except (TimeoutError, BridgeError, OSError) as exc:
             out["codex_error"] = getattr(exc, "message", None) or str(exc) or type(exc).__name__
             out["codex_threads"] = [*threads]
-    pending: JsonArray = [{"target": t, **{k: p.get(k) for k in ("id", "via", "stage",
-                                                                 "created", "session_id")}}
-                          for t in state["pending"] if (p := ledger.pending(state, t)) is not None]
+    pending: JsonArray = [{"target": t, "id": p.id, "via": p.via and p.via.value,
+                           "stage": p.stage and p.stage.value, "created": p.created,
+                           "session_id": p.session_id} for t, p in state.pending.items()]
     out["pending"] = pending
     return out

@@ -77,9 +77,11 @@ from typing import TYPE_CHECKING
 from ..conversation.routing import SESSION_ENV, SOCKET_ENV
 from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.claude_files import Message, Record
+from ..host.claude_plugin import claude_config_dir, plugin_facts
+from ..host.jsonfile import read_object
 from ..host.procs import pid_alive
 from ..host.text import writable
-from ..inbox.listeners import Listener, listeners, read_listener
+from ..inbox.listeners import Listener, listeners, ours, read_listener
 from ..jsontypes import obj, objs
 from ..messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
@@ -200,8 +202,8 @@ def source_session(project: str, inbox: str, session_id: str | None = None,
             if s.session_id == session_id:
                 return s
         agent = (linked or {}).get(f"claude:{session_id}")
-        dirs = [d for d in (env.get("CLAUDE_CONFIG_DIR"),
-                            os.path.join(os.path.expanduser("~"), ".claude")) if d]
+        dirs = [*dict.fromkeys((claude_config_dir(env),
+                                os.path.join(os.path.expanduser("~"), ".claude")))]
         where = agent.where if agent is not None and agent.where is not None \
             else _transcript_for(session_id, dirs)
         if where:
@@ -239,8 +241,6 @@ def plugin_enabled(project: str, config_dir: str | None = None) -> bool:
     """Is codexbridge's Claude Code plugin (its SessionStart and Stop hooks, its watcher)
     enabled for `project`, in the user's settings (`config_dir`'s, else this process's
     Claude config dir) or the project's own?"""
-    from ..host.claude_plugin import plugin_facts
-
     env = {"CLAUDE_CONFIG_DIR": config_dir} if config_dir else None
     facts = plugin_facts(project, env)
     return bool(facts["enabled_in"]) and bool(facts["marketplace_ok"])
@@ -255,18 +255,21 @@ def session_start_hook(project: str, session: ClaudeSession) -> StartHook | None
 
 def session_start_hooked(project: str, mailbox: str | None) -> bool:
     """Does the project's settings run our hook at SessionStart (for `mailbox`)?"""
-    from ..host.jsonfile import read_object
-    from ..inbox.listeners import ours
-
     for name in ("settings.json", "settings.local.json"):
-        hooks = obj(obj(read_object(os.path.join(project, ".claude", name))).get("hooks"))
-        for group in objs(hooks.get("SessionStart")):
-            for hook in objs(group.get("hooks")):
-                cmd = hook.get("command")
-                found = ours(cmd) if isinstance(cmd, str) else None
-                if found and found[0] == "hook" and mailbox in (None, found[1]):
-                    return True
+        settings = obj(read_object(os.path.join(project, ".claude", name)))
+        for command in _start_commands(settings):
+            found = ours(command)
+            if found and found[0] == "hook" and mailbox in (None, found[1]):
+                return True
     return False
+
+
+def _start_commands(settings: JsonObject) -> list[str]:
+    """The commands a Claude settings file runs at SessionStart: `hooks.SessionStart[]
+    .hooks[].command` (anything of another shape there runs nothing)."""
+    groups = objs(obj(settings.get("hooks")).get("SessionStart"))
+    hooks = [h for g in groups for h in objs(g.get("hooks"))]
+    return [c for h in hooks if isinstance(c := h.get("command"), str)]
 
 
 # --- its transcript -----------------------------------------------------------------

@@ -23,14 +23,16 @@ from typing import TYPE_CHECKING
 from ..conversation.frame import is_framed, words_of
 from ..errors import RpcError
 from ..host.text import writable
+from ..jsontypes import objs
 from ..protocol.generated import methods as m
 from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import ThreadItemType
+from ..protocol.generated.results import ThreadItem, ThreadItemEntry
 from ..talk.client import Rpc
 from .delta import CODEX, PEER, Parsed, Received, Said, SourceRead, is_handoff_id, source_key
 
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject, JsonValue
+    from ..jsontypes import JsonObject
 
 ROLES = (ThreadItemType.USER_MESSAGE.value, ThreadItemType.AGENT_MESSAGE.value)
 PAGE = 100
@@ -38,19 +40,34 @@ MAX_PAGES = 100
 NO_ITEMS_YET = "not supported yet"  # a thread without a rollout (recover.py measured it)
 
 
+def _mark(entry: ThreadItemEntry) -> str | None:
+    if entry.item is None or not entry.item.id:
+        return None
+    return writable(f"{entry.turn_id}:{entry.item.id}")
+
+
 def entry_mark(entry: JsonObject) -> str | None:
-    item = entry.get("item")
-    if not isinstance(item, dict) or not item.get("id"):
-        return None
-    return writable(f"{entry.get('turnId')}:{item['id']}")
+    """The watermark of one `thread/items/list` entry (None: it names no item)."""
+    return _mark(ThreadItemEntry.from_wire(entry))
 
 
-def _user_text(item: JsonObject) -> str | None:
-    content = item.get("content")
-    if not isinstance(content, list):
+def _user_text(item: ThreadItem) -> str | None:
+    """A userMessage's words: its `text` parts (UserInput), joined."""
+    if not isinstance(item.content, list):
         return None
-    return writable("".join(str(c.get("text", "")) for c in content
-                         if isinstance(c, dict) and c.get("type") == "text"))
+    parts = [(part.get("type"), part.get("text", "")) for part in objs(item.content)]
+    return writable("".join(str(words) for kind, words in parts if kind == "text"))
+
+
+def _completed(entry: ThreadItemEntry, item: ThreadItem) -> bool:
+    """The item is written to its end (an item carrying its own completedAtMs counts
+    too, though the schema puts the field on the entry only)."""
+    return entry.completed_at_ms is not None or item.raw.get("completedAtMs") is not None
+
+
+def _changed_paths(item: ThreadItem) -> list[str]:
+    """The paths a fileChange names (`changes` may be any JSON: an int was a TypeError)."""
+    return [p for c in objs(item.changes) if isinstance(p := c.get("path"), str)]
 
 
 def _speaker(kind: ThreadItemType, text: str) -> tuple[str, str]:
@@ -70,43 +87,40 @@ def parse(entries: list[JsonObject], since: str | None,
     last: str | None = None
     received = received or Received()
     mailed: dict[str, Said] = {}  # turn → its last agentMessage, which was mailed
-    newest_turn = entries[-1].get("turnId") if entries and isinstance(entries[-1], dict) else None
-    for entry in entries:
+    rows = [ThreadItemEntry.from_wire(e) if isinstance(e, dict) else None for e in entries]
+    newest_turn = rows[-1].turn_id if rows and rows[-1] is not None else None
+    for entry in rows:
         stats.records += 1
-        item = entry.get("item") if isinstance(entry, dict) else None
-        if not isinstance(item, dict):
+        item = entry.item if entry is not None else None
+        if entry is None or item is None:
             stats.bad_rows += 1
             continue
-        if (entry.get("turnId") == newest_turn and entry.get("completedAtMs") is None
-                and item.get("completedAtMs") is None):
+        if entry.turn_id == newest_turn and not _completed(entry, item):
             break  # the running turn's item is still being written: the mark stays before it
-        kind = writable(str(item.get("type") or "?"))
+        kind = writable(item.type or "?")
         stats.kinds[kind] += 1
         parsed = ThreadItemType.parse(kind)
         if parsed is None:
             stats.unknown[kind] += 1
-        mark = entry_mark(entry)
+        mark = _mark(entry)
         if parsed is ThreadItemType.USER_MESSAGE or parsed is ThreadItemType.AGENT_MESSAGE:
             text = (_user_text(item) if parsed is ThreadItemType.USER_MESSAGE
-                    else writable(said) if isinstance(said := item.get("text"), str) else None)
+                    else writable(item.text) if item.text is not None else None)
             if text is None or mark is None:
                 stats.unreadable += 1
             else:
                 stats.said += 1
-                client_id, turn = item.get("clientId"), entry.get("turnId")  # any JSON
                 # our own visible turn, or a message the target wrote itself
-                ours = is_handoff_id(client_id) or (isinstance(client_id, str)
-                                                    and client_id in received.client_ids)
+                ours = is_handoff_id(item.client_id) or item.client_id in received.client_ids
                 role, text = _speaker(parsed, text)
                 if text.strip() and not ours:
                     out.messages.append(Said(role, text.strip(), mark))
-                    if role == CODEX and isinstance(turn, str) and turn in received.reply_turns:
+                    turn = entry.turn_id
+                    if role == CODEX and turn is not None and turn in received.reply_turns:
                         mailed[turn] = out.messages[-1]
         elif parsed is ThreadItemType.FILE_CHANGE:
-            changes = item.get("changes")  # any JSON value: an int was a TypeError here
-            for change in changes if isinstance(changes, list) else []:
-                path = change.get("path") if isinstance(change, dict) else None
-                if isinstance(path, str) and writable(path) not in out.files:
+            for path in _changed_paths(item):
+                if writable(path) not in out.files:
                     out.files.append(writable(path))
         if mark is not None:
             last = mark
@@ -126,16 +140,16 @@ async def recent_entries(rpc: Rpc, thread_id: str, since: str | None,
                          max_pages: int = MAX_PAGES) -> list[JsonObject]:
     """Items oldest first: newest pages until the one holding `since` (or all)."""
     pages: list[list[JsonObject]] = []
-    cursor: JsonValue = None
+    cursor: str | None = None
     try:
         for _ in range(max_pages):
-            page = (await Calls(rpc).thread_items_list(
-                thread_id=thread_id, limit=PAGE, sort_direction="desc",
-                cursor=cursor if isinstance(cursor, str) and cursor else None)).raw
-            # The answer is the server's JSON: anything not a page is a clear error
-            # (read_thread reports it), not an AttributeError / TypeError.
-            items = page.get("data") if isinstance(page, dict) else page
-            if not isinstance(page, dict) or not isinstance(items, (list, type(None))):
+            page = await Calls(rpc).thread_items_list(
+                thread_id=thread_id, limit=PAGE, sort_direction="desc", cursor=cursor)
+            # The entries stay as codex sent them (`parse` counts the rows it cannot
+            # use); a `data` that is not a list is a clear error (read_thread reports
+            # it), not a TypeError.
+            items = page.raw.get("data")
+            if not isinstance(items, (list, type(None))):
                 raise RpcError(-32603, f"{m.THREAD_ITEMS_LIST} for thread {thread_id} "
                                        f"answered a {type(items).__name__}, not a page "
                                        "of items")
@@ -143,7 +157,7 @@ async def recent_entries(rpc: Rpc, thread_id: str, since: str | None,
             pages.append(data)
             if since is not None and any(entry_mark(e) == since for e in data):
                 break
-            cursor = page.get("nextCursor")
+            cursor = page.next_cursor or None
             if not cursor:
                 break
     except RpcError as exc:

@@ -31,7 +31,7 @@ import secrets
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..conversation.limits import env_int, text_max
@@ -44,7 +44,7 @@ from ..talk.client import Rpc
 from . import claude_source, codex_source, delta, ledger
 from .claude_source import ClaudeSession
 from .delta import CLAUDE, CODEX, Received, SourceRead, short, source_key
-from .ledger import Via
+from .ledger import Agent, Pending, Via
 from .note import Note
 
 if TYPE_CHECKING:
@@ -204,15 +204,16 @@ class Prepared:
     def new_messages(self) -> int:
         return sum(len(r.messages) for r in self.reads)
 
-    def pending(self, via: Via, **extra: JsonValue) -> JsonObject:
+    def pending(self, via: Via, *, mailbox: str | None = None, session_id: str | None = None,
+                thread_id: str | None = None) -> Pending:
         """The ledger's pending record (what `commit` applies once delivered)."""
-        marks: JsonObject = {**self.marks}
-        return {"id": self.handoff_id, "via": via.value, "stage": ledger.Stage.SENDING.value,
-                "pid": os.getpid(), "created": iso_utc(), "marks": marks, "git": self.head,
-                "sources": [r.key for r in self.reads if r.messages],
-                "chars": len(self.built.delta), "messages": self.built.messages,
-                "cut_messages": self.built.cut_messages, "delta": self.delta_path,
-                "full": self.full_path, **extra}
+        return Pending(id=self.handoff_id, via=via, stage=ledger.Stage.SENDING,
+                       pid=os.getpid(), created=iso_utc(), marks={**self.marks},
+                       git=self.head, sources=[r.key for r in self.reads if r.messages],
+                       chars=len(self.built.delta), messages=self.built.messages,
+                       cut_messages=self.built.cut_messages, delta=self.delta_path,
+                       full=self.full_path, mailbox=mailbox, session_id=session_id,
+                       thread_id=thread_id)
 
     def as_dict(self) -> JsonObject:
         warnings: JsonValue = [*self.warnings]
@@ -232,7 +233,7 @@ def linked_readers(state: ledger.State, skip: set[str], rpc: Rpc | None,
     thread id → what a Claude target already has from that thread; `answered`: Claude's
     answers a Codex target already has as reply turns)."""
     out: dict[str, Reader] = {}
-    for key, agent in ledger.agents(state).items():
+    for key, agent in state.agents.items():
         if key in skip:
             continue
         ident, label = agent.id, agent.label
@@ -311,25 +312,24 @@ class Handoff:
     hid: str
     target: str  # the receiving agent's ledger key
     source: str  # the departing agent's
-    links: dict[str, JsonObject]  # both agents, as the ledger records them
+    links: dict[str, Agent]  # both agents, as the ledger records them
     dry_run: bool = False
     settled: list[str] = field(default_factory=list)
 
     @classmethod
-    def between(cls, key: str, project: str, hid: str | None, target: JsonObject,
-                source: JsonObject, dry_run: bool) -> Handoff:
-        """A handoff (`hid`, else a new id) from the agent `source` links to the one
-        `target` links."""
-        t, s = (source_key(str(a["kind"]), str(a["id"])) for a in (target, source))
+    def between(cls, key: str, project: str, hid: str | None, target: Agent, source: Agent,
+                dry_run: bool) -> Handoff:
+        """A handoff (`hid`, else a new id) from the agent `source` to `target`."""
+        t, s = (source_key(str(a.kind), a.id) for a in (target, source))
         return cls(key, project, hid or new_id(), t, s, {s: source, t: target}, dry_run)
 
-    def to_settle(self, state: ledger.State) -> JsonObject | None:
+    def to_settle(self, state: ledger.State) -> Pending | None:
         """An earlier run's pending handoff to the target that this one decides first
         (not in a dry run, nor while a live process carries it: `claim` refuses)."""
         old = ledger.pending(state, self.target)
         return None if old is None or self.dry_run or ledger.busy_elsewhere(old) else old
 
-    def claim(self, earlier: tuple[JsonObject, str | None] | None
+    def claim(self, earlier: tuple[Pending, str | None] | None
               ) -> tuple[dict[str, str], ledger.State]:
         """Under the lock: settle an earlier handoff ((its record, why it did not
         arrive or None)), claim the target (a dry run only reads its marks). The marks,
@@ -339,8 +339,7 @@ class Handoff:
                 ledger.apply_verdict(state, self.target, *earlier, self.settled)
             marks = (ledger.known_by(state, self.target) if self.dry_run
                      else ledger.claim(state, self.target, self.hid, self.links))
-            snapshot = state.copy()
-            snapshot["agents"] = {**state["agents"], **self.links}
+            snapshot = replace(state, agents={**state.agents, **self.links})
         return marks, snapshot
 
     def unclaim(self) -> None:
@@ -348,7 +347,7 @@ class Handoff:
             with ledger.locked(self.key, self.project) as state:
                 ledger.unclaim(state, self.target, self.hid)
 
-    async def gather(self, earlier: tuple[JsonObject, str | None] | None, departing: Reader,
+    async def gather(self, earlier: tuple[Pending, str | None] | None, departing: Reader,
                      rpc: Rpc, *, names: tuple[str, str], note: Note, cap: int,
                      received: dict[str, Received] | None = None,
                      answered: frozenset[str] = frozenset()) -> Prepared:
@@ -395,9 +394,9 @@ class Handoff:
         return Prepared(self.hid, self.target, reads, built, marks, git.head, delta_path,
                         full_path, warnings)
 
-    def set_pending(self, record: JsonObject) -> None:
+    def set_pending(self, record: Pending) -> None:
         with ledger.locked(self.key, self.project) as state:
-            state["pending"][self.target] = record
+            state.pending[self.target] = record
 
     def nothing_to_send(self, outcome: Outcome, note: Note) -> bool:
         """A dry run, or nothing new and no note: the claim goes, and nothing is sent."""
@@ -410,17 +409,17 @@ class Handoff:
         return True
 
 
-def claude_link(session: ClaudeSession) -> JsonObject:
+def claude_link(session: ClaudeSession) -> Agent:
     """A Claude session as the ledger links it (`label`: who said it, in the delta)."""
-    return {"kind": CLAUDE, "id": session.session_id, "where": session.transcript,
-            "mailbox": session.mailbox,
-            "label": f"Claude Code session {short(session.session_id)}"}
+    return Agent(kind=CLAUDE, id=session.session_id, where=session.transcript,
+                 mailbox=session.mailbox,
+                 label=f"Claude Code session {short(session.session_id)}")
 
 
-def codex_link(info: ThreadInfo) -> JsonObject:
+def codex_link(info: ThreadInfo) -> Agent:
     """A Codex thread as the ledger links it."""
-    return {"kind": CODEX, "id": info.id, "name": info.name,
-            "label": f"Codex thread {info.name or short(info.id)}"}
+    return Agent(kind=CODEX, id=info.id, name=info.name,
+                 label=f"Codex thread {info.name or short(info.id)}")
 
 
 def start(project: str, env: Mapping[str, str] | None) -> tuple[str, str, Mapping[str, str]]:

@@ -10,19 +10,27 @@
 References and watermarks only — transcripts stay where the vendors keep them:
 
     {"version": 1, "project": "/abs/dir",
-     "agents":  {"claude:<sid>": {kind, id, label, where, mailbox?, seen}, "codex:<tid>": …},
+     "agents":  {"claude:<sid>": Agent, "codex:<tid>": Agent},
      "knownBy": {"<target>": {"<source>": "<opaque mark>"}},
-     "git":     {"<target>": {"sha", "at"}},
-     "pending": {"<target>": {id, via, stage, marks, git, delta, full, created, …}},
-     "history": [{id, target, sources, via, state, at, chars, messages, cut, delta, full}]}
+     "git":     {"<target>": Checkpoint},
+     "pending": {"<target>": Pending},
+     "history": [Past, …]}
+
+Each entry is a typed record (`Agent`, `Checkpoint`, `Pending`, `Past`) read and written
+by one pair of functions (`_read` / `_json`), the whole file by `load` / `save`. A
+field of the wrong type reads as absent, an entry that is not an object as none, so a
+hand-edited ledger still hands off; a file without a `version` is version 1 (written
+before the field existed, same layout). A file that is not a JSON object raises
+DamagedStateError naming it; one from a newer codexbridge is refused (HandoffStateError):
+every write here is a read-modify-write, and writing it back would drop what this build
+does not know. Both are left as they are.
 
 `knownBy[target][source]` is how far into the source's own stream material has been
 packed for that target. Marks are committed only once the delta is delivered
 (`commit`); until then the handoff is a `pending` record — the journal a crash leaves
 behind — so one that never arrived is built again from the old marks next time, and one
-that did is never sent twice. Its `stage` and `via` are `Stage` and `Via` (written as
-their strings). Written atomically (temp + rename, 0600) under an exclusive lock; a
-file from a newer codexbridge, or one that is not JSON, is refused and left as it is.
+that did is never sent twice. Its `stage` and `via` are `Stage` and `Via`. Written
+atomically (temp + rename, 0600) under an exclusive lock.
 
 `status` is `handoff status`: reading only — except that a delta a SessionStart hook
 consumed but could not record (it died between printing and writing the ledger) is
@@ -34,18 +42,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from ..errors import HandoffStateError, UsageError
-from ..host.jsonfile import loads_json
+from ..errors import DamagedStateError, HandoffStateError, UsageError
+from ..host.jsonfile import read_record, record_version
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, write_private
 from ..host.procs import pid_alive
 from ..inbox.clock import iso_utc
-from ..jsontypes import arr, obj, objs, opt_str
+from ..jsontypes import arr, obj, opt_int
 from ..messages.records import DeliveryState
 from ..protocol.enums import WireEnum
 from . import resume
@@ -55,18 +64,9 @@ if TYPE_CHECKING:
     from ..jsontypes import JsonArray, JsonObject, JsonValue
 
 VERSION = 1
+WHAT = "handoff ledger"  # how a DamagedStateError names the file
 HISTORY_MAX = 50
 HISTORY_SHOWN = 10
-
-
-class State(TypedDict):
-    version: int
-    project: str
-    agents: JsonObject
-    knownBy: JsonObject
-    git: JsonObject
-    pending: JsonObject
-    history: JsonArray
 
 
 class Stage(WireEnum):
@@ -85,6 +85,165 @@ class Via(WireEnum):
     MAIL = "mail"  # one mail in the Claude session's mailbox
     RESUME = "resume"  # a pending file the session's SessionStart hook consumes
     NONE = "none"  # nothing sent (a dry run, nothing new)
+
+
+# --- the records it holds ---------------------------------------------------------------
+
+@dataclass
+class Agent:
+    """An agent of this project (a source later handoffs read): a Claude session
+    (`where`: its transcript) or a Codex thread, with the label a delta gives it."""
+
+    kind: str | None = None
+    id: str = ""  # "" when the entry names none
+    label: str | None = None
+    where: str | None = None
+    mailbox: str | None = None
+    name: str | None = None  # a Codex thread's name
+    seen: str | None = None
+
+
+@dataclass
+class Checkpoint:
+    """The HEAD recorded when a target last received a delta."""
+
+    sha: str | None = None
+    at: str | None = None
+
+
+@dataclass
+class Summary:
+    """What a handoff was: the fields its pending record and its history entry share."""
+
+    id: str = ""
+    via: Via | None = None
+    created: str | None = None
+    sources: list[str] = field(default_factory=list)
+    chars: int | None = None
+    messages: int | None = None
+    cut_messages: int | None = None
+    delta: str | None = None  # the delta's file
+    full: str | None = None  # its companion's
+    mailbox: str | None = None
+    mail_id: str | None = None
+    turn_id: str | None = None
+    thread_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass
+class Pending(Summary):
+    """A handoff in flight to one target: the marks and checkpoint it commits once
+    delivered, and who carries it (`pid`) how far (`stage`)."""
+
+    stage: Stage | None = None
+    pid: int | None = None
+    marks: dict[str, str] = field(default_factory=dict)
+    git: str | None = None
+
+
+@dataclass
+class Past(Summary):
+    """One history entry: a handoff to `target` and how it ended (`state`: delivered,
+    or why not — superseded, interrupted, not delivered: …)."""
+
+    target: str | None = None
+    state: str | None = None
+    by: str | None = None  # who committed it
+    delivered_at: str | None = None
+    at: str | None = None  # when it was dropped
+
+
+@dataclass
+class State:
+    """A project's ledger."""
+
+    project: str
+    agents: dict[str, Agent] = field(default_factory=dict)
+    known_by: dict[str, dict[str, str]] = field(default_factory=dict)
+    git: dict[str, Checkpoint] = field(default_factory=dict)
+    pending: dict[str, Pending] = field(default_factory=dict)
+    history: list[Past] = field(default_factory=list)
+
+
+# --- one reader and one writer for all of them ------------------------------------------
+
+R = TypeVar("R")
+_WIRE = {"known_by": "knownBy"}  # attribute → key in the file, where they differ
+_SKIP = object()  # a value of the wrong type: the field keeps its default
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """A record's field types (its annotations are strings: `from __future__`)."""
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _narrow(hint: Any, value: object) -> object:
+    """`value` as `hint` (str, int, a WireEnum, a record, a list or a str-keyed dict of
+    those, or `X | None`); _SKIP when it is not one. A list or dict keeps the elements
+    that read. An id (a `str` that is not optional) may be written as a number."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType):  # X | None
+        inner = next(a for a in args if a is not type(None))
+        if inner is str:  # (only an id takes a number)
+            return value if isinstance(value, str) else _SKIP
+        return _narrow(inner, value)
+    if origin is list:
+        return [n for v in arr(value) if (n := _narrow(args[0], v)) is not _SKIP]
+    if origin is dict:
+        return {k: n for k, v in obj(value).items() if (n := _narrow(args[1], v)) is not _SKIP}
+    if hint is str:
+        return value if isinstance(value, str) else (
+            str(value) if opt_int(value) is not None else _SKIP)
+    if hint is int:
+        return _SKIP if opt_int(value) is None else value
+    if isinstance(hint, type) and issubclass(hint, WireEnum):
+        return _SKIP if (member := hint.parse(value)) is None else member
+    if isinstance(value, dict) and isinstance(hint, type) and is_dataclass(hint):
+        return _read(hint, value)
+    return _SKIP
+
+
+def _read(cls: type[R], data: JsonObject, **fallback: object) -> R:
+    """A record of `cls` from its JSON object: each field narrowed to its type, absent
+    or of the wrong type → `fallback`'s value, else the field's default; keys this build
+    does not know are ignored."""
+    values = dict(fallback)
+    for f in fields(cls):  # type: ignore[arg-type]
+        value = _narrow(_hints(cls)[f.name], data.get(_WIRE.get(f.name, f.name)))
+        if value is not _SKIP:
+            values[f.name] = value
+    return cls(**values)
+
+
+def _json(value: object) -> JsonValue:
+    """A record (or a list / dict of them) as JSON: a None field is left out."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {_WIRE.get(f.name, f.name): _json(v) for f in fields(value)
+                if (v := getattr(value, f.name)) is not None}
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, WireEnum):
+        return value.value
+    assert value is None or isinstance(value, str | int | float | bool)
+    return value
+
+
+def as_json(record: object) -> JsonObject:
+    """A record as its JSON object (what the file, `--json` and MCP show)."""
+    return obj(_json(record))
+
+
+def pending_record(data: JsonObject) -> Pending:
+    """A pending record as another file carries it (resume.py's pending file)."""
+    return _read(Pending, data)
 
 
 # --- where it lives ---------------------------------------------------------------------
@@ -114,183 +273,126 @@ def files_dir(key: str) -> str:
 # --- reading and writing it -------------------------------------------------------------
 
 def empty(project: str) -> State:
-    return {"version": VERSION, "project": project, "agents": {}, "knownBy": {}, "git": {},
-            "pending": {}, "history": []}
-
-
-def parse(raw: bytes, path: str, project: str) -> State:
-    """The state in `raw`; HandoffStateError for anything this build must not use."""
-    try:
-        data: JsonValue = loads_json(raw.decode("utf-8"))
-    except ValueError as exc:  # (UnicodeDecodeError is one)
-        raise HandoffStateError(f"{path} is not readable JSON ({exc}); it holds the handoff "
-                                "watermarks, so it is left as it is: move it aside to start "
-                                "over", details={"path": path}) from None
-    if not isinstance(data, dict):
-        raise HandoffStateError(f"{path} does not hold a JSON object; move it aside to start "
-                                "over", details={"path": path})
-    version = data.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise HandoffStateError(
-            f"{path} is version {version!r}, newer than this codexbridge understands "
-            f"({VERSION}); upgrade codexbridge (nothing was changed)",
-            details={"path": path, "version": version, "supported": VERSION})
-    # A section of the wrong type reads as empty (and is written back so).
-    named = data.get("project")
-    return {"version": VERSION, "project": named if isinstance(named, str) else project,
-            "agents": obj(data.get("agents")), "knownBy": obj(data.get("knownBy")),
-            "git": obj(data.get("git")), "pending": obj(data.get("pending")),
-            "history": arr(data.get("history"))}
+    return State(project)
 
 
 def load(key: str, project: str) -> State:
+    """The project's ledger (empty when there is none yet)."""
     path = state_path(key)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
+        data = read_record(path, WHAT)
+        version = 1 if data is None else record_version(data, path, WHAT)
+    except DamagedStateError as exc:
+        raise DamagedStateError(f"{exc.message}: it holds the handoff watermarks, so it is "
+                                "left as it is — move it aside to start over",
+                                details=exc.details) from None
+    if data is None:
         return empty(project)
-    except OSError as exc:
-        raise HandoffStateError(f"cannot read {path}: {exc.strerror or exc}",
-                                details={"path": path}) from exc
-    return parse(raw, path, project)
+    if version > VERSION:
+        raise HandoffStateError(
+            f"{path} is version {version}, newer than this codexbridge understands "
+            f"({VERSION}); upgrade codexbridge (nothing was changed)",
+            details={"path": path, "version": version, "supported": VERSION})
+    return _read(State, data, project=project)
+
+
+def to_json(state: State) -> JsonObject:
+    return {"version": VERSION, **as_json(state)}
 
 
 def save(key: str, state: State) -> None:
-    data = json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    data = to_json(state)
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     try:
-        raw = data.encode("utf-8")
+        raw = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (read from a `\\ud800` escape) was a
         # traceback on every save: it is written back as the escape it was read as
-        raw = (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("ascii")
+        raw = (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("ascii")
     write_private(state_path(key), raw, durable=True)
 
 
 @contextmanager
 def locked(key: str, project: str) -> Iterator[State]:
     """Read-modify-write the state under the project's lock; written when the block
-    ends without an exception."""
+    ends without an exception (and changed something)."""
     ensure_private_dir(handoff_root())
     with FileLock(lock_path(key)):
         state = load(key, project)
-        before = json.dumps(state, sort_keys=True)
+        before = json.dumps(to_json(state), sort_keys=True)
         yield state
-        if json.dumps(state, sort_keys=True) != before:
+        if json.dumps(to_json(state), sort_keys=True) != before:
             save(key, state)
 
 
 # --- reading and changing a state (pure) ------------------------------------------------
 
 def known_by(state: State, target: str) -> dict[str, str]:
-    return {k: v for k, v in obj(state["knownBy"].get(target)).items() if isinstance(v, str)}
+    return {**state.known_by.get(target, {})}
 
 
 def checkpoint(state: State, target: str) -> str | None:
-    return opt_str(obj(state["git"].get(target)).get("sha"))
+    mark = state.git.get(target)
+    return mark.sha if mark is not None else None
 
 
-def pending(state: State, target: str, hid: object = None) -> JsonObject | None:
+def pending(state: State, target: str, hid: str | None = None) -> Pending | None:
     """`target`'s pending record (only if it is handoff `hid`'s, when given)."""
-    current = state["pending"].get(target)
-    if not isinstance(current, dict) or (hid is not None and current.get("id") != hid):
+    current = state.pending.get(target)
+    if current is None or (hid is not None and current.id != hid):
         return None
     return current
 
 
-def stage_of(record: JsonObject) -> Stage | None:
-    return Stage.parse(record.get("stage"))
-
-
-def link(state: State, key: str, record: JsonObject) -> None:
-    """Remember an agent of this project (a source later handoffs read)."""
-    agents = state["agents"]
-    agents[key] = {**obj(agents.get(key)), **{k: v for k, v in record.items() if v is not None},
-                   "seen": iso_utc()}
-
-
-@dataclass(frozen=True)
-class Agent:
-    """One `agents` entry of the ledger, as its readers see it: a Claude session
-    (`where`: its transcript) or a Codex thread, with the label a delta gives it. The
-    entry stays a JSON object in the file (`link` merges into it); a field of the wrong
-    type reads as absent."""
-
-    kind: str | None
-    id: str  # "" when the entry names none
-    label: str | None = None
-    where: str | None = None
-    mailbox: str | None = None
-    seen: str | None = None
-
-    @classmethod
-    def from_json(cls, data: object) -> Agent:
-        entry = obj(data)
-        ident = entry.get("id")
-        return cls(opt_str(entry.get("kind")), str(ident) if ident else "",
-                   opt_str(entry.get("label")), opt_str(entry.get("where")),
-                   opt_str(entry.get("mailbox")), opt_str(entry.get("seen")))
-
-
-def agents(state: State) -> dict[str, Agent]:
-    """Every agent the ledger links to the project (entries that are not objects: none)."""
-    return {key: Agent.from_json(a) for key, a in state["agents"].items()
-            if isinstance(a, dict)}
+def link(state: State, key: str, agent: Agent) -> None:
+    """Remember an agent of this project (a source later handoffs read): what `agent`
+    says is merged into what the ledger had."""
+    said = {f.name: v for f in fields(agent) if (v := getattr(agent, f.name)) not in (None, "")}
+    state.agents[key] = replace(state.agents.get(key, Agent()), **said, seen=iso_utc())
 
 
 def agents_of(state: State, kind: str) -> list[tuple[str, Agent]]:
     """The linked agents of `kind` (CLAUDE / CODEX) that name their id: (key, agent)."""
-    return [(key, a) for key, a in agents(state).items() if a.kind == kind and a.id]
+    return [(key, a) for key, a in state.agents.items() if a.kind == kind and a.id]
 
 
-def remember(state: State, entry: JsonObject) -> None:
-    history = state["history"]
-    history.append(entry)
-    del history[:-HISTORY_MAX]
+def remember(state: State, entry: Past) -> None:
+    state.history.append(entry)
+    del state.history[:-HISTORY_MAX]
 
 
-def commit(state: State, target: str, record: JsonObject, by: str = "handoff") -> bool:
+def _past(record: Pending, target: str, state: str, *, by: str | None = None,
+          delivered_at: str | None = None, at: str | None = None) -> Past:
+    shared = {f.name: getattr(record, f.name) for f in fields(Summary)}
+    return Past(**shared, target=target, state=state, by=by, delivered_at=delivered_at,
+                at=at)
+
+
+def commit(state: State, target: str, record: Pending, by: str = "handoff") -> bool:
     """Move `target`'s watermarks to `record`'s and record it delivered. Idempotent:
     a handoff already in the history is not applied twice. False if it was."""
-    hid = record.get("id")
-    if any(h.get("id") == hid and DeliveryState.parse(h.get("state"))
-           is DeliveryState.DELIVERED for h in objs(state["history"])):
-        if pending(state, target, hid) is not None:
-            state["pending"].pop(target, None)
+    hid = record.id
+    if any(h.id == hid and DeliveryState.parse(h.state) is DeliveryState.DELIVERED
+           for h in state.history):
+        unclaim(state, target, hid)
         return False
-    marks = state["knownBy"].get(target)
-    if not isinstance(marks, dict):  # a damaged entry (known_by reads it as none): was a
-        marks = state["knownBy"][target] = {}  # TypeError on item assignment
-    for source, mark in obj(record.get("marks")).items():
-        if isinstance(mark, str):
-            marks[source] = mark
-    sha = record.get("git")
-    if isinstance(sha, str):
-        state["git"][target] = {"sha": sha, "at": iso_utc()}
-    if pending(state, target, hid) is not None:
-        state["pending"].pop(target, None)
-    remember(state, {**_summary(record), "target": target,
-                     "state": DeliveryState.DELIVERED.value, "by": by,
-                     "delivered_at": iso_utc()})
+    state.known_by.setdefault(target, {}).update(record.marks)
+    if record.git is not None:
+        state.git[target] = Checkpoint(record.git, iso_utc())
+    unclaim(state, target, hid)
+    remember(state, _past(record, target, DeliveryState.DELIVERED.value, by=by,
+                          delivered_at=iso_utc()))
     return True
 
 
-def drop(state: State, target: str, record: JsonObject, how: str) -> None:
+def drop(state: State, target: str, record: Pending, how: str) -> None:
     """The pending handoff did not arrive (superseded, failed): its marks stay unused."""
-    if pending(state, target, record.get("id")) is not None:
-        state["pending"].pop(target, None)
-    remember(state, {**_summary(record), "target": target, "state": how, "at": iso_utc()})
-
-
-def _summary(record: JsonObject) -> JsonObject:
-    keys = ("id", "via", "created", "sources", "chars", "messages", "cut_messages",
-            "delta", "full", "mailbox", "mail_id", "turn_id", "thread_id", "session_id")
-    return {k: record[k] for k in keys if k in record}
+    unclaim(state, target, record.id)
+    remember(state, _past(record, target, how, at=iso_utc()))
 
 
 def files_in_use(state: State) -> set[str]:
     """Delta files a pending handoff still needs (never pruned)."""
-    return {str(rec[k]) for rec in objs(list(state["pending"].values()))
-            for k in ("delta", "full") if rec.get(k)}
+    return {path for rec in state.pending.values() for path in (rec.delta, rec.full) if path}
 
 
 def prune_files(directory: str, keep: int, in_use: set[str]) -> None:
@@ -309,117 +411,144 @@ def prune_files(directory: str, keep: int, in_use: set[str]) -> None:
 
 # --- the pending record's life: claim, stage, settle ------------------------------------
 
-def busy_elsewhere(record: JsonObject) -> bool:
+def busy_elsewhere(record: Pending) -> bool:
     """Another live process is carrying this pending handoff right now."""
-    pid = record.get("pid")
-    return (stage_of(record) in (Stage.PREPARING, Stage.SENDING, Stage.INJECTED)
-            and isinstance(pid, int) and pid != os.getpid() and pid_alive(pid))
+    pid = record.pid
+    return (record.stage in (Stage.PREPARING, Stage.SENDING, Stage.INJECTED)
+            and pid is not None and pid != os.getpid() and pid_alive(pid))
 
 
-def refuse_busy(target: str, record: JsonObject) -> UsageError:
-    return UsageError(f"another handoff to {target} ({record.get('id')}) is being delivered "
-                      f"by process {record.get('pid')}; wait for it, then hand off again",
-                      details={"pending": record}, retryable=True)
+def refuse_busy(target: str, record: Pending) -> UsageError:
+    return UsageError(f"another handoff to {target} ({record.id}) is being delivered "
+                      f"by process {record.pid}; wait for it, then hand off again",
+                      details={"pending": as_json(record)}, retryable=True)
 
 
-def apply_verdict(state: State, target: str, old: JsonObject, why_not: str | None,
+def apply_verdict(state: State, target: str, old: Pending, why_not: str | None,
                   settled: list[str]) -> None:
     """An earlier run's pending handoff arrived (`why_not` None: commit its marks) or
     did not (drop it: its material is built again)."""
-    current = pending(state, target, old.get("id"))
+    current = pending(state, target, old.id)
     if current is None:
         return  # someone else settled it meanwhile
     if why_not is None:
         commit(state, target, current, "a later handoff's check")
-        settled.append(f"{old.get('id')}: had arrived; its watermarks are now recorded")
+        settled.append(f"{old.id}: had arrived; its watermarks are now recorded")
     else:
         drop(state, target, current, why_not)
-        settled.append(f"{old.get('id')}: {why_not}; its material is in this handoff")
+        settled.append(f"{old.id}: {why_not}; its material is in this handoff")
 
 
-def claim(state: State, target: str, hid: str, links: dict[str, JsonObject]
-          ) -> dict[str, str]:
+def claim(state: State, target: str, hid: str, links: dict[str, Agent]) -> dict[str, str]:
     """Link the agents, journal our handoff as preparing; the target's current marks."""
     current = pending(state, target)
     if current is not None and busy_elsewhere(current):
         raise refuse_busy(target, current)
-    for key, record in links.items():
-        link(state, key, record)
-    state["pending"][target] = {"id": hid, "stage": Stage.PREPARING.value,
-                                "pid": os.getpid(), "created": iso_utc()}
+    for key, agent in links.items():
+        link(state, key, agent)
+    state.pending[target] = Pending(id=hid, stage=Stage.PREPARING, pid=os.getpid(),
+                                    created=iso_utc())
     return known_by(state, target)
 
 
 def unclaim(state: State, target: str, hid: str) -> None:
     if pending(state, target, hid) is not None:
-        state["pending"].pop(target, None)
+        del state.pending[target]
 
 
 def stage(state: State, target: str, hid: str, value: Stage) -> None:
     current = pending(state, target, hid)
     if current is not None:
-        current["stage"] = value.value
+        current.stage = value
 
 
 # --- `handoff status` -------------------------------------------------------------------
 
-def _pending_view(rec: JsonObject) -> JsonObject:
-    view = {k: rec.get(k) for k in ("id", "via", "stage", "created", "chars", "messages",
-                                    "cut_messages", "delta", "full", "mailbox",
-                                    "session_id", "thread_id", "pid")}
-    sid = rec.get("session_id")
-    if Via.parse(rec.get("via")) is Via.RESUME and isinstance(sid, str):
-        view["waiting_file"] = (pending_path(sid)
-                                if os.path.exists(pending_path(sid)) else None)
-        view["consumed"] = os.path.exists(resume.consumed_path(sid, str(rec.get("id"))))
-    return view
+SHOWN = ("id", "via", "stage", "created", "chars", "messages", "cut_messages", "delta",
+         "full", "mailbox", "session_id", "thread_id", "pid")
 
 
-def status(project: str) -> JsonObject:
+@dataclass
+class Shown:
+    """A pending record as `handoff status` shows it — for a resume delta, with the
+    file it waits in (None: none) and whether a SessionStart hook consumed it."""
+
+    record: Pending
+    waiting_file: str | None = None
+    consumed: bool | None = None  # None: not a resume delta
+
+    @classmethod
+    def of(cls, rec: Pending) -> Shown:
+        sid = rec.session_id
+        if rec.via is not Via.RESUME or sid is None:
+            return cls(rec)
+        waiting = pending_path(sid)
+        return cls(rec, waiting if os.path.exists(waiting) else None,
+                   os.path.exists(resume.consumed_path(sid, rec.id)))
+
+    def as_dict(self) -> JsonObject:
+        data = as_json(self.record)
+        view = {k: data.get(k) for k in SHOWN}
+        if self.consumed is not None:
+            view.update(waiting_file=self.waiting_file, consumed=self.consumed)
+        return view
+
+
+@dataclass
+class Status:
+    """`handoff status`: the project's ledger, and where each pending handoff stands."""
+
+    project: str
+    state_file: str
+    state: State
+    views: dict[str, Shown]  # target → its pending record, as shown
+
+    def as_dict(self) -> JsonObject:
+        s = self.state
+        targets: JsonArray = [
+            {"target": t, "knownBy": {**known_by(s, t)}, "checkpoint": checkpoint(s, t),
+             "pending": v.as_dict() if (v := self.views.get(t)) is not None else None}
+            for t in sorted(set(s.known_by) | set(s.pending) | set(s.git))]
+        return {"ok": True, "project": self.project, "stateFile": self.state_file,
+                "agents": as_json(s.agents), "targets": targets,
+                "history": _json(s.history[-HISTORY_SHOWN:])}
+
+    def render(self) -> str:
+        """For a person."""
+        s = self.state
+        lines = [f"project {self.project}  (ledger {self.state_file})"]
+        if not s.agents:
+            lines.append("no handoff yet in this project")
+        for key, agent in sorted(s.agents.items()):
+            lines.append(f"  agent {key}: {agent.label or ''} (seen {agent.seen})")
+        for t in sorted(set(s.known_by) | set(s.pending) | set(s.git)):
+            lines.append(f"to {t}:")
+            for source, mark in sorted(known_by(s, t).items()):
+                lines.append(f"  knows {source} up to {mark}")
+            sha = checkpoint(s, t)
+            if sha:
+                lines.append(f"  git checkpoint {sha[:12]}")
+            if (p := s.pending.get(t)) is not None:
+                waiting = self.views[t].waiting_file
+                where = f", waiting in {waiting}" if waiting else ""
+                lines.append(f"  PENDING {p.id} via {p.via} ({p.stage}{where})")
+        for h in s.history[-5:]:
+            lines.append(f"  {h.id} → {h.target}: {h.state} via {h.via} ({h.messages} "
+                         f"messages, {h.chars} chars)")
+        return "\n".join(lines)
+
+
+def status(project: str) -> Status:
     """The project's ledger, and where each pending handoff stands."""
     project = project_dir(project)
     key = project_key(project)
     state = load(key, project)
-    views = {t: _pending_view(rec) for t in state["pending"]
-             if (rec := pending(state, t)) is not None}
-    consumed = [t for t, view in views.items() if view.get("consumed") is True]
+    views = {t: Shown.of(rec) for t, rec in state.pending.items()}
+    consumed = [t for t, view in views.items() if view.consumed]
     if consumed:
         with locked(key, project) as state:
             for target in consumed:
                 if (rec := pending(state, target)) is not None:
                     commit(state, target, rec, "handoff status (consumed)")
-            views = {t: _pending_view(rec) for t in state["pending"]
-                     if (rec := pending(state, t)) is not None}
-    targets: JsonArray = [
-        {"target": t, "knownBy": {**known_by(state, t)}, "checkpoint": checkpoint(state, t),
-         "pending": views.get(t)}
-        for t in sorted(set(state["knownBy"]) | set(state["pending"]) | set(state["git"]))]
-    return {"ok": True, "project": project, "stateFile": state_path(key),
-            "agents": state["agents"], "targets": targets,
-            "history": state["history"][-HISTORY_SHOWN:]}
-
-
-def render_status(data: JsonObject) -> str:
-    """`handoff status` for a person."""
-    lines = [f"project {data['project']}  (ledger {data['stateFile']})"]
-    linked = obj(data.get("agents"))
-    if not linked:
-        lines.append("no handoff yet in this project")
-    for key, agent in sorted(linked.items()):
-        a = Agent.from_json(agent)
-        lines.append(f"  agent {key}: {a.label or ''} (seen {a.seen})")
-    for t in objs(data["targets"]):
-        lines.append(f"to {t['target']}:")
-        for source, mark in sorted(obj(t["knownBy"]).items()):
-            lines.append(f"  knows {source} up to {mark}")
-        sha = opt_str(t["checkpoint"])
-        if sha:
-            lines.append(f"  git checkpoint {sha[:12]}")
-        p = obj(t["pending"])
-        if p:
-            where = (f", waiting in {p['waiting_file']}" if p.get("waiting_file") else "")
-            lines.append(f"  PENDING {p['id']} via {p['via']} ({p['stage']}{where})")
-    for h in objs(arr(data["history"])[-5:]):
-        lines.append(f"  {h.get('id')} → {h.get('target')}: {h.get('state')} via "
-                     f"{h.get('via')} ({h.get('messages')} messages, {h.get('chars')} chars)")
-    return "\n".join(lines)
+            views = {t: Shown.of(rec) for t, rec in state.pending.items()}
+    return Status(project, state_path(key), state, views)

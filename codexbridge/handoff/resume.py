@@ -1,7 +1,8 @@
 """A delta waiting for a Claude session that is not running: its SessionStart hook
 hands it over as `additionalContext` when the session is resumed — exactly once.
 
-    pending/<sid>.json                   written by the handoff (temp + rename, 0600)
+    pending/<sid>.json                   a `Parked` delta, written by the handoff (temp +
+                                         rename, 0600)
     pending/<sid>.<pid>.claimed          renamed by the hook process <pid> that owns it
     pending/<sid>.<handoff id>.consumed  renamed once the hook has printed it
 
@@ -27,9 +28,9 @@ import os
 import sys
 from enum import StrEnum
 
-from ..host.jsonfile import loads_json, read_object
+from ..host.jsonfile import damaged, read_record, record_version
 from ..host.private import state_home, write_private
-from ..jsontypes import obj
+from ..host.procs import pid_alive
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,24 +78,75 @@ def consumed_path(session_id: str, handoff_id: str) -> str:
     return os.path.join(pending_dir(), f"{session_id}.{handoff_id}.consumed")
 
 
-def write_pending(session_id: str, record: JsonObject) -> str:
+PARKED_VERSION = 1  # the pending file's format (files without one are version 1)
+WHAT = "pending handoff delta"  # how a DamagedStateError names the file
+
+
+class Parked:
+    """A delta waiting for a session to resume: handoff `handoff_id` to `target` in the
+    ledger `key` of `project`, its `text`, and `record` — the whole file, which carries
+    the ledger's pending record the hook commits (should the ledger have lost its own).
+    (A plain class: this is the SessionStart hook's path.)"""
+
+    __slots__ = ("handoff_id", "key", "project", "record", "target", "text")
+    _NAMED = ("id", "key", "project", "target", "text")  # the fields read here
+
+    def __init__(self, handoff_id: str, key: str, project: str, target: str, text: str,
+                 record: JsonObject | None = None) -> None:
+        self.handoff_id, self.key, self.project = handoff_id, key, project
+        self.target, self.text, self.record = target, text, record or {}
+
+    @classmethod
+    def from_json(cls, data: JsonObject, path: str) -> Parked:
+        """The delta in `data` (the file at `path`); DamagedStateError when a field this
+        hook needs is missing or not a string (our writer always writes them)."""
+        hid, key, project, target, text = (data.get(k) for k in cls._NAMED)
+        if not (isinstance(hid, str) and isinstance(key, str) and isinstance(project, str)
+                and isinstance(target, str) and isinstance(text, str)):
+            raise damaged(path, WHAT, "a field of " + ", ".join(cls._NAMED) + " is missing")
+        return cls(hid, key, project, target, text, data)
+
+    def to_json(self) -> JsonObject:
+        return {**self.record, "version": PARKED_VERSION, "id": self.handoff_id,
+                "key": self.key, "project": self.project, "target": self.target,
+                "text": self.text}
+
+
+def write_pending(session_id: str, parked: Parked) -> str:
     path = pending_path(session_id)
-    write_private(path, json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=True)
+    write_private(path, json.dumps(parked.to_json(), ensure_ascii=False).encode("utf-8"),
+                  durable=True)
     return path
 
 
-def read_pending(session_id: str) -> JsonObject | None:
-    return read_object(pending_path(session_id))
+def read_parked(path: str) -> Parked | None:
+    """The delta in `path` (None: there is none); DamagedStateError naming a damaged
+    file."""
+    data = read_record(path, WHAT)
+    if data is None:
+        return None
+    record_version(data, path, WHAT)  # a newer one is read for the fields above
+    return Parked.from_json(data, path)
+
+
+def read_pending(session_id: str) -> Parked | None:
+    return read_parked(pending_path(session_id))
+
+
+def _holds(path: str, handoff_id: str) -> bool:
+    """Does `path` hold handoff `handoff_id`'s delta? (A damaged file holds none.)"""
+    try:
+        parked = read_parked(path)
+    except OSError:  # (DamagedStateError is a StateError, an OSError)
+        return False
+    return parked is not None and parked.handoff_id == handoff_id
 
 
 def settle(session_id: str, handoff_id: str) -> Fate:
     """Where handoff `handoff_id` to `session_id` stands, taking it back (SUPERSEDED) if
     it is still waiting."""
-    from ..host.procs import pid_alive
-
     path = pending_path(session_id)
-    current = read_pending(session_id)
-    if current is not None and current.get("id") == handoff_id:
+    if _holds(path, handoff_id):
         taken = path + f".superseded-{os.getpid()}"
         try:
             os.rename(path, taken)
@@ -122,11 +174,6 @@ def settle(session_id: str, handoff_id: str) -> Fate:
     return Fate.LOST
 
 
-def _holds(path: str, handoff_id: str) -> bool:
-    held = read_object(path)
-    return held is not None and held.get("id") == handoff_id
-
-
 def on_session_start(payload: JsonObject, log: Callable[[str], None]) -> bool:
     """The SessionStart hook's part: hand over this session's pending delta, if any.
     Prints the hook output and returns True when it did."""
@@ -145,24 +192,27 @@ def on_session_start(payload: JsonObject, log: Callable[[str], None]) -> bool:
     except FileNotFoundError:
         return False  # a newer handoff superseded it this very moment
     try:
-        with open(claimed, encoding="utf-8") as fh:
-            record = obj(loads_json(fh.read()))
-        text = str(record["text"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        parked = read_parked(claimed)
+    except OSError as exc:  # (DamagedStateError is a StateError, an OSError)
         os.replace(claimed, claimed + ".bad")
         log(f"handoff: pending delta for session {session} is unreadable: {exc!r}")
         return False
-    out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    if parked is None:
+        return False  # gone under us (nothing else renames a claimed file)
+    out = {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                  "additionalContext": parked.text}}
     sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     sys.stdout.flush()
-    hid = str(record.get("id"))
+    hid = parked.handoff_id
     os.replace(claimed, consumed_path(session, hid))
     try:
-        from .ledger import commit, locked, pending
+        # here, not at the top: the ledger imports typing and dataclasses, which the
+        # SessionStart hook's fast path (nothing pending) must not pay for
+        from .ledger import commit, locked, pending, pending_record
 
-        with locked(str(record["key"]), str(record["project"])) as state:
-            target = str(record["target"])
-            commit(state, target, pending(state, target, hid) or record,
+        with locked(parked.key, parked.project) as state:
+            target = parked.target
+            commit(state, target, pending(state, target, hid) or pending_record(parked.record),
                    "the SessionStart hook")
     except Exception as exc:  # the next handoff commits it from the .consumed file
         log(f"handoff {hid}: handed to session {session}, watermarks not yet moved: {exc!r}")

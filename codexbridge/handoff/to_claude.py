@@ -36,7 +36,7 @@ from . import codex_source, flow, ledger, resume
 from .claude_source import ClaudeSession, received_by, session_start_hook, target_session
 from .delta import CODEX, Received, SourceRead
 from .flow import Handoff, Outcome, Prepared, Waiting
-from .ledger import Stage, Via
+from .ledger import Pending, Stage, Via
 from .note import Note
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 AUTO = "auto"  # --via: mail if the session runs, else resume
 VIAS = (AUTO, Via.MAIL.value, Via.RESUME.value)
 SENDER = "codex"
+MAIL_FIELD = "handoff"  # the mail's extra field naming its handoff (how a later run finds it)
 
 
 def choose_via(via: str, session: ClaudeSession, project: str) -> tuple[Via, str | None]:
@@ -89,21 +90,20 @@ def already_received(session: ClaudeSession, inbox: str) -> dict[str, Received]:
     return received_by(session.transcript, session.mailbox, waiting)
 
 
-def settle_old(old: JsonObject, session_id: str, inbox: str) -> str | None:
+def settle_old(old: Pending, session_id: str, inbox: str) -> str | None:
     """Did an earlier run's handoff to this session arrive? None if it did, else why not.
     Takes an unconsumed resume delta back (a re-issued handoff supersedes it)."""
-    if ledger.stage_of(old) is Stage.PREPARING:
+    if old.stage is Stage.PREPARING:
         return "interrupted before anything was sent"
-    hid = str(old.get("id"))
-    if Via.parse(old.get("via")) is Via.RESUME:
+    hid = old.id
+    if old.via is Via.RESUME:
         fate = resume.settle(session_id, hid)
         if fate in (resume.Fate.CONSUMED, resume.Fate.DELIVERING):
             return None
         return ("superseded by this handoff before the session was resumed"
                 if fate is resume.Fate.SUPERSEDED else "lost before the session was resumed")
-    mailbox = old.get("mailbox")
-    if isinstance(mailbox, str) and any(m.extra.get("handoff") == hid
-                                        for m in _waiting_mail(mailbox, inbox)):
+    if old.mailbox is not None and any(m.extra.get(MAIL_FIELD) == hid
+                                       for m in _waiting_mail(old.mailbox, inbox)):
         return None  # in the mailbox: it will arrive
     return "interrupted before it reached the mailbox"
 
@@ -126,7 +126,7 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
     had = already_received(session, inbox)
 
     async def departing(since: str | None) -> SourceRead:
-        return await codex_source.read_thread(rpc, info.id, since, str(source["label"]),
+        return await codex_source.read_thread(rpc, info.id, since, source.label,
                                               received=had.get(info.id))
 
     prepared = await h.gather(
@@ -150,13 +150,13 @@ def _mail(h: Handoff, session: ClaudeSession, prepared: Prepared, outcome: Outco
     h.set_pending(record)
     try:
         receipt = service.push(prepared.built.delta, to=session.mailbox, sender=SENDER,
-                               inbox=inbox, fields={"handoff": h.hid})
+                               inbox=inbox, fields={MAIL_FIELD: h.hid})
     except BridgeError as exc:  # refused or not written: provably not delivered
         with ledger.locked(h.key, h.project) as state:
             ledger.drop(state, h.target, record, f"not delivered: {exc.message}")
         raise
     with ledger.locked(h.key, h.project) as state:
-        record["mail_id"] = receipt.mail.mail_id
+        record.mail_id = receipt.mail.mail_id
         ledger.commit(state, h.target, record, "handoff (mail)")  # the mailbox keeps it
     outcome.where["mailId"] = receipt.mail.mail_id
     if receipt.in_flight:  # the watcher can take it between the push and the live try
@@ -175,11 +175,10 @@ def _pend(h: Handoff, session: ClaudeSession, prepared: Prepared,
           outcome: Outcome) -> Outcome:
     record = prepared.pending(Via.RESUME, session_id=session.session_id,
                               mailbox=session.mailbox)
-    record["stage"] = Stage.WAITING.value
+    record.stage = Stage.WAITING
     h.set_pending(record)
-    path = resume.write_pending(session.session_id, {
-        **record, "key": h.key, "project": h.project, "target": h.target,
-        "text": prepared.built.delta})
+    path = resume.write_pending(session.session_id, resume.Parked(
+        h.hid, h.key, h.project, h.target, prepared.built.delta, ledger.as_json(record)))
     outcome.where["pendingFile"] = path
     outcome.state = Waiting.FOR_RESUME
     outcome.action = resume_command(session, h.project)

@@ -27,21 +27,20 @@ from . import claude_source, deliver, ledger
 from .claude_source import source_session
 from .delta import CLAUDE, SourceRead
 from .flow import Handoff, Outcome, Prepared, cap_for, claude_link, codex_link, start
-from .ledger import Stage, Via
+from .ledger import Pending, Stage, Via
 from .note import Note
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
 
 
-async def settle_old(rpc: Rpc, thread_id: str, old: JsonObject) -> str | None:
+async def settle_old(rpc: Rpc, thread_id: str, old: Pending) -> str | None:
     """Did an earlier run's handoff into `thread_id` arrive? None if it did, else why not."""
-    stage = ledger.stage_of(old)
-    if stage is Stage.INJECTED:
+    if old.stage is Stage.INJECTED:
         return None
-    if stage is Stage.PREPARING:
+    if old.stage is Stage.PREPARING:
         return "interrupted before anything was sent"
-    hid = str(old.get("id"))
+    hid = old.id
     if await turn_of(rpc, thread_id, hid) or await still_queued(rpc, thread_id, None, hid):
         return None
     return "interrupted before it reached the thread"
@@ -57,7 +56,7 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
     project, key, env = start(project, env)
     inbox = inbox or inbox_dir()
     state = ledger.load(key, project)
-    session = source_session(project, inbox, from_session, env, ledger.agents(state))
+    session = source_session(project, inbox, from_session, env, state.agents)
     transcript = session.transcript
     if not transcript:
         raise NoSessionError(f"Claude Code session {session.session_id} has no transcript "
@@ -74,7 +73,7 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
 
     async def departing(since: str | None) -> SourceRead:
         return claude_source.read_transcript(transcript, session.session_id, since,
-                                             str(source["label"]), answered)
+                                             source.label, answered)
 
     prepared = await h.gather(earlier, departing, rpc, names=("Codex", CLAUDE), note=note,
                               cap=cap_for(), answered=answered)
@@ -110,7 +109,7 @@ async def _deliver(rpc: Rpc, h: Handoff, thread_id: str, prepared: Prepared, not
         # Refused or never sent: provably not delivered (unless the inject got through).
         with ledger.locked(h.key, h.project) as state:
             current = ledger.pending(state, h.target, h.hid)
-            if current is not None and ledger.stage_of(current) is Stage.INJECTED:
+            if current is not None and current.stage is Stage.INJECTED:
                 ledger.commit(state, h.target, current, "handoff (visible turn failed)")
                 outcome.arrived()
                 outcome.warnings.append(f"the context is in the thread, but the visible "
@@ -124,7 +123,7 @@ async def _deliver(rpc: Rpc, h: Handoff, thread_id: str, prepared: Prepared, not
     with ledger.locked(h.key, h.project) as state:
         record = (ledger.pending(state, h.target, h.hid)
                   or prepared.pending(Via.INJECT, thread_id=thread_id))
-        record["turn_id"] = into.turn_id
+        record.turn_id = into.turn_id
         ledger.commit(state, h.target, record, "handoff")
     outcome.arrived()
     outcome.turn = {"turnId": into.turn_id, "status": into.status.value, "reply": into.reply}

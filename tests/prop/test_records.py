@@ -20,7 +20,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from codexbridge.conversation.limits import MAX_HOPS_ENV, max_hops
-from codexbridge.errors import HandoffStateError, HopLimitError, UsageError
+from codexbridge.errors import DamagedStateError, HandoffStateError, HopLimitError, UsageError
 from codexbridge.handoff import ledger
 from codexbridge.messages.conversations import Conversation, Conversations, valid_id
 from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
@@ -257,7 +257,7 @@ ledger_files = damaged(st.fixed_dictionaries(
     {"version": st.sampled_from([1, 0, 2, True]) | anything},
     optional={**{k: section for k in SECTIONS}, "project": anything,
               "history": st.lists(anything, max_size=3) | anything}))
-PENDING = {"marks": {"codex:t": "t1:i1"}, "git": "c" * 40}
+PENDING: dict[str, Any] = {"marks": {"codex:t": "t1:i1"}, "git": "c" * 40}
 
 
 @given(ledger_files)
@@ -266,23 +266,26 @@ PENDING = {"marks": {"codex:t": "t1:i1"}, "git": "c" * 40}
 #   UnicodeEncodeError in save (it is written back as its escape)
 @example(b'{"version":1,"knownBy":{"claude:s":5}}')  # was TypeError in commit
 def test_a_ledger_is_a_usable_state_or_a_clear_refusal(raw: bytes) -> None:
+    path = ledger.state_path("propkey")
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    Path(path).write_bytes(raw)
     try:
-        state = ledger.parse(raw, "/state/handoff/k.json", "/p")
-    except HandoffStateError as exc:
-        assert "/state/handoff/k.json" in exc.message
+        state = ledger.load("propkey", "/p")
+    except (HandoffStateError, DamagedStateError) as exc:
+        assert path in exc.message
         exc.message.encode("utf-8")  # printable
-        assert exc.details["path"] == "/state/handoff/k.json"
+        assert exc.details["path"] == path
+        assert Path(path).read_bytes() == raw  # left as it is
         return
-    assert state["version"] == ledger.VERSION
-    assert all(isinstance(state[k], dict) for k in SECTIONS)
-    assert isinstance(state["history"], list)
+    assert isinstance(state, ledger.State)
+    assert all(isinstance(m, dict) for m in state.known_by.values())
     ledger.save("propkey", state)
     assert ledger.load("propkey", "/p") == state
-    for n, target in enumerate(["claude:s", *state["knownBy"]][:3]):
+    for n, target in enumerate(["claude:s", *state.known_by][:3]):
         ledger.known_by(state, target)
         ledger.checkpoint(state, target)
-        ledger.drop(state, target, {"id": "h_0"}, "superseded")
-        ledger.commit(state, target, {**PENDING, "id": f"h_{n + 1}"})
+        ledger.drop(state, target, ledger.Pending(id="h_0"), "superseded")
+        ledger.commit(state, target, ledger.Pending(**PENDING, id=f"h_{n + 1}"))
         assert ledger.known_by(state, target)["codex:t"] == "t1:i1"
     ledger.files_in_use(state)
     ledger.save("propkey", state)
@@ -296,7 +299,8 @@ marks = st.dictionaries(st.text(max_size=8), st.dictionaries(
                                                "state": st.just("delivered")}), max_size=3))
 def test_a_ledger_round_trips(known: dict[str, dict[str, str]],
                               history: list[dict[str, Any]]) -> None:
-    state = {**ledger.empty("/p"), "knownBy": known, "history": history}
+    state = ledger.State("/p", known_by=known,
+                         history=[ledger.Past(id=h["id"], state=h["state"]) for h in history])
     ledger.save("propkey", state)
     assert ledger.load("propkey", "/p") == state
     assert all(ledger.known_by(state, t) == m for t, m in known.items())

@@ -71,8 +71,9 @@ def injected_before_notice(req: MockRequest) -> str:
     return text
 
 
-def state(project: str) -> ledger.State:
-    return ledger.load(project_key(project), project_dir(project))
+def state(project: str) -> dict[str, Any]:
+    """The project's ledger as its file's JSON (the real tests check what is on disk)."""
+    return ledger.to_json(ledger.load(project_key(project), project_dir(project)))
 
 
 def bridge_home() -> str:

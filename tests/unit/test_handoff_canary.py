@@ -57,9 +57,9 @@ def test_linked_threads_without_an_app_server_and_pending_deltas(tmp_path: Path)
     project = str(tmp_path)
     key = project_key(project)
     with ledger.locked(key, project) as state:
-        ledger.link(state, "codex:t1", {"kind": "codex", "id": "t1"})
-        state["pending"]["claude:s"] = {"id": "h_9", "via": "resume", "stage": "waiting",
-                                        "session_id": "s"}
+        ledger.link(state, "codex:t1", ledger.Agent(kind="codex", id="t1"))
+        state.pending["claude:s"] = ledger.Pending(id="h_9", via=ledger.Via.RESUME,
+                                                   stage=ledger.Stage.WAITING, session_id="s")
     rows = handoff_rows(facts(project, url="ws://127.0.0.1:9", timeout=0.5))
     by = {c.name: c for c in rows}
     assert by["handoff-codex"].status == INFO and "not checked" in by["handoff-codex"].finding

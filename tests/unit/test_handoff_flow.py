@@ -24,7 +24,7 @@ from codexbridge.errors import (
     UsageError,
 )
 from codexbridge.handoff import ledger, resume
-from codexbridge.handoff.ledger import project_key
+from codexbridge.handoff.ledger import Pending, Stage, project_key
 from codexbridge.handoff.note import parse_note
 from codexbridge.handoff.resume import pending_path
 from codexbridge.handoff.to_claude import handoff_to_claude
@@ -97,7 +97,7 @@ async def test_to_codex_injects_words_then_a_visible_turn_and_moves_marks_after(
     assert methods.index("thread/inject_items") < methods.index("thread/queue/add")
     state = ledger.load(project_key(project), os.path.realpath(project))
     assert ledger.known_by(state, f"codex:{THREAD}") == {f"claude:{SESSION}": t.last}
-    assert state["pending"] == {} and state["history"][-1]["state"] == "delivered"
+    assert state.pending == {} and state.history[-1].state == "delivered"
     for path in (out.prepared.delta_path, out.prepared.full_path):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert "SECRET TOOL OUTPUT" not in Path(out.prepared.full_path).read_text()
@@ -132,8 +132,8 @@ async def test_a_refused_inject_moves_nothing(tmp_path: Path, project: str,
         with pytest.raises(RpcError, match="thread not found"):
             await handoff_to_codex(c, project=project, note=parse_note(None), env=ENV)
     state = ledger.load(project_key(project), os.path.realpath(project))
-    assert state["knownBy"] == {} and state["pending"] == {}
-    assert state["history"][-1]["state"].startswith("not delivered")
+    assert state.known_by == {} and state.pending == {}
+    assert str(state.history[-1].state).startswith("not delivered")
 
 
 async def test_a_run_killed_before_delivery_is_sent_again_one_that_arrived_is_not(
@@ -142,8 +142,8 @@ async def test_a_run_killed_before_delivery_is_sent_again_one_that_arrived_is_no
     real = os.path.realpath(project)
     key, target = project_key(project), f"codex:{THREAD}"
     with ledger.locked(key, real) as state:  # what `kill -9` mid-delivery leaves
-        state["pending"][target] = {"id": "h_old", "stage": "sending", "pid": dead_pid(),
-                                    "marks": {f"claude:{SESSION}": "somewhere"}}
+        state.pending[target] = Pending(id="h_old", stage=Stage.SENDING, pid=dead_pid(),
+                                        marks={f"claude:{SESSION}": "somewhere"})
     async with client(server) as c:
         out = await handoff_to_codex(c, project=project, note=parse_note(None), env=ENV)
     assert out.settled == ["h_old: interrupted before it reached the thread; its material "
@@ -151,8 +151,8 @@ async def test_a_run_killed_before_delivery_is_sent_again_one_that_arrived_is_no
     assert "make the parser strict" in server.injected()[0]
     # the thread shows an earlier handoff's visible turn (its clientId): it arrived
     with ledger.locked(key, real) as state:
-        state["pending"][target] = {"id": "h_seen", "stage": "sending", "pid": dead_pid(),
-                                    "marks": {f"claude:{SESSION}": "mark-from-h_seen"}}
+        state.pending[target] = Pending(id="h_seen", stage=Stage.SENDING, pid=dead_pid(),
+                                        marks={f"claude:{SESSION}": "mark-from-h_seen"})
     server.items = [payloads.item_entry(T2, payloads.user_message("notice", "u9",
                                                                   client_id="h_seen"))]
     async with client(server) as c:
@@ -160,15 +160,15 @@ async def test_a_run_killed_before_delivery_is_sent_again_one_that_arrived_is_no
                                        env=ENV)
     assert again.settled[0].startswith("h_seen: had arrived")
     state = ledger.load(key, real)
-    assert any(h["id"] == "h_seen" and h["state"] == "delivered" for h in state["history"])
+    assert any(h.id == "h_seen" and h.state == "delivered" for h in state.history)
 
 
 async def test_another_live_handoff_to_the_same_thread_is_refused(
         tmp_path: Path, project: str, server: Server) -> None:
     hook_session(project, claude_work(tmp_path).write(tmp_path / "s.jsonl"))
     with ledger.locked(project_key(project), os.path.realpath(project)) as state:
-        state["pending"][f"codex:{THREAD}"] = {"id": "h_live", "stage": "sending",
-                                               "pid": os.getppid()}
+        state.pending[f"codex:{THREAD}"] = Pending(id="h_live", stage=Stage.SENDING,
+                                                   pid=os.getppid())
     async with client(server) as c:
         with pytest.raises(UsageError, match="is being delivered") as info:
             await handoff_to_codex(c, project=project, note=parse_note(None), env=ENV)
@@ -184,7 +184,7 @@ async def test_dry_run_sends_and_records_nothing(tmp_path: Path, project: str,
     assert out.dry_run and out.prepared is not None and "make the parser" in \
         out.prepared.built.delta
     assert server.injected() == []
-    assert ledger.load(project_key(project), os.path.realpath(project))["pending"] == {}
+    assert ledger.load(project_key(project), os.path.realpath(project)).pending == {}
 
 
 async def test_which_claude_session(tmp_path: Path, project: str, server: Server) -> None:
@@ -247,15 +247,16 @@ async def test_to_a_stopped_session_it_waits_for_resume_and_a_newer_one_supersed
     async with client(server) as c:
         first = await handoff_to_claude(c, project=project, note=parse_note(None), env=ENV)
     assert first.via == "resume" and not first.delivered
-    assert resume.read_pending(SESSION)["id"] == first.handoff_id  # type: ignore[index]
-    assert len(resume.read_pending(SESSION)["text"]) <= resume.RESUME_CAP  # type: ignore[index]
+    parked = resume.read_pending(SESSION)
+    assert parked is not None and parked.handoff_id == first.handoff_id
+    assert len(parked.text) <= resume.RESUME_CAP
     assert ledger.known_by(ledger.load(key, real), target) == {}  # not arrived yet
     server.items = [payloads.item_entry(T2, payloads.agent_message("more from codex", "m2")),
                     *codex_items()]
     async with client(server) as c:
         second = await handoff_to_claude(c, project=project, note=parse_note(None), env=ENV)
     assert second.settled[0].startswith(f"{first.handoff_id}: superseded")
-    text = resume.read_pending(SESSION)["text"]  # type: ignore[index]
+    text = resume.read_pending(SESSION).text  # type: ignore[union-attr]
     assert "human asks codex" in text and "more from codex" in text  # carried again
     assert resume.on_session_start({"session_id": SESSION}, lambda _: None)
     state = ledger.load(key, real)

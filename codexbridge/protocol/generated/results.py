@@ -84,20 +84,22 @@ class UserInput(Record):
 class ThreadItem(Kept):
     """A thread item and its recorded lifecycle times. The payload stays flat on the wire."""
 
-    __slots__ = ("client_id", "content", "id", "raw", "text", "type")
+    __slots__ = ("changes", "client_id", "content", "id", "raw", "text", "type")
     type: str | None
     id: str | None
     text: str | None
     client_id: str | None
     content: tuple[UserInput, ...]
+    changes: JsonValue
     raw: JsonObject
 
-    def __init__(self, *, type: str | None = None, id: str | None = None, text: str | None = None, client_id: str | None = None, content: tuple[UserInput, ...] = (), raw: JsonObject | None = None) -> None:
+    def __init__(self, *, type: str | None = None, id: str | None = None, text: str | None = None, client_id: str | None = None, content: tuple[UserInput, ...] = (), changes: JsonValue = None, raw: JsonObject | None = None) -> None:
         _set(self, "type", type)
         _set(self, "id", id)
         _set(self, "text", text)
         _set(self, "client_id", client_id)
         _set(self, "content", content)
+        _set(self, "changes", changes)
         _set(self, "raw", {} if raw is None else raw)
 
     @classmethod
@@ -109,6 +111,7 @@ class ThreadItem(Kept):
             text=opt_str(w.get("text")),
             client_id=opt_str(w.get("clientId")),
             content=each(UserInput.from_wire, w.get("content")),
+            changes=w.get("changes"),
             raw=w,
         )
 
