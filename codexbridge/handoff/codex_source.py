@@ -53,10 +53,9 @@ def entry_mark(entry: JsonObject) -> str | None:
 
 def _user_text(item: ThreadItem) -> str | None:
     """A userMessage's words: its `text` parts (UserInput), joined."""
-    if not isinstance(item.content, list):
+    if not isinstance(item.raw.get("content"), list):  # unreadable, counted as such
         return None
-    parts = [(part.get("type"), part.get("text", "")) for part in objs(item.content)]
-    return writable("".join(str(words) for kind, words in parts if kind == "text"))
+    return writable("".join(part.text or "" for part in item.content if part.type == "text"))
 
 
 def _completed(entry: ThreadItemEntry, item: ThreadItem) -> bool:
