@@ -18,6 +18,7 @@ import asyncio
 import os
 import platform
 from collections.abc import Sequence
+from importlib import metadata
 from typing import TYPE_CHECKING, Annotated
 
 from mcp.server.mcpserver import Context
@@ -26,6 +27,9 @@ from pydantic import Field
 
 from .. import __version__
 from ..errors import BridgeError
+from ..handoff.note import parse_note
+from ..host.binaries import parse_version
+from ..inbox.location import default_mailbox
 from .results import CODES, Data, Outcome, guarded, warning
 from .runtime import Runtime, calling_thread
 
@@ -69,8 +73,6 @@ class BridgeTools:
 # -- bridge_status -------------------------------------------------------------------------
 
 def _mcp_version() -> str | None:
-    from importlib import metadata
-
     try:
         return metadata.version("mcp")
     except metadata.PackageNotFoundError:
@@ -79,8 +81,6 @@ def _mcp_version() -> str | None:
 
 async def _probe(rt: Runtime) -> Data:
     """The app-server in force: where, and whether it answers the handshake."""
-    from ..host.binaries import parse_version
-
     info: Data = {"url": None, "source": None, "reachable": False, "error": None,
                   "userAgent": None, "codexVersion": None}
     try:
@@ -110,6 +110,7 @@ async def _probe(rt: Runtime) -> Data:
 
 def _deliveries() -> list[Data]:
     """The ten most recent delivery records (talk send / wait=false / expect-reply)."""
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine
     from ..messages.records import DeliveryStore
 
     try:
@@ -120,7 +121,7 @@ def _deliveries() -> list[Data]:
 
 
 def _mailboxes(rt: Runtime) -> Data:
-    from ..inbox.location import default_mailbox
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine
     from ..messages import to_claude as inbox
 
     directory = rt.inbox()
@@ -264,7 +265,7 @@ async def hand_to_codex(rt: Runtime, note: str | None, decisions: str | None,
                         next_step: str | None, *, thread: str | None,
                         from_session: str | None, project: str | None,
                         dry_run: bool) -> Outcome:
-    from ..handoff.note import parse_note
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no handoff
     from ..handoff.to_codex import handoff_to_codex
 
     async with rt.connect() as client:
@@ -280,7 +281,7 @@ async def hand_to_codex(rt: Runtime, note: str | None, decisions: str | None,
 async def hand_to_claude(rt: Runtime, note: str | None, decisions: str | None,
                          next_step: str | None, *, mailbox: str | None, thread: str | None,
                          via: str, project: str | None, dry_run: bool) -> Outcome:
-    from ..handoff.note import parse_note
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no handoff
     from ..handoff.to_claude import handoff_to_claude
 
     async with rt.connect() as client:
