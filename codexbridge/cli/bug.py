@@ -22,12 +22,13 @@ from .. import __version__
 from ..errors import BridgeError, internal
 from ..host.private import open_private_log
 from ..host.text import for_terminal
-from ..inbox.location import log_dir
 
 LOG_NAME = "bugs.log"
 
 
 def log_path() -> str:
+    from ..inbox.location import log_dir  # lazy: every command imports this module, few fail
+
     return os.path.join(log_dir(), LOG_NAME)
 
 

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from ..messages.to_codex import Said
     from ..protocol.threads import ThreadInfo
 from ..host.daemon import attach_line, open_tui, token_word
-from ..talk.history import TurnRecord, read_history, render_item
 from ..talk.threads import find_target, list_threads
 from .app import LazyGroup
 from .command import (
@@ -314,6 +313,9 @@ class _ReplyOutput:
 def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: str | None,
              as_json: bool) -> None:
     """The thread's history as a readable transcript (`--json`: turns with items)."""
+    # lazy: `talk --help` and `talk say` do not read a thread's history
+    from ..talk.history import TurnRecord, read_history, render_item
+
     if target_cwd:
         target_cwd = ensure_dir(target_cwd, "--cwd")
 

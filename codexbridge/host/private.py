@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import pwd
 import stat
 
 HOME_ENV = "CODEX_BRIDGE_HOME"
@@ -64,6 +63,8 @@ def _roots() -> list[str]:
 
 def _owner(uid: int) -> str:
     try:
+        import pwd  # lazy: the Stop hook's path checks its dirs but names no owner
+
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
     except (ImportError, KeyError):
         return f"uid {uid}"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 
-from ..errors import UnsafeStateError
 from .private import ensure_private_dir
 
 SOCKET_PATH_MAX = 100  # bytes, under the ~104 a sockaddr_un holds
@@ -39,6 +38,7 @@ def private_runtime_dir() -> str | None:
     except OSError:
         return None
     except Exception as exc:  # errors is imported only on this path (the Stop hook's)
+        from ..errors import UnsafeStateError  # lazy: the Stop hook imports no typing
 
         if isinstance(exc, UnsafeStateError):
             return None

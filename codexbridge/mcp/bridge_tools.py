@@ -27,9 +27,6 @@ from pydantic import Field
 
 from .. import __version__
 from ..errors import BridgeError
-from ..handoff.note import parse_note
-from ..host.binaries import parse_version
-from ..inbox.location import default_mailbox
 from .results import CODES, Data, Outcome, guarded, warning
 from .runtime import Runtime, calling_thread
 
@@ -81,6 +78,8 @@ def _mcp_version() -> str | None:
 
 async def _probe(rt: Runtime) -> Data:
     """The app-server in force: where, and whether it answers the handshake."""
+    from ..host.binaries import parse_version  # lazy: the cold MCP start to initialize
+
     info: Data = {"url": None, "source": None, "reachable": False, "error": None,
                   "userAgent": None, "codexVersion": None}
     try:
@@ -122,6 +121,7 @@ def _deliveries() -> list[Data]:
 
 def _mailboxes(rt: Runtime) -> Data:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine
+    from ..inbox.location import default_mailbox
     from ..messages import to_claude as inbox
 
     directory = rt.inbox()
@@ -266,6 +266,7 @@ async def hand_to_codex(rt: Runtime, note: str | None, decisions: str | None,
                         from_session: str | None, project: str | None,
                         dry_run: bool) -> Outcome:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no handoff
+    from ..handoff.note import parse_note
     from ..handoff.to_codex import handoff_to_codex
 
     async with rt.connect() as client:
@@ -282,6 +283,7 @@ async def hand_to_claude(rt: Runtime, note: str | None, decisions: str | None,
                          next_step: str | None, *, mailbox: str | None, thread: str | None,
                          via: str, project: str | None, dry_run: bool) -> Outcome:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no handoff
+    from ..handoff.note import parse_note
     from ..handoff.to_claude import handoff_to_claude
 
     async with rt.connect() as client:

@@ -36,11 +36,9 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..conversation.envelope import who_sends
 from ..conversation.frame import quoted
 from ..protocol.approvals import MCP_POLICIES, parse_policy
 from ..protocol.enums import TurnOutcome
-from ..talk.endpoint import reach_of
 from .results import Data, Outcome, Warnings, guarded
 from .runtime import Runtime, calling_thread
 
@@ -122,6 +120,8 @@ class CodexTools:
         as an artifact (read with bridge_output_read). A send that started a turn is
         never safe to retry: check error.retryable. Each send has a deliveryId that
         codex_delivery_status (and `codexbridge talk status`) finds."""
+        from ..conversation.envelope import who_sends  # lazy: the cold MCP start
+
         sender = who_sends(os.environ, mcp_role=self.rt.settings.role,
                            calling_thread=calling_thread(ctx))
         body = (send(self.rt, text, threadId, timeoutMs, approvals, conversation,
@@ -214,6 +214,7 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
     """wait=true: `deliveries.blocking_say` — one turn on the thread, in line behind the
     others, its record ended when the call ends — and its reply."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
+    from ..conversation.envelope import who_sends
     from ..messages.to_codex import blocking_say
 
     policy = check_args(rt, text, approvals)
@@ -274,6 +275,7 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..messages.to_claude import mailbox_name
     from ..messages.to_codex import send as send_message
+    from ..talk.endpoint import reach_of
 
     policy = check_args(rt, text, approvals)
     receipt = await send_message(

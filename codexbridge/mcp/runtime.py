@@ -5,9 +5,9 @@ The app-server is reached through `connect()`, a fresh connection per tool call:
 bridge's `serve` may restart between two calls (and bridge.json with it), and a call
 never inherits a broken socket. Tests inject their own `connect`.
 
-The app-server client (and websockets under it) is imported on the first connection,
-and the artifact store (and its directory) is made on first use: a cold start to
-`initialize` pays for neither (bench/bench_mcp.py).
+Nothing here is imported or built before a tool needs it: the app-server client (and
+websockets under it), the endpoint and mailbox lookups, the artifact store (and its
+directory) and the queue come on first use, so start-up pays for none of them.
 """
 
 from __future__ import annotations
@@ -18,18 +18,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..host.paths import state_dir
-from ..inbox.location import inbox_dir
-from ..talk.endpoint import Endpoint, resolve_endpoint
-from .artifacts import ArtifactStore, StoreFull, utf8_cut
 from .results import Warnings, warning
 from .settings import Settings
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
 
-    from ..talk.client import AppServerClient
-    from .artifacts import PublicArtifact
+    from ..talk.client import AppServerClient  # lazy: the cold MCP start imports no websockets
+    from ..talk.endpoint import Endpoint
+    from .artifacts import ArtifactStore, PublicArtifact
 
 Connector = Callable[[], "AbstractAsyncContextManager[AppServerClient]"]
 CLIENT_NAME = "codexbridge-mcp"
@@ -39,11 +36,25 @@ PREVIEW_CHARS = 2000
 @asynccontextmanager
 async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
     """A connected, initialized client for the endpoint in force right now."""
-    from ..talk.client import AppServerClient  # keeps the cold MCP start free of websockets
+    from ..talk.client import AppServerClient  # lazy: the cold MCP start imports no websockets
 
     ep = resolve_endpoint()
     async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
         yield client
+
+
+def resolve_endpoint() -> Endpoint:
+    """`talk.endpoint.resolve_endpoint()`, imported on the first call."""
+    from ..talk.endpoint import resolve_endpoint as resolve  # lazy: the cold MCP start
+
+    return resolve()
+
+
+def inbox_dir() -> str:
+    """`inbox.location.inbox_dir()`, imported on the first call."""
+    from ..inbox.location import inbox_dir as where  # lazy: the cold MCP start
+
+    return where()
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,10 @@ class Runtime:
     @property
     def store(self) -> ArtifactStore:
         if self._store is None:
+            # lazy: the cold MCP start makes no store (nor imports its module)
+            from ..host.paths import state_dir
+            from .artifacts import ArtifactStore
+
             s = self.settings
             self._store = ArtifactStore(state_dir() / "artifacts", s.role, ttl=s.artifact_ttl,
                                         max_bytes=s.artifact_store_max)
@@ -110,6 +125,7 @@ class Runtime:
             warnings.append(warning("OUTPUT_TRUNCATED", (
                 f"the output is {total} bytes; only the first {len(text.encode('utf-8'))} "
                 "(CODEX_BRIDGE_CAPTURE_MAX) were kept")))
+        from .artifacts import StoreFull  # lazy: the cold MCP start
 
         try:
             art = self.store.create(text, kind=kind, meta=meta)
@@ -123,6 +139,8 @@ class Runtime:
 
 
 def _cut(data: bytes, limit: int) -> str:
+    from .artifacts import utf8_cut  # lazy: the cold MCP start
+
     return data[: utf8_cut(data, limit)].decode("utf-8")
 
 

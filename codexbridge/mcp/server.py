@@ -14,7 +14,6 @@ call — `codexbridge mcp` must answer `initialize` about as fast as a bare
 SDK server (bench/bench_mcp.py).
 """
 
-import difflib
 import inspect
 import os
 import shlex
@@ -92,6 +91,8 @@ def _unknown_arguments(server: MCPServer) -> ServerMiddleware[object]:
                 known = set(tool.parameters.get("properties") or {})
                 extra = sorted(set(args) - known)
                 if extra:
+                    import difflib  # lazy: only on this error path, not the cold start
+
                     hints = {k: m[0] for k in extra
                              if (m := difflib.get_close_matches(k, sorted(known), n=1))}
                     message = (f"{name} has no parameter {', '.join(map(repr, extra))}; "

@@ -20,7 +20,6 @@ import time
 
 from ..host.locking import FileLock
 from ..host.private import check_state_dirs, ensure_private_dir, write_private
-from ..host.procs import pid_alive
 from ..inbox.location import MAILBOX_ENV
 
 # Every stop reads a claim through this module: it loads neither `typing` nor `hashlib`
@@ -167,6 +166,8 @@ def for_session(inbox: str, env: Mapping[str, str], cwd: str, *, start: bool) ->
 def claim(inbox: str, project: str, session: str, claude_pid: int | None) -> str:
     """This session's mailbox name, claimed under a lock so two sessions starting at
     once cannot both take the project's name."""
+    from ..host.procs import pid_alive  # lazy: a Stop hook with a claim never claims
+
     base = project_mailbox(os.path.realpath(project))
     if not valid_session(session):
         return base  # not run by Claude Code (no session id): the project's name
