@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> None:
         _dispatch(args)
     except Exception as exc:  # what `command.command` did not see (parsing, a lazy import)
         # SystemExit (click's own exits and usage errors) and KeyboardInterrupt (130,
-        # `command.command`) are BaseException: they pass. Imports here, not above:
-        # the Stop hook's path stays lean.
+        # `command.command`) are BaseException: they pass.
+        # lazy, as every import below: the Stop hook's path stays near `python -c pass`
         from ..errors import BridgeError
 
         if isinstance(exc, BridgeError):  # an error we know: its own exit code
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _dispatch(args: list[str]) -> None:
     if len(args) >= 2 and args[0] == "inbox" and args[1] == "hook":
+        # lazy: the Stop hook imports the hook alone, no click
         from ..hooks.process import run_hook_cli
 
         sys.exit(run_hook_cli(args[2:]))
@@ -50,13 +51,13 @@ def _dispatch(args: list[str]) -> None:
             sys.exit(outcome)
         args = outcome  # the watcher: `inbox watch`, through click
     if args[:1] == ["mcp"]:
-        # The agent waits for this server's start-up: answered before click loads.
+        # lazy: the agent waits for this server's start-up, answered before click loads
         from ..mcp.startup_cache import launch
 
         status = launch(args[1:])
         if status is not None:
             sys.exit(status)
-    from .app import cli
+    from .app import cli  # lazy: the hook and the MCP quick start never load click
 
     try:
         cli.main(args=args, prog_name="codexbridge")
@@ -64,7 +65,7 @@ def _dispatch(args: list[str]) -> None:
         # click's own output (help, usage, version) to a reader that went away exits 1:
         # it is our documented 74, as for every command's output.
         if done.code == 1:
-            from .command import reader_gone, stdout_gone
+            from .command import reader_gone, stdout_gone  # lazy: `--help` loads app.py only
 
             if stdout_gone():
                 sys.exit(reader_gone())
@@ -89,20 +90,19 @@ def plugin(argv: list[str]) -> int | list[str]:
     if what not in ("hook", "watch", "name"):
         sys.stderr.write(PLUGIN_USAGE + "\n")
         return 2
+    if what == "hook":
+        # lazy: the Stop hook imports the hook alone, no click
+        from ..hooks.process import log, run_hook_cli
     try:
         name = _session_mailbox(start)
     except Exception as exc:
         if what == "hook":
-            from ..hooks.process import log
-
             log(f"hook not run: no mailbox for this session: {exc!r}", with_traceback=True)
             return 0
         if what == "watch":
             return 0
         raise
     if what == "hook":
-        from ..hooks.process import run_hook_cli
-
         return run_hook_cli(["--as", name])
     if what == "name":
         sys.stdout.write(name + "\n")
@@ -111,6 +111,7 @@ def plugin(argv: list[str]) -> int | list[str]:
 
 
 def _session_mailbox(start: bool) -> str:
+    # lazy: only the plugin's commands (the Stop hook among them) name a session's mailbox
     from ..inbox.location import inbox_dir
     from ..setup.mailbox import for_session
 

@@ -61,7 +61,7 @@ COMMANDS: Lazy = {
              "Talk into a live Codex thread: list, say, send, status, read, steer…"),
     "inbox": ("codexbridge.cli.inbox_cmd", "inbox",
               "Mailboxes Codex uses to talk back into Claude Code."),
-    "install-hook": ("codexbridge.cli.inbox_cmd", "install_hook",
+    "install-hook": ("codexbridge.cli.setup_cmd", "install_hook",
                      "Register the mailbox Stop hook in a project's .claude/settings.json."),
     "mcp": ("codexbridge.cli.mcp_cmd", "mcp",
             "Run the MCP stdio server for one side (--role claude|codex)."),

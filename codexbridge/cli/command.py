@@ -18,16 +18,19 @@ import functools
 import json
 import logging
 import os
+import select
 import sys
 from collections.abc import Callable, Coroutine
 from typing import ParamSpec, TypeVar
 
 import click
 
+from ..conversation.limits import over_limit, text_max
 from ..errors import INTERRUPTED_EXIT, BridgeError, OutputClosedError, UsageError
 from ..host.private import check_state_dirs
 from ..host.text import for_terminal
 from ..protocol.approvals import POLICIES
+from .bug import error_payload, report_bug
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -69,8 +72,6 @@ def read_stdin(cap: int) -> bytes | None:
 def read_text_arg(text: str) -> str:
     """TEXT, or standard input for `-`; empty text is refused (it would start an empty
     turn), and so is text over $CODEX_BRIDGE_TEXT_MAX characters (it goes to a model)."""
-    from ..conversation.limits import over_limit, text_max
-
     if text == "-":
         limit = text_max(os.environ)
         raw = read_stdin(4 * limit)  # a character is at most 4 bytes of UTF-8
@@ -117,11 +118,6 @@ def emit_json(data: object) -> None:
     """One JSON object for scripts — through `echo` too: JSON escapes C0 controls, but
     leaves C1 controls and bidi overrides raw; their escapes keep it the same JSON."""
     echo(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-def error_payload(exc: BridgeError) -> dict[str, object]:
-    return {"ok": False, "error": {"code": exc.code, "message": exc.message,
-                                   "retryable": exc.retryable, "details": exc.details}}
 
 
 def report(exc: BridgeError, as_json: bool) -> int:
@@ -177,8 +173,6 @@ def command(fn: Callable[P, int | None], *, check_state: bool = True) -> Callabl
         except BrokenPipeError:
             status = reader_gone()
         except Exception as exc:  # a bug: exit 70, the traceback in the log (cli/bug.py)
-            from .bug import report_bug
-
             status = report_bug(exc, as_json=bool(kwargs.get("as_json")), where=_where())
         try:
             sys.stdout.flush()  # (what is still buffered: `… | head` may have gone)
@@ -202,8 +196,6 @@ def reader_gone() -> int:
 
 def stdout_gone() -> bool:
     """Nobody reads our stdout any more (a pipe whose reader closed it)."""
-    import select
-
     try:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from ..doctor.diagnose import diagnose
+from ..doctor.report import as_json as report_json
+from ..doctor.report import healthy, render_text
 from ..error_tables import exit_help
 from ..errors import UnhealthyError, UsageError
 from .command import diagnosing, echo, emit_json, ensure_dir, json_option, url_option
@@ -59,10 +62,6 @@ def doctor(project: str, deep: bool, url: str | None, as_json: bool) -> None:
     Read-only: nothing is written or changed. The only connection is to the configured
     app-server (--url, $CODEX_BRIDGE_URL, else bridge.json, else codex's own daemon).
     """
-    from ..doctor.diagnose import diagnose
-    from ..doctor.report import as_json as report_json
-    from ..doctor.report import healthy, render_text
-
     checks = diagnose(Path(ensure_dir(project, "--project")), url, deep=deep)
     if as_json:
         emit_json(report_json(checks))

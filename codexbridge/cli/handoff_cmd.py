@@ -19,13 +19,21 @@ from ..errors import (
     SelfSendError,
     UsageError,
 )
+from ..handoff.ledger import status
+from ..handoff.note import parse_note
+from ..handoff.to_claude import handoff_to_claude
+from ..handoff.to_codex import handoff_to_codex
+from ..jsontypes import arr, obj
 from ..protocol.approvals import approval_settings
+from ..talk.client import AppServerClient
+from ..talk.endpoint import resolve_endpoint
 from .command import (
     approval_timeout_option,
     approvals_option,
     command,
     echo,
     emit_json,
+    ensure_dir,
     json_option,
     run_async,
     url_option,
@@ -116,9 +124,6 @@ def run(to: str | None, selector: str | None, from_session: str | None,
         busy_timeout: float, timeout: float, approvals: str | None,
         approval_timeout: float | None, dry_run: bool, url: str | None,
         as_json: bool) -> None:
-    from ..handoff.note import parse_note
-    from .command import ensure_dir
-
     if to is None:
         raise UsageError("pass --to codex or --to claude (or run `handoff status`)")
     if to == "codex" and mailbox:
@@ -132,22 +137,15 @@ def run(to: str | None, selector: str | None, from_session: str | None,
                                          timeout=approval_timeout)
 
     async def go() -> Outcome:
-        from ..talk.client import AppServerClient
-        from ..talk.endpoint import resolve_endpoint
-
         ep = resolve_endpoint(url)
         async with AppServerClient(ep.url, token=ep.token,
                                    client_name="codexbridge-handoff") as client:
             if to == "codex":
-                from ..handoff.to_codex import handoff_to_codex
-
                 return await handoff_to_codex(
                     client, project=project, note=parsed, thread=selector,
                     from_session=from_session, wait=wait, busy_timeout=busy_timeout,
                     timeout=timeout, approvals=policy, approval_timeout=deadline,
                     dry_run=dry_run)
-            from ..handoff.to_claude import handoff_to_claude
-
             return await handoff_to_claude(client, project=project, note=parsed,
                                            mailbox=mailbox, thread=selector, via=via,
                                            dry_run=dry_run)
@@ -160,8 +158,6 @@ def run(to: str | None, selector: str | None, from_session: str | None,
 
 
 def _say(outcome: Outcome) -> None:
-    from ..jsontypes import arr, obj
-
     data = outcome.as_dict()
     for line in outcome.settled:
         echo(f"codexbridge: earlier handoff {line}", err=True)
@@ -199,9 +195,6 @@ def _say(outcome: Outcome) -> None:
 def status_cmd(project: str, as_json: bool) -> None:
     """The project's handoff ledger: agents, what each target knows (knownBy), the git
     checkpoints, pending handoffs (and where a resume delta waits), recent handoffs."""
-    from ..handoff.ledger import status
-    from .command import ensure_dir
-
     shown = status(ensure_dir(project, "--project"))
     if as_json:
         emit_json(shown.as_dict())

@@ -1,4 +1,4 @@
-"""`codexbridge inbox …` and `codexbridge install-hook`: the reverse channel's CLI.
+"""`codexbridge inbox …`: the reverse channel's CLI (`install-hook` is in setup_cmd.py).
 
 The mailbox logic lives in `codexbridge.inbox`; this module parses options, turns
 OS errors into MailboxError (exit 8), and prints for people or (`--json`) scripts.
@@ -15,12 +15,18 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from ..conversation.limits import mail_max, mail_refused
 from ..error_tables import exit_help
 from ..errors import LoopGuardError, MailboxError, MailboxReadError, UsageError
+from ..hooks.process import log, parse_payload, run_hook_cli
+from ..hooks.process import read_stdin as read_hook_input
+from ..hooks.watcher import run_watch
+from ..inbox import store
 from ..inbox.lines import Mail, Rejected
 from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
-from ..inbox.location import rejected_path
+from ..inbox.location import inbox_dir, rejected_path
+from ..inbox.peek import read_rejected
 from ..inbox.render import render_mail, sender_of
 from ..messages import to_claude as inbox_service
 from .command import command, echo, emit_json, read_stdin
@@ -117,8 +123,6 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
     $CODEX_BRIDGE_LIVE=0 turns live delivery off.
     """
     if text == "-":
-        from ..conversation.limits import mail_max, mail_refused
-
         limit = mail_max(os.environ)
         raw = read_stdin(limit + 1)  # (the newline that ends it is not the mail's)
         if raw is None:
@@ -159,8 +163,6 @@ def push(to: str | None, sender: str | None, new: bool, expect_reply: bool,
 @command
 def peek(name: str | None, as_json: bool) -> None:
     """Show the mail waiting in a mailbox without consuming it."""
-    from ..inbox.peek import read_rejected
-
     known, result = inbox_service.peek(name, project=os.getcwd())
     mailbox, directory = result.name, known.path
     with inbox_service.mailbox_io(f"read mailbox {mailbox!r}", MailboxReadError):
@@ -235,9 +237,6 @@ def list_(as_json: bool) -> None:
 @command
 def drain(name: str | None, as_json: bool) -> None:
     """Take every waiting mail out of a mailbox and print it (each mail exactly once)."""
-    from ..inbox import store
-    from ..inbox.location import inbox_dir
-
     mailbox = inbox_service.mailbox_name(name)
     directory = inbox_dir()
 
@@ -271,8 +270,6 @@ def hook(args: tuple[str, ...]) -> int:
     Reads the hook JSON on stdin, records the listener, and when mail is waiting
     prints {"decision":"block","reason":...} carrying all of it. See `--help`.
     """
-    from ..hooks.process import run_hook_cli
-
     return run_hook_cli(list(args))
 
 
@@ -293,65 +290,11 @@ def watch(name: str | None, timeout: float, interval: float) -> int:
     woken, yet would wait for us). A bad option also exits 2 (click's usage error).
     Runtime problems are logged in <state dir>/logs/inbox-hook.log and exit 0.
     """
-    from ..hooks.process import log, parse_payload, read_stdin
-    from ..hooks.watcher import run_watch
-    from ..inbox.location import inbox_dir
-
     mailbox = inbox_service.mailbox_name(name)
     try:
-        payload = parse_payload(read_stdin())
+        payload = parse_payload(read_hook_input())
         return run_watch(mailbox, inbox=inbox_dir(), payload=payload, timeout=timeout,
                          interval=interval)
     except Exception as exc:  # an asyncRewake hook must never fail loudly: log it
         log(f"mailbox {mailbox!r}: watcher failed: {exc!r}", with_traceback=True)
         return 0
-
-
-@click.command("install-hook", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--project", "project", required=True, metavar="DIR",
-              type=click.Path(file_okay=False), help="The Claude Code project to hook.")
-@click.option("--as", "name", required=True, metavar="NAME",
-              help="Mailbox this project's sessions listen on.")
-@click.option("--rewake", is_flag=True,
-              help="Also register the asyncRewake watcher (SessionStart + Stop) so mail "
-                   "wakes an idle interactive session.")
-@click.option("--watch-timeout", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT,
-              show_default=True, help="Seconds each watcher waits (with --rewake).")
-@click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@command
-def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
-                 dry_run: bool, as_json: bool) -> None:
-    """Merge the mailbox hooks into DIR/.claude/settings.json.
-
-    Keeps every existing hook and setting, and the file's style (indent, final
-    newline), as `setup claude` does; running it again changes nothing (our entry for
-    the same mailbox is updated in place). The old file is backed up as
-    settings.json.bak-codexbridge-<time>. The hook command uses this interpreter by
-    absolute path, so it works from any project.
-    """
-    from ..setup.claude import install_hooks
-
-    mailbox = inbox_service.mailbox_name(name)
-    with inbox_service.mailbox_io("update the settings file"):
-        result = install_hooks(project, mailbox, rewake=rewake, dry_run=dry_run,
-                         watch_timeout=watch_timeout)
-    if as_json:
-        emit_json({"ok": True, "settings": result.settings_path, "changes": result.changes,
-                   "written": result.written, "backup": result.backup,
-                   "dry_run": dry_run, "diff": result.diff, "commands": result.commands})
-        return
-    if not result.changes:
-        echo(f"{result.settings_path}: already has the codexbridge hooks for "
-             f'"{mailbox}"; nothing to change')
-        return
-    if dry_run:
-        echo(result.diff, nl=False)
-        echo("(dry run: nothing was written)")
-        return
-    for change in result.changes:
-        echo(change)
-    if result.backup:
-        echo(f"backup: {result.backup}")
-    echo(f"wrote {result.settings_path}\nRestart Claude Code sessions in that "
-         f'project; then `codexbridge inbox push --to {mailbox} "..."` reaches them.')

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import UsageError
+from ..mcp import http
+from ..mcp import settings as mcp_settings
 from ..mcp.stdio import quiet_gc, serve_stdio
 from .command import command, echo
 
@@ -54,8 +56,6 @@ def mcp(role: str | None, http_listen: str | None = None,
       codexbridge setup claude        # the Claude Code plugin runs --role claude
       codexbridge setup codex         # config.toml runs --role codex
     """
-    from ..mcp import settings as mcp_settings
-
     chosen = mcp_settings.resolve_role(role, os.environ)
     config = mcp_settings.load(chosen)
     if http_listen is not None or token_file is not None:
@@ -70,13 +70,12 @@ def mcp(role: str | None, http_listen: str | None = None,
 
 def _serve_http(config: Settings, listen_text: str | None, token_file: str | None) -> None:
     """The same server over streamable HTTP (`mcp/http.py`): checked, then served."""
-    from ..mcp import http
-
     if listen_text is None:
         raise UsageError("--token-file needs --http HOST:PORT")
     listen = http.parse_listen(listen_text)
     token = http.check_exposure(listen, http.load_token(token_file))
     with quiet_gc():
+        # lazy: the SDK's import, with the collector paused; `mcp` on stdio never needs it here
         from ..mcp.server import build_server
 
         server = build_server(config)

@@ -1,4 +1,5 @@
-"""`codexbridge setup claude|codex [--project DIR | --user] [--dry-run] [--remove]`."""
+"""`codexbridge setup claude|codex [--project DIR | --user] [--dry-run] [--remove]`, and
+`codexbridge install-hook` (the mailbox hooks alone, into one project)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import UsageError
+from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
+from ..inbox.location import validate_name
+from ..messages import to_claude as inbox_service
+from ..setup.claude import install_hooks, setup_claude
+from ..setup.codex import setup_codex
+from ..setup.where import scope_for
 from .command import command, echo, emit_json
 
 if TYPE_CHECKING:
@@ -93,9 +100,6 @@ def claude_cmd(project: str | None, user: bool, dry_run: bool, remove: bool,
       the scope's settings.json: enabledPlugins["codexbridge@codexbridge"] and the
         plugin's read-only tools in permissions.allow
     """
-    from ..setup.claude import setup_claude
-    from ..setup.where import scope_for
-
     _show(setup_claude(scope_for("claude", project, user), dry_run=dry_run, remove=remove),
           as_json)
 
@@ -130,13 +134,57 @@ def codex_cmd(project: str | None, user: bool, dry_run: bool, remove: bool, as_j
     cannot set (docs/fitting-in.md of codexbridge's source, "The Codex side"). Comments
     and formatting of the rest of the file are kept byte for byte.
     """
-    from ..inbox.location import validate_name
-    from ..setup.codex import setup_codex
-    from ..setup.where import scope_for
-
     if mailbox:
         validate_name(mailbox)
     report = setup_codex(scope_for("codex", project, user), dry_run=dry_run, remove=remove,
                          name=name, url=url, token_env=token_env or None, approval=approval,
                          mailbox=mailbox)
     _show(report, as_json)
+
+
+@click.command("install-hook", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--project", "project", required=True, metavar="DIR",
+              type=click.Path(file_okay=False), help="The Claude Code project to hook.")
+@click.option("--as", "name", required=True, metavar="NAME",
+              help="Mailbox this project's sessions listen on.")
+@click.option("--rewake", is_flag=True,
+              help="Also register the asyncRewake watcher (SessionStart + Stop) so mail "
+                   "wakes an idle interactive session.")
+@click.option("--watch-timeout", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT,
+              show_default=True, help="Seconds each watcher waits (with --rewake).")
+@click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@command
+def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
+                 dry_run: bool, as_json: bool) -> None:
+    """Merge the mailbox hooks into DIR/.claude/settings.json.
+
+    Keeps every existing hook and setting, and the file's style (indent, final
+    newline), as `setup claude` does; running it again changes nothing (our entry for
+    the same mailbox is updated in place). The old file is backed up as
+    settings.json.bak-codexbridge-<time>. The hook command uses this interpreter by
+    absolute path, so it works from any project.
+    """
+    mailbox = inbox_service.mailbox_name(name)
+    with inbox_service.mailbox_io("update the settings file"):
+        result = install_hooks(project, mailbox, rewake=rewake, dry_run=dry_run,
+                         watch_timeout=watch_timeout)
+    if as_json:
+        emit_json({"ok": True, "settings": result.settings_path, "changes": result.changes,
+                   "written": result.written, "backup": result.backup,
+                   "dry_run": dry_run, "diff": result.diff, "commands": result.commands})
+        return
+    if not result.changes:
+        echo(f"{result.settings_path}: already has the codexbridge hooks for "
+             f'"{mailbox}"; nothing to change')
+        return
+    if dry_run:
+        echo(result.diff, nl=False)
+        echo("(dry run: nothing was written)")
+        return
+    for change in result.changes:
+        echo(change)
+    if result.backup:
+        echo(f"backup: {result.backup}")
+    echo(f"wrote {result.settings_path}\nRestart Claude Code sessions in that "
+         f'project; then `codexbridge inbox push --to {mailbox} "..."` reaches them.')

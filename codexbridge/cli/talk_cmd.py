@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from ..conversation.envelope import Sender
     from ..messages.to_codex import Said
     from ..protocol.threads import ThreadInfo
+from ..host.daemon import attach_line, open_tui, token_word
+from ..talk.threads import find_target, list_threads
 from .app import LazyGroup
 from .command import (
     approval_timeout_option,
@@ -66,8 +68,6 @@ def open_tui_hint(ep: Endpoint) -> str:
     """How to open a TUI on `ep` (host/daemon.open_tui: plain `codex` for codex's own
     daemon, the --remote line for another server), with the token flag a protected
     server needs."""
-    from ..host.daemon import attach_line, open_tui, token_word
-
     if ep.token:
         line = attach_line(ep.url, "DIR", token=token_word(ep.token_file))
         return f"open the Codex TUI with `{line}`"
@@ -103,8 +103,6 @@ def talk() -> None:
 @command
 def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
     """Threads loaded in the app-server: id, name, cwd, status."""
-    from ..talk.threads import list_threads
-
     ep = resolve_endpoint(url)
 
     async def go() -> list[ThreadInfo]:
@@ -166,6 +164,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     an agent, the message carries the envelope, spends a hop and has a record (`talk
     status ID`); from the human's own shell the words go as the human's.
     """
+    # lazy: `talk --help` and `talk list|read` import no engine (messages/, inbox/)
     from ..messages.to_codex import blocking_say
 
     message = read_text_arg(text)
@@ -314,8 +313,8 @@ class _ReplyOutput:
 def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: str | None,
              as_json: bool) -> None:
     """The thread's history as a readable transcript (`--json`: turns with items)."""
+    # lazy: `talk --help` and `talk say` do not read a thread's history
     from ..talk.history import TurnRecord, read_history, render_item
-    from ..talk.threads import find_target
 
     if target_cwd:
         target_cwd = ensure_dir(target_cwd, "--cwd")

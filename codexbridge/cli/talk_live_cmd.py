@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..conversation.envelope import steer_text, who_sends
+from ..conversation.limits import DEFAULT_MAX_HOPS
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -20,10 +22,20 @@ from ..errors import (
     NoThreadError,
     UsageError,
 )
+from ..host.private import ensure_private_dir, write_private
+from ..messages.conversations import Conversations
+from ..messages.courier import close_request
 from ..messages.records import Damaged, Delivery, DeliveryStore
+from ..messages.to_claude import mailbox_name
+from ..messages.to_codex import refuse_self_send
+from ..messages.to_codex import send as send_message
+from ..messages.to_codex import status as check
 from ..protocol.approvals import approval_settings
 from ..talk.client import AppServerClient
 from ..talk.endpoint import resolve_endpoint
+from ..talk.threads import find_target, rename
+from ..talk.turn import interrupt as interrupt_turn
+from ..talk.turn import steer as steer_turn
 from .command import (
     approval_timeout_option,
     approvals_option,
@@ -110,10 +122,6 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
     conversation is refused as a loop, and so is a send from inside a Codex turn into
     that same thread.
     """
-    from ..messages.to_claude import mailbox_name
-    from ..messages.to_codex import refuse_self_send
-    from ..messages.to_codex import send as send_message
-
     message = read_text_arg(text)
     if selector:
         refuse_self_send(selector, os.environ)  # before connecting: the sandbox may not let us
@@ -151,9 +159,6 @@ def send(text: str, selector: str | None, target_cwd: str | None, reply_to: str 
 
 
 def _answer_lost(store: DeliveryStore, request: str, answer: str, exc: BridgeError) -> None:
-    from ..host.private import ensure_private_dir, write_private
-    from ..messages.courier import close_request
-
     ensure_private_dir(store.root)
     kept = store.root / f"{request}.answer.text"
     write_private(kept, answer.encode("utf-8"))
@@ -173,8 +178,6 @@ def status(delivery_id: str | None, wait: float, limit: int, as_json: bool) -> i
     recent ones — read from this machine's records, with or without an app-server. A
     delivery whose courier died gets a new one, which finds the message in the thread
     (its answer routed, marked recovered) or says `orphaned`; never resent."""
-    from ..messages.to_codex import status as check
-
     store = DeliveryStore()
     if delivery_id is None:
         records = store.recent(limit)
@@ -252,10 +255,6 @@ def _print_record(r: Delivery) -> None:
 def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> None:
     """Add TEXT (or `-`) to the turn running in the thread (`turn/steer`): the model
     sees it at once, in the same turn."""
-    from ..conversation.envelope import steer_text, who_sends
-    from ..talk.threads import find_target
-    from ..talk.turn import steer as steer_turn
-
     message = read_text_arg(text)
     sender = who_sends(os.environ)
 
@@ -284,8 +283,6 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
 def interrupt(selector: str | None, url: str | None, as_json: bool) -> None:
     """Interrupt the turn running in the thread (`turn/interrupt`); it ends
     `interrupted` within a moment."""
-    from ..talk.threads import find_target
-    from ..talk.turn import interrupt as interrupt_turn
 
     async def go() -> tuple[str, str | None]:
         async with _client(url, selector) as client:
@@ -311,8 +308,6 @@ def interrupt(selector: str | None, url: str | None, as_json: bool) -> None:
 def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
     """Name THREAD (an id or its current exact name) NAME (`thread/name/set`); the TUI and
     `--thread NAME` see the new name."""
-    from ..talk.threads import find_target, rename
-
     if not new_name.strip():
         raise UsageError("the name is empty")
 
@@ -349,9 +344,6 @@ def budget(max_hops: int | None, reset: bool, as_json: bool) -> None:
     including one that was just refused over budget. Without it a conversation keeps
     the budget it started with: the sender's $CODEX_BRIDGE_MAX_HOPS, else 40.
     """
-    from ..conversation.limits import DEFAULT_MAX_HOPS
-    from ..messages.conversations import Conversations
-
     if reset and max_hops is not None:
         raise UsageError("pass N or --reset, not both")
     convs = Conversations()

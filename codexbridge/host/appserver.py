@@ -21,6 +21,7 @@ from typing import IO
 
 from ..errors import ServeError
 from .binaries import parse_version
+from .daemon import listening
 
 READY_TIMEOUT = 30.0
 
@@ -110,8 +111,6 @@ class AppServerProcess:
 
     def _accepts(self) -> bool:
         if self.socket_path is not None:
-            from .daemon import listening
-
             return listening(self.socket_path)
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host.strip("[]")
         try:

@@ -40,7 +40,7 @@ def read_object(path: str) -> JsonObject | None:
 
 def damaged(path: str, what: str, why: str) -> Exception:
     """The error for a state file of ours that no longer reads (naming the file)."""
-    from ..errors import DamagedStateError  # lazily: errors imports typing (~3 ms)
+    from ..errors import DamagedStateError  # lazy: the Stop hook imports no typing (~3 ms)
 
     return DamagedStateError(f"{what} {path} is damaged ({why}); it was not used",
                              details={"path": path})

@@ -63,7 +63,7 @@ def _roots() -> list[str]:
 
 def _owner(uid: int) -> str:
     try:
-        import pwd
+        import pwd  # lazy: the Stop hook's path checks its dirs but names no owner
 
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
     except (ImportError, KeyError):
@@ -93,7 +93,7 @@ def dir_problem(path: str, st: os.stat_result) -> tuple[str, str] | None:
 
 
 def _refuse(problem: tuple[str, str], path: str) -> None:
-    from ..errors import UnsafeStateError  # lazily: errors imports typing (~3 ms)
+    from ..errors import UnsafeStateError  # lazy: the Stop hook imports no typing (~3 ms)
 
     raise UnsafeStateError(f"refusing {path}: {problem[0]}. Fix: {problem[1]}",
                            details={"path": path, "problem": problem[0], "fix": problem[1]})
@@ -202,7 +202,7 @@ def write_failure(exc: OSError, path: str | os.PathLike[str]) -> OSError:
     why = _WRITE_FAILURES.get(exc.errno or 0)
     if why is None:  # (a StateError has no errno: it passes through as it is)
         return exc
-    from ..errors import StateWriteError  # lazily: only on this failure path
+    from ..errors import StateWriteError  # lazy: the Stop hook imports no typing
 
     target = os.fspath(path)
     home = state_home()
@@ -317,6 +317,7 @@ def check_state_dirs() -> None:
     user out, mix our files into another agent's state (`unsafe_state_dir`), or is not
     ours alone (`dir_problem`). Reads only: a home that does not exist yet is made on
     first write; one that exists loosely is refused with its fix, never chmodded."""
+    # lazy: the Stop hook's path imports no error tree (typing, ~3 ms)
     from ..errors import UsageError
 
     for root, what in ((state_home(), HOME_ENV),

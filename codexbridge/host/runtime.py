@@ -38,7 +38,7 @@ def private_runtime_dir() -> str | None:
     except OSError:
         return None
     except Exception as exc:  # errors is imported only on this path (the Stop hook's)
-        from ..errors import UnsafeStateError
+        from ..errors import UnsafeStateError  # lazy: the Stop hook imports no typing
 
         if isinstance(exc, UnsafeStateError):
             return None

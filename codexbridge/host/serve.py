@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
+from hashlib import sha256
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, NamedTuple
@@ -36,6 +38,8 @@ from .binaries import find_codex
 from .envbaseline import auth_hint, child_env, mcp_token_vars
 from .paths import BridgeRecord, bridge_file, state_dir, write_private
 from .procs import pid_alive
+from .runtime import SOCKET_PATH_MAX, socket_in_runtime
+from .tls_relay import TlsRelay, server_context
 from .tokens import check_strength, new_token
 
 if TYPE_CHECKING:
@@ -59,8 +63,6 @@ def check_not_running() -> None:
 
 
 def port_free(host: str, port: int) -> bool:
-    import socket
-
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         # As codex's own listener does (tokio sets it): a connection serve closed a moment
@@ -326,10 +328,6 @@ def socket_path() -> Path:
     """serve's own unix socket: `serve-<hash of the state home>.sock` in the private
     runtime directory (host/runtime.py), else in the state home itself (0700 too) — a
     socket path must fit in ~104 bytes. UsageError when neither place fits."""
-    from hashlib import sha256
-
-    from .runtime import SOCKET_PATH_MAX, socket_in_runtime
-
     home = os.path.realpath(state_dir(create=False))
     name = "serve-" + sha256(home.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     found = socket_in_runtime(f"{name}.sock")
@@ -347,8 +345,6 @@ def socket_path() -> Path:
 def _tls_front(tls: tuple[str, str], listen: Listen) -> TlsRelay:
     """`--tls-cert`: the relay that serves wss://HOST:PORT in front of codex's loopback
     listener (codex has no TLS listener); it checks the token itself too."""
-    from .tls_relay import TlsRelay, server_context
-
     assert listen.token is not None
     context = server_context(*tls)
     return TlsRelay(listen.public_host, listen.port, f"ws://127.0.0.1:{listen.inner_port}",

@@ -21,6 +21,10 @@ import threading
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import serve
+from websockets.exceptions import ConnectionClosed
+
 from ..errors import ServeError, UsageError
 
 if TYPE_CHECKING:
@@ -80,8 +84,6 @@ class TlsRelay:
             self._ready.set()
 
     async def _main(self) -> None:
-        from websockets.asyncio.server import serve
-
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         async with serve(self._handle, self.host, self.port, ssl=self.context,
@@ -97,9 +99,6 @@ class TlsRelay:
                                                            "required\n")
 
     async def _handle(self, downstream: ServerConnection) -> None:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed
-
         request = downstream.request  # (always there once the handshake is done)
         headers = {k: v for k, v in (request.headers.raw_items() if request else ())
                    if k.lower() in FORWARDED}

@@ -18,6 +18,7 @@ import asyncio
 import os
 import platform
 from collections.abc import Sequence
+from importlib import metadata
 from typing import TYPE_CHECKING, Annotated
 
 from mcp.server.mcpserver import Context
@@ -69,8 +70,6 @@ class BridgeTools:
 # -- bridge_status -------------------------------------------------------------------------
 
 def _mcp_version() -> str | None:
-    from importlib import metadata
-
     try:
         return metadata.version("mcp")
     except metadata.PackageNotFoundError:
@@ -79,7 +78,7 @@ def _mcp_version() -> str | None:
 
 async def _probe(rt: Runtime) -> Data:
     """The app-server in force: where, and whether it answers the handshake."""
-    from ..host.binaries import parse_version
+    from ..host.binaries import parse_version  # lazy: the cold MCP start to initialize
 
     info: Data = {"url": None, "source": None, "reachable": False, "error": None,
                   "userAgent": None, "codexVersion": None}
@@ -110,6 +109,7 @@ async def _probe(rt: Runtime) -> Data:
 
 def _deliveries() -> list[Data]:
     """The ten most recent delivery records (talk send / wait=false / expect-reply)."""
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine
     from ..messages.records import DeliveryStore
 
     try:
@@ -120,6 +120,7 @@ def _deliveries() -> list[Data]:
 
 
 def _mailboxes(rt: Runtime) -> Data:
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine
     from ..inbox.location import default_mailbox
     from ..messages import to_claude as inbox
 
@@ -264,6 +265,7 @@ async def hand_to_codex(rt: Runtime, note: str | None, decisions: str | None,
                         next_step: str | None, *, thread: str | None,
                         from_session: str | None, project: str | None,
                         dry_run: bool) -> Outcome:
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no handoff
     from ..handoff.note import parse_note
     from ..handoff.to_codex import handoff_to_codex
 
@@ -280,6 +282,7 @@ async def hand_to_codex(rt: Runtime, note: str | None, decisions: str | None,
 async def hand_to_claude(rt: Runtime, note: str | None, decisions: str | None,
                          next_step: str | None, *, mailbox: str | None, thread: str | None,
                          via: str, project: str | None, dry_run: bool) -> Outcome:
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no handoff
     from ..handoff.note import parse_note
     from ..handoff.to_claude import handoff_to_claude
 

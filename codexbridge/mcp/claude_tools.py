@@ -22,6 +22,9 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from ..conversation.envelope import who_sends
+from ..conversation.routing import THREAD_ENV
+from ..messages import to_claude as inbox
 from .results import Data, Outcome, guarded, warning
 from .runtime import Runtime, calling_thread
 
@@ -135,8 +138,6 @@ def _mail_view(mail: Mail) -> Data:
 
 
 async def list_mailboxes(rt: Runtime, limit: int) -> Outcome:
-    from ..messages import to_claude as inbox
-
     directory, summaries = inbox.summaries(rt.inbox())
     rows = [{"name": s.name, "pending": s.pending, "rejected": s.rejected,
              "inFlight": s.in_flight, "listener": _listener_view(s.listener),
@@ -151,8 +152,6 @@ async def list_mailboxes(rt: Runtime, limit: int) -> Outcome:
 
 
 async def peek(rt: Runtime, mailbox: str | None, max_messages: int) -> Outcome:
-    from ..messages import to_claude as inbox
-
     known, peeked = inbox.peek(mailbox, inbox=rt.inbox(), project=os.getcwd())
     name = peeked.name
     shown = [_mail_view(m) for m in peeked.mails[:max_messages]]
@@ -170,10 +169,6 @@ async def peek(rt: Runtime, mailbox: str | None, max_messages: int) -> Outcome:
 async def send_mail(rt: Runtime, text: str, mailbox: str | None, sender: str | None, *,
                     new: bool, expect_reply: bool, conversation: str | None,
                     thread: str | None, new_conversation: bool = False) -> Outcome:
-    from ..conversation.envelope import who_sends
-    from ..conversation.routing import THREAD_ENV
-    from ..messages import to_claude as inbox
-
     # The mail cap (CODEX_BRIDGE_MAIL_MAX) is checked by the service, as for
     # `inbox push`; big mail reaches Claude as a preview and a file.
     env = dict(os.environ)

@@ -37,6 +37,8 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from ..conversation.frame import quoted
+from ..protocol.approvals import MCP_POLICIES, parse_policy
+from ..protocol.enums import TurnOutcome
 from .results import Data, Outcome, Warnings, guarded
 from .runtime import Runtime, calling_thread
 
@@ -118,7 +120,7 @@ class CodexTools:
         as an artifact (read with bridge_output_read). A send that started a turn is
         never safe to retry: check error.retryable. Each send has a deliveryId that
         codex_delivery_status (and `codexbridge talk status`) finds."""
-        from ..conversation.envelope import who_sends
+        from ..conversation.envelope import who_sends  # lazy: the cold MCP start
 
         sender = who_sends(os.environ, mcp_role=self.rt.settings.role,
                            calling_thread=calling_thread(ctx))
@@ -144,6 +146,7 @@ class CodexTools:
 # -- codex_threads_list, codex_thread_read ---------------------------------------------------
 
 async def list_threads(rt: Runtime, limit: int) -> Outcome:
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..talk.threads import list_threads as loaded
 
     async with rt.connect() as client:
@@ -158,6 +161,7 @@ async def list_threads(rt: Runtime, limit: int) -> Outcome:
 
 
 async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..talk.history import read_history, render_item
     from ..talk.threads import find_target
 
@@ -198,8 +202,6 @@ async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
 # -- codex_message_send, codex_delivery_status -----------------------------------------------
 
 def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
-    from ..protocol.approvals import MCP_POLICIES, parse_policy
-
     rt.check_text(text)
     if not approvals:
         return rt.settings.approvals
@@ -211,6 +213,7 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
                sender: Sender | None = None, new_conversation: bool = False) -> Outcome:
     """wait=true: `deliveries.blocking_say` — one turn on the thread, in line behind the
     others, its record ended when the call ends — and its reply."""
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..conversation.envelope import who_sends
     from ..messages.to_codex import blocking_say
 
@@ -228,7 +231,7 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
 def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float,
              delivery_id: str | None = None) -> Outcome:
     """The reply of a finished turn (inline or as an artifact), or the error it came to."""
-    from ..protocol.enums import TurnOutcome
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..talk.outcome import turn_error
 
     approvals = [a.as_dict() for a in result.approvals]
@@ -269,6 +272,7 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
                      timeout_ms: int | None, *, sender: Sender | None = None,
                      new_conversation: bool = False) -> Outcome:
     """wait=false: the receipt of `talk send` (the courier carries the turn)."""
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..messages.to_claude import mailbox_name
     from ..messages.to_codex import send as send_message
     from ..talk.endpoint import reach_of
@@ -292,6 +296,7 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
 
 
 async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
+    # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..messages.records import DeliveryStore
     from ..messages.to_codex import status as check
 

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import UsageError
+from ..host.tokens import MAKE_HINT, check_strength, read_token_file
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -61,8 +62,6 @@ def load_token(token_file: str | None, environ: MutableMapping[str, str] | None 
                ) -> str | None:
     """The bearer token: `--token-file` (a file of this user's alone), else
     CODEX_BRIDGE_MCP_TOKEN; None when neither gives one."""
-    from ..host.tokens import read_token_file
-
     env = os.environ if environ is None else environ
     if token_file:
         return read_token_file(token_file, "--token-file")
@@ -72,8 +71,6 @@ def load_token(token_file: str | None, environ: MutableMapping[str, str] | None 
 def check_exposure(listen: Listen, token: str | None) -> str:
     """The token to serve behind — or a UsageError: none at all (at any address: another
     local user reaches loopback too), or one too weak to keep anyone out."""
-    from ..host.tokens import MAKE_HINT, check_strength
-
     if token is None:
         raise UsageError(f"refusing to serve MCP on {listen.host}:{listen.port} without a "
                          "bearer token: any user of this machine could read and write your "
@@ -131,6 +128,7 @@ def url_of(listen: Listen, sock: socket.socket) -> str:
 
 def serve_http(server: MCPServer, sock: socket.socket, listen: Listen, token: str) -> None:
     """Run `server` on `sock` (from `bind`) until SIGINT/SIGTERM."""
+    # lazy: only `mcp --http` pays for uvicorn; the stdio start goes through this module
     import anyio
     import uvicorn
 

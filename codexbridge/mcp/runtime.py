@@ -24,7 +24,7 @@ from .settings import Settings
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
 
-    from ..talk.client import AppServerClient
+    from ..talk.client import AppServerClient  # lazy: the cold MCP start imports no websockets
     from ..talk.endpoint import Endpoint
     from .artifacts import ArtifactStore, PublicArtifact
 
@@ -36,7 +36,7 @@ PREVIEW_CHARS = 2000
 @asynccontextmanager
 async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
     """A connected, initialized client for the endpoint in force right now."""
-    from ..talk.client import AppServerClient
+    from ..talk.client import AppServerClient  # lazy: the cold MCP start imports no websockets
 
     ep = resolve_endpoint()
     async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
@@ -45,14 +45,14 @@ async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
 
 def resolve_endpoint() -> Endpoint:
     """`talk.endpoint.resolve_endpoint()`, imported on the first call."""
-    from ..talk.endpoint import resolve_endpoint as resolve
+    from ..talk.endpoint import resolve_endpoint as resolve  # lazy: the cold MCP start
 
     return resolve()
 
 
 def inbox_dir() -> str:
     """`inbox.location.inbox_dir()`, imported on the first call."""
-    from ..inbox.location import inbox_dir as where
+    from ..inbox.location import inbox_dir as where  # lazy: the cold MCP start
 
     return where()
 
@@ -85,6 +85,7 @@ class Runtime:
     @property
     def store(self) -> ArtifactStore:
         if self._store is None:
+            # lazy: the cold MCP start makes no store (nor imports its module)
             from ..host.paths import state_dir
             from .artifacts import ArtifactStore
 
@@ -124,7 +125,7 @@ class Runtime:
             warnings.append(warning("OUTPUT_TRUNCATED", (
                 f"the output is {total} bytes; only the first {len(text.encode('utf-8'))} "
                 "(CODEX_BRIDGE_CAPTURE_MAX) were kept")))
-        from .artifacts import StoreFull
+        from .artifacts import StoreFull  # lazy: the cold MCP start
 
         try:
             art = self.store.create(text, kind=kind, meta=meta)
@@ -138,7 +139,7 @@ class Runtime:
 
 
 def _cut(data: bytes, limit: int) -> str:
-    from .artifacts import utf8_cut
+    from .artifacts import utf8_cut  # lazy: the cold MCP start
 
     return data[: utf8_cut(data, limit)].decode("utf-8")
 

@@ -9,16 +9,22 @@ as ours (`INVALID_ARGUMENT`, `UNKNOWN_TOOL`), so a caller can always read
 `structuredContent.error.code`.
 
 Start-up cost: only this role's tool module is imported, and the tool modules import
-what their bodies need (the app-server client, the mailbox service, the artifact store)
-on the first call — `codexbridge mcp` must answer `initialize` about as fast as a bare
+what their bodies need (the app-server client, the engine, the handoff) on the first
+call — `codexbridge mcp` must answer `initialize` about as fast as a bare
 SDK server (bench/bench_mcp.py).
 """
 
 import inspect
+import os
+import shlex
+import sys
 from collections.abc import Awaitable, Callable
+from typing import IO
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, ToolAnnotations
 
 from .. import __version__
@@ -62,10 +68,6 @@ def codexbridge_command() -> str:
     """How a shell runs this very codexbridge, by absolute path: Codex's commands run in
     a login shell whose PATH is reset by /etc/profile (measured), so a `codexbridge` the
     user put on PATH in their terminal is not found there."""
-    import os
-    import shlex
-    import sys
-
     script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     if os.path.basename(script) == "codexbridge" and os.access(script, os.X_OK):
         return shlex.quote(script)
@@ -89,7 +91,7 @@ def _unknown_arguments(server: MCPServer) -> ServerMiddleware[object]:
                 known = set(tool.parameters.get("properties") or {})
                 extra = sorted(set(args) - known)
                 if extra:
-                    import difflib  # only on this error path
+                    import difflib  # lazy: only on this error path, not the cold start
 
                     hints = {k: m[0] for k in extra
                              if (m := difflib.get_close_matches(k, sorted(known), n=1))}
@@ -140,12 +142,14 @@ def _role_tools(rt: Runtime) -> Catalogue:
     """The role's own tools and its bridge_handoff; the other role's module is never
     imported."""
     if rt.settings.role == "claude":
+        # lazy: a server's start imports its own role's tools only
         from .codex_tools import CodexTools
 
         codex = CodexTools(rt)
         return [(codex.codex_threads_list, READ_ONLY), (codex.codex_thread_read, READ_ONLY),
                 (codex.codex_message_send, SEND), (codex.codex_delivery_status, READ_ONLY),
                 (HandoffToCodex(rt).bridge_handoff, SEND)]
+    # lazy: a server's start imports its own role's tools only
     from .claude_tools import ClaudeTools, wire_alias
 
     claude = ClaudeTools(rt)
@@ -172,3 +176,15 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
         server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""),
                         annotations=annotations)
     return server
+
+
+def serve_streams(server: MCPServer, streams: tuple[IO[str], IO[str]]) -> None:
+    """Serve `server` on `streams` (what the quick start hands over) until EOF."""
+    lowlevel = server._lowlevel_server  # what `MCPServer.run_stdio_async` serves
+
+    async def run() -> None:
+        stdin, stdout = (anyio.wrap_file(s) for s in streams)
+        async with stdio_server(stdin, stdout) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(run)

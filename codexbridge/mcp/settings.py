@@ -30,6 +30,7 @@ from typing import Literal
 from ..errors import UsageError
 from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT, MCP_POLICIES, approval_settings
 from ..protocol.enums import ApprovalPolicy
+from .startup_cache import KNOB, parse_knob
 
 Role = Literal["claude", "codex"]
 ROLES: tuple[Role, ...] = ("claude", "codex")
@@ -108,7 +109,6 @@ def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     approvals, approval_timeout = approval_settings(env, allowed=MCP_POLICIES)
     got = _numbers(env)
-    from .startup_cache import KNOB, parse_knob
 
     if parse_knob(env.get(KNOB)) is None:
         raise UsageError(f"{KNOB}={env.get(KNOB)!r} is not a number of seconds "

@@ -32,7 +32,9 @@ import — is written down in docs/mcp.md, "Warm start". The import waits for th
 rather than running behind the start-up: on a 2-core box it would compete with the
 agent's own start for the CPU, and most `claude -p` sessions call no tool at all.
 
-Standard library only at import: the launcher runs this before anything else.
+At import: the standard library and what every start needs anyway (the error tree, the
+private dirs, stdio's signal handler — a cold start imports them too); the settings on
+a record's miss, the SDK at the hand-over (`stdio.serve_stdio`).
 """
 
 from __future__ import annotations
@@ -41,9 +43,21 @@ import contextlib
 import io
 import json
 import os
+import signal
 import sys
+from importlib.machinery import PathFinder
+from typing import IO, TYPE_CHECKING, cast
 
-TYPE_CHECKING = False  # (no `typing` at run time: the launcher imports this first)
+from ..errors import BridgeError
+from ..host.private import check_state_dirs
+from ..host.runtime import private_runtime_dir
+from .stdio import exit_now, serve_stdio
+
+try:  # the builtin module: ~0.5 ms, where hashlib's OpenSSL takes ~20 on a busy box
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import blake2b
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -109,18 +123,12 @@ def _stamps(top: str) -> list[list[object]]:
 
 def _sdk_stamps() -> list[list[object]]:
     """Each SDK package's top file: an install or upgrade rewrites it (found, not imported)."""
-    from importlib.machinery import PathFinder
-
     specs = [PathFinder.find_spec(name) for name in SDK_PACKAGES]
     return [_stamp(spec.origin) if spec is not None and spec.origin else [name]
             for name, spec in zip(SDK_PACKAGES, specs, strict=True)]
 
 
 def _digest(text: str) -> str:
-    try:  # the builtin module: ~0.5 ms, where hashlib's OpenSSL takes ~20 on a busy box
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - an interpreter without it
-        from hashlib import blake2b
     return blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -145,8 +153,6 @@ def record_name(role: str) -> str:
 
 def record_path(role: str) -> str | None:
     """Where the record is; None when there is no private runtime directory."""
-    from ..host.runtime import private_runtime_dir
-
     directory = private_runtime_dir()
     return None if directory is None else os.path.join(directory, record_name(role))
 
@@ -196,9 +202,6 @@ def launch(argv: list[str]) -> int | None:
         return None
     if not parse_knob(os.environ.get(KNOB)) or sys.platform == "win32" or os.isatty(0):
         return None
-    from ..errors import BridgeError
-    from ..host.private import check_state_dirs
-
     path = record_path(role)
     key = record_key(role, os.environ)
     answers = load_record(path, key)
@@ -213,6 +216,7 @@ def launch(argv: list[str]) -> int | None:
 
 
 def load_settings(flag: str | None) -> Settings:
+    # lazy: a start the record answers never loads the settings (nor what they import)
     from . import settings
 
     return settings.load(settings.resolve_role(flag, os.environ))
@@ -277,10 +281,6 @@ class _Session:
         self.asked: dict[str, str] = {}  # id → request_key of start-up requests to record
 
     def run(self) -> None:
-        import signal
-
-        from .stdio import exit_now
-
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, exit_now)
         for line in iter(self.reader.readline, b""):
@@ -314,10 +314,6 @@ class _Session:
         return True
 
     def _hand_over(self) -> None:
-        from typing import IO, cast
-
-        from .stdio import serve_stdio
-
         # (text streams as far as the SDK's transport goes: it calls readline and write)
         streams = (cast(IO[str], _Replay(self)), cast(IO[str], _Filter(self)))
         serve_stdio(load_settings(self.flag), streams=streams)

@@ -54,7 +54,8 @@ def serve_stdio(config: Settings, *, streams: tuple[IO[str], IO[str]] | None = N
         signal.signal(sig, exit_now)
     with quiet_gc():
         try:
-            from .server import build_server
+            # lazy: the SDK's import, with the collector paused; the quick start runs first
+            from .server import build_server, serve_streams
         except ImportError as exc:  # pragma: no cover - a broken install
             raise UsageError(f"the mcp SDK is not importable ({exc}); reinstall "
                              "codexbridge") from exc
@@ -62,14 +63,4 @@ def serve_stdio(config: Settings, *, streams: tuple[IO[str], IO[str]] | None = N
     if streams is None:
         server.run("stdio")
         return
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    lowlevel = server._lowlevel_server  # what `MCPServer.run_stdio_async` serves
-
-    async def run() -> None:
-        stdin, stdout = (anyio.wrap_file(s) for s in streams)
-        async with stdio_server(stdin, stdout) as (read, write):
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
-
-    anyio.run(run)
+    serve_streams(server, streams)

@@ -29,9 +29,11 @@ from collections.abc import Mapping
 
 from ..errors import UsageError
 from ..host.codex_mcp import COMMENT, launch, launched
+from ..host.tomlfile import load_toml
 from ..jsontypes import arr, text
 from . import files, ledger, tomledit
 from .ledger import Report
+from .mailbox import project_mailbox
 from .where import Scope, codex_config, command_argv, ledger_path
 
 TYPE_CHECKING = False
@@ -89,8 +91,6 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
                 token_env: str | None = TOKEN_ENV,
                 approval: str = DEFAULT_APPROVAL, mailbox: str | None = None,
                 env: Mapping[str, str] | None = None) -> Report:
-    from ..host.tomlfile import load_toml
-
     env = os.environ if env is None else env
     if not name or not all(ch.isalnum() or ch in "-_" for ch in name):
         raise UsageError(f"--name {name!r}: use letters, digits, '-' and '_'")
@@ -111,8 +111,6 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
         return report
     table = codex_table(url, token_env, approval, path)
     if mailbox is None and scope.project and not url:
-        from .mailbox import project_mailbox
-
         mailbox = project_mailbox(scope.project)
     # An MCP server's env only reaches a command codex starts, not a URL.
     block = tomledit.server_block(name, table, {} if url else server_env(env, mailbox),

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..host.jsonfile import nofollow
 from ..host.private import write_atomic
 
 TYPE_CHECKING = False
@@ -57,8 +58,6 @@ class FileChange:
 def read_text(path: str, *, follow: bool = True) -> str | None:
     """The file's text, or None when it does not exist; UsageError when unreadable (with
     `follow` False, a symlink too: it is not read through)."""
-    from ..host.jsonfile import nofollow
-
     try:
         with open(path, encoding="utf-8", newline="",
                   opener=None if follow else nofollow) as fh:
@@ -160,8 +159,6 @@ def remove_empty_dirs(dirs: list[str]) -> None:
 def read_backup(path: str | None) -> str | None:
     """The bytes setup kept of a file, or None: missing, unreadable, or a symlink — what
     a link points to is not what setup saved, and must not be written back."""
-    from ..host.jsonfile import nofollow
-
     if not path:
         return None
     try:

@@ -25,8 +25,9 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from ..errors import UsageError
-from ..host.jsonfile import loads_json
+from ..errors import StateError, StateWriteError, UsageError
+from ..host.jsonfile import loads_json, nofollow
+from ..host.private import write_failure, write_private
 from ..jsontypes import obj
 from . import files
 from .files import FileChange
@@ -119,8 +120,6 @@ def _object(value: object) -> JsonObject:
 
 
 def load(path: str) -> Ledger:
-    from ..host.jsonfile import nofollow
-
     try:
         with open(path, encoding="utf-8", opener=nofollow) as fh:
             text = fh.read()
@@ -141,8 +140,6 @@ def load(path: str) -> Ledger:
 
 def save(path: str, ledger: Ledger) -> None:
     """Write the record; an empty one is deleted (nothing of setup's is left anywhere)."""
-    from ..host.private import write_private
-
     if not ledger.files:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -228,9 +225,6 @@ def _record(book: Ledger, change: FileChange, records: Records, key: str,
 def _unfinished(exc: OSError, left: list[str]) -> OSError:
     """The failed write as the user's environment (StateWriteError, exit 73), saying
     that nothing was changed — or exactly what could not be put back."""
-    from ..errors import StateError, StateWriteError
-    from ..host.private import write_failure
-
     found = write_failure(exc, exc.filename or ledger_path())
     if isinstance(found, StateError):
         message, details = found.message, found.details

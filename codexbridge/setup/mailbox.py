@@ -18,6 +18,10 @@ from __future__ import annotations
 import os
 import time
 
+from ..host.locking import FileLock
+from ..host.private import check_state_dirs, ensure_private_dir, write_private
+from ..inbox.location import MAILBOX_ENV
+
 # Every stop reads a claim through this module: it loads neither `typing` nor `hashlib`
 # (the Stop hook's empty path has neither; `project_mailbox` imports hashlib when a name
 # is decided, at SessionStart).
@@ -40,6 +44,7 @@ def _clean(text: str) -> str:
 
 def project_mailbox(real_path: str) -> str:
     """`<basename>-<6 hex of sha256(path)>` for an absolute, resolved project path."""
+    # lazy: the Stop hook's path (a claimed session) needs no OpenSSL
     import hashlib
 
     digest = hashlib.sha256(real_path.encode("utf-8", "surrogateescape")).hexdigest()[:6]
@@ -145,15 +150,12 @@ def for_session(inbox: str, env: Mapping[str, str], cwd: str, *, start: bool) ->
     describes: `$CODEX_BRIDGE_MAILBOX` when set; else its claim, read — or, at
     SessionStart (`start`: a resumed session may find its name taken) or when it has
     none, decided and claimed for the project Claude works in."""
-    from ..inbox.location import MAILBOX_ENV
-
     chosen = env.get(MAILBOX_ENV)
     if chosen:
         return chosen
     session = env.get(SESSION_ENV, "")
     if not start and (kept := claimed(inbox, session)) is not None:
         return kept
-    from ..host.private import check_state_dirs
 
     check_state_dirs()  # it writes a claim: into a state home that must be safe
     pid = env.get("CLAUDE_PID", "")
@@ -164,9 +166,7 @@ def for_session(inbox: str, env: Mapping[str, str], cwd: str, *, start: bool) ->
 def claim(inbox: str, project: str, session: str, claude_pid: int | None) -> str:
     """This session's mailbox name, claimed under a lock so two sessions starting at
     once cannot both take the project's name."""
-    from ..host.locking import FileLock
-    from ..host.private import ensure_private_dir, write_private
-    from ..host.procs import pid_alive
+    from ..host.procs import pid_alive  # lazy: a Stop hook with a claim never claims
 
     base = project_mailbox(os.path.realpath(project))
     if not valid_session(session):

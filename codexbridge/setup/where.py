@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 from ..errors import UsageError
 from ..host.claude_plugin import claude_user_settings as claude_user_settings
+from ..host.daemon import codex_home
+from ..host.private import state_home
 
 LEDGER = "setup.json"
 
@@ -49,7 +51,6 @@ def claude_settings(scope: Scope, env: Mapping[str, str] | None = None) -> str:
 def codex_config(scope: Scope, env: Mapping[str, str] | None = None) -> str:
     if scope.project:
         return os.path.join(scope.project, ".codex", "config.toml")
-    from ..host.daemon import codex_home
 
     return str(codex_home(env) / "config.toml")
 
@@ -60,8 +61,6 @@ def plugin_dir() -> str:
 
 
 def ledger_path() -> str:
-    from ..host.private import state_home
-
     return os.path.join(state_home(), LEDGER)
 
 
