@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from ..errors import ConnectError, UsageError
+from ..host import daemon
 from ..host.paths import BridgeRecord, bridge_file
+from ..host.procs import pid_alive
 
 if TYPE_CHECKING:
     from ..protocol.threads import ThreadInfo
@@ -253,8 +255,6 @@ def _serve_alive(record: BridgeRecord | None) -> bool | None:
     pid = record.pid if record else None
     if pid is None or pid <= 0:
         return None
-    from ..host.procs import pid_alive
-
     return pid_alive(pid)
 
 
@@ -271,8 +271,6 @@ def _say_once(note: str) -> None:
 def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> Endpoint:
     """The app-server to talk to. `thread` (an id or name), when the caller knows it,
     decides between a serve and a daemon that both run (see `by_threads`)."""
-    from ..host import daemon
-
     token = os.environ.get("CODEX_BRIDGE_TOKEN") or None
     env_url = os.environ.get("CODEX_BRIDGE_URL") or None
     record = BridgeRecord.current(_say_once)
@@ -340,8 +338,6 @@ def recorded_endpoint(url: str | None, token_file: str | None, ca_file: str | No
 def others(url: str) -> list[Server]:
     """The app-servers running here besides the one at `url` (the serve of bridge.json,
     CODEX_HOME's daemon): where a thread this one does not hold may be held instead."""
-    from ..host import daemon
-
     found: list[Server] = []
     record = BridgeRecord.current(_say_once)
     served = record.url if record else None

@@ -27,6 +27,7 @@ from ..protocol.generated.enums import ThreadItemType, TurnStatus
 from ..protocol.turn import CAPTURE_LIMIT
 from .client import Rpc
 from .follow import ApprovalRecord, SayResult, TurnFollower
+from .recover import still_queued, turn_of, turn_status
 from .threads import join, wait_idle
 
 if TYPE_CHECKING:
@@ -220,8 +221,6 @@ async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
     """Follow a turn already running (a courier taking over after its predecessor died)
     to its end; the final text comes from `item/completed`, so joining late loses
     nothing. A turn that already ended is read from the thread."""
-    from .recover import turn_status
-
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, None, on_approval)
     run.tracker.capture_limit = capture_limit
     async with _pumping(rpc, run, "codexbridge-turn-follow"):
@@ -283,8 +282,6 @@ async def _find_ours(rpc: Rpc, run: TurnFollower, thread_id: str, progress: SayP
                      text: str | None, deadline: float) -> SayResult | Literal[True] | None:
     """Until our turn runs: True (follow it), a result (it already ended), None (codex
     has the message nowhere and there is no `text` to send)."""
-    from .recover import still_queued, turn_of, turn_status
-
     loop = asyncio.get_running_loop()
     misses = 0
     while not run.started.is_set():
