@@ -389,7 +389,7 @@ LEDGER = """
 from codexbridge.handoff import ledger
 project = {project!r}
 with ledger.locked(ledger.project_key(project), project) as state:
-    ledger.remember(state, {{"id": "h2", "to": "codex"}})
+    ledger.remember(state, ledger.Past(id="h2", target="codex"))
 """
 
 
@@ -397,16 +397,16 @@ def _ledger_setup(home: Path) -> str:
     project = str(home / "project")
     os.mkdir(project)
     with ledger.locked(ledger.project_key(project), project) as state:
-        ledger.remember(state, {"id": "h1", "to": "claude"})
+        ledger.remember(state, ledger.Past(id="h1", target="claude"))
     return project
 
 
 def _ledger_check(home: Path, project: str, done: Done) -> None:
     state = ledger.load(ledger.project_key(project), project)  # never damaged
-    ids = [h.get("id") for h in state["history"] if isinstance(h, dict)]
+    ids = [h.id for h in state.history]
     assert ids in (["h1"], ["h1", "h2"]), ids
     with ledger.locked(ledger.project_key(project), project) as again:
-        ledger.remember(again, {"id": "h3", "to": "claude"})
+        ledger.remember(again, ledger.Past(id="h3", target="claude"))
 
 
 def test_the_handoff_ledger_killed_at_each_step(tmp_path: Path,
