@@ -457,7 +457,7 @@ def _deliver(inbox: str, name: str, inp: HookInput) -> bool:
     from ..inbox.location import rejected_path
     from ..inbox.render import render_mail, sender_of, spilled
     from ..inbox.store import take_for_claude
-    from ..messages.answers import note_handed
+    from ..messages.handed import note_handed
     from .loop_guard import block_output, mail_note
 
     with take_for_claude(inbox, name, lock_timeout=LOCK_WAIT) as batch:

@@ -6,8 +6,10 @@ One road each, which every front end (CLI, MCP, the hooks, handoff) calls:
                      status — a request or notice to a Codex thread
     to_claude.py     a request or plain mail to a Claude Code session's mailbox: names
                      validated, the one push rule, the hop spent, the record
-    answers.py       Claude's answer to a Codex request: noted when the mail is handed,
-                     sent back at the stop that answers it
+    handed.py        what a Claude session was handed: the handling marker, its requests
+                     watched (cheap: the Stop hook calls it for every mail it delivers)
+    answers.py       Claude's answer to a Codex request, sent back at the stop that
+                     answers it
     live.py          mail pushed into the running Claude session's cross-session inbox,
                      confirmed from its transcript, or put back for the Stop hook
     courier.py       the one resident process per state home that carries every

@@ -18,7 +18,6 @@ import os
 import time
 
 from ..conversation import handling
-from ..inbox.lines import Mail
 from ..jsontypes import opt_str
 from ..talk.endpoint import Reach
 from . import courier_link
@@ -28,52 +27,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
     from .records import Delivery, DeliveryStore
-
-
-def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
-                transcript: str | None = None, offset: int = 0,
-                claude_pid: int | None = None) -> None:
-    """`mails` were just put in front of the session (they show up in `transcript` after
-    byte `offset`): remember what it is handling, and have its requests watched."""
-    if not session_id:
-        return
-    fields = [{**m.extra, "id": m.mail_id} for m in mails]
-    fresh = handling.note(session_id, mailbox, fields, transcript, offset)
-    asked = [r for r in fresh if any(
-        (f.get("request") or f.get("id")) == r and f.get("expect_reply") for f in fields)]
-    if not asked:
-        return
-
-    store = DeliveryStore()
-
-    def handed(r: Delivery) -> None:
-        if not r.state.final:
-            r.await_reply(session_id=session_id,
-                   claude_pid=claude_pid or r.claude_pid)
-
-    for request in asked:
-        store.update(request, handed)
-    courier_link.ensure(asked)  # watches the session until it answers
-
-
-def note_sent(session_id: str | None, claude_pid: int | None, mails: list[Mail]) -> None:
-    """A live frame carrying `mails` went to the session `claude_pid` (not yet confirmed
-    taken in): its requests are watched from now on — if that session ends first, the
-    asking thread hears of it (and the mail goes back to the mailbox for the next one)."""
-    asked = [str(m.extra.get("request")) for m in mails
-             if m.extra.get("expect_reply") and m.extra.get("request")]
-    if not asked or claude_pid is None:
-        return
-
-    store = DeliveryStore()
-
-    def sent(r: Delivery) -> None:
-        if not r.state.final and r.answered_at is None:
-            r.session_id, r.claude_pid = session_id or r.session_id, claude_pid
-
-    for request in asked:
-        store.update(request, sent)
-    courier_link.ensure(asked)
 
 
 def answer_pending(session_id: str | None, answer: str | None) -> int:

@@ -69,7 +69,7 @@ from ..inbox.location import live_files, live_path, rejected_path
 from ..inbox.render import render_mail, spilled
 from ..jsontypes import objs, opt_float, opt_int, opt_str
 from ..protocol.enums import WireEnum
-from .answers import note_handed, note_sent
+from .handed import note_handed, note_sent
 from .records import DeliveryState
 
 TYPE_CHECKING = False
