@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 
-from ..host.claude_files import INTERRUPT_MARK, Record
+from ..claude.files import INTERRUPT_MARK, Record
 from ..host.jsonfile import read_record, record_version
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, state_home, write_private

@@ -23,17 +23,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..claude.inbox_socket import PEER_PROTOCOL
+from ..claude.plugin import PluginFacts
+from ..claude.plugin import plugin_facts as read_plugin_facts
 from ..hooks.loop_guard import effective_max_chain
 from ..hooks.seen import UNNAMED, read_seen
 from ..host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, VersionFit, install_hint, version_fit
-from ..host.claude_plugin import PluginFacts
-from ..host.claude_plugin import plugin_facts as read_plugin_facts
 from ..host.jsonfile import loads_json
 from ..inbox.listeners import Listener, closest_name, read_listeners
 from ..inbox.location import inbox_dir, rejected_path
 from ..inbox.peek import summarize
 from ..jsontypes import opt_int
-from ..messages.live import PEER_PROTOCOL, Reach
+from ..messages.live import Reach
 from ..messages.to_claude import reach
 from . import parse
 from .binaries import BinaryFacts
@@ -439,7 +440,7 @@ def _no_stop_hook(p: ProjectFacts, watchers: list[ClaudeHook], plugin_enabled: b
 # --- the plugin ------------------------------------------------------------------------------
 
 def plugin_facts(project_dir: Path) -> PluginFacts:
-    """host/claude_plugin.py `plugin_facts`: marketplace_path, marketplace_ok,
+    """claude/plugin.py `plugin_facts`: marketplace_path, marketplace_ok,
     enabled_in, bin, files."""
     return read_plugin_facts(str(project_dir))
 

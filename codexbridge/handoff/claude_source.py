@@ -74,10 +74,10 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from ..claude.files import Message, Record
+from ..claude.plugin import claude_config_dir, plugin_facts
 from ..conversation.routing import SESSION_ENV, SOCKET_ENV
 from ..errors import AmbiguousSessionError, NoSessionError
-from ..host.claude_files import Message, Record
-from ..host.claude_plugin import claude_config_dir, plugin_facts
 from ..host.jsonfile import read_object
 from ..host.procs import pid_alive
 from ..host.text import writable

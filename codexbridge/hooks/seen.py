@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 
-from ..host.claude_files import SessionEntry
+from ..claude.files import SessionEntry
 from ..host.jsonfile import read_object
 from ..host.private import state_home, write_private
 from ..inbox import listeners

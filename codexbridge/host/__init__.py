@@ -16,9 +16,6 @@
     jsonfile.py     reading JSON someone else may be writing (or may have damaged)
     tomlfile.py     reading codex's config.toml (tomllib)
     text.py         text that can always be written (lone surrogates replaced)
-    claude_plugin.py  is codexbridge's Claude Code plugin enabled for a project
-    claude_files.py   what Claude Code writes that we read, typed: a transcript's lines,
-                      a session's registry entry, an inbox receipt
     schemas.py      reading the schema files in `schemas/` (checkout only)
 
 This file imports nothing: the Stop hook reaches `private.py` through it.

@@ -15,10 +15,10 @@ delivers it", with the reason said.
     status(inbox, name)        reachable now (busy / idle) or only at the next stop, and why
 
 The decisions are pure functions of data read elsewhere (first section below):
-`target` (may this mailbox's session be reached now, and where), `frame` (the one frame
-for a batch of mail, never a forged mode), `transcript_state` (has the session received
-or queued our frame, by its msg_id), `receipt_problem` (what a peer_message_status
-receipt says went wrong).
+`target` (may this mailbox's session be reached now, and where), `transcript_state` (has
+the session received or queued our frame, by its msg_id), `wake_state` (the same for a
+watcher's wake). The socket's bytes — the frame, the receipts, the settings that refuse
+it — are the Claude Code adapter's (`claude/inbox_socket.py`).
 
 Exactly once, never lost. The mailbox stays the durable record:
 
@@ -46,8 +46,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
-import select
 import socket
 import time
 import uuid
@@ -55,10 +53,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple, TypedDict
 
+from ..claude import inbox_socket
+from ..claude.files import SessionEntry, records_with
 from ..conversation.handling import transcript_end
 from ..errors import DamagedStateError
-from ..host.claude_files import Receipt, SessionEntry, records_with
-from ..host.jsonfile import loads_json, read_keyed, read_object
+from ..host.jsonfile import read_keyed, read_object
 from ..host.locking import lock
 from ..host.private import open_state, write_private
 from ..host.procs import pid_alive
@@ -85,12 +84,7 @@ KEEP_S = 120.0  # how long a put-back record is kept to catch a late arrival
 # back for the hook then delivered it twice. Only this long a silence — no enqueue, no
 # delivery in the transcript — counts as "never taken".
 NEVER_TAKEN_S = 30.0
-PEER_PROTOCOL = 1  # the registry's peerProtocol we speak (msgV 1 frames)
 BYPASS = "bypassPermissions"
-# The receipt statuses that mean "not delivered" (delivered comes only for a released
-# hold, which we never cause: we do not push to sessions that hold).
-BAD_STATUSES = ("held", "denied", "expired", "refused", "dropped")
-FRAME_MAX = 900_000  # bytes; Claude Code reads at most 1 MiB a line (measured)
 # A watcher that wrote its wake and exited 2 is followed, within a fraction of a second,
 # by Claude's `queue-operation` enqueue of that wake in the transcript (measured: see
 # docs/reverse-channel.md, "A killed watcher"); one killed first never wakes anything.
@@ -154,18 +148,6 @@ class Verdict(NamedTuple):
     drift: bool = False  # the session speaks a protocol we do not know
 
 
-def _policy(settings: Iterable[tuple[str, Mapping[str, object]]]) -> tuple[str, str] | None:
-    """The strictest crossSessionInbound among the settings files, with its file."""
-    rank = {"accept": 0, "hold": 1, "refuse": 2}
-    worst: tuple[str, str] | None = None
-    for path, data in settings:
-        value = data.get("crossSessionInbound")
-        if isinstance(value, str) and value in rank and value != "accept" and (
-                worst is None or rank[value] > rank[worst[0]]):
-            worst = (value, path)
-    return worst
-
-
 def target(listener: Listener | None, registry: SessionEntry | None,
            settings: Iterable[tuple[str, Mapping[str, object]]], env: Mapping[str, str],
            socket_exists: bool) -> Verdict:
@@ -186,34 +168,18 @@ def target(listener: Listener | None, registry: SessionEntry | None,
     if registry is None or registry.session_id != session:
         return Verdict(None, "the session is not running (the next session on this mailbox "
                              "gets the mail at its first stop)")
-    if registry.peer_protocol != PEER_PROTOCOL:
+    if registry.peer_protocol != inbox_socket.PEER_PROTOCOL:
         return Verdict(None, f"Claude Code's cross-session protocol changed (peerProtocol "
                              f"{registry.peer_protocol!r}, codexbridge speaks "
-                             f"{PEER_PROTOCOL})", drift=True)
+                             f"{inbox_socket.PEER_PROTOCOL})", drift=True)
     if registry.socket != socket or not socket_exists:
         return Verdict(None, "the session's inbox socket is gone")
-    policy = _policy(settings)
+    policy = inbox_socket.inbound_policy(settings)
     if policy is not None:
         return Verdict(None, f'the user\'s setting crossSessionInbound="{policy[0]}" '
                              f"({policy[1]}) wins: not pushed")
     return Verdict(Target(socket, session, pid, transcript, registry.status or "unknown"),
                    None)
-
-
-def frame(text: str, msg_id: str, session_id: str, reply_path: str | None, *,
-          interrupt: bool = False) -> bytes | None:
-    """One msgV-1 frame: our mail as a peer message, or None when it would not fit in
-    one line. `next` lands after the running turn (or at its next tool result); `now`
-    would cut the reply the user is watching, so only an explicit interrupt asks for
-    it. `session_id` guards against a reused pid. No `from-mode` envelope, ever."""
-    body: JsonObject = {"msgV": 1, "msg_id": msg_id, "type": "user",
-                            "message": {"role": "user", "content": text},
-                            "priority": "now" if interrupt else "next",
-                            "session_id": session_id}
-    if reply_path:
-        body["from"] = f"uds:{reply_path}"  # where Claude sends its receipts
-    data = (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8")
-    return data if len(data) <= FRAME_MAX else None
 
 
 def transcript_state(lines: Iterable[bytes], msg_id: str) -> DeliveryState | None:
@@ -256,17 +222,6 @@ def wake_state(lines: Iterable[bytes], needle: str) -> DeliveryState | None:
                 and record.origin is not None and record.origin.kind == "task-notification"):
             return DeliveryState.DELIVERED
     return state
-
-
-def receipt_problem(receipt: Receipt, msg_id: str) -> str | None:
-    """Why a `peer_message_status` receipt says our frame was not delivered, or None."""
-    if receipt.action != "peer_message_status":
-        return None
-    ours = receipt.orig_msg_id == msg_id or msg_id in receipt.dropped_msg_ids
-    if not ours or receipt.status not in BAD_STATUSES:
-        return None
-    return f"Claude Code {receipt.status} it" + (f" ({receipt.detail})" if receipt.detail
-                                                 else "")
 
 
 # --- carrying it out -----------------------------------------------------------------------
@@ -324,54 +279,6 @@ def _transcript_lines(path: str | None, offset: int) -> Iterator[bytes]:
             yield from fh
     except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
         return
-
-
-def _bind_reply(session_socket: str) -> tuple[socket.socket, str] | None:
-    """Our receipt address, in the session's own socket dir (receipts only go there)."""
-    path = os.path.join(os.path.dirname(session_socket),
-                        f"cb{os.getpid()}-{secrets.token_hex(2)}.sock")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(path)
-        sock.listen(8)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        return None
-    return sock, path
-
-
-def _receipts(server: socket.socket, wait: float) -> Iterator[Receipt]:
-    ready, _, _ = select.select([server], [], [], wait)
-    if not ready:
-        return
-    try:
-        conn, _ = server.accept()
-    except OSError:
-        return
-    with conn:
-        conn.settimeout(0.5)
-        data = b""
-        try:
-            while chunk := conn.recv(65536):
-                data += chunk
-        except OSError:
-            pass
-    for line in data.splitlines():
-        try:
-            receipt = loads_json(line)
-        except ValueError:
-            continue
-        if isinstance(receipt, dict):
-            yield Receipt.from_json(receipt)
-
-
-def _send(path: str, data: bytes) -> None:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(2.0)
-        conn.connect(path)
-        conn.sendall(data)
-        conn.shutdown(socket.SHUT_WR)
 
 
 LIVE_VERSION = 1  # NAME.live-<msg_id>.json's format (files without one are version 1)
@@ -602,7 +509,7 @@ def deliver_now(inbox: str, name: str, *, interrupt: bool = False) -> Outcome:
     if v.target is None:
         return Outcome(Route.NEXT_STOP, v.reason)
     msg_id = str(uuid.uuid4())  # Claude keeps a msg_id only if it is a UUID (measured)
-    reply = _bind_reply(v.target.socket)
+    reply = inbox_socket.bind_reply(v.target.socket)
     try:
         return _push(inbox, name, v.target, msg_id, reply, interrupt)
     finally:
@@ -629,14 +536,14 @@ def _push(inbox: str, name: str, to: Target, msg_id: str,
                             transcript=to.transcript, offset=transcript_end(to.transcript))
         record.save(path)
         batch.commit(delivered=False)  # the live record holds the mail now
-    data = frame(text, msg_id, to.session_id, reply[1] if reply else None,
+    data = inbox_socket.frame(text, msg_id, to.session_id, reply[1] if reply else None,
                  interrupt=interrupt)
     if data is None:
         why = "too large for one live frame"
         _settle(inbox, name, path, record, None, why)
         return Outcome(Route.NEXT_STOP, why, msg_id, count)
     try:
-        _send(to.socket, data)
+        inbox_socket.send(to.socket, data)
         store.reached("after_send")  # a pusher killed here: the tests stop it there
     except OSError as exc:
         _settle(inbox, name, path, record, None, f"the session's socket refused it ({exc})")
@@ -653,8 +560,8 @@ def _confirm(inbox: str, name: str, path: str, record: LiveRecord,
     transcript, offset = record.transcript, record.offset
     state: DeliveryState | None = None
     while True:
-        for receipt in (_receipts(server, 0.02) if server else ()):
-            problem = receipt_problem(receipt, msg_id)
+        for receipt in (inbox_socket.receipts(server, 0.02) if server else ()):
+            problem = inbox_socket.receipt_problem(receipt, msg_id)
             if problem:
                 _settle(inbox, name, path, record, None, problem)
                 return Outcome(Route.NEXT_STOP, problem, msg_id, count)

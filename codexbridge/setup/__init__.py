@@ -18,7 +18,7 @@
                  session when the project's name is held by another live session):
                  decided, claimed and read back — the one reader of a claim
 
-Whether the plugin is enabled for a project is `host/claude_plugin.py` (doctor and
+Whether the plugin is enabled for a project is `claude/plugin.py` (doctor and
 handoff ask it; neither may reach into a front end); the /bin/sh launcher codex starts
 our MCP server through is `host/codex_mcp.py` (doctor reads the command back through it).
 

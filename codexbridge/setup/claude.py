@@ -31,8 +31,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..claude.plugin import MARKETPLACE, PLUGIN, PLUGIN_ID, claude_config_dir
 from ..errors import UsageError
-from ..host.claude_plugin import MARKETPLACE, PLUGIN, PLUGIN_ID, claude_config_dir
 from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from ..jsontypes import arr, obj, objs, opt_str
 from . import files, jsonedit, ledger

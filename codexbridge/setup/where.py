@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from ..claude.plugin import claude_user_settings as claude_user_settings
 from ..errors import UsageError
-from ..host.claude_plugin import claude_user_settings as claude_user_settings
 from ..host.daemon import codex_home
 from ..host.private import state_home
 

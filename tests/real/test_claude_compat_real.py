@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.claude.inbox_socket import PEER_PROTOCOL
 from codexbridge.hooks.seen import read_seen
 from codexbridge.host.binaries import CLAUDE_VERSION
-from codexbridge.messages.live import PEER_PROTOCOL
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import run_cli
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from codexbridge.claude.files import SessionEntry
+from codexbridge.claude.inbox_socket import PEER_PROTOCOL
 from codexbridge.doctor import claude_side
 from codexbridge.doctor.binaries import BinaryFacts
 from codexbridge.doctor.claude_side import (
@@ -25,8 +27,6 @@ from codexbridge.doctor.claude_side import (
 from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.hooks import seen
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
-from codexbridge.host.claude_files import SessionEntry
-from codexbridge.messages.live import PEER_PROTOCOL
 
 SRC = Path(claude_side.__file__).parents[1]
 DAY = "2026-12-01"
@@ -216,7 +216,7 @@ def test_hook_input_lists_every_field_the_hook_reads() -> None:
 
 
 def test_registry_fields_are_what_live_delivery_reads() -> None:
-    # live delivery reads the registry through SessionEntry (host/claude_files.py)
+    # live delivery reads the registry through SessionEntry (claude/files.py)
     text = inspect.getsource(SessionEntry.from_json)
     read = set(re.findall(r'data\.get\("(\w+)"\)', text))
     # status only labels the session; version is the Stop hook's evidence for doctor

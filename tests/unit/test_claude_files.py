@@ -1,4 +1,4 @@
-"""host/claude_files.py: Claude Code's transcript lines and registry entries, typed — what
+"""claude/files.py: Claude Code's transcript lines and registry entries, typed — what
 every reader (live delivery, handling markers, the handoff) relies on."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from codexbridge.host.claude_files import INTERRUPT_MARK, Record, SessionEntry, records_with
+from codexbridge.claude.files import INTERRUPT_MARK, Record, SessionEntry, records_with
 
 
 def line(**fields: object) -> bytes:

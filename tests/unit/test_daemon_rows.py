@@ -120,7 +120,7 @@ def test_serve_prints_the_attach_line_and_the_daemon_notes() -> None:
 
 def test_plugin_row_reads_what_setup_claude_wrote(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from codexbridge.host.claude_plugin import plugin_facts
+    from codexbridge.claude.plugin import plugin_facts
     from codexbridge.setup.claude import setup_claude
     from codexbridge.setup.where import scope_for
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from codexbridge.host.claude_files import Receipt, SessionEntry
+from codexbridge.claude import inbox_socket
+from codexbridge.claude.files import Receipt, SessionEntry
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
@@ -96,17 +97,17 @@ def test_the_strictest_crossSessionInbound_wins(tmp_path: Path) -> None:
 # -- frame, transcript, receipts ---------------------------------------------------------------
 
 def test_frame_is_msgv1_next_and_never_asserts_a_mode() -> None:
-    data = live.frame("hello", "m-1", SESSION, "/s/cb.sock")
+    data = inbox_socket.frame("hello", "m-1", SESSION, "/s/cb.sock")
     assert data is not None and data.endswith(b"\n")
     body = json.loads(data)
     assert body == {"msgV": 1, "msg_id": "m-1", "type": "user", "priority": "next",
                     "message": {"role": "user", "content": "hello"},
                     "session_id": SESSION, "from": "uds:/s/cb.sock"}
     assert "from-mode" not in data.decode() and "cross-session-message" not in data.decode()
-    assert json.loads(live.frame("x", "m", SESSION, None, interrupt=True) or b"")[
+    assert json.loads(inbox_socket.frame("x", "m", SESSION, None, interrupt=True) or b"")[
         "priority"] == "now"
-    assert "from" not in json.loads(live.frame("x", "m", SESSION, None) or b"")
-    assert live.frame("x" * (live.FRAME_MAX + 1), "m", SESSION, None) is None
+    assert "from" not in json.loads(inbox_socket.frame("x", "m", SESSION, None) or b"")
+    assert inbox_socket.frame("x" * (inbox_socket.FRAME_MAX + 1), "m", SESSION, None) is None
 
 
 def test_transcript_state_by_msg_id() -> None:
@@ -126,7 +127,7 @@ def test_transcript_state_by_msg_id() -> None:
 
 
 def problem(receipt: dict[str, Any], msg_id: str) -> str | None:
-    return live.receipt_problem(Receipt.from_json(receipt), msg_id)
+    return inbox_socket.receipt_problem(Receipt.from_json(receipt), msg_id)
 
 
 def test_receipts_only_bring_bad_news() -> None:

@@ -76,6 +76,7 @@ def test_functions_stay_short() -> None:
 
 @pytest.mark.parametrize("package", ["codexbridge", "codexbridge.talk", "codexbridge.host",
                                      "codexbridge.inbox", "codexbridge.messages",
+                                     "codexbridge.claude",
                                      "codexbridge.protocol", "codexbridge.conversation",
                                      "codexbridge.handoff"])
 def test_package_files_import_nothing(package: str) -> None:
