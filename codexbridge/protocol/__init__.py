@@ -6,7 +6,8 @@
     turn.py        which events belong to one turn (buffered until its id is known)
     threads.py     which thread a person means; what a thread's status says
     schema.py      validating what we send against a loaded schema (SchemaSet)
-    wire.py        reading tolerantly: the building blocks of generated/results.py
+    wire.py        reading tolerantly: the one reader of generated/results.py (each
+                   record lists its fields as data) and the readers it calls
     shapes.py      what a schema bundle says where codexbridge looks (the doctor's judge
                    and scripts/gen-protocol both read a bundle with it)
     generated/     from schemas/: method constants and what they carry, enums, the

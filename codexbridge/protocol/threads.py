@@ -13,7 +13,7 @@ import re
 from ..errors import AmbiguousThreadError, NoThreadError
 from .generated.enums import ThreadStatusType
 from .generated.results import Thread, ThreadStatus
-from .wire import maybe, status_label, status_object
+from .wire import one, status_label, status_object
 
 __all__ = ["OPEN_TUI", "ThreadInfo", "in_project", "is_busy", "looks_like_thread_id",
            "resolve", "status_label", "status_of", "visible"]
@@ -26,10 +26,9 @@ _THREAD_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA
                         r"[0-9a-fA-F]{12}$")
 
 
-def status_of(status: object) -> ThreadStatus | None:
-    """A thread's status as sent (`{"type": "active", "activeFlags": [...]}`, or a bare
-    type string), read as a Thread's would be; None when it is not one."""
-    return maybe(ThreadStatus.from_wire, status_object(status))
+# A thread's status as sent (`{"type": "active", "activeFlags": [...]}`, or a bare type
+# string), read as a Thread's is (generated/results.py); None when it is not one.
+status_of = one(ThreadStatus, status_object)
 
 
 def is_busy(status: object) -> bool:

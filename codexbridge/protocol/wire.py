@@ -1,4 +1,4 @@
-"""Reading what codex returns, tolerantly: the building blocks of `generated/results.py`.
+"""Reading what codex returns, tolerantly: the one reader of `generated/results.py`.
 
 The protocol drifts (docs/protocol-notes.md, "Experimental fields" and "Drift"), so a
 result reads forgivingly, never failing as a whole:
@@ -10,6 +10,11 @@ result reads forgivingly, never failing as a whole:
     field must not hide a thread;
   * a list keeps the elements that read and drops the others.
 
+Each generated record names its fields once, as data: `_wire` lists (attribute, wire
+key, reader), a reader being a narrowing below or in jsontypes (`opt_str`, `strs`…),
+or `one(Record)` / `many(Record)` for a nested record. `Record.from_wire` is the one
+loop that reads them; the typed `__init__` beside it is what the type checker sees.
+
 The records are plain classes with `__slots__`, not dataclasses: `talk say` imports
 them, and defining twenty dataclasses costs ~30 ms there (measured) against ~1 ms. The
 mixins add the few derived views the code reads (a status label, who a thread is for).
@@ -20,20 +25,38 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from ..jsontypes import objs
+from ..jsontypes import obj, text
 from .generated.enums import ThreadStatusType
 
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
+    from typing import ClassVar, Self
+
+    from ..jsontypes import JsonObject, JsonValue
     from .generated.results import ThreadStatus
 
-T = TypeVar("T")
+    Read = Callable[[JsonValue], object]
+
+R = TypeVar("R", bound="Record")
+_set = object.__setattr__  # (the records are read-only once made)
 
 
 class Record:
     """Base of the generated results: read-only, equal when their fields are."""
 
     __slots__ = ()
+    # (attribute, wire key, reader) for each field, in the generated class; a record
+    # made by hand (protocol/turn.py's events) has none and is never read from the wire
+    _wire: ClassVar[tuple[tuple[str, str, Read], ...]]
+
+    @classmethod
+    def from_wire(cls, raw: object) -> Self:
+        """Never raises: a missing field or one of the wrong type reads as its default
+        (each reader says which); what is not in `_wire` is ignored."""
+        w = obj(raw)
+        made = object.__new__(cls)
+        for name, key, read in cls._wire:
+            _set(made, name, read(w.get(key)))
+        return made
 
     def _names(self) -> tuple[str, ...]:
         names: tuple[str, ...] = type(self).__slots__  # the generated class's fields
@@ -66,24 +89,64 @@ class Kept(Record):
     __slots__ = ()
     raw: JsonObject
 
+    @classmethod
+    def from_wire(cls, raw: object) -> Self:
+        made = super().from_wire(raw)
+        _set(made, "raw", obj(raw))
+        return made
+
     def as_dict(self) -> JsonObject:
         """As it arrived on the wire (camelCase keys, nothing added)."""
         return self.raw
 
 
-def maybe(read: Callable[[object], T], value: object) -> T | None:
-    """`read(value)` when `value` is an object, else None."""
-    return read(value) if isinstance(value, dict) else None
+def one(record: type[R], before: Callable[[object], object] | None = None,
+        ) -> Callable[[object], R | None]:
+    """The reader of a nested record: an object reads as `record`, anything else as None.
+    `before` adapts the value first (a thread status sent as a bare string)."""
+    read = record.from_wire
+
+    def read_one(value: object) -> R | None:
+        if before is not None:
+            value = before(value)
+        return read(value) if isinstance(value, dict) else None
+    return read_one
 
 
-def each(read: Callable[[object], T], value: object) -> tuple[T, ...]:
-    """The objects of a list, read; anything else in it (or a non-list) is dropped."""
-    return tuple(read(v) for v in objs(value))
+def many(record: type[R], needed: str | None = None) -> Callable[[object], tuple[R, ...]]:
+    """The reader of a list of records: its objects read as `record`, anything else in it
+    (or a non-list) dropped — and, with `needed`, an element whose `needed` attribute read
+    as None (a required object that did not read: a ThreadItemEntry without its item)."""
+    read = record.from_wire
+
+    def read_many(value: object) -> tuple[R, ...]:
+        if not isinstance(value, list):
+            return ()
+        made = [read(v) for v in value if isinstance(v, dict)]
+        if needed is not None:
+            made = [e for e in made if getattr(e, needed) is not None]
+        return tuple(made)
+    return read_many
 
 
 def strs(value: object) -> tuple[str, ...]:
     """The strings of a list; anything else in it (or a non-list) is dropped."""
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def flag(value: object) -> bool:
+    """True only when it is `true` (not 1, not "yes")."""
+    return value is True
+
+
+def as_is(value: JsonValue) -> JsonValue:
+    """A field kept as it arrived (its shape is codex's business: an error's details)."""
+    return value
+
+
+def text_or_blank(value: object) -> str:
+    """Text to show, where any empty value (0, false, [], {}) shows as nothing."""
+    return text(value or "")
 
 
 def label(value: object) -> str | None:

@@ -4,10 +4,12 @@ reject the protocol's drift."""
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 import pytest
 
+from codexbridge.protocol.generated import results
 from codexbridge.protocol.generated.results import (
     InitializeResponse,
     Thread,
@@ -23,6 +25,7 @@ from codexbridge.protocol.generated.results import (
     TurnStartResponse,
 )
 from codexbridge.protocol.threads import ThreadInfo
+from codexbridge.protocol.wire import Kept, Record
 from tests.support import payloads
 
 
@@ -177,3 +180,22 @@ def test_thread_read_without_thread_has_none() -> None:
     assert ThreadReadResponse.from_wire({"readState": None}).thread is None
     assert ThreadReadResponse.from_wire({"thread": "nope"}).thread is None
     assert ThreadReadResponse.from_wire("not even an object").thread is None
+
+
+RECORDS = [c for c in vars(results).values()
+           if inspect.isclass(c) and issubclass(c, Record) and c.__module__ == results.__name__]
+ODD = [None, True, 0, 1.5, "", "x", [], [None, 1, "s", {}], {}, {"type": 5}]
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda c: c.__name__)
+def test_every_field_is_read_once_and_defaults_as_made_empty(record: type[Record]) -> None:
+    # `_wire` is the one list of a record's keys: it reads every slot (but `raw`, which
+    # Kept fills with the whole object), each once, and nothing read reads as __init__'s
+    # defaults — the two places a default is written agree.
+    names = [name for name, _key, _read in record._wire]
+    kept = ("raw",) if issubclass(record, Kept) else ()
+    assert sorted([*names, *kept]) == sorted(record.__slots__)
+    assert record.from_wire({}) == record() == record.from_wire("not an object")
+    for odd in ODD:  # every field of an odd type at once: read, never raised
+        made = record.from_wire({key: odd for _name, key, _read in record._wire})
+        assert type(made) is record
