@@ -25,7 +25,7 @@ from ..errors import (
 from ..host.private import ensure_private_dir, write_private
 from ..messages.conversations import Conversations
 from ..messages.courier import close_request
-from ..messages.records import Damaged, Delivery, DeliveryStore
+from ..messages.records import Damaged, Delivery, DeliveryStore, ToCodex
 from ..messages.to_claude import mailbox_name
 from ..messages.to_codex import refuse_self_send
 from ..messages.to_codex import send as send_message
@@ -212,22 +212,26 @@ def _print_table(records: list[Delivery], damaged: list[Damaged]) -> None:
         echo("no readable deliveries" if damaged else "no deliveries yet")
         return
     for r in records:
-        target = (r.thread_id or "-") if r.direction.value == "to-codex" \
-            else f"mailbox {r.mailbox}"
-        if r.server_lost_at is not None and not r.state.final:
+        target = (r.thread_id or "-") if isinstance(r, ToCodex) else f"mailbox {r.mailbox}"
+        if isinstance(r, ToCodex) and r.server_lost_at is not None and not r.state.final:
             target += " (app-server down: the courier waits for it)"
         echo(f"{r.id}  {r.state.value:<14} {_age(r.created_at):>4}  {r.direction.value}"
              f"  {target}  {r.text_preview[:40]!r}")
 
 
 def _print_record(r: Delivery) -> None:
+    if isinstance(r, ToCodex):
+        recovered, turn, answers, mailbox = r.recovered, r.turn_id, r.in_reply_to, r.reply_to
+        lost = None if r.state.final else r.server_lost_at
+    else:
+        recovered, turn, answers, mailbox, lost = False, None, None, r.mailbox, None
     echo(f"delivery {r.id} ({r.direction.value}): {r.state.value}"
-         + (" — recovered" if r.recovered else ""))
-    echo(f"  thread {r.thread_id or '-'}  turn {r.turn_id or '-'}  conversation "
+         + (" — recovered" if recovered else ""))
+    echo(f"  thread {r.thread_id or '-'}  turn {turn or '-'}  conversation "
          f"{r.conversation} hop {r.hop}/{r.max_hops}"
-         + (f"  in reply to {r.in_reply_to}" if r.in_reply_to else ""))
-    if r.reply_to or r.mailbox:
-        echo(f"  mailbox {r.reply_to or r.mailbox}")
+         + (f"  in reply to {answers}" if answers else ""))
+    if mailbox:
+        echo(f"  mailbox {mailbox}")
     for step in r.history:
         at = step.get("at")
         try:  # a hand-edited step's time must not hide the rest of the record
@@ -236,8 +240,8 @@ def _print_record(r: Delivery) -> None:
             stamp = "?"
         echo(f"  {stamp}  {step.get('state')}"
              + (f": {step['reason']}" if step.get("reason") else ""))
-    if r.server_lost_at is not None and not r.state.final:
-        stamp = time.strftime("%H:%M:%S", time.localtime(r.server_lost_at))
+    if lost is not None:
+        stamp = time.strftime("%H:%M:%S", time.localtime(lost))
         echo(f"  the app-server is down: the courier lost it at {stamp} and waits for it "
              "to come back (CODEX_BRIDGE_SERVER_WAIT); then it finds the turn again")
     if r.reason:

@@ -29,7 +29,7 @@ from ..host.private import HOME_ENV, dir_problem, state_home, unsafe_state_dir
 from ..inbox import peek as reading
 from ..inbox.location import inbox_dir
 from ..messages import courier_link
-from ..messages.records import Damaged, Delivery, DeliveryState, DeliveryStore, Direction
+from ..messages.records import Damaged, Delivery, DeliveryState, DeliveryStore, ToClaude, ToCodex
 from .parse import read_fields
 from .report import FAIL, INFO, OK, WARN, Check, Status
 
@@ -154,7 +154,7 @@ class DeliveryFacts:
     failed: tuple[Failed, ...] = ()
     # requests to Claude still `queued` whose mail is no longer in their mailbox: taken
     # in, yet no session was noted as handling them, so no answer goes back by itself
-    unheard: tuple[Delivery, ...] = ()
+    unheard: tuple[ToClaude, ...] = ()
     damaged: tuple[Damaged, ...] = ()  # record files that cannot be read
 
 
@@ -174,16 +174,17 @@ def _waiting(names: set[str]) -> dict[str, set[str]]:
 def deliveries() -> DeliveryFacts:
     store = DeliveryStore()
     recent = store.recent(200)
-    asks = [r for r in recent if r.direction is Direction.TO_CLAUDE and r.mailbox
+    asks = [r for r in recent if isinstance(r, ToClaude) and r.mailbox
             and r.state is DeliveryState.QUEUED and r.claude_pid is None]
-    waiting = _waiting({r.reply_to for r in recent if r.reply_to}
-                       | {str(r.mailbox) for r in asks})
+    waiting = _waiting({r.reply_to for r in recent if isinstance(r, ToCodex) and r.reply_to}
+                       | {r.mailbox for r in asks})
     bad = (DeliveryState.FAILED, DeliveryState.ORPHANED)
     return DeliveryFacts(
         time.time(), courier_link.running(), tuple(store.unfinished()),
-        tuple(Failed(r, bool(r.reply_mail_id and r.reply_mail_id in waiting.get(
-            r.reply_to or "", set()))) for r in recent if r.state in bad),
-        tuple(r for r in asks if r.id not in waiting.get(str(r.mailbox), set())),
+        tuple(Failed(r, isinstance(r, ToCodex) and bool(
+            r.reply_mail_id and r.reply_mail_id in waiting.get(r.reply_to or "", set())))
+            for r in recent if r.state in bad),
+        tuple(r for r in asks if r.id not in waiting.get(r.mailbox, set())),
         tuple(store.damaged()))
 
 
@@ -194,7 +195,7 @@ def _age(now: float, at: float) -> str:
 
 def _unseen(f: DeliveryFacts, failed: Failed) -> bool:
     r = failed.record
-    return r.direction is Direction.TO_CODEX and bool(
+    return isinstance(r, ToCodex) and bool(
         (r.reply_to and not r.reply_mail_id)
         or (failed.notice_waiting and f.now - r.updated_at > UNREAD_AFTER))
 
@@ -216,7 +217,7 @@ def _claude_rows(f: DeliveryFacts) -> list[Check]:
                           f"in by Claude with no session noted answering them, so no answer "
                           f"goes back by itself: {ids}", _answer_by_hand(unheard[0]),
                           {"unheard": [r.id for r in unheard]}))
-    held = [r for r in f.unfinished if r.direction is Direction.TO_CLAUDE
+    held = [r for r in f.unfinished if isinstance(r, ToClaude)
             and r.claude_pid is not None and r.answered_at is None
             and f.now - r.updated_at > UNANSWERED_AFTER]
     if held:

@@ -83,7 +83,7 @@ from ..host.procs import pid_alive
 from ..host.text import writable
 from ..inbox.listeners import Listener, listeners, ours, read_listener
 from ..jsontypes import obj, objs
-from ..messages.records import Delivery, DeliveryState, DeliveryStore, Direction
+from ..messages.records import Delivery, DeliveryState, DeliveryStore, ToCodex
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
 from .ledger import Agent, project_dir
 
@@ -436,12 +436,12 @@ def read_transcript(path: str, session_id: str, since: str | None,
 ALL_RECORDS = 1_000_000
 
 
-def _needles(records: Iterable[Delivery], mailbox: str | None) -> dict[str, Delivery]:
+def _needles(records: Iterable[Delivery], mailbox: str | None) -> dict[str, ToCodex]:
     """The string whose presence in the target's transcript proves it has the record's
     turn: the reply mail's id (a request it asked), or the request token (an answer)."""
-    out: dict[str, Delivery] = {}
+    out: dict[str, ToCodex] = {}
     for r in records:
-        if r.direction is not Direction.TO_CODEX or not r.thread_id:
+        if not isinstance(r, ToCodex) or not r.thread_id:
             continue
         if r.in_reply_to:
             out[r.in_reply_to] = r
@@ -493,7 +493,7 @@ def answers_into(thread_id: str, store: DeliveryStore | None = None) -> frozense
     store = store or DeliveryStore()
     out: set[str] = set()
     for r in store.recent(ALL_RECORDS):
-        if (r.direction is not Direction.TO_CODEX or not r.in_reply_to or r.notice
+        if (not isinstance(r, ToCodex) or not r.in_reply_to or r.notice
                 or r.thread_id != thread_id
                 or r.state in (DeliveryState.FAILED, DeliveryState.ORPHANED)):
             continue

@@ -17,8 +17,9 @@ One road each, which every front end (CLI, MCP, the hooks, handoff) calls:
 
 and what they share:
 
-    records.py       the delivery record on disk: states, times, the text, the reach;
-                     every state change of a delivery is made here
+    records.py       the delivery records on disk, one type per road (`ToCodex`,
+                     `ToClaude`) over what every message has: states, times, the
+                     text, the reach; every state change of a delivery is made here
     conversations.py which conversation a request belongs to, and its hop budget
     courier_link.py  reaching the courier: hand it ids, start it when none answers
 

@@ -21,12 +21,11 @@ from ..conversation import handling
 from ..jsontypes import opt_str
 from ..talk.endpoint import Reach
 from . import courier_link
-from .records import DeliveryStore, new_reply, preview
+from .records import DeliveryStore, ToClaude, new_reply, preview
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
-    from .records import Delivery, DeliveryStore
 
 
 def answer_pending(session_id: str | None, answer: str | None) -> int:
@@ -48,9 +47,9 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     reach = Reach.from_env(os.environ)  # the asking thread's app-server, as this env names it
     for req in requests:
         request = str(req["request"])
-        claimed: list[Delivery] = []
+        claimed: list[ToClaude] = []
 
-        def claim(r: Delivery, text: str | None = answer, out: list[Delivery] = claimed
+        def claim(r: ToClaude, text: str | None = answer, out: list[ToClaude] = claimed
                   ) -> None:
             if r.state.final or r.answered_at is not None:
                 return  # answered already (by an earlier stop, or another path)
@@ -58,12 +57,11 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
             if text:
                 r.reply_preview, r.reply_bytes = preview(text), len(text.encode("utf-8"))
             else:
-                r.fail("the Claude Code session ended its turn "
-                                                    "without a final message: no answer to "
-                                                    "send back")
+                r.fail("the Claude Code session ended its turn without a final "
+                       "message: no answer to send back")
             out.append(r)
 
-        store.update(request, claim)
+        store.update(request, claim, ToClaude)
         if not claimed:
             continue
         if answer:
@@ -110,9 +108,9 @@ def tell_interrupted(store: DeliveryStore, session_id: str, entry: JsonObject) -
     request, thread = str(entry.get("request") or ""), str(entry.get("thread") or "")
     if not request or not thread:
         return None
-    claimed: list[Delivery] = []
+    claimed: list[ToClaude] = []
 
-    def cut(r: Delivery) -> None:
+    def cut(r: ToClaude) -> None:
         if r.state.final or r.answered_at is not None:
             return  # answered already, or told
         r.answered_at = time.time()
@@ -120,7 +118,7 @@ def tell_interrupted(store: DeliveryStore, session_id: str, entry: JsonObject) -
                "it (Esc in Claude's TUI): no answer")
         claimed.append(r)
 
-    store.update(request, cut)
+    store.update(request, cut, ToClaude)
     if not claimed:
         return None
     notice = new_reply(store, thread, request, opt_str(entry.get("conversation")),
@@ -129,7 +127,7 @@ def tell_interrupted(store: DeliveryStore, session_id: str, entry: JsonObject) -
     return notice.id
 
 
-def watch_interrupt(record: Delivery) -> str | None:
+def watch_interrupt(record: ToClaude) -> str | None:
     """For the courier, every tick while it watches a request a session took in: when
     the session's transcript shows the human interrupted the turn that had it, tell the
     asking thread now (the notice's delivery id, for the courier to carry)."""

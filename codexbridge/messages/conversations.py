@@ -70,7 +70,7 @@ from ..host.jsonfile import loads_json
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
-from .records import DeliveryState, DeliveryStore, Direction
+from .records import DeliveryState, DeliveryStore, ToClaude, ToCodex
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue
@@ -372,7 +372,7 @@ def current_conversation(explicit: str | None, env: Mapping[str, str],
     thread = env.get(THREAD_ENV)
     if thread:
         ours = [r for r in (store or DeliveryStore()).recent(200)
-                if r.direction is Direction.TO_CODEX and r.thread_id == thread
+                if isinstance(r, ToCodex) and r.thread_id == thread
                 and r.state in IN_FLIGHT and r.conversation]
         running = [r for r in ours if r.state is not DeliveryState.QUEUED]
         # The courier may not have seen its turn start yet (the sender queued it a moment
@@ -395,7 +395,7 @@ def current_conversation(explicit: str | None, env: Mapping[str, str],
         # turn asking now may be the one that took it in. A twelve-hop review on a loaded
         # machine began a new conversation here. Stricter, never looser, as above.
         given = sorted((r for r in (store or DeliveryStore()).recent(200)
-                        if r.direction is Direction.TO_CLAUDE and r.session_id == session
+                        if isinstance(r, ToClaude) and r.session_id == session
                         and not r.state.final and r.answered_at is None and r.conversation),
                        key=lambda r: r.created_at)
         if given:

@@ -31,7 +31,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..conversation import envelope, frame
 from ..conversation.limits import clip, mail_max
@@ -52,7 +52,7 @@ from ..talk.turn import SayProgress, follow_queued
 from . import courier_link, live
 from . import to_claude as inbox
 from .answers import watch_interrupt
-from .records import Delivery, DeliveryState, DeliveryStore, Direction, new_reply, preview
+from .records import Delivery, DeliveryState, DeliveryStore, ToClaude, ToCodex, new_reply, preview
 from .records import envelope_of as of
 from .to_codex import get
 
@@ -183,12 +183,15 @@ class Courier:
             _log(f"{delivery_id}: courier bug: {exc!r}")
             # A bug must not leave the asker waiting in silence.
             record = self.store.get(delivery_id)
-            if record is not None and not record.state.final:
-                _fail(self.store, record, f"codexbridge's courier failed ({exc!r}); this is a "
-                      "bug in codexbridge — please report it")
+            why = f"codexbridge's courier failed ({exc!r}); this is a bug in codexbridge — " \
+                "please report it"
+            if isinstance(record, ToCodex) and not record.state.final:
+                _fail(self.store, record, why)
+            elif isinstance(record, ToClaude) and not record.state.final:
+                self.store.update(delivery_id, lambda r: r.fail(why))
 
     async def _carry(self, record: Delivery) -> None:
-        if record.direction is Direction.TO_CODEX:
+        if isinstance(record, ToCodex):
             done = await carry(self.store, record.id)
             _log(f"{done.id}: {done.state}" + (f" ({done.reason})" if done.reason else ""))
         else:
@@ -230,17 +233,17 @@ def _log_to_stdout() -> None:
 
 # --- to Codex --------------------------------------------------------------------------
 
-def envelope_of(record: Delivery) -> envelope.Envelope:
+def envelope_of(record: ToCodex) -> envelope.Envelope:
     return of(record)
 
 
-async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
+async def carry(store: DeliveryStore, delivery_id: str) -> ToCodex:
     """Carry one to-codex delivery to a final state — or leave it `awaiting-reply` when
     the turn outlives the record's `turn_timeout`."""
-    before = get(store, delivery_id).courier_pid
+    before = get(store, delivery_id, ToCodex).courier_pid
     # An answer read from a turn a courier before us left behind is a recovered one.
     recovered = before is not None and before != os.getpid() and not pid_alive(before)
-    store.update(delivery_id, lambda r: setattr(r, "courier_pid", os.getpid()))
+    store.update(delivery_id, _carried_by_us, ToCodex)
     try:
         body = store.text_path(delivery_id).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -248,12 +251,12 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
         # left a record with no text) Nothing was sent; the asker hears it at once.
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         return await asyncio.to_thread(
-            _fail, store, get(store, delivery_id),
+            _fail, store, get(store, delivery_id, ToCodex),
             f"not delivered: the message's text ({store.text_path(delivery_id)}) cannot "
             f"be read ({why}), so nothing was sent — send it again")
-    text = envelope_of(get(store, delivery_id)).wrap(body)
+    text = envelope_of(get(store, delivery_id, ToCodex)).wrap(body)
     while True:
-        record = get(store, delivery_id)
+        record = get(store, delivery_id, ToCodex)
         if record.state.final:
             return record
         try:
@@ -264,30 +267,32 @@ async def carry(store: DeliveryStore, delivery_id: str) -> Delivery:
         except UNREACHABLE as exc:
             lost = record.server_lost_at or time.time()
             if record.server_lost_at is None:
-                store.update(delivery_id, functools.partial(_lost_at, at=lost))
+                store.update(delivery_id, functools.partial(_lost_at, at=lost), ToCodex)
             _log(f"{delivery_id}: lost the app-server ({exc.message}); waiting for it")
             if await _server_back(record, lost + _seconds(SERVER_WAIT_ENV,
                                                           DEFAULT_SERVER_WAIT)):
                 continue  # rejoin, find the message again (never resent)
-            return await asyncio.to_thread(_unreachable, store, get(store, delivery_id), exc,
-                                           lost)
+            return await asyncio.to_thread(_unreachable, store,
+                                           get(store, delivery_id, ToCodex), exc, lost)
         except BridgeError as exc:
-            return await asyncio.to_thread(_refused, store, get(store, delivery_id), exc)
+            return await asyncio.to_thread(_refused, store, get(store, delivery_id, ToCodex), exc)
         # Routing the answer may push it live into a Claude session (waiting up to a few
         # seconds for its transcript): off the loop, so the other deliveries go on.
         return await asyncio.to_thread(finish, store, delivery_id, result,
                                        recovered=recovered)
 
 
-def _orphaned(store: DeliveryStore, record: Delivery, why: str) -> Delivery:
+def _carried_by_us(r: ToCodex) -> None:
+    r.courier_pid = os.getpid()
+
+
+def _orphaned(store: DeliveryStore, record: ToCodex, why: str) -> ToCodex:
     mail_id = _tell_failure(store, record, why)
-    return _final(store, record.id, DeliveryState.ORPHANED, reason=why,
-                  reply_mail_id=mail_id, courier_pid=None)
+    return _final(store, record.id, DeliveryState.ORPHANED, why, reply_mail_id=mail_id)
 
 
-async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
+async def _run(client: AppServerClient, store: DeliveryStore, record: ToCodex,
                text: str) -> SayResult:
-    assert record.thread_id is not None
     progress = SayProgress(client_id=record.id, on_change=lambda what, p: _progress(
         store, record.id, what, p))
     progress.submission_id = record.submission_id
@@ -336,7 +341,7 @@ async def _run(client: AppServerClient, store: DeliveryStore, record: Delivery,
     return result
 
 
-def _tell_unattended(record: Delivery, approval: ApprovalRecord, wait: float) -> None:
+def _tell_unattended(record: ToCodex, approval: ApprovalRecord, wait: float) -> None:
     """An approval waits on a thread no Codex TUI is attached to: the asker hears it now,
     with what happens and how the human can still answer — not after the deadline."""
     when = _clock(time.time() + wait)
@@ -351,11 +356,11 @@ def _tell_unattended(record: Delivery, approval: ApprovalRecord, wait: float) ->
                     "to you.")
 
 
-def _lost_at(r: Delivery, at: float) -> None:
+def _lost_at(r: ToCodex, at: float) -> None:
     r.server_lost_at = at
 
 
-def _client(record: Delivery) -> AppServerClient:
+def _client(record: ToCodex) -> AppServerClient:
     """A client of the delivery's app-server, reached with what its record carries (the
     sender's URL, token, trusted CA): never this process's environment, which is that of
     whoever happened to start the courier."""
@@ -365,7 +370,7 @@ def _client(record: Delivery) -> AppServerClient:
                            ca_file=ep.ca_file, ca_dir=ep.ca_dir)
 
 
-async def _server_back(record: Delivery, until: float) -> bool:
+async def _server_back(record: ToCodex, until: float) -> bool:
     """Wait (until the wall-clock time `until`) for the delivery's app-server to accept
     a connection again."""
     while time.time() < until:
@@ -387,14 +392,15 @@ def _answering(r: Delivery) -> None:
 def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress) -> None:
     """Note codex's queue entry and the turn's start. Never backwards: on an idle thread
     the turn (even its first delta) can come before the answer to thread/queue/add."""
-    def queued(r: Delivery) -> None:
+    def queued(r: ToCodex) -> None:
         r.submission_id = p.submission_id
 
-    def started(r: Delivery) -> None:
-        r.take(turn_id=p.turn_id)
+    def started(r: ToCodex) -> None:
+        r.turn_id = p.turn_id
+        r.take()
 
     if what in ("queued", "started"):
-        store.update(delivery_id, queued if what == "queued" else started)
+        store.update(delivery_id, queued if what == "queued" else started, ToCodex)
     elif what == "answering":
         store.update(delivery_id, _answering)
 
@@ -403,8 +409,8 @@ def _clock(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
 
 
-def _unreachable(store: DeliveryStore, record: Delivery, exc: BridgeError,
-                 lost: float) -> Delivery:
+def _unreachable(store: DeliveryStore, record: ToCodex, exc: BridgeError,
+                 lost: float) -> ToCodex:
     waited = _seconds(SERVER_WAIT_ENV, DEFAULT_SERVER_WAIT)
     stage = ("while Codex was answering" if record.turn_id else
              "after codex took the message, before its turn was seen to start"
@@ -418,7 +424,7 @@ def _unreachable(store: DeliveryStore, record: Delivery, exc: BridgeError,
     return _fail(store, record, reason, todo)
 
 
-def _refused(store: DeliveryStore, record: Delivery, exc: BridgeError) -> Delivery:
+def _refused(store: DeliveryStore, record: ToCodex, exc: BridgeError) -> ToCodex:
     if record.submission_id is None and record.turn_id is None:
         return _fail(store, record, f"not delivered: {exc.message}")
     return _fail(store, record, f"codexbridge lost track of the turn: {exc.message}",
@@ -426,20 +432,17 @@ def _refused(store: DeliveryStore, record: Delivery, exc: BridgeError) -> Delive
                  "thread kept")
 
 
-def _fail(store: DeliveryStore, record: Delivery, reason: str,
-          todo: str | None = None) -> Delivery:
+def _fail(store: DeliveryStore, record: ToCodex, reason: str,
+          todo: str | None = None) -> ToCodex:
     """End the record `failed` and tell whoever waits for it."""
     mail_id = _tell_failure(store, record, reason, todo)
-    return _final(store, record.id, DeliveryState.FAILED, reason=reason,
-                  reply_mail_id=mail_id, courier_pid=None)
+    return _final(store, record.id, DeliveryState.FAILED, reason, reply_mail_id=mail_id)
 
 
-def _tell_failure(store: DeliveryStore, record: Delivery, reason: str,
+def _tell_failure(store: DeliveryStore, record: ToCodex, reason: str,
                   todo: str | None = None) -> str | None:
     """The asker hears of it by itself: a Claude request's DELIVERY FAILED mail; for
     Claude's answer going back, the session that answered hears it did not arrive."""
-    if record.direction is Direction.TO_CLAUDE:
-        return None
     if record.in_reply_to:
         return _notify(record, f"codexbridge: your answer to Codex's request "
                                f"{record.in_reply_to} did not reach thread "
@@ -451,15 +454,15 @@ def _tell_failure(store: DeliveryStore, record: Delivery, reason: str,
 
 
 def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
-           recovered: bool = False) -> Delivery:
+           recovered: bool = False) -> ToCodex:
     """Route the outcome of the turn and close the record."""
-    record = get(store, delivery_id)
+    record = get(store, delivery_id, ToCodex)
     record.recovered = recovered or record.recovered  # (the mail says so too)
     message = (result.error or {}).get("message") if isinstance(result.error, dict) else None
     if result.status is TurnOutcome.TIMED_OUT:
-        return _final(store, delivery_id, DeliveryState.AWAITING_REPLY, courier_pid=None,
-                      reason=f"the courier stopped following after {record.turn_timeout:g} s; "
-                             "`talk status` recovers the answer when the turn ends")
+        return _final(store, delivery_id, DeliveryState.AWAITING_REPLY,
+                      f"the courier stopped following after {record.turn_timeout:g} s; "
+                      "`talk status` recovers the answer when the turn ends")
     if (result.status is TurnOutcome.INTERRUPTED and result.turn_id and not message
             and record.server_lost_at is None):
         # (Esc and turn/interrupt end a turn with `error: null`, measured; an app-server
@@ -472,10 +475,9 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
                        "during it)")
         mail_id = _tell_failure(store, record, f"it did not complete: {reason}"
                                 + _approvals_note(result, record))
-        return _final(store, delivery_id, DeliveryState.FAILED, reason=reason,
+        return _final(store, delivery_id, DeliveryState.FAILED, reason,
                       turn_id=result.turn_id or record.turn_id, reply_mail_id=mail_id,
-                      reply_preview=preview(result.reply), recovered=recovered,
-                      courier_pid=None)
+                      reply_preview=preview(result.reply), recovered=recovered)
     label = "RECOVERED reply" if recovered else "Reply"
     cut = (f"\n\n[codexbridge: Codex's reply was {result.reply_bytes} bytes; the first "
            f"{len(result.reply.encode('utf-8'))} were kept — `codexbridge talk read` shows "
@@ -490,11 +492,10 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
                                   f"\n\n{_bounded(store, record.id, result.reply)}{cut}"
                                   f"{_approvals_note(result, record)}")
     return _final(store, delivery_id, DeliveryState.DELIVERED,
+                  "the turn was steered: " + _who_added(result) if steered else None,
                   turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
                   reply_bytes=result.reply_bytes or len(result.reply.encode("utf-8")),
-                  reply_mail_id=mail_id, recovered=recovered, courier_pid=None,
-                  **({"reason": "the turn was steered: " + _who_added(result)}
-                     if steered else {}))
+                  reply_mail_id=mail_id, recovered=recovered)
 
 
 STEER_PREVIEW = 2000  # characters of the added words quoted to the asker
@@ -511,7 +512,7 @@ def _who_added(result: SayResult) -> str:
             "your request, which adds to the running turn")
 
 
-def _steered_note(result: SayResult, record: Delivery) -> str:
+def _steered_note(result: SayResult, record: ToCodex) -> str:
     """What the asker must know when its turn was steered: the words added, and that
     the final message answers the turn as steered — it may answer those words rather
     than the request. No second turn is run for the request: the human redirected
@@ -534,8 +535,8 @@ def _steered_note(result: SayResult, record: Delivery) -> str:
               "user.]")
 
 
-def _interrupted(store: DeliveryStore, record: Delivery, result: SayResult,
-                 recovered: bool) -> Delivery:
+def _interrupted(store: DeliveryStore, record: ToCodex, result: SayResult,
+                 recovered: bool) -> ToCodex:
     """Our turn started — the message is in the thread — and was interrupted while the
     app-server stayed up: the human pressed Esc in the Codex TUI (or a client sent
     `turn/interrupt`; codex does not say who). The asker is told exactly that; nothing
@@ -566,12 +567,12 @@ def _interrupted(store: DeliveryStore, record: Delivery, result: SayResult,
                                   f"{record.thread_id} …`) or what to do instead."
                                   + _approvals_note(result, record))
         state = DeliveryState.FAILED
-    return _final(store, record.id, state, reason=reason, turn_id=result.turn_id,
+    return _final(store, record.id, state, reason, turn_id=result.turn_id,
                   reply_mail_id=mail_id, reply_preview=preview(result.reply),
-                  recovered=recovered, courier_pid=None)
+                  recovered=recovered)
 
 
-def _approvals_note(result: SayResult, record: Delivery) -> str:
+def _approvals_note(result: SayResult, record: ToCodex) -> str:
     """What became of the approvals codex asked for during the turn: an answer shaped by
     a declined command must say why (nobody answered in the TUI, say)."""
     if not result.approvals:
@@ -597,7 +598,7 @@ def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
     return clip(reply, limit, f"in the file {path}")
 
 
-def _notify(record: Delivery, text: str) -> str | None:
+def _notify(record: ToCodex, text: str) -> str | None:
     """Leave `text` in the reply-to mailbox; None when there is none (or it failed)."""
     if not record.reply_to:
         return None
@@ -611,16 +612,32 @@ def _notify(record: Delivery, text: str) -> str | None:
     return receipt.mail.mail_id
 
 
+class _End(TypedDict, total=False):
+    """What the courier's end of a delivery writes on it, besides its state and why."""
+
+    turn_id: str | None
+    reply_preview: str
+    reply_bytes: int
+    reply_mail_id: str | None
+    recovered: bool
+
+
 def _final(store: DeliveryStore, delivery_id: str, state: DeliveryState,
-           **changes: Any) -> Delivery:
-    updated = store.update(delivery_id, lambda r: r.settle(state, **changes))
-    record = updated or get(store, delivery_id)
+           reason: str | None = None, **end: Unpack[_End]) -> ToCodex:
+    def settle(r: ToCodex) -> None:
+        r.courier_pid = None  # nobody follows it any more
+        for key, value in end.items():
+            setattr(r, key, value)
+        r.settle(state, reason)
+
+    updated = store.update(delivery_id, settle, ToCodex)
+    record = updated or get(store, delivery_id, ToCodex)
     if record.in_reply_to and record.state.final and not record.notice:
         close_request(store, record.in_reply_to, record)
     return record
 
 
-def close_request(store: DeliveryStore, request: str, reply: Delivery | None,
+def close_request(store: DeliveryStore, request: str, reply: ToCodex | None,
                   failure: str | None = None) -> None:
     """Claude's answer to `request` reached the asking thread (a turn ran with it), or
     did not — then the request says so, and where the answer is kept."""
@@ -652,7 +669,7 @@ async def watch_request(store: DeliveryStore, request: str) -> str | None:
     runs), tell the asking thread — returns the id of that notice."""
 
     while True:
-        record = store.get(request)
+        record = store.get(request, ToClaude)
         if record is None or not record.needs_courier:
             return None
         if record.claude_pid is not None and not pid_alive(record.claude_pid):
@@ -663,7 +680,7 @@ async def watch_request(store: DeliveryStore, request: str) -> str | None:
         await asyncio.sleep(TICK)
 
 
-def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
+def _session_ended(store: DeliveryStore, record: ToClaude) -> str | None:
     """The session that had `record` is gone. Whatever live frame it was sent is settled
     first (taken in, or back to the mailbox), then: taken in → the request failed (Claude
     ended before answering); never taken in → it waits for the project's next session.
@@ -677,14 +694,14 @@ def _session_ended(store: DeliveryStore, record: Delivery) -> str | None:
     why = (f"{who} that was handling it ended before it answered" if taken else
            f"{who} it was sent to ended before it took it in")
 
-    def settle(r: Delivery) -> None:
+    def settle(r: ToClaude) -> None:
         if r.state.final or r.answered_at is not None:
             return
         if taken:
             r.fail(why)
         r.claude_pid = None  # told once; a later session may take it in again
 
-    updated = store.update(record.id, settle)
+    updated = store.update(record.id, settle, ToClaude)
     if updated is None or updated.answered_at is not None or not record.thread_id:
         return None
     then = ("Nothing more will come back for it; ask again once the session runs again "

@@ -17,7 +17,7 @@ from ..inbox.lines import Mail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .records import Delivery
+    from .records import ToClaude
 
 
 def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
@@ -34,9 +34,10 @@ def note_handed(session_id: str | None, mailbox: str, mails: list[Mail], *,
     if not asked:
         return
 
-    def handed(r: Delivery) -> None:
+    def handed(r: ToClaude) -> None:
         if not r.state.final:
-            r.await_reply(session_id=session_id, claude_pid=claude_pid or r.claude_pid)
+            r.session_id, r.claude_pid = session_id, claude_pid or r.claude_pid
+            r.await_reply()
 
     _watch(asked, handed)
 
@@ -50,20 +51,20 @@ def note_sent(session_id: str | None, claude_pid: int | None, mails: list[Mail])
     if not asked or claude_pid is None:
         return
 
-    def sent(r: Delivery) -> None:
+    def sent(r: ToClaude) -> None:
         if not r.state.final and r.answered_at is None:
             r.session_id, r.claude_pid = session_id or r.session_id, claude_pid
 
     _watch(asked, sent)
 
 
-def _watch(requests: list[str], change: Callable[[Delivery], None]) -> None:
+def _watch(requests: list[str], change: Callable[[ToClaude], None]) -> None:
     """Note `change` on each request's record and hand them to the courier, which
     watches the session until it answers. Imported here, not above: see the docstring."""
     from . import courier_link
-    from .records import DeliveryStore
+    from .records import DeliveryStore, ToClaude
 
     store = DeliveryStore()
     for request in requests:
-        store.update(request, change)
+        store.update(request, change, ToClaude)
     courier_link.ensure(requests)

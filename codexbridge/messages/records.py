@@ -6,13 +6,33 @@
                            <id>.token   the sender's CODEX_BRIDGE_TOKEN, when reaching
                                         its app-server took one (`Reach`)
 
+Two roads, one record type each, over what every message has (`Core`: its id, state,
+times, conversation and hop, the Codex thread, previews, why, history):
+
+    ToCodex    a message into a Codex thread, which the courier carries: a request (from
+               Claude, the human or another Codex), Claude's answer to a Codex request
+               (`in_reply_to`), or a notice of codexbridge's own about one (`notice`) —
+               with codex's queue entry and turn, the app-server and what reaching it
+               takes, the approval policy, where the answer went
+    ToClaude   a Codex request to a Claude Code session that expects an answer: the
+               mailbox, the session handed it, when it was answered
+
+`Delivery` is either; `DeliveryStore.get(id, ToCodex)` reads one road's only.
+
 A record walks `queued → delivering → awaiting-reply → delivered`, or ends `failed`
 (with the reason) or `orphaned` (its carrier died and the message is nowhere: never
-resent). Each change is kept in `history` with its time; `talk status` shows them.
-`recovered` marks a reply that was found in the thread after its courier died.
-Records expire after a TTL (default 7 days, `CODEX_BRIDGE_DELIVERY_TTL` seconds),
-swept whenever one is written. Updates are read-modify-write under a per-record lock,
-so a courier and a `talk status` recovery never overwrite each other's change.
+resent). Each change is one of `Core`'s transitions, kept in `history` with its time;
+`talk status` shows them. Records expire after a TTL (default 7 days,
+`CODEX_BRIDGE_DELIVERY_TTL` seconds), swept whenever one is written. Updates are
+read-modify-write under a per-record lock, so a courier and a `talk status` recovery
+never overwrite each other's change.
+
+On disk a record is flat: `version` (2), `direction`, then its own fields only. A file
+with no `version` (written before 2) holds every field of both roads: it reads as its
+direction's type, the other road's fields ignored. Flat, so that a courier of the
+previous version, still running through an upgrade, reads the new files. `talk status
+--json` and MCP show a record with every key either road has (`Core.as_dict`; the other
+road's at their defaults), as they did before the split: scripts read those keys.
 """
 
 from __future__ import annotations
@@ -22,10 +42,10 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Iterator
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeAlias, TypedDict, TypeVar, overload
 
 from ..conversation import envelope
 from ..conversation.limits import clip, max_hops, text_max
@@ -33,7 +53,6 @@ from ..host.jsonfile import loads_json, nofollow
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, open_state, write_private
-from ..jsontypes import opt_str
 from ..protocol.enums import WireEnum
 from ..talk.endpoint import Reach
 
@@ -43,6 +62,7 @@ if TYPE_CHECKING:
 TTL_ENV = "CODEX_BRIDGE_DELIVERY_TTL"
 DEFAULT_TTL = 7 * 24 * 3600.0
 PREVIEW_CHARS = 2000
+VERSION = 2  # of the file: 1 (no `version`) held every field of both roads
 
 
 class DeliveryState(WireEnum):
@@ -71,26 +91,110 @@ class Direction(WireEnum):
     TO_CLAUDE = "to-claude"
 
 
-@dataclass
-class Delivery:
+@dataclass(kw_only=True, slots=True)
+class Core:
+    """What every delivery has, whichever road it takes — and every change of its state
+    (`queue` … `settle`). A road's own fields are set by whoever learns them, before the
+    transition that follows."""
+
+    direction: ClassVar[Direction]
     id: str  # the request token, `req_<epoch ms>_<6 chars>`; also codex's clientUserMessageId
-    direction: Direction
+    # The Codex thread: where the message goes (to Codex), the one that asked (to Claude).
+    thread_id: str
     state: DeliveryState = DeliveryState.QUEUED
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     conversation: str | None = None
     hop: int = 0  # 0 for a reply (a reply never spends a hop)
     max_hops: int = 0
-    in_reply_to: str | None = None
-    thread_id: str | None = None
-    chosen_by: str | None = None  # how the target was chosen: caller, only-thread, …
-    reply_to: str | None = None  # the mailbox the reply goes to (to-codex)
-    reply_to_how: str | None = None  # how it was chosen: --reply-to, calling session, …
-    mailbox: str | None = None  # the mailbox the mail went to (to-claude)
     text_preview: str = ""
-    submission_id: str | None = None
+    # The answer's start and size: Codex's (to Codex), Claude's (to Claude).
+    reply_preview: str = ""
+    reply_bytes: int = 0
+    reason: str | None = None  # why it failed, was orphaned, or cannot be routed
+    # Who sent it (`envelope.who_sends`: an `envelope.Speaker` value) and the Codex thread
+    # it came from; None on older records, which only Claude Code made.
+    sender: str | None = None
+    sender_thread: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    history: list[Step] = field(default_factory=list)
+
+    def to_json(self) -> JsonObject:
+        """The record as its file holds it (`VERSION`)."""
+        data: JsonObject = {"version": VERSION, "direction": self.direction.value}
+        data.update(asdict(self))
+        data["state"] = self.state.value
+        return data
+
+    def as_dict(self) -> JsonObject:
+        """The record as `talk status --json` and MCP show it: every key a delivery had
+        before the roads were split — the other road's at their defaults."""
+        data = self.to_json()
+        del data["version"]
+        return {**data, **{k: v for k, v in _SHOWN.items() if k not in data}}
+
+    # -- a delivery's life: every change of its state is one of these ----------------
+
+    def queue(self) -> None:
+        """Accepted: waiting for the recipient (codex's queue, a mailbox)."""
+        self._move(DeliveryState.QUEUED)
+
+    def take(self) -> None:
+        """The recipient took it: the turn started, the mail was handed. Never
+        backwards: on an idle thread the turn can be seen before codex's queue answer."""
+        if self.state is DeliveryState.QUEUED:
+            self._move(DeliveryState.DELIVERING)
+
+    def await_reply(self) -> None:
+        """The recipient has it and is answering (Codex's first words; Claude handed the
+        request)."""
+        self._move(DeliveryState.AWAITING_REPLY)
+
+    def deliver(self) -> None:
+        """Done: the reply came back, or none was asked for."""
+        self._move(DeliveryState.DELIVERED)
+
+    def fail(self, reason: str) -> None:
+        """Ended without an answer, and why (the turn failed or was stopped, codex
+        refused it, the session ended first, the mail was not stored)."""
+        self._move(DeliveryState.FAILED, reason)
+
+    def settle(self, state: DeliveryState, reason: str | None = None) -> None:
+        """The courier's end of a delivery in `state` — delivered, failed, orphaned,
+        or still awaiting the reply when it stopped following the turn (with why, if
+        `reason`; else the record's reason stays)."""
+        if state is DeliveryState.QUEUED or state is DeliveryState.DELIVERING:
+            raise ValueError(f"a delivery is not settled {state.value}")
+        self._move(state, reason)
+
+    def _move(self, state: DeliveryState, reason: str | None = None) -> None:
+        """Change state (and the reason, when one is given), noting it in the history."""
+        now = time.time()
+        if reason is not None:
+            self.reason = reason
+        if state is not self.state or not self.history:
+            self.history.append({"state": state.value, "at": now,
+                                 **({"reason": reason} if reason is not None else {})})
+        self.state = state
+        self.updated_at = now
+
+
+@dataclass(kw_only=True, slots=True)
+class ToCodex(Core):
+    """A message into a Codex thread: a request, Claude's answer to one (`in_reply_to`),
+    or codexbridge's notice about one (`notice`). The courier carries it to its end."""
+
+    direction: ClassVar[Direction] = Direction.TO_CODEX
+    in_reply_to: str | None = None  # the Codex request this answers (or is a notice of)
+    # A turn of codexbridge's own telling the asking thread about its request (not an
+    # answer: it does not close the request).
+    notice: bool = False
+    chosen_by: str | None = None  # how the thread was chosen: caller, only-thread, …
+    reply_to: str | None = None  # the mailbox Codex's answer goes to
+    reply_to_how: str | None = None  # how it was chosen: --reply-to, calling session, …
+    submission_id: str | None = None  # codex's queue entry
     turn_id: str | None = None
-    courier_pid: int | None = None
+    courier_pid: int | None = None  # who follows the turn (the caller's, when blocking)
     app_server: str | None = None  # the url the sender used; its courier uses it too
     # ... and what reaching it took, as the sender had it (`Reach`): the courier carries
     # every sender's deliveries in the environment of whoever started it, so it uses
@@ -103,124 +207,94 @@ class Delivery:
     approvals: str = "tui"
     approval_timeout: float = 300.0
     turn_timeout: float = 4 * 3600.0
-    reply_preview: str = ""
-    reply_bytes: int = 0
-    reply_mail_id: str | None = None
-    recovered: bool = False
-    reason: str | None = None  # why it failed, was orphaned, or cannot be routed
-    # to-claude: the session handed the request, and when its answer was taken (once)
-    session_id: str | None = None
-    claude_pid: int | None = None
-    answered_at: float | None = None
+    reply_mail_id: str | None = None  # the mail that took the answer (or the failure) back
+    recovered: bool = False  # the answer was found in the thread after its courier died
     # When the courier lost its app-server, while it waits for it to come back.
     server_lost_at: float | None = None
-    # A turn of codexbridge's own telling the asking thread about its request (not an
-    # answer: it does not close the request).
-    notice: bool = False
-    # Who sent it (`envelope.who_sends`: an `envelope.Speaker` value) and the Codex thread
-    # it came from; None on older records, which only Claude Code made.
-    sender: str | None = None
-    sender_thread: str | None = None
     # Its sender follows the turn and takes the answer itself (`talk say`, MCP
     # `codex_message_send` wait=true): no courier carries it, nothing is routed as mail.
     blocking: bool = False
     # The thread was not loaded when the message was sent: no Codex TUI is attached, so
     # an approval the turn asks for has nobody to answer it (the asker is told at once).
     unattended: bool = False
-    warnings: list[str] = field(default_factory=list)
-    history: list[Step] = field(default_factory=list)
-
-    def as_dict(self) -> JsonObject:
-        data = asdict(self)
-        data["direction"] = self.direction.value
-        data["state"] = self.state.value
-        return data
-
-    @staticmethod
-    def from_dict(data: object) -> Delivery:
-        """The record in `data`; KeyError / TypeError / ValueError when it is not one
-        (DeliveryStore.get then treats the file as unreadable)."""
-        if not isinstance(data, dict):  # a damaged file: was AttributeError on .items()
-            raise TypeError(f"a delivery record is an object, not {type(data).__name__}")
-        known = {f.name: f for f in fields(Delivery)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["direction"] = Direction(values["direction"])
-        values["state"] = DeliveryState.parse(values.get("state")) or DeliveryState.QUEUED
-        # A field of the wrong type broke its users later, far from the file: a str
-        # created_at crashed the sort in recent(), a non-list history move(), a NaN time
-        # `talk status`.
-        for name, value in values.items():
-            if not _fits(value, str(known[name].type)):
-                raise TypeError(f"{name} is not a {known[name].type}")
-        for key in ("courier_pid", "claude_pid"):
-            pid = values.get(key)
-            if pid is not None and not 0 < pid < 2**31:  # os.kill: OverflowError; 0, -1
-                raise ValueError(f"{key} {pid} is not a process id")
-        return Delivery(**values)
 
     @property
     def needs_courier(self) -> bool:
-        """A message to Codex not yet at its end; a request to Claude a running session
-        was handed and has not answered (that session is watched). Mail that waits for a
-        Claude session to start needs nobody."""
-        if self.state.final or self.blocking:
-            return False
-        if self.direction is Direction.TO_CODEX:
-            return True
-        return self.claude_pid is not None and self.answered_at is None
-
-    # -- a delivery's life: every change of its state is one of these ----------------
-
-    def queue(self, **changes: object) -> None:
-        """Accepted: waiting for the recipient (codex's queue, a mailbox)."""
-        self._move(DeliveryState.QUEUED, **changes)
-
-    def take(self, **changes: object) -> None:
-        """The recipient took it: the turn started, the mail was handed. Never
-        backwards: on an idle thread the turn can be seen before codex's queue answer."""
-        if self.state is DeliveryState.QUEUED:
-            self._move(DeliveryState.DELIVERING, **changes)
-        else:
-            self._set(changes)
-
-    def await_reply(self, **changes: object) -> None:
-        """The recipient has it and is answering (Codex's first words; Claude handed the
-        request)."""
-        self._move(DeliveryState.AWAITING_REPLY, **changes)
-
-    def deliver(self, **changes: object) -> None:
-        """Done: the reply came back, or none was asked for."""
-        self._move(DeliveryState.DELIVERED, **changes)
-
-    def fail(self, reason: str, **changes: object) -> None:
-        """Ended without an answer, and why (the turn failed or was stopped, codex
-        refused it, the session ended first, the mail was not stored)."""
-        self._move(DeliveryState.FAILED, reason=reason, **changes)
-
-    def settle(self, state: DeliveryState, **changes: object) -> None:
-        """The courier's end of a delivery in `state` — delivered, failed, orphaned,
-        or still awaiting the reply when it stopped following the turn."""
-        if state is DeliveryState.QUEUED or state is DeliveryState.DELIVERING:
-            raise ValueError(f"a delivery is not settled {state.value}")
-        self._move(state, **changes)
-
-    def _set(self, changes: Mapping[str, object]) -> None:
-        for key, value in changes.items():
-            setattr(self, key, value)
-
-    def _move(self, state: DeliveryState, **changes: object) -> None:
-        """Change state (and fields), noting it in the history."""
-        now = time.time()
-        self._set(changes)
-        if state is not self.state or not self.history:
-            self.history.append({"state": state.value, "at": now,
-                                 **({"reason": opt_str(changes["reason"])}
-                                    if "reason" in changes else {})})
-        self.state = state
-        self.updated_at = now
+        """Not yet at its end, and its sender does not follow it itself."""
+        return not self.state.final and not self.blocking
 
 
-def envelope_of(record: Delivery) -> envelope.Envelope:
+@dataclass(kw_only=True, slots=True)
+class ToClaude(Core):
+    """A Codex request to a Claude Code session that expects an answer (`inbox push
+    --expect-reply`, MCP `claude_message_send` expectReply). `answers.py` sends the
+    answer back as a `ToCodex` reply; the courier watches the session meanwhile."""
+
+    direction: ClassVar[Direction] = Direction.TO_CLAUDE
+    mailbox: str  # the mailbox the mail went to
+    # The session handed the request, and when its answer was taken (once).
+    session_id: str | None = None
+    claude_pid: int | None = None
+    answered_at: float | None = None
+
+    @property
+    def needs_courier(self) -> bool:
+        """A running session was handed it and has not answered (that session is
+        watched). Mail that waits for a Claude session to start needs nobody."""
+        return (not self.state.final and self.claude_pid is not None
+                and self.answered_at is None)
+
+
+Delivery: TypeAlias = ToCodex | ToClaude
+R = TypeVar("R", bound=Core)
+KINDS: dict[Direction, type[ToCodex] | type[ToClaude]] = {
+    Direction.TO_CODEX: ToCodex, Direction.TO_CLAUDE: ToClaude}
+
+
+def _shown() -> JsonObject:
+    """Every road's own field at its default (a required one: None), for `as_dict`."""
+    core = {f.name for f in fields(Core)}
+    out: JsonObject = {}
+    for kind in KINDS.values():
+        for f in fields(kind):
+            if f.name not in core:
+                out[f.name] = (f.default if f.default is not MISSING else
+                               f.default_factory() if f.default_factory is not MISSING
+                               else None)
+    return out
+
+
+_SHOWN = _shown()
+
+
+def from_json(data: object) -> Delivery:
+    """The record in `data` (a file of either version, or `as_dict`'s view); KeyError /
+    TypeError / ValueError when it is not one (DeliveryStore.read then calls the file
+    damaged)."""
+    if not isinstance(data, dict):  # a damaged file: was AttributeError on .items()
+        raise TypeError(f"a delivery record is an object, not {type(data).__name__}")
+    values = dict(data)
+    # (A file of version 1 has none; a later version's is read for the fields known here,
+    # as unknown keys always were.)
+    version = values.pop("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise TypeError(f"version {version!r} is not a record version")
+    kind = KINDS[Direction(values.pop("direction"))]
+    known = {f.name: f for f in fields(kind)}
+    values = {k: v for k, v in values.items() if k in known}
+    values["state"] = DeliveryState.parse(values.pop("state", None)) or DeliveryState.QUEUED
+    # A field of the wrong type broke its users later, far from the file: a str
+    # created_at crashed the sort in recent(), a non-list history move(), a NaN time
+    # `talk status`.
+    for name, value in values.items():
+        if not _fits(value, str(known[name].type)):
+            raise TypeError(f"{name} is not a {known[name].type}")
+        if name.endswith("_pid") and value is not None and not 0 < value < 2**31:
+            raise ValueError(f"{name} {value} is not a process id")  # os.kill: OverflowError
+    return kind(**values)
+
+
+def envelope_of(record: ToCodex) -> envelope.Envelope:
     """The header the peer and the human see above the message: who sent it, as recorded
     (`envelope.who_sends`), its conversation's true hop n/N, where the answer goes."""
     if record.blocking:
@@ -242,7 +316,7 @@ def envelope_of(record: Delivery) -> envelope.Envelope:
 
 
 def _fits(value: object, annotation: str) -> bool:
-    """Whether a JSON value fits a Delivery field's (string) annotation."""
+    """Whether a JSON value fits a record field's (string) annotation."""
     if value is None:
         return annotation.endswith(" | None")
     base = annotation.removesuffix(" | None")
@@ -258,7 +332,7 @@ def _fits(value: object, annotation: str) -> bool:
     if base == "int" and isinstance(value, bool):
         return False
     kinds: dict[str, type] = {"str": str, "int": int, "bool": bool}
-    return isinstance(value, kinds.get(base, object))  # (direction, state: parsed above)
+    return isinstance(value, kinds.get(base, object))  # (state: parsed above)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -300,7 +374,7 @@ class DeliveryStore:
         """Where the whole message of a delivery is kept (its record holds a preview)."""
         return self.root / f"{delivery_id}.text"
 
-    def note_reach(self, record: Delivery, reach: Reach) -> None:
+    def note_reach(self, record: ToCodex, reach: Reach) -> None:
         """Put `reach` into `record` (not saved here). A token from the sender's
         environment is kept in `<id>.token` (0600): the record itself, shown by `talk
         status` and to the agents, holds only its path."""
@@ -318,12 +392,12 @@ class DeliveryStore:
 
     def save(self, record: Delivery) -> None:
         ensure_private_dir(self.root)
-        text = json.dumps(record.as_dict(), ensure_ascii=False, indent=2)
+        text = json.dumps(record.to_json(), ensure_ascii=False, indent=2)
         try:
             data = text.encode()
         except UnicodeEncodeError:  # a reply holding a lone surrogate (a frame's `\\ud800`
             # escape) was a traceback in the courier: it is kept as that escape
-            data = json.dumps(record.as_dict(), indent=2).encode("ascii")
+            data = json.dumps(record.to_json(), indent=2).encode("ascii")
         write_private(self.path(record.id), data, durable=True)
         self._mark(record)
         self.sweep()
@@ -366,9 +440,15 @@ class DeliveryStore:
         out.sort(key=lambda r: r.created_at)
         return out
 
-    def get(self, delivery_id: str) -> Delivery | None:
+    @overload
+    def get(self, delivery_id: str) -> Delivery | None: ...
+    @overload
+    def get(self, delivery_id: str, kind: type[R]) -> R | None: ...
+
+    def get(self, delivery_id: str, kind: type[Core] = Core) -> Core | None:
+        """The record (of road `kind`: another road's is None, as a missing one is)."""
         found = self.read(delivery_id)
-        return found if isinstance(found, Delivery) else None
+        return found if isinstance(found, kind) else None
 
     def read(self, delivery_id: str) -> Delivery | Damaged | None:
         """The record; Damaged (with why) when its file is there but cannot be used;
@@ -385,7 +465,7 @@ class DeliveryStore:
         except (OSError, ValueError) as exc:
             return Damaged(delivery_id, str(path), _why(exc))
         try:
-            record = Delivery.from_dict(data)
+            record = from_json(data)
         except (KeyError, TypeError, ValueError) as exc:
             return Damaged(delivery_id, str(path), f"not a delivery record ({_why(exc)})")
         # A record under another id's name (a copied file) would be listed twice and
@@ -394,16 +474,25 @@ class DeliveryStore:
             return Damaged(delivery_id, str(path), f"it holds record {record.id}")
         return record
 
-    def update(self, delivery_id: str, change: Callable[[Delivery], None]) -> Delivery | None:
-        """Read, `change(record)`, write — under the record's lock. None if it is gone
-        (or `delivery_id` is not an id: like get(), without making a lock file for it)."""
+    @overload
+    def update(self, delivery_id: str, change: Callable[[Delivery], None]
+               ) -> Delivery | None: ...
+    @overload
+    def update(self, delivery_id: str, change: Callable[[R], None], kind: type[R]
+               ) -> R | None: ...
+
+    def update(self, delivery_id: str, change: Callable[[Any], None],
+               kind: type[Core] = Core) -> Core | None:
+        """Read, `change(record)`, write — under the record's lock. None if it is gone or
+        of another road than `kind` (or `delivery_id` is not an id: like get(), without
+        making a lock file for it)."""
         try:
             self.path(delivery_id)
         except ValueError:  # "/../x" made its lock file outside root; "a/b" FileNotFoundError
             return None
         with self._lock(delivery_id):
-            record = self.get(delivery_id)
-            if record is None:
+            record = self.read(delivery_id)
+            if not isinstance(record, kind):
                 return None
             change(record)
             self.save(record)
@@ -411,7 +500,7 @@ class DeliveryStore:
 
     def recent(self, limit: int = 20) -> list[Delivery]:
         """The newest records first."""
-        records = [r for r in self._all() if isinstance(r, Delivery)]
+        records = [r for r in self._all() if isinstance(r, Core)]
         records.sort(key=lambda r: r.created_at, reverse=True)
         return records[:limit]
 
@@ -464,19 +553,19 @@ def _ttl_from_env() -> float:
 
 def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: str | None,
               text: str, *, reach: Reach, reply_to: str | None,
-              notice: bool = False) -> Delivery:
+              notice: bool = False) -> ToCodex:
     """Record Claude's answer to Codex's `request` as a delivery into the asking thread
     (no hop spent; nothing routed back), for the courier to queue and follow, through the
     app-server `reach` names. `reply_to`: the answering session's mailbox, told if the
     answer cannot be delivered."""
     text = clip(text, text_max(os.environ), "in the Claude Code session's transcript")
-    record = Delivery(id=envelope.request_token(), direction=Direction.TO_CODEX,
-                      conversation=conversation or envelope.conversation_id(), hop=0,
-                      max_hops=max_hops(dict(os.environ)), in_reply_to=request,
-                      thread_id=thread_id, chosen_by="asking-thread",
-                      text_preview=preview(text), reply_to=reply_to,
-                      reply_to_how="the answering session" if reply_to else None,
-                      notice=notice, sender=envelope.Speaker.CLAUDE_CODE.value)
+    record = ToCodex(id=envelope.request_token(), conversation=conversation
+                     or envelope.conversation_id(), hop=0,
+                     max_hops=max_hops(dict(os.environ)), in_reply_to=request,
+                     thread_id=thread_id, chosen_by="asking-thread",
+                     text_preview=preview(text), reply_to=reply_to,
+                     reply_to_how="the answering session" if reply_to else None,
+                     notice=notice, sender=envelope.Speaker.CLAUDE_CODE.value)
     store.note_reach(record, reach)
     record.queue()
     # The text before the record: a record is what the courier acts on, and one whose

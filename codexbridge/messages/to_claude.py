@@ -47,7 +47,7 @@ from ..inbox.location import (
 )
 from . import live
 from .conversations import Conversations, current_conversation
-from .records import Delivery, DeliveryStore, Direction
+from .records import DeliveryStore, ToClaude
 from .records import preview as text_preview
 
 TYPE_CHECKING = False
@@ -247,7 +247,7 @@ def last_talked(thread: str, mailboxes: list[str]) -> dict[str, float]:
     for rec in DeliveryStore().recent(500):
         if rec.thread_id != thread:
             continue
-        box = rec.mailbox if rec.direction is Direction.TO_CLAUDE else rec.reply_to
+        box = rec.mailbox if isinstance(rec, ToClaude) else rec.reply_to
         if box in mailboxes:
             out[box] = max(out.get(box, 0.0), rec.updated_at or rec.created_at)
     return out
@@ -365,14 +365,13 @@ def request(text: str, *, to: str | None = None, sender: str | None = None,
     fields: JsonObject = {"request": token, "conversation": conv, "hop": hop,
                           "max_hops": limit, "sent_by": by.speaker.value}
     store = DeliveryStore()
-    if expect_reply:
+    if expect_reply and asking:  # (no asking thread was refused above)
         fields["expect_reply"] = {"thread": asking}
         # Recorded before the mail leaves: a live push is taken in (and noted as handled
         # on this record) within a fraction of a second.
-        record = Delivery(id=token, direction=Direction.TO_CLAUDE, conversation=conv,
-                          hop=hop, max_hops=limit, thread_id=asking, mailbox=name,
-                          text_preview=text_preview(text), sender=by.speaker.value,
-                          sender_thread=by.thread)
+        record = ToClaude(id=token, conversation=conv, hop=hop, max_hops=limit,
+                          thread_id=asking, mailbox=name, text_preview=text_preview(text),
+                          sender=by.speaker.value, sender_thread=by.thread)
         record.queue()
         store.save(record)
     try:

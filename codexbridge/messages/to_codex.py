@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, NamedTuple, Unpack
+from typing import TYPE_CHECKING, NamedTuple, Unpack, overload
 
 from ..conversation import envelope
 from ..conversation.limits import max_hops
@@ -56,7 +56,7 @@ from ..talk.threads import find_joinable, join
 from ..talk.turn import SayProgress, queue_message, say
 from . import courier_link
 from .conversations import Conversations, current_conversation
-from .records import Damaged, Delivery, DeliveryStore, Direction, preview
+from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, preview
 from .records import envelope_of as records_envelope_of
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 
 class Receipt(NamedTuple):
-    delivery: Delivery
+    delivery: ToCodex
     thread: ThreadInfo
 
     def as_dict(self) -> dict[str, object]:
@@ -129,14 +129,12 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
         conv, hop, limit = Conversations().spend_hop(conv, {
             "direction": _direction(sender), "delivery": token, "thread": thread.id,
             "reply_to": route.mailbox}, limit, words=text)
-    record = Delivery(id=token, direction=Direction.TO_CODEX, conversation=conv, hop=hop,
-                      max_hops=limit, in_reply_to=in_reply_to, thread_id=thread.id,
-                      chosen_by=chosen_by, text_preview=preview(text),
-                      reply_to=route.mailbox if route else None,
-                      reply_to_how=route.how if route else None,
-                      approvals=policy.value, approval_timeout=approval_timeout,
-                      turn_timeout=turn_timeout, sender=sender.speaker.value,
-                      sender_thread=sender.thread)
+    record = ToCodex(id=token, conversation=conv, hop=hop, max_hops=limit,
+                     in_reply_to=in_reply_to, thread_id=thread.id, chosen_by=chosen_by,
+                     text_preview=preview(text), reply_to=route.mailbox if route else None,
+                     reply_to_how=route.how if route else None, approvals=policy.value,
+                     approval_timeout=approval_timeout, turn_timeout=turn_timeout,
+                     sender=sender.speaker.value, sender_thread=sender.thread)
     store.note_reach(record, reach or Reach())
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
@@ -170,18 +168,19 @@ class Blocking(NamedTuple):
     wait=true): its record — so `talk status` finds the request id its envelope names —
     and the text to send, framed."""
 
-    record: Delivery
+    record: ToCodex
     words: str
 
     def progress(self, store: DeliveryStore) -> SayProgress:
         """What say() reports, written on the record: codex's queue entry, the turn."""
 
         def changed(what: str, p: SayProgress) -> None:
-            def note(r: Delivery) -> None:
+            def note(r: ToCodex) -> None:
                 r.submission_id = p.submission_id or r.submission_id
                 if what == "started" and p.turn_id:
-                    r.take(turn_id=p.turn_id)
-            store.update(self.record.id, note)
+                    r.turn_id = p.turn_id
+                    r.take()
+            store.update(self.record.id, note, ToCodex)
 
         return SayProgress(client_id=self.record.id, on_change=changed)
 
@@ -202,11 +201,10 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
         current_conversation(conversation, env, store, new=new_conversation), {
             "direction": _direction(sender), "delivery": token, "thread": thread_id,
             "reply_to": "inline"}, max_hops(dict(env)), words=text)
-    record = Delivery(id=token, direction=Direction.TO_CODEX, conversation=conv, hop=hop,
-                      max_hops=limit, thread_id=thread_id, chosen_by="caller",
-                      text_preview=preview(text), reply_to_how="the call's own result",
-                      sender=sender.speaker.value, sender_thread=sender.thread,
-                      blocking=True, courier_pid=os.getpid())
+    record = ToCodex(id=token, conversation=conv, hop=hop, max_hops=limit,
+                     thread_id=thread_id, chosen_by="caller", text_preview=preview(text),
+                     reply_to_how="the call's own result", sender=sender.speaker.value,
+                     sender_thread=sender.thread, blocking=True, courier_pid=os.getpid())
     record.queue()
 
     # Kept as for `send`: a courier that adopts it when its caller dies reads it here.
@@ -221,19 +219,19 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
     or why not (`failure`: the call raised — nothing was sent, or the turn may still
     run; `result` not completed: how the turn ended)."""
 
-    def end(r: Delivery) -> None:
+    def end(r: ToCodex) -> None:
         if r.state.final:
             return
+        r.courier_pid = None
         if result is not None:
             r.turn_id = result.turn_id or r.turn_id
         if result is not None and result.status is TurnOutcome.COMPLETED:
-            r.deliver(reply_preview=preview(result.reply),
-                   reply_bytes=result.reply_bytes, courier_pid=None)
+            r.reply_preview, r.reply_bytes = preview(result.reply), result.reply_bytes
+            r.deliver()
             return
-        why = failure or _ended(result)
-        r.fail(why, courier_pid=None)
+        r.fail(failure or _ended(result))
 
-    store.update(blocking.record.id, end)
+    store.update(blocking.record.id, end, ToCodex)
 
 
 class Said(NamedTuple):
@@ -324,7 +322,7 @@ def _ended(result: SayResult | None) -> str:
 RECOVER_WAIT = 5.0  # s: a courier started for `talk status` settles a dead one's record
 
 
-def envelope_of(record: Delivery) -> envelope.Envelope:
+def envelope_of(record: ToCodex) -> envelope.Envelope:
     """The header the peer and the human see above the message (`records.envelope_of`)."""
     return records_envelope_of(record)
 
@@ -376,18 +374,20 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
         except BridgeError:
             pass  # no answer: codex may hold it; the courier looks before anything else
         else:
-            store.update(record.id, lambda r: setattr(r, "submission_id",
-                                                      progress.submission_id))
+            def queued(r: ToCodex) -> None:
+                r.submission_id = progress.submission_id
+
+            store.update(record.id, queued, ToCodex)
     if not await asyncio.to_thread(courier_link.ensure, [record.id]):
         store.update(record.id, lambda r: r.warnings.append(
             "no courier could be started to follow the turn (see "
             f"{state_dir(create=False) / 'logs' / 'courier.log'}); the message is in "
             "codex's queue, and "
             "the next codexbridge command or Claude stop starts one to route the answer"))
-    return receipt._replace(delivery=get(store, record.id))
+    return receipt._replace(delivery=get(store, record.id, ToCodex))
 
 
-def _unattended(store: DeliveryStore, record: Delivery, thread: ThreadInfo) -> Delivery:
+def _unattended(store: DeliveryStore, record: ToCodex, thread: ThreadInfo) -> ToCodex:
     """The thread was not loaded (`--thread ID` of a thread codex unloaded after its TUI
     quit): nobody watches its turn. Said in the receipt; the courier tells the asker at
     once of any approval the turn waits on."""
@@ -398,11 +398,11 @@ def _unattended(store: DeliveryStore, record: Delivery, thread: ThreadInfo) -> D
             "fail-closed; you are told at once if one comes). The human sees it with "
             f"`codex resume --last` in {where} (or `codex resume {thread.id}`)")
 
-    def change(r: Delivery) -> None:
+    def change(r: ToCodex) -> None:
         r.unattended = True
         r.warnings.append(note)
 
-    return store.update(record.id, change) or get(store, record.id)
+    return store.update(record.id, change, ToCodex) or get(store, record.id, ToCodex)
 
 
 def status(store: DeliveryStore, delivery_id: str) -> Delivery:
@@ -414,7 +414,7 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
         # A blocking send whose caller died waiting (Claude Code's Bash tool kills a
         # command after 120 s): the courier adopts it — it finds the turn by the
         # record's id in the thread, or the message in codex's queue; never resent.
-        record = store.update(delivery_id, _adopt) or record
+        record = store.update(delivery_id, _adopt, ToCodex) or record
     if record.needs_courier and not courier_link.running():
         courier_link.ensure([record.id])
         # The new courier looks in the thread at once: what it finds is worth showing.
@@ -429,19 +429,26 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
 
 
 def _caller_gone(record: Delivery) -> bool:
+    return (isinstance(record, ToCodex) and record.blocking and not record.state.final
+            and record.courier_pid is not None and not pid_alive(record.courier_pid))
 
-    return (record.blocking and not record.state.final and record.courier_pid is not None
-            and not pid_alive(record.courier_pid))
 
-
-def _adopt(record: Delivery) -> None:
+def _adopt(record: ToCodex) -> None:
     if _caller_gone(record):
         record.blocking = False
         record.warnings.append(f"the call that sent it (pid {record.courier_pid}) ended "
                                "before the answer; the courier follows the turn instead")
 
 
-def get(store: DeliveryStore, delivery_id: str) -> Delivery:
+@overload
+def get(store: DeliveryStore, delivery_id: str) -> Delivery: ...
+@overload
+def get(store: DeliveryStore, delivery_id: str, kind: type[R]) -> R: ...
+
+
+def get(store: DeliveryStore, delivery_id: str, kind: type[Core] = Core) -> Core:
+    """The record (of road `kind`); DeliveryNotFoundError when there is none, its file
+    is damaged, or it is another road's."""
     record = store.read(delivery_id)
     if isinstance(record, Damaged):
         # Not "never made": the file is there but damaged (left as it is, for a person).
@@ -452,4 +459,8 @@ def get(store: DeliveryStore, delivery_id: str) -> Delivery:
     if record is None:
         raise DeliveryNotFoundError(f"no delivery {delivery_id!r} in {store.root} (never made "
                                     "here, or expired)", details={"delivery": delivery_id})
+    if not isinstance(record, kind):
+        raise DeliveryNotFoundError(f"delivery {delivery_id!r} is a {record.direction.value} "
+                                    "record, not the kind asked for",
+                                    details={"delivery": delivery_id})
     return record

@@ -318,7 +318,7 @@ def reach_of(ep: Endpoint) -> Reach:
 def recorded_endpoint(url: str | None, token_file: str | None, ca_file: str | None,
                       ca_dir: str | None) -> Endpoint:
     """The app-server a delivery record names, reached with what the record carries
-    (messages/records.py, `Delivery.app_server*`) — never the environment of the
+    (messages/records.py, `ToCodex.app_server*`) — never the environment of the
     process asking: the courier carries every sender's deliveries and was started with
     whatever environment its first caller had. A record that names no server (one made
     before records carried it) is this process's own lookup."""

@@ -23,7 +23,7 @@ import pytest
 from codexbridge.errors import NoThreadError
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.messages.courier import envelope_of
-from codexbridge.messages.records import Delivery
+from codexbridge.messages.records import ToCodex, from_json
 from tests.support.cli import CliResult, arun_cli, run_cli
 from tests.support.raw_client import RawClient
 from tests.support.tmux_tui import CodexTUI
@@ -207,7 +207,9 @@ async def test_send_waits_for_the_first_message_then_delivers(
     # The envelope header reads as (at most three) whole lines above the message, in the
     # user message: nothing wrapped or mangled.
     screen = tui.capture(scrollback=True)
-    rest = envelope_of(Delivery.from_dict(record)).header()
+    sent = from_json(record)
+    assert isinstance(sent, ToCodex)
+    rest = envelope_of(sent).header()
     sealed = re.search(r"› (\[codexbridge [a-z0-9]{6}\]) " + re.escape(rest[0]), screen)
     assert sealed is not None and rest[0].startswith("from the human user's own shell"), screen
     header = [f"{sealed.group(1)} {rest[0]}", *rest[1:]]

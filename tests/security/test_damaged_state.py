@@ -13,14 +13,13 @@ import json
 import os
 from pathlib import Path
 
-from codexbridge.messages.records import Delivery, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryStore, ToCodex
 from tests.support.cli import run_cli
 
 
-def a_record(store: DeliveryStore, delivery_id: str) -> Delivery:
-    record = Delivery(id=delivery_id, direction=Direction.TO_CODEX,
-                      conversation="conv_0123456789ab", hop=1, max_hops=8, thread_id="thr",
-                      chosen_by="test", text_preview="hello")
+def a_record(store: DeliveryStore, delivery_id: str) -> ToCodex:
+    record = ToCodex(id=delivery_id, conversation="conv_0123456789ab", hop=1, max_hops=8,
+                     thread_id="thr", chosen_by="test", text_preview="hello")
     record.queue()
     store.save(record)
     return record

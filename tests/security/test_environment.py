@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryState, DeliveryStore, ToCodex
 from tests.support.cli import run_cli
 from tests.support.mock_codex import MockResponsesServer
 from tests.support.mounts import run_cli_mounted
@@ -133,9 +133,8 @@ async def test_a_record_whose_text_never_came_fails_and_tells_its_asker(
     from codexbridge.messages.courier import carry
 
     store = DeliveryStore()
-    record = Delivery(id="req_0123456789ab", direction=Direction.TO_CODEX,
-                      conversation="conv_0123456789ab", hop=1, max_hops=8,
-                      thread_id="thr", chosen_by="test", text_preview="hello")
+    record = ToCodex(id="req_0123456789ab", conversation="conv_0123456789ab", hop=1,
+                     max_hops=8, thread_id="thr", chosen_by="test", text_preview="hello")
     record.queue()
     store.save(record)
     done = await asyncio.wait_for(carry(store, record.id), 30)

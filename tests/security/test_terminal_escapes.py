@@ -40,7 +40,7 @@ from codexbridge.host.appserver import AppServerProcess
 from codexbridge.host.text import for_terminal
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.store import push
-from codexbridge.messages.records import Delivery, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryStore, ToCodex
 from codexbridge.protocol.enums import TurnOutcome
 from codexbridge.talk.follow import SayResult
 from tests.support.cli import arun_cli
@@ -142,9 +142,8 @@ def test_inbox_peek_and_drain_show_mail_neutralised(inbox: Path) -> None:
 
 def test_talk_status_shows_a_reply_preview_neutralised() -> None:
     store = DeliveryStore()
-    record = Delivery(id="req_1796000000000_abcdef", direction=Direction.TO_CODEX,
-                      thread_id="thread\x1b[2J", reply_preview=NASTY,
-                      reason="the turn ended failed: \x1b]0;x\x07")
+    record = ToCodex(id="req_1796000000000_abcdef", thread_id="thread\x1b[2J",
+                     reply_preview=NASTY, reason="the turn ended failed: \x1b]0;x\x07")
     record.fail(record.reason)
     store.save(record)
     for args in (["talk", "status", record.id], ["talk", "status"],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codexbridge.host import private
-from codexbridge.messages.records import Delivery, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryStore, ToCodex
 
 
 def test_mode_is_exact_whatever_the_umask(tmp_path: Path) -> None:
@@ -63,6 +63,5 @@ def test_delivery_records_are_written_durably(tmp_path: Path,
     real = os.fsync
     monkeypatch.setattr(private.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
     store = DeliveryStore(tmp_path)
-    store.save(Delivery(id="req_1", direction=Direction.TO_CODEX, conversation="c", hop=1,
-                        max_hops=4))
+    store.save(ToCodex(id="req_1", thread_id="T", conversation="c", hop=1, max_hops=4))
     assert len(calls) == 2

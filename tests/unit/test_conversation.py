@@ -28,9 +28,9 @@ from codexbridge.host.private import ensure_private_dir
 from codexbridge.messages import to_codex as deliveries
 from codexbridge.messages.conversations import Conversations, current_conversation, valid_id
 from codexbridge.messages.records import (
-    Delivery,
     DeliveryStore,
-    Direction,
+    ToClaude,
+    ToCodex,
     preview,
 )
 
@@ -139,9 +139,16 @@ def test_max_hops_and_ids_are_checked() -> None:
 
 # -- delivery records ----------------------------------------------------------------------
 
-def record(**kw: object) -> Delivery:
-    d = Delivery(id=str(kw.pop("id", "req_1_aaaaaa")), direction=Direction.TO_CODEX,
-                 **kw)  # type: ignore[arg-type]
+def record(**kw: object) -> ToCodex:
+    kw.setdefault("thread_id", "T0")
+    d = ToCodex(id=str(kw.pop("id", "req_1_aaaaaa")), **kw)  # type: ignore[arg-type]
+    d.queue()
+    return d
+
+
+def ask(**kw: object) -> ToClaude:
+    kw.setdefault("thread_id", "T0")
+    d = ToClaude(id=str(kw.pop("id", "req_2_b")), mailbox="box", **kw)  # type: ignore[arg-type]
     d.queue()
     return d
 
@@ -149,7 +156,12 @@ def record(**kw: object) -> Delivery:
 def test_records_walk_states_with_history_and_are_private(tmp_path: Path) -> None:
     store = DeliveryStore(tmp_path / "d")
     store.save(record(thread_id="t1"))
-    store.update("req_1_aaaaaa", lambda r: r.take(turn_id="u1"))
+
+    def started(r: ToCodex) -> None:
+        r.turn_id = "u1"
+        r.take()
+
+    store.update("req_1_aaaaaa", started, ToCodex)
     store.update("req_1_aaaaaa", lambda r: r.await_reply())
     got = store.update("req_1_aaaaaa", lambda r: r.fail("boom"))
     assert got is not None and got.state.final and got.turn_id == "u1"
@@ -189,6 +201,78 @@ def test_unreadable_record_is_not_a_crash(tmp_path: Path) -> None:
     assert (store.root / "req_2_bad.json").read_text() == "{half"
 
 
+# A message to Codex and a request to Claude as codexbridge wrote them before the file's
+# version 2: flat, every field of both roads on each.
+BEFORE_V2 = [json.loads(text) for text in (
+    '{"id": "req_1700000000000_aaaaaa", "direction": "to-codex", "state": "delivered", '
+    '"created_at": 1700000000.0, "updated_at": 1700000001.0, "conversation": '
+    '"conv_0123456789ab", "hop": 1, "max_hops": 40, "in_reply_to": null, "thread_id": "T1", '
+    '"chosen_by": "caller", "reply_to": "box", "reply_to_how": "--reply-to", "mailbox": null, '
+    '"text_preview": "hello", "submission_id": "s1", "turn_id": "u1", "courier_pid": null, '
+    '"app_server": null, "app_server_token_file": null, "app_server_ca_file": null, '
+    '"app_server_ca_dir": null, "approvals": "tui", "approval_timeout": 300.0, '
+    '"turn_timeout": 14400.0, "reply_preview": "hi back", "reply_bytes": 7, "reply_mail_id": '
+    '"m1", "recovered": false, "reason": null, "session_id": null, "claude_pid": null, '
+    '"answered_at": null, "server_lost_at": null, "notice": false, "sender": "claude-code", '
+    '"sender_thread": null, "blocking": false, "unattended": false, "warnings": [], '
+    '"history": [{"state": "queued", "at": 1700000000.0}, {"state": "delivered", "at": '
+    '1700000001.0}]}',
+    '{"id": "req_1700000000000_bbbbbb", "direction": "to-claude", "state": "awaiting-reply", '
+    '"created_at": 1700000000.0, "updated_at": 1700000001.0, "conversation": '
+    '"conv_0123456789ab", "hop": 2, "max_hops": 40, "in_reply_to": null, "thread_id": "T1", '
+    '"chosen_by": null, "reply_to": null, "reply_to_how": null, "mailbox": "box", '
+    '"text_preview": "a question", "submission_id": null, "turn_id": null, "courier_pid": '
+    'null, "app_server": null, "app_server_token_file": null, "app_server_ca_file": null, '
+    '"app_server_ca_dir": null, "approvals": "tui", "approval_timeout": 300.0, '
+    '"turn_timeout": 14400.0, "reply_preview": "", "reply_bytes": 0, "reply_mail_id": null, '
+    '"recovered": false, "reason": null, "session_id": "S1", "claude_pid": 4242, '
+    '"answered_at": null, "server_lost_at": null, "notice": false, "sender": "codex", '
+    '"sender_thread": "T1", "blocking": false, "unattended": false, "warnings": [], '
+    '"history": [{"state": "queued", "at": 1700000000.0}, {"state": "awaiting-reply", "at": '
+    '1700000001.0}]}')]
+
+
+def test_a_record_written_before_version_2_reads_as_its_road(tmp_path: Path) -> None:
+    """Each old file reads as its direction's record, the other road's fields ignored;
+    `talk status --json` shows it exactly as before; written back it is version 2 and
+    holds its own road's fields only."""
+    store = DeliveryStore(tmp_path / "d")
+    ensure_private_dir(store.root)
+    for old in BEFORE_V2:
+        (store.root / f"{old['id']}.json").write_text(json.dumps(old, indent=2))
+    sent, asked = (store.get(str(old["id"])) for old in BEFORE_V2)
+    assert isinstance(sent, ToCodex) and sent.state.value == "delivered"
+    assert (sent.turn_id, sent.reply_to, sent.reply_mail_id) == ("u1", "box", "m1")
+    assert isinstance(asked, ToClaude) and asked.state.value == "awaiting-reply"
+    assert (asked.mailbox, asked.session_id, asked.claude_pid) == ("box", "S1", 4242)
+    assert [sent.as_dict(), asked.as_dict()] == BEFORE_V2
+    assert asked.needs_courier and not sent.needs_courier  # its session is watched
+
+    store.update(asked.id, lambda r: r.deliver())
+    on_disk = json.loads(store.path(asked.id).read_text())
+    assert on_disk["version"] == 2 and on_disk["mailbox"] == "box"
+    assert not {"turn_id", "reply_to", "approvals", "notice"} & on_disk.keys()
+    again = store.get(asked.id, ToClaude)
+    assert again is not None and again.state.value == "delivered"
+    assert (again.session_id, again.claude_pid, again.sender) == ("S1", 4242, "codex")
+
+
+def test_a_record_of_an_unknown_shape_is_damaged_not_guessed(tmp_path: Path) -> None:
+    store = DeliveryStore(tmp_path / "d")
+    ensure_private_dir(store.root)
+    for name, change in (("req_1_v", {"version": "two"}), ("req_2_d", {"direction": "up"}),
+                         ("req_3_t", {"thread_id": None}), ("req_4_m", {"mailbox": 5})):
+        old = {**BEFORE_V2[1], "id": name, **change}
+        (store.root / f"{name}.json").write_text(json.dumps(old))
+    assert store.recent() == []
+    assert sorted(d.id for d in store.damaged()) == ["req_1_v", "req_2_d", "req_3_t",
+                                                     "req_4_m"]
+    # one road's record is not the other's
+    (store.root / "req_5_ok.json").write_text(json.dumps({**BEFORE_V2[1], "id": "req_5_ok"}))
+    assert store.get("req_5_ok", ToCodex) is None and store.get("req_5_ok", ToClaude)
+    assert store.update("req_5_ok", lambda r: r.fail("x"), ToCodex) is None
+
+
 def test_status_prints_a_record_whose_history_time_is_garbage(
         capsys: pytest.CaptureFixture[str]) -> None:
     from codexbridge.cli.talk_live_cmd import _print_record
@@ -211,12 +295,13 @@ def test_what_needs_a_courier() -> None:
     assert to_codex.needs_courier
     to_codex.deliver()
     assert not to_codex.needs_courier
-    ask = Delivery(id="req_2_b", direction=Direction.TO_CLAUDE)
-    assert not ask.needs_courier
-    ask.await_reply(claude_pid=os.getpid())
-    assert ask.needs_courier
-    ask.answered_at = 1.0
-    assert not ask.needs_courier
+    asked = ask()
+    assert not asked.needs_courier
+    asked.claude_pid = os.getpid()
+    asked.await_reply()
+    assert asked.needs_courier
+    asked.answered_at = 1.0
+    assert not asked.needs_courier
 
 
 def test_pending_markers_follow_what_needs_a_courier(tmp_path: Path) -> None:
@@ -270,8 +355,7 @@ def test_mail_sent_live_but_not_yet_seen_taken_in_keeps_the_conversation(
     the pusher stopped watching before that, so no handling marker says so yet. The turn
     that asks back from that tool call belongs to the mail's conversation."""
     store = DeliveryStore(tmp_path / "d")
-    asked = record(id="req_2_c", conversation="conv_ddd", thread_id="T")
-    asked.direction = Direction.TO_CLAUDE
+    asked = ask(id="req_2_c", conversation="conv_ddd", thread_id="T")
     asked.await_reply()
     asked.session_id = "sess-9"
     store.save(asked)
@@ -417,11 +501,10 @@ def test_what_reaching_the_app_server_took_travels_with_the_delivery(
     """Issue 23, item 11: the courier carries every sender's deliveries in the environment
     of whoever started it, so the URL, the token and the CA a send used are kept with the
     record — the token beside it (0600), never in the record `talk status` shows."""
-    from codexbridge.messages.records import Delivery, Direction
     from codexbridge.talk.endpoint import Endpoint, Reach, reach_of, recorded_endpoint
 
     store = DeliveryStore(tmp_path / "d")
-    record = Delivery(id=request_token(), direction=Direction.TO_CODEX)
+    record = ToCodex(id=request_token(), thread_id="T0")
     store.note_reach(record, Reach("wss://codex-box:8443", "tok-" + "x" * 20, None,
                                    "/etc/cb/cert.pem", None))
     store.save(record)

@@ -8,14 +8,14 @@ from typing import Any
 from codexbridge.doctor.binaries import CodexShell, codex_shell_rows
 from codexbridge.doctor.records import DeliveryFacts, Failed, delivery_rows
 from codexbridge.doctor.report import INFO, OK, WARN
-from codexbridge.messages.records import Delivery, DeliveryState, Direction
+from codexbridge.messages.records import Delivery, DeliveryState, ToClaude, ToCodex
 
 NOW = 1_800_000_000.0
 
 
-def rec(id_: str, state: str, age: float, **kw: Any) -> Delivery:
-    return Delivery(id_, Direction.TO_CODEX, DeliveryState(state), updated_at=NOW - age,
-                    reply_to="web", **kw)
+def rec(id_: str, state: str, age: float, **kw: Any) -> ToCodex:
+    return ToCodex(id=id_, thread_id="thr_1", state=DeliveryState(state),
+                   updated_at=NOW - age, reply_to="web", **kw)
 
 
 def facts(courier: bool, unfinished: list[Delivery], failed: list[Failed]) -> DeliveryFacts:
@@ -46,9 +46,9 @@ def test_a_failure_nobody_heard_of_is_said() -> None:
     assert quiet.status == OK and "told to its asker" in quiet.finding
 
 
-def ask(id_: str, state: str, age: float, **kw: Any) -> Delivery:
+def ask(id_: str, state: str, age: float, **kw: Any) -> ToClaude:
     """A request of Codex's to Claude (expect-reply), as its record keeps it."""
-    return Delivery(id_, Direction.TO_CLAUDE, DeliveryState(state), updated_at=NOW - age,
+    return ToClaude(id=id_, state=DeliveryState(state), updated_at=NOW - age,
                     mailbox="web-1a2b3c", thread_id="thr_1", **kw)
 
 

@@ -28,7 +28,7 @@ from codexbridge.handoff.to_claude import handoff_to_claude
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir
 from codexbridge.messages import to_claude as service
-from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryState, DeliveryStore, ToCodex
 from codexbridge.talk.client import AppServerClient
 from tests.support import payloads
 from tests.support.handoff_fakes import Server, hook_session
@@ -128,12 +128,10 @@ def talk_items() -> list[dict[str, object]]:
 
 def records(mail_id: str, mailbox: str = "web") -> None:
     store = DeliveryStore()
-    store.save(Delivery(id=ASK, direction=Direction.TO_CODEX, thread_id=THREAD,
-                        state=DeliveryState.DELIVERED, reply_to=mailbox, turn_id="t2",
-                        reply_mail_id=mail_id))
-    store.save(Delivery(id=ANSWER, direction=Direction.TO_CODEX, thread_id=THREAD,
-                        state=DeliveryState.DELIVERED, in_reply_to=ASKED_BY_CODEX,
-                        turn_id="t3"))
+    store.save(ToCodex(id=ASK, thread_id=THREAD, state=DeliveryState.DELIVERED,
+                       reply_to=mailbox, turn_id="t2", reply_mail_id=mail_id))
+    store.save(ToCodex(id=ANSWER, thread_id=THREAD, state=DeliveryState.DELIVERED,
+                       in_reply_to=ASKED_BY_CODEX, turn_id="t3"))
 
 
 def test_parse_leaves_out_what_the_target_has() -> None:
@@ -166,8 +164,8 @@ def test_received_by_needs_the_mail_in_the_target(tmp_path: Path) -> None:
 def answer_record(rid: str, text: str, *, thread: str = THREAD,
                   state: DeliveryState = DeliveryState.DELIVERED, notice: bool = False) -> None:
     store = DeliveryStore()
-    store.save(Delivery(id=rid, direction=Direction.TO_CODEX, thread_id=thread, state=state,
-                        in_reply_to=ASKED_BY_CODEX, notice=notice))
+    store.save(ToCodex(id=rid, thread_id=thread, state=state, in_reply_to=ASKED_BY_CODEX,
+                       notice=notice))
     store.text_path(rid).write_bytes(text.encode("utf-8"))
 
 

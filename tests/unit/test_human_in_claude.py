@@ -20,7 +20,7 @@ import pytest
 from codexbridge.errors import AmbiguousSessionError
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.render import render_mail
-from codexbridge.messages.records import Delivery, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryStore, Direction, ToClaude, ToCodex
 from codexbridge.messages.to_claude import Directory, resolve_mailbox
 
 
@@ -35,10 +35,11 @@ def two_sessions(tmp_path: Path) -> tuple[Directory, str]:
 
 
 def talked(thread: str, mailbox: str, direction: Direction = Direction.TO_CLAUDE) -> None:
-    rec = Delivery(id=f"req_{len(DeliveryStore().recent(100)) + 1}_x", direction=direction,
-                   conversation="conv_c", hop=1, max_hops=4, thread_id=thread,
-                   mailbox=mailbox if direction is Direction.TO_CLAUDE else None,
-                   reply_to=mailbox if direction is Direction.TO_CODEX else None)
+    rid = f"req_{len(DeliveryStore().recent(100)) + 1}_x"
+    rec = ToClaude(id=rid, conversation="conv_c", hop=1, max_hops=4, thread_id=thread,
+                   mailbox=mailbox) if direction is Direction.TO_CLAUDE else \
+        ToCodex(id=rid, conversation="conv_c", hop=1, max_hops=4, thread_id=thread,
+                reply_to=mailbox)
     rec.queue()
     DeliveryStore().save(rec)
 

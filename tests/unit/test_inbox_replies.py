@@ -8,15 +8,15 @@ import pytest
 from codexbridge.conversation import handling
 from codexbridge.messages import courier_link
 from codexbridge.messages.answers import answer_pending
-from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryState, DeliveryStore, ToClaude, ToCodex
 
 
 @pytest.fixture
 def handed(monkeypatch: pytest.MonkeyPatch) -> DeliveryStore:
     monkeypatch.setattr(courier_link, "ensure", lambda ids: None)  # no courier process
     store = DeliveryStore()
-    rec = Delivery(id="req_5_x", direction=Direction.TO_CLAUDE, conversation="conv_c", hop=1,
-                   max_hops=4, thread_id="T1", mailbox="box")
+    rec = ToClaude(id="req_5_x", conversation="conv_c", hop=1, max_hops=4, thread_id="T1",
+                   mailbox="box")
     rec.queue()
     rec.await_reply()
     store.save(rec)
@@ -25,8 +25,8 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> DeliveryStore:
     return store
 
 
-def replies_to(store: DeliveryStore, request: str) -> list[Delivery]:
-    return [d for d in store.recent(100) if d.in_reply_to == request]
+def replies_to(store: DeliveryStore, request: str) -> list[ToCodex]:
+    return [d for d in store.recent(100) if isinstance(d, ToCodex) and d.in_reply_to == request]
 
 
 def test_the_answer_goes_back_once(handed: DeliveryStore) -> None:

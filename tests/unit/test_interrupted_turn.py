@@ -19,7 +19,7 @@ import pytest
 from codexbridge.conversation import handling
 from codexbridge.messages import courier_link
 from codexbridge.messages.answers import INTERRUPTED, answer_pending, watch_interrupt
-from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryState, DeliveryStore, ToClaude, ToCodex
 
 # The records as Claude Code 2.1.332 writes them (tests/journeys/test_human_in_claude_…
 # and the spike measured them): live mail is a `user` record of origin `peer`; Esc at a
@@ -61,9 +61,8 @@ def handed(monkeypatch: pytest.MonkeyPatch, transcript: Path) -> DeliveryStore:
     """Codex's request req_1_a, noted as handed to session `sess` in `transcript`."""
     monkeypatch.setattr(courier_link, "ensure", lambda ids: None)  # no courier process
     store = DeliveryStore()
-    rec = Delivery(id="req_1_a", direction=Direction.TO_CLAUDE, conversation="conv_c", hop=1,
-                   max_hops=4, thread_id="T1", mailbox="box", session_id="sess",
-                   claude_pid=1)
+    rec = ToClaude(id="req_1_a", conversation="conv_c", hop=1, max_hops=4, thread_id="T1",
+                   mailbox="box", session_id="sess", claude_pid=1)
     rec.queue()
     rec.await_reply()
     store.save(rec)
@@ -73,8 +72,8 @@ def handed(monkeypatch: pytest.MonkeyPatch, transcript: Path) -> DeliveryStore:
     return store
 
 
-def replies_to(store: DeliveryStore, request: str) -> list[Delivery]:
-    return [d for d in store.recent(100) if d.in_reply_to == request]
+def replies_to(store: DeliveryStore, request: str) -> list[ToCodex]:
+    return [d for d in store.recent(100) if isinstance(d, ToCodex) and d.in_reply_to == request]
 
 
 @pytest.mark.parametrize("esc", [[TOOL_USE, REJECTED, ESC_AT_PROMPT], [ESC_MID_ANSWER]],

@@ -14,7 +14,7 @@ import pytest
 from codexbridge.conversation import frame
 from codexbridge.errors import NoThreadError, RpcError
 from codexbridge.messages import courier
-from codexbridge.messages.records import Delivery, DeliveryState, DeliveryStore, Direction
+from codexbridge.messages.records import DeliveryState, DeliveryStore, ToClaude, ToCodex
 from codexbridge.protocol.enums import ApprovalOutcome, TurnOutcome
 from codexbridge.protocol.envelopes import Notification
 from codexbridge.protocol.turn import Added, AgentMessage, Completed, TurnTracker
@@ -108,7 +108,7 @@ def test_a_follower_that_joined_late_reads_the_steer_from_the_thread_once() -> N
 def told(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     said: list[str] = []
 
-    def notify(record: Delivery, text: str) -> str:
+    def notify(record: ToCodex, text: str) -> str:
         said.append(text)
         return f"mail_{len(said)}"
 
@@ -118,10 +118,9 @@ def told(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def stored(tmp_path: Path, **kw: Any) -> DeliveryStore:
     store = DeliveryStore(tmp_path / "d")
-    d = Delivery(id=OURS, direction=Direction.TO_CODEX, thread_id=T, reply_to="web",
-                 conversation="conv_1", **kw)
+    d = ToCodex(id=OURS, thread_id=T, reply_to="web", conversation="conv_1", turn_id=U, **kw)
     d.queue()
-    d.take(turn_id=U)
+    d.take()
     store.save(d)
     store.text_path(OURS).write_text("our question", encoding="utf-8")
     return store
@@ -180,14 +179,14 @@ def test_the_human_interrupting_the_askers_turn_is_named_with_what_to_do(
 def test_claudes_answer_whose_codex_turn_was_interrupted_reached_the_thread(
         tmp_path: Path, told: list[str]) -> None:
     store = DeliveryStore(tmp_path / "d")
-    request = Delivery(id="req_0_codexq", direction=Direction.TO_CLAUDE, thread_id=T)
+    request = ToClaude(id="req_0_codexq", thread_id=T, mailbox="web")
     request.queue()
     request.await_reply()
     store.save(request)
-    answer = Delivery(id=OURS, direction=Direction.TO_CODEX, thread_id=T, reply_to="web",
-                      in_reply_to="req_0_codexq")
+    answer = ToCodex(id=OURS, thread_id=T, reply_to="web", in_reply_to="req_0_codexq",
+                     turn_id=U)
     answer.queue()
-    answer.take(turn_id=U)
+    answer.take()
     store.save(answer)
     done = courier.finish(store, OURS, result(TurnOutcome.INTERRUPTED, ""))
     [mail] = told
