@@ -25,7 +25,7 @@ from ..inbox import store
 from ..inbox.lines import Mail, Rejected
 from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
-from ..inbox.location import inbox_dir, rejected_path
+from ..inbox.location import inbox_dir, mailbox_name, rejected_path
 from ..inbox.peek import read_rejected
 from ..inbox.render import render_mail, sender_of
 from ..messages import to_claude as inbox_service
@@ -237,7 +237,7 @@ def list_(as_json: bool) -> None:
 @command
 def drain(name: str | None, as_json: bool) -> None:
     """Take every waiting mail out of a mailbox and print it (each mail exactly once)."""
-    mailbox = inbox_service.mailbox_name(name)
+    mailbox = mailbox_name(name)
     directory = inbox_dir()
 
     def deliver(batch: store.Batch) -> None:
@@ -290,7 +290,7 @@ def watch(name: str | None, timeout: float, interval: float) -> int:
     woken, yet would wait for us). A bad option also exits 2 (click's usage error).
     Runtime problems are logged in <state dir>/logs/inbox-hook.log and exit 0.
     """
-    mailbox = inbox_service.mailbox_name(name)
+    mailbox = mailbox_name(name)
     try:
         payload = parse_payload(read_hook_input())
         return run_watch(mailbox, inbox=inbox_dir(), payload=payload, timeout=timeout,

@@ -11,7 +11,7 @@ import click
 from ..error_tables import exit_help
 from ..errors import UsageError
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
-from ..inbox.location import validate_name
+from ..inbox.location import mailbox_name, validate_name
 from ..messages import to_claude as inbox_service
 from ..setup.claude import install_hooks, setup_claude
 from ..setup.codex import setup_codex
@@ -165,7 +165,7 @@ def install_hook(project: str, name: str, rewake: bool, watch_timeout: float,
     settings.json.bak-codexbridge-<time>. The hook command uses this interpreter by
     absolute path, so it works from any project.
     """
-    mailbox = inbox_service.mailbox_name(name)
+    mailbox = mailbox_name(name)
     with inbox_service.mailbox_io("update the settings file"):
         result = install_hooks(project, mailbox, rewake=rewake, dry_run=dry_run,
                          watch_timeout=watch_timeout)

@@ -23,10 +23,9 @@ from ..errors import (
     UsageError,
 )
 from ..host.private import ensure_private_dir, write_private
+from ..inbox.location import mailbox_name
 from ..messages.conversations import Conversations
-from ..messages.courier import close_request
-from ..messages.records import Damaged, Delivery, DeliveryStore, ToCodex
-from ..messages.to_claude import mailbox_name
+from ..messages.records import Damaged, Delivery, DeliveryStore, ToCodex, close_request
 from ..messages.to_codex import refuse_self_send
 from ..messages.to_codex import send as send_message
 from ..messages.to_codex import status as check

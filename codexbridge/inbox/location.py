@@ -78,6 +78,11 @@ def default_mailbox(environ: Mapping[str, str] | None = None) -> str:
     return env.get(MAILBOX_ENV) or DEFAULT_MAILBOX
 
 
+def mailbox_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
+    """`raw`, else $CODEX_BRIDGE_MAILBOX, else `default` — validated."""
+    return validate_name(raw if raw else default_mailbox(dict(env) if env else None))
+
+
 # --- files -----------------------------------------------------------------------------------
 
 MAIL_SUFFIX = ".jsonl"

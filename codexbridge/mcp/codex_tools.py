@@ -37,6 +37,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from ..conversation.frame import quoted
+from ..inbox.location import mailbox_name
 from ..protocol.approvals import MCP_POLICIES, parse_policy
 from ..protocol.enums import TurnOutcome
 from .results import Data, Outcome, Warnings, guarded
@@ -273,7 +274,6 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
                      new_conversation: bool = False) -> Outcome:
     """wait=false: the receipt of `talk send` (the courier carries the turn)."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
-    from ..messages.to_claude import mailbox_name
     from ..messages.to_codex import send as send_message
     from ..talk.endpoint import reach_of
 

@@ -52,7 +52,16 @@ from ..talk.turn import SayProgress, follow_queued
 from . import courier_link, live
 from . import to_claude as inbox
 from .answers import watch_interrupt
-from .records import Delivery, DeliveryState, DeliveryStore, ToClaude, ToCodex, new_reply, preview
+from .records import (
+    Delivery,
+    DeliveryState,
+    DeliveryStore,
+    ToClaude,
+    ToCodex,
+    close_request,
+    new_reply,
+    preview,
+)
 from .records import envelope_of as of
 from .to_codex import get
 
@@ -635,30 +644,6 @@ def _final(store: DeliveryStore, delivery_id: str, state: DeliveryState,
     if record.in_reply_to and record.state.final and not record.notice:
         close_request(store, record.in_reply_to, record)
     return record
-
-
-def close_request(store: DeliveryStore, request: str, reply: ToCodex | None,
-                  failure: str | None = None) -> None:
-    """Claude's answer to `request` reached the asking thread (a turn ran with it), or
-    did not — then the request says so, and where the answer is kept."""
-    # The answer reached the asking thread once a turn started with it: it is in the
-    # thread's history, whatever became of that turn (a daemon killed mid-turn leaves it
-    # `interrupted`; the answering session is told that on its own record).
-    ran = reply is not None and reply.turn_id is not None and failure is None
-    why = failure or (reply.reason if reply is not None else None) or "unknown"
-
-    def change(r: Delivery) -> None:
-        if r.state.final:
-            return
-        if ran:
-            r.deliver()
-        else:
-            kept = store.text_path(reply.id) if reply is not None else None
-            r.fail(f"the answer did not reach thread "
-                   f"{r.thread_id}: {why}" + (f" (the answer is kept in {kept})" if kept
-                                               else ""))
-
-    store.update(request, change)
 
 
 # --- to Claude -------------------------------------------------------------------------

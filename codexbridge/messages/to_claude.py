@@ -42,6 +42,7 @@ from ..inbox.location import (
     ensure_private_dir,
     inbox_dir,
     mail_path,
+    mailbox_name,
     name_problem,
     validate_name,
 )
@@ -73,11 +74,6 @@ def mailbox_io(action: str, error: type[MailboxError] = MailboxWriteError) -> It
         where = f" ({exc.filename})" if exc.filename else ""
         raise error(f"cannot {action}: {exc.strerror or exc}{where}",
                     details={"errno": exc.errno}) from exc
-
-
-def mailbox_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
-    """`raw`, else $CODEX_BRIDGE_MAILBOX, else `default` — validated."""
-    return validate_name(raw if raw else default_mailbox(dict(env) if env else None))
 
 
 def sender_name(raw: str | None, env: Mapping[str, str] | None = None,
