@@ -326,9 +326,9 @@ def turn_of(transcript: str, offset: int, marker: str) -> str:
             fh.seek(max(0, offset))
             for line in fh:
                 if not seen:
-                    record = Record.parse(line) if needle in line else None
+                    record = Record.parse_line(line) if needle in line else None
                     seen = record is not None and record.kind in _SHOWN
-                elif _INTERRUPT_BYTES in line and (record := Record.parse(line)) is not None \
+                elif _INTERRUPT_BYTES in line and (record := Record.parse_line(line)) is not None \
                         and record.interrupt:
                     return Turn.INTERRUPTED
     except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)

@@ -375,7 +375,7 @@ def parse(lines: Iterable[bytes], since: str | None,
         if not raw.strip():
             continue
         stats.records += 1
-        rec = Record.parse(raw)
+        rec = Record.parse_line(raw)
         if rec is None:
             stats.bad_rows += 1
             continue

@@ -3,7 +3,6 @@ hook records of its input (`hooks/seen.py`), names only, without ever failing a 
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -217,10 +216,10 @@ def test_hook_input_lists_every_field_the_hook_reads() -> None:
 
 def test_registry_fields_are_what_live_delivery_reads() -> None:
     # live delivery reads the registry through SessionEntry (host/claude_files.py)
-    text = inspect.getsource(SessionEntry.from_json)
-    read = set(re.findall(r'data\.get\("(\w+)"\)', text))
-    # status only labels the session; version is the Stop hook's evidence for doctor
-    assert read - {"status", "version"} == set(REGISTRY_FIELDS)
+    read = set(SessionEntry.json_keys())
+    # status only labels the session; version is the Stop hook's evidence for doctor;
+    # `fields` is every key's name, read from none
+    assert read - {"status", "version", "fields"} == set(REGISTRY_FIELDS)
 
 
 # --- the evidence --------------------------------------------------------------------------
