@@ -23,6 +23,8 @@ if TYPE_CHECKING:
         "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None")
     JsonObject: TypeAlias = "dict[str, JsonValue]"
     JsonArray: TypeAlias = "list[JsonValue]"
+    # A field declared `NonEmpty | None` reads "" as absent too (a name, a path, an id).
+    NonEmpty: TypeAlias = str
 
 
 def obj(value: object) -> JsonObject:
@@ -111,6 +113,10 @@ def _opt_objs(value: object) -> tuple[JsonObject, ...] | None:
     return tuple(objs(value)) if isinstance(value, list) else None
 
 
+def _non_empty(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _int_or_str(value: object) -> int | str | None:
     return value if isinstance(value, int | str) and not isinstance(value, bool) else None
 
@@ -119,7 +125,8 @@ def _int_or_str(value: object) -> int | str | None:
 # field holds when the key is absent or of the wrong type and it declares no default)
 _NARROW: dict[str, tuple[Callable[[object], object], object]] = {
     "str | None": (opt_str, None), "str": (opt_str, ""),
-    "int | None": (opt_int, None), "float | None": (opt_float, None),
+    "NonEmpty | None": (_non_empty, None),
+    "int | None": (opt_int, None), "int": (opt_int, 0), "float | None": (opt_float, None),
     "int | str | None": (_int_or_str, None), "bool": (_opt_bool, False),
     "bool | None": (_opt_bool, None),
     "tuple[str, ...]": (_opt_strs, ()), "JsonObject": (_opt_obj, {}),
@@ -191,8 +198,10 @@ def _readers(cls: type) -> tuple[tuple[str, Callable[[object], object], object, 
         fields = getattr(cls, "__dataclass_fields__", None)
         specs = (tuple((f.name, str(f.type), _ABSENT) for f in fields.values())
                  if fields is not None else _specs(cls))
+        own: Mapping[str, Callable[[object], object]] = getattr(cls, "READ_WITH", {})
         known = tuple(
             (name, _RAW, None, default) if name == "raw" and fields is not None
+            else (name, own[name], _NARROW[kind][1], default) if name in own
             else (name, *(_NARROW.get(kind) or _nested(cls, kind)), default)
             for name, kind, default in specs)
         _READERS[cls] = known
@@ -206,14 +215,21 @@ class JsonRecord:
     and `read` (the one reader of their shape)."""
 
     WIRE_KEYS: ClassVar[Mapping[str, str]] = {}  # `wire=` of the class statement
+    READ_WITH: ClassVar[Mapping[str, Callable[[object], object]]] = {}  # `read_with=`
     _fields: ClassVar[tuple[tuple[str, str, object], ...]] = ()
 
-    def __init_subclass__(cls, wire: Mapping[str, str] | None = None, **kwargs: Any) -> None:
-        """`wire`: field name → its key in the file, where they differ (camelCase)."""
+    def __init_subclass__(cls, wire: Mapping[str, str] | None = None,
+                          read_with: Mapping[str, Callable[[object], object]] | None = None,
+                          **kwargs: Any) -> None:
+        """`wire`: field name → its key in the file, where they differ (camelCase).
+        `read_with`: field name → how its value reads (None: absent), for a field whose
+        JSON says more than its type (a pid written as digits, a flag as "true")."""
         super().__init_subclass__(**kwargs)
         cls._fields = _specs(cls)
         if wire:
             cls.WIRE_KEYS = {**cls.WIRE_KEYS, **wire}
+        if read_with:
+            cls.READ_WITH = {**cls.READ_WITH, **read_with}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = self._fields

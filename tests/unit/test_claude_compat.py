@@ -23,8 +23,10 @@ from codexbridge.doctor.claude_side import (
 )
 from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.hooks import seen
+from codexbridge.hooks.process import HookInput
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
 from codexbridge.host.claude_files import SessionEntry
+from codexbridge.inbox.listeners import Heard
 from codexbridge.messages.live import PEER_PROTOCOL
 
 SRC = Path(claude_side.__file__).parents[1]
@@ -208,8 +210,8 @@ def test_hook_input_lists_every_field_the_hook_reads() -> None:
                  "hooks/watcher.py", "handoff/resume.py"):
         text = (SRC / name).read_text()
         read |= set(re.findall(r'payload\.get\("(\w+)"\)', text))
-        if name == "hooks/process.py":  # HookInput, the hook's one reader of its input
-            read |= set(re.findall(r'\btext\("(\w+)"\)', text))
+    # HookInput, the hook's one reader of its input; Heard, what a listener keeps of it
+    read |= {*HookInput.json_keys(), *Heard.json_keys()}
     listed = {f for fields in HOOK_INPUT.values() for f in fields}
     assert read == listed
 
