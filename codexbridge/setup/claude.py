@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..host.claude_plugin import MARKETPLACE, PLUGIN, PLUGIN_ID, claude_config_dir
+from ..host.claude_plugin import BIN_ENV, MARKETPLACE, PLUGIN, PLUGIN_ID, claude_config_dir
 from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from ..jsontypes import JsonRecord, arr, obj, objs
 from . import files, jsonedit, ledger
@@ -56,7 +56,6 @@ SERVER = "codex"  # the plugin's MCP server: tools are mcp__plugin_codexbridge_c
 TOOL_PREFIX = f"mcp__plugin_{PLUGIN}_{SERVER}__"
 READ_ONLY_TOOLS = ("codex_threads_list", "codex_thread_read", "codex_delivery_status",
                    "bridge_status", "bridge_output_read")
-BIN_ENV = "CODEX_BRIDGE_BIN"
 
 
 def user_entries(marketplace_dir: str, codexbridge_bin: str | None) -> list[Entry]:
