@@ -77,12 +77,12 @@ from typing import TYPE_CHECKING
 from ..conversation.routing import SESSION_ENV, SOCKET_ENV
 from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.claude_files import Message, Record
-from ..host.claude_plugin import claude_config_dir, plugin_facts
+from ..host.claude_plugin import ClaudeSettings, claude_config_dir, plugin_facts
 from ..host.jsonfile import read_object
 from ..host.procs import pid_alive
 from ..host.text import writable
 from ..inbox.listeners import Listener, listeners, ours, read_listener
-from ..jsontypes import obj, objs
+from ..jsontypes import obj
 from ..messages.records import Delivery, DeliveryState, DeliveryStore, Direction
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
 from .ledger import Agent, project_dir
@@ -267,9 +267,7 @@ def session_start_hooked(project: str, mailbox: str | None) -> bool:
 def _start_commands(settings: JsonObject) -> list[str]:
     """The commands a Claude settings file runs at SessionStart: `hooks.SessionStart[]
     .hooks[].command` (anything of another shape there runs nothing)."""
-    groups = objs(obj(settings.get("hooks")).get("SessionStart"))
-    hooks = [h for g in groups for h in objs(g.get("hooks"))]
-    return [c for h in hooks if isinstance(c := h.get("command"), str)]
+    return ClaudeSettings.read(settings).commands("SessionStart")
 
 
 # --- its transcript -----------------------------------------------------------------

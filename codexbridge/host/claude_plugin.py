@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypedDict
 
-from ..jsontypes import JsonRecord, obj, opt_str
+from ..jsontypes import JsonRecord, obj, objs, opt_str
 from .jsonfile import read_object
 
 if TYPE_CHECKING:
@@ -47,13 +47,33 @@ class Marketplace(JsonRecord):
     source: MarketplaceSource | None = None
 
 
+class HookHandler(JsonRecord):
+    """One handler of a settings file's `hooks.EVENT[].hooks` (its command only)."""
+
+    command: str | None = None
+
+
+class HookGroup(JsonRecord):
+    """One group of a settings file's `hooks.EVENT`: its handlers."""
+
+    hooks: tuple[HookHandler, ...] = ()
+
+
 class ClaudeSettings(JsonRecord, wire={"marketplaces": "extraKnownMarketplaces",
                                        "enabled_plugins": "enabledPlugins"}):
-    """What codexbridge reads of a Claude Code settings file (name → value maps)."""
+    """What codexbridge reads of a Claude Code settings file (name → value maps; `hooks`:
+    event → its groups)."""
 
     marketplaces: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed)
     enabled_plugins: JsonObject = {}  # noqa: RUF012
     env: JsonObject = {}  # noqa: RUF012
+    hooks: JsonObject = {}  # noqa: RUF012
+
+    def commands(self, event: str) -> list[str]:
+        """The commands the file runs at `event` (anything of another shape there runs
+        nothing)."""
+        return [h.command for g in map(HookGroup.read, objs(self.hooks.get(event)))
+                for h in g.hooks if h.command is not None]
 
 
 def claude_config_dir(env: Mapping[str, str] | None = None) -> str:

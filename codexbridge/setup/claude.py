@@ -32,7 +32,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..host.claude_plugin import BIN_ENV, MARKETPLACE, PLUGIN, PLUGIN_ID, claude_config_dir
+from ..host.claude_plugin import (
+    BIN_ENV,
+    MARKETPLACE,
+    PLUGIN,
+    PLUGIN_ID,
+    ClaudeSettings,
+    HookHandler,
+    claude_config_dir,
+)
 from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from ..jsontypes import JsonRecord, arr, obj, objs
 from . import files, jsonedit, ledger
@@ -106,24 +114,6 @@ class ScopeRecord(JsonRecord):
     @property
     def containers(self) -> list[tuple[str, ...]]:
         return [tuple(str(k) for k in arr(p)) for p in arr(self.created)]
-
-
-class HookHandler(JsonRecord):
-    """One handler of a settings file's `hooks.EVENT[].hooks` (its command only)."""
-
-    command: str | None = None
-
-
-class HookGroup(JsonRecord):
-    """One group of a settings file's `hooks.EVENT`: its handlers."""
-
-    hooks: tuple[HookHandler, ...] = ()
-
-
-class SettingsHooks(JsonRecord):
-    """A settings file's `hooks`: event → its groups."""
-
-    hooks: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed in place)
 
 
 def _union(*groups: list[Entry]) -> list[Entry]:
@@ -267,16 +257,11 @@ def _legacy_hooks(text: str | None) -> list[str]:
     if not text:
         return []
     try:
-        hooks = SettingsHooks.read(jsonedit.parse(text, "")).hooks
+        settings = ClaudeSettings.read(jsonedit.parse(text, ""))
     except UsageError:
         return []
-    found = []
-    for event, groups in hooks.items():
-        for group in map(HookGroup.read, objs(groups)):
-            for command in (h.command for h in group.hooks):
-                if command and ours(command):
-                    found.append(f"{event}: {command}")
-    return found
+    return [f"{event}: {command}" for event in settings.hooks
+            for command in settings.commands(event) if command and ours(command)]
 
 
 def setup_claude(scope: Scope, *, dry_run: bool = False, remove: bool = False,
