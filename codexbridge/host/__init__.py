@@ -16,7 +16,8 @@
     jsonfile.py     reading JSON someone else may be writing (or may have damaged)
     tomlfile.py     reading codex's config.toml (tomllib)
     text.py         text that can always be written (lone surrogates replaced)
-    claude_plugin.py  is codexbridge's Claude Code plugin enabled for a project
+    claude_plugin.py  is codexbridge's Claude Code plugin enabled for a project; what we
+                      read of a Claude settings file (`ClaudeSettings`: plugins, env, hooks)
     claude_files.py   what Claude Code writes that we read, typed: a transcript's lines,
                       a session's registry entry, an inbox receipt
     schemas.py      reading the schema files in `schemas/` (checkout only)
