@@ -165,45 +165,53 @@ def read_fields(cls: Callable[..., T], data: Mapping[str, object], **given: obje
     key), each narrowed by its declared type: a JsonRecord, or a frozen dataclass (doctor's
     facts; a field named `raw` there keeps the object as it came, for a row's details).
     `given`: the fields that are not one key's value (worked out by the caller)."""
-    wire: Mapping[str, str] = getattr(cls, "WIRE_KEYS", {})
-    readers = _readers(cls)  # type: ignore[arg-type]
-    args: dict[str, object] = given
-    for name, narrow, empty, default in readers:
-        if name in given:
-            continue
-        if narrow is _RAW:
+    record, readers = _readers(cls)  # type: ignore[arg-type]
+    get = data.get
+    args: dict[str, object] = {}
+    for name, key, narrow, fallback in readers:
+        if key is None:
             args[name] = dict(data)
-            continue
-        value = narrow(data.get(wire.get(name, name)))
-        if value is None:
-            if default is _ABSENT:
-                value = empty
-            else:
-                continue  # the declared default
-        args[name] = value
-    return cls(**args)
+        else:
+            value = narrow(get(key))
+            args[name] = fallback if value is None else value
+    if given:
+        unknown = given.keys() - args.keys()
+        if unknown:
+            raise TypeError(f"{cls.__name__}: no field {', '.join(sorted(unknown))}")
+        args.update(given)
+    if not record:
+        return cls(**args)
+    # a JsonRecord's every field is set here: no need of __init__'s checks (a transcript
+    # is read a line at a time, thousands of them)
+    new: T = object.__new__(cls)  # type: ignore[arg-type]
+    new.__dict__.update(args)
+    return new
 
 
-def _RAW(value: object) -> object:  # a marker: the whole object, as it came
-    return value
+# (is it a JsonRecord, its fields' (name, key — None: the whole object —, narrowing,
+# value when absent or of the wrong type: the declared default, else the type's empty))
+_Readers = tuple[bool, tuple[tuple[str, "str | None", "Callable[[object], object]", object], ...]]
+_READERS: dict[type, _Readers] = {}
 
 
-_READERS: dict[type, tuple[tuple[str, Callable[[object], object], object, object], ...]] = {}
-
-
-def _readers(cls: type) -> tuple[tuple[str, Callable[[object], object], object, object], ...]:
-    """Each field's (name, narrowing, empty value, default), worked out on first read."""
+def _readers(cls: type) -> _Readers:
+    """How each field of `cls` reads, worked out on its first read."""
     known = _READERS.get(cls)
     if known is None:
         fields = getattr(cls, "__dataclass_fields__", None)
         specs = (tuple((f.name, str(f.type), _ABSENT) for f in fields.values())
                  if fields is not None else _specs(cls))
         own: Mapping[str, Callable[[object], object]] = getattr(cls, "READ_WITH", {})
-        known = tuple(
-            (name, _RAW, None, default) if name == "raw" and fields is not None
-            else (name, own[name], _NARROW[kind][1], default) if name in own
-            else (name, *(_NARROW.get(kind) or _nested(cls, kind)), default)
-            for name, kind, default in specs)
+        wire: Mapping[str, str] = getattr(cls, "WIRE_KEYS", {})
+        rows: list[tuple[str, str | None, Callable[[object], object], object]] = []
+        for name, kind, default in specs:
+            if name == "raw" and fields is not None:
+                rows.append((name, None, _keep, None))
+                continue
+            narrow, empty = _NARROW.get(kind) or _nested(cls, kind)
+            rows.append((name, wire.get(name, name), own.get(name, narrow),
+                         empty if default is _ABSENT else default))
+        known = (fields is None, tuple(rows))
         _READERS[cls] = known
     return known
 
