@@ -58,6 +58,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from .jsontypes import JsonRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .jsontypes import JsonValue
+
 INTERRUPTED_EXIT = 130  # Ctrl-C
 
 
@@ -163,6 +169,14 @@ class QueueTimeoutError(BridgeError):
     retryable = True
 
 
+class WireError(JsonRecord):
+    """A JSON-RPC error object as the app-server sends it (`RpcError.from_wire`)."""
+
+    code: int | None = None
+    message: JsonValue = ""
+    data: JsonValue = None
+
+
 class RpcError(BridgeError):
     """A JSON-RPC error answer. `from_wire` picks the subclass by message text."""
 
@@ -178,10 +192,9 @@ class RpcError(BridgeError):
     def from_wire(error: object) -> RpcError:
         if not isinstance(error, dict):
             return RpcError(-32603, f"malformed error object: {error!r}")
-        rpc_code = error.get("code")
-        message = str(error.get("message", ""))
-        data = error.get("data")
-        code = rpc_code if isinstance(rpc_code, int) else -32603
+        wire = WireError.read(error)
+        message, data = str(wire.message), wire.data
+        code = wire.code if wire.code is not None else -32603
         if "no rollout found" in message:
             return NoRolloutError(code, message, data)
         if message.startswith("thread not loaded"):

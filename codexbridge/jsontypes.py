@@ -11,14 +11,20 @@ type checker only (import them under `TYPE_CHECKING`).
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import TypeAlias
+    from typing import TypeAlias, TypeVar
+
+    T = TypeVar("T")
 
     JsonValue: TypeAlias = (
         "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None")
     JsonObject: TypeAlias = "dict[str, JsonValue]"
     JsonArray: TypeAlias = "list[JsonValue]"
+    # A field declared `NonEmpty | None` reads "" as absent too (a name, a path, an id).
+    NonEmpty: TypeAlias = str
 
 
 def obj(value: object) -> JsonObject:
@@ -56,3 +62,229 @@ def opt_float(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def strs(value: object) -> tuple[str, ...]:
+    """The strings in a JSON array (anything else in it is skipped)."""
+    return tuple(v for v in arr(value) if isinstance(v, str))
+
+
+# ---------------------------------------------------------------------------------------
+# One typed reader for every JSON shape codexbridge reads (its own state files, the files
+# Claude Code writes, the facts one room hands another): a record class declares its
+# fields with their types, and `read` picks each from the key of its name (or the wire
+# key `WIRE_KEYS` names, for camelCase formats), narrowed by the declared type — a value
+# of the wrong type reads as absent (the field's default), never as a crash. The keys
+# are named once, in the class.
+#
+# `JsonRecord` is a frozen, dataclass-like base written out here rather than
+# `dataclasses` itself: the Stop hook reads transcripts, listener records and the
+# handling markers through it, and its empty path imports neither `dataclasses` nor
+# `typing` (tests/unit/test_inbox_hook_main.py, test_fast_path_imports_stay_light).
+# `dataclass_transform` tells the type checker what `__init__` a subclass gets.
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, ClassVar, Self, dataclass_transform
+else:
+    def dataclass_transform(**_kwargs):
+        return lambda cls: cls
+
+_ABSENT = object()
+
+
+def _keep(value: object) -> object:
+    return value
+
+
+def _opt_bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _opt_obj(value: object) -> JsonObject | None:
+    return value if isinstance(value, dict) else None
+
+
+def _opt_strs(value: object) -> tuple[str, ...] | None:
+    return strs(value) if isinstance(value, list) else None
+
+
+def _opt_objs(value: object) -> tuple[JsonObject, ...] | None:
+    return tuple(objs(value)) if isinstance(value, list) else None
+
+
+def _non_empty(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int_or_str(value: object) -> int | str | None:
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+# declared type → (narrowing: the value, or None when it is of another type; what the
+# field holds when the key is absent or of the wrong type and it declares no default)
+_NARROW: dict[str, tuple[Callable[[object], object], object]] = {
+    "str | None": (opt_str, None), "str": (opt_str, ""),
+    "NonEmpty | None": (_non_empty, None),
+    "int | None": (opt_int, None), "int": (opt_int, 0), "float | None": (opt_float, None),
+    "int | str | None": (_int_or_str, None), "bool": (_opt_bool, False),
+    "bool | None": (_opt_bool, None),
+    "tuple[str, ...]": (_opt_strs, ()), "JsonObject": (_opt_obj, {}),
+    "JsonObject | None": (_opt_obj, None), "tuple[JsonObject, ...]": (_opt_objs, ()),
+    # kept as found: compared, never assumed to be of one type
+    "JsonValue": (_keep, None), "object": (_keep, None)}
+
+
+def _nested(owner: type, kind: str) -> tuple[Callable[[object], object], object]:
+    """`X | None` / `tuple[X, ...]` where X is a JsonRecord of `owner`'s module, read by
+    `X.parse` (None, or left out of the tuple, when it does not read)."""
+    many = kind.startswith("tuple[") and kind.endswith(", ...]")
+    name = kind[6:-6] if many else kind.removesuffix(" | None")
+    inner = getattr(sys.modules[owner.__module__], name, None)
+    if not (isinstance(inner, type) and issubclass(inner, JsonRecord)):
+        raise TypeError(f"{owner.__name__}: no JSON reading for a field of type {kind!r}")
+    parse = inner.parse
+    if many:
+        return (lambda v: tuple(x for x in map(parse, v) if x is not None)
+                if isinstance(v, list) else None), ()
+    return parse, None
+
+
+def _specs(cls: type) -> tuple[tuple[str, str, object], ...]:
+    """(name, declared type, default or _ABSENT) of each field, base classes' first."""
+    found: dict[str, tuple[str, object]] = {}
+    for klass in reversed(cls.__mro__):
+        for name, kind in vars(klass).get("__annotations__", {}).items():
+            if not str(kind).startswith("ClassVar"):
+                found[name] = (str(kind), vars(klass).get(name, _ABSENT))
+    return tuple((name, kind, default) for name, (kind, default) in found.items())
+
+
+def read_fields(cls: Callable[..., T], data: Mapping[str, object], **given: object) -> T:
+    """A record whose fields are read from `data` by name (`WIRE_KEYS` may give another
+    key), each narrowed by its declared type: a JsonRecord, or a frozen dataclass (doctor's
+    facts; a field named `raw` there keeps the object as it came, for a row's details).
+    `given`: the fields that are not one key's value (worked out by the caller)."""
+    record, readers = _readers(cls)  # type: ignore[arg-type]
+    get = data.get
+    args: dict[str, object] = {}
+    for name, key, narrow, fallback in readers:
+        if key is None:
+            args[name] = dict(data)
+        else:
+            value = narrow(get(key))
+            args[name] = fallback if value is None else value
+    if given:
+        unknown = given.keys() - args.keys()
+        if unknown:
+            raise TypeError(f"{cls.__name__}: no field {', '.join(sorted(unknown))}")
+        args.update(given)
+    if not record:
+        return cls(**args)
+    # a JsonRecord's every field is set here: no need of __init__'s checks (a transcript
+    # is read a line at a time, thousands of them)
+    new: T = object.__new__(cls)  # type: ignore[arg-type]
+    new.__dict__.update(args)
+    return new
+
+
+# (is it a JsonRecord, its fields' (name, key — None: the whole object —, narrowing,
+# value when absent or of the wrong type: the declared default, else the type's empty))
+_Readers = tuple[bool, tuple[tuple[str, "str | None", "Callable[[object], object]", object], ...]]
+_READERS: dict[type, _Readers] = {}
+
+
+def _readers(cls: type) -> _Readers:
+    """How each field of `cls` reads, worked out on its first read."""
+    known = _READERS.get(cls)
+    if known is None:
+        fields = getattr(cls, "__dataclass_fields__", None)
+        specs = (tuple((f.name, str(f.type), _ABSENT) for f in fields.values())
+                 if fields is not None else _specs(cls))
+        own: Mapping[str, Callable[[object], object]] = getattr(cls, "READ_WITH", {})
+        wire: Mapping[str, str] = getattr(cls, "WIRE_KEYS", {})
+        rows: list[tuple[str, str | None, Callable[[object], object], object]] = []
+        for name, kind, default in specs:
+            if name == "raw" and fields is not None:
+                rows.append((name, None, _keep, None))
+                continue
+            narrow, empty = _NARROW.get(kind) or _nested(cls, kind)
+            rows.append((name, wire.get(name, name), own.get(name, narrow),
+                         empty if default is _ABSENT else default))
+        known = (fields is None, tuple(rows))
+        _READERS[cls] = known
+    return known
+
+
+@dataclass_transform(frozen_default=True)
+class JsonRecord:
+    """Base of a typed JSON record: subclasses declare annotated fields (with defaults
+    where a field may be absent) and get `__init__`, `__eq__`, `__repr__`, immutability
+    and `read` (the one reader of their shape)."""
+
+    WIRE_KEYS: ClassVar[Mapping[str, str]] = {}  # `wire=` of the class statement
+    READ_WITH: ClassVar[Mapping[str, Callable[[object], object]]] = {}  # `read_with=`
+    _fields: ClassVar[tuple[tuple[str, str, object], ...]] = ()
+
+    def __init_subclass__(cls, wire: Mapping[str, str] | None = None,
+                          read_with: Mapping[str, Callable[[object], object]] | None = None,
+                          **kwargs: Any) -> None:
+        """`wire`: field name → its key in the file, where they differ (camelCase).
+        `read_with`: field name → how its value reads (None: absent), for a field whose
+        JSON says more than its type (a pid written as digits, a flag as "true")."""
+        super().__init_subclass__(**kwargs)
+        cls._fields = _specs(cls)
+        if wire:
+            cls.WIRE_KEYS = {**cls.WIRE_KEYS, **wire}
+        if read_with:
+            cls.READ_WITH = {**cls.READ_WITH, **read_with}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        fields = self._fields
+        if len(args) > len(fields):
+            raise TypeError(f"{type(self).__name__}: too many arguments")
+        for (name, _kind, _default), value in zip(fields, args, strict=False):
+            if name in kwargs:
+                raise TypeError(f"{type(self).__name__}: {name} given twice")
+            kwargs[name] = value
+        for name, _kind, default in fields:
+            value = kwargs.pop(name, default)
+            if value is _ABSENT:
+                raise TypeError(f"{type(self).__name__}: {name} is required")
+            object.__setattr__(self, name, value)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: no field {', '.join(kwargs)}")
+
+    @classmethod
+    def read(cls, data: Mapping[str, object], **given: object) -> Self:
+        """This record from a JSON object (`read_fields`)."""
+        return read_fields(cls, data, **given)
+
+    @classmethod
+    def parse(cls, value: object) -> Self | None:
+        """This record from a JSON value; None when it is not an object (or, where a
+        subclass says so, not one of this shape). How a field of this type is read."""
+        return cls.read(value) if isinstance(value, dict) else None
+
+    @classmethod
+    def json_keys(cls) -> tuple[str, ...]:
+        """The keys `read` looks at, as they are spelt in the file."""
+        return tuple(cls.WIRE_KEYS.get(name, name) for name, _kind, _default in cls._fields)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name, _kind, _default in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name, _k, _d in self._fields)
+        return f"{type(self).__name__}({inner})"

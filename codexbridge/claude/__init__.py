@@ -6,7 +6,8 @@ into it.
                      hook reads transcripts)
     inbox_socket.py  its cross-session inbox on the wire: the frame we write, the
                      receipts it sends back, the settings that refuse it
-    plugin.py        is codexbridge's Claude Code plugin enabled for a project
+    plugin.py        is codexbridge's Claude Code plugin enabled for a project; what we
+                     read of a Claude settings file (`ClaudeSettings`: plugins, env, hooks)
 
 A sibling of `codex/` and `inbox/`: it knows nothing of delivery records or mailboxes;
 the engine (`messages/live.py`, the handling markers, handoff) decides when to use it.

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from ..host.jsonfile import read_object
-from ..jsontypes import obj, opt_str
+from ..jsontypes import JsonRecord, obj, objs, opt_str
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
 
 PLUGIN = "codexbridge"
 MARKETPLACE = "codexbridge"
@@ -29,6 +32,48 @@ class PluginFacts(TypedDict):
     enabled_in: list[str]  # the scopes that enable it: user, project, local
     bin: str | None  # the CODEX_BRIDGE_BIN the user's settings give the plugin's hooks
     files: dict[str, str]  # scope → its settings file
+
+
+BIN_ENV = "CODEX_BRIDGE_BIN"  # where the plugin's hooks find codexbridge (settings `env`)
+
+
+class MarketplaceSource(JsonRecord):
+    path: str | None = None
+
+
+class Marketplace(JsonRecord):
+    """One of `extraKnownMarketplaces`: where it is."""
+
+    source: MarketplaceSource | None = None
+
+
+class HookHandler(JsonRecord):
+    """One handler of a settings file's `hooks.EVENT[].hooks` (its command only)."""
+
+    command: str | None = None
+
+
+class HookGroup(JsonRecord):
+    """One group of a settings file's `hooks.EVENT`: its handlers."""
+
+    hooks: tuple[HookHandler, ...] = ()
+
+
+class ClaudeSettings(JsonRecord, wire={"marketplaces": "extraKnownMarketplaces",
+                                       "enabled_plugins": "enabledPlugins"}):
+    """What codexbridge reads of a Claude Code settings file (name → value maps; `hooks`:
+    event → its groups)."""
+
+    marketplaces: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed)
+    enabled_plugins: JsonObject = {}  # noqa: RUF012
+    env: JsonObject = {}  # noqa: RUF012
+    hooks: JsonObject = {}  # noqa: RUF012
+
+    def commands(self, event: str) -> list[str]:
+        """The commands the file runs at `event` (anything of another shape there runs
+        nothing)."""
+        return [h.command for g in map(HookGroup.read, objs(self.hooks.get(event)))
+                for h in g.hooks if h.command is not None]
 
 
 def claude_config_dir(env: Mapping[str, str] | None = None) -> str:
@@ -47,14 +92,14 @@ def plugin_facts(project: str, env: Mapping[str, str] | None = None) -> PluginFa
              "project": os.path.join(project, ".claude", "settings.json"),
              "local": os.path.join(project, ".claude", "settings.local.json")}
     loaded = {scope: read_object(path) or {} for scope, path in files.items()}
-    user = loaded["user"]
-    market = obj(obj(user.get("extraKnownMarketplaces")).get(MARKETPLACE))
-    path = opt_str(obj(market.get("source")).get("path"))
+    user = ClaudeSettings.read(loaded["user"])
+    market = Marketplace.read(obj(user.marketplaces.get(MARKETPLACE)))
+    path = market.source.path if market.source is not None else None
     enabled_in = [scope for scope, data in loaded.items()
-                  if obj(data.get("enabledPlugins")).get(PLUGIN_ID) is True]
+                  if ClaudeSettings.read(data).enabled_plugins.get(PLUGIN_ID) is True]
     return {"marketplace_path": path,
             "marketplace_ok": bool(path) and os.path.isfile(
                 os.path.join(str(path), ".claude-plugin", "plugin.json")),
             "enabled_in": enabled_in,
-            "bin": opt_str(obj(user.get("env")).get("CODEX_BRIDGE_BIN")),
+            "bin": opt_str(user.env.get(BIN_ENV)),
             "files": files}

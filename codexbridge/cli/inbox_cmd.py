@@ -25,6 +25,7 @@ from ..inbox import store
 from ..inbox.lines import Mail, Rejected
 from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
 from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
+from ..inbox.listeners import Listener
 from ..inbox.location import inbox_dir, mailbox_name, rejected_path
 from ..inbox.peek import read_rejected
 from ..inbox.render import render_mail, sender_of
@@ -215,14 +216,14 @@ def list_(as_json: bool) -> None:
     rows = [("MAILBOX", "PENDING", "REJECTED", "LAST SEEN", "SESSION", "REACH", "CWD")]
     notes = []
     for s in summaries:
-        lst = s.listener or {}
+        lst = Listener.from_json(s.listener or {}, s.name)
         r = reach.get(s.name)
         how = "-" if r is None else (f"live ({r['session']})" if r["live"] else "next stop")
         if r is not None and r["reason"]:
             notes.append(f"{s.name}: next stop — {r['reason']}")
         rows.append((s.name, str(s.pending), str(s.rejected),
-                     str(lst.get("last_seen") or "never listened"),
-                     str(lst.get("session_id") or "-"), how, str(lst.get("cwd") or "-")))
+                     lst.last_seen or "never listened", lst.session_id or "-", how,
+                     lst.cwd or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
         echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:6]))

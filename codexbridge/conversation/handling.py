@@ -30,11 +30,11 @@ from ..claude.files import INTERRUPT_MARK, Record
 from ..host.jsonfile import read_record, record_version
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, state_home, write_private
-from ..jsontypes import objs, opt_str
+from ..jsontypes import JsonRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
+    from ..jsontypes import JsonObject, JsonValue
 
 # Records that carry what Claude was shown; `queue-operation` only says it waits, and
 # `api-request-*` / `assistant` / a `system` hook summary echo it back.
@@ -69,28 +69,19 @@ def transcript_end(path: object) -> int:
 MARKER_VERSION = 1  # the marker's format (files without one are version 1)
 
 
-class Handed:
+class Handed(JsonRecord):
     """One mail the session was handed, as its marker keeps it: a request (`thread`
     waits for the answer to `request`, in `conversation`), or mail that expects no
     answer, carried only for its conversation (`thread` None) — and where the transcript
     shows it: after byte `offset` of `transcript`. A field of the wrong type reads as
-    absent. (Plain classes here: this is the Stop hook's path.)"""
+    absent."""
 
-    __slots__ = ("conversation", "mail", "offset", "request", "thread", "transcript")
-
-    def __init__(self, mail: str | None, transcript: str | None, offset: int, *,
-                 request: str | None = None, thread: str | None = None,
-                 conversation: str | None = None) -> None:
-        self.mail, self.transcript, self.offset = mail, transcript, offset
-        self.request, self.thread, self.conversation = request, thread, conversation
-
-    @classmethod
-    def from_json(cls, data: JsonObject) -> Handed:
-        offset = data.get("offset")
-        return cls(opt_str(data.get("mail")), opt_str(data.get("transcript")),
-                   offset if isinstance(offset, int) and not isinstance(offset, bool) else 0,
-                   request=opt_str(data.get("request")), thread=opt_str(data.get("thread")),
-                   conversation=opt_str(data.get("conversation")))
+    mail: str | None
+    transcript: str | None
+    offset: int = 0
+    request: str | None = None
+    thread: str | None = None
+    conversation: str | None = None
 
     def to_json(self) -> JsonObject:
         where: JsonObject = {"mail": self.mail, "transcript": self.transcript,
@@ -101,28 +92,44 @@ class Handed:
                 "conversation": self.conversation, **where}
 
 
-class Marker:
+class Marker(JsonRecord):
     """What a session is handling: the mailbox it listens as, the conversation its mail
     is in, the requests it owes an answer and the mail it carries for a later turn."""
 
-    __slots__ = ("carried", "conversation", "mailbox", "requests")
-
-    def __init__(self, mailbox: str | None, conversation: str | None,
-                 requests: list[Handed], carried: list[Handed]) -> None:
-        self.mailbox, self.conversation = mailbox, conversation
-        self.requests, self.carried = requests, carried
-
-    @classmethod
-    def from_json(cls, data: JsonObject) -> Marker:
-        return cls(opt_str(data.get("mailbox")), opt_str(data.get("conversation")),
-                   [Handed.from_json(r) for r in objs(data.get("requests"))],
-                   [Handed.from_json(c) for c in objs(data.get("carried"))])
+    mailbox: str | None
+    conversation: str | None
+    requests: tuple[Handed, ...] = ()
+    carried: tuple[Handed, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {"version": MARKER_VERSION, "mailbox": self.mailbox,
                 "conversation": self.conversation,
                 "requests": [r.to_json() for r in self.requests],
                 "carried": [c.to_json() for c in self.carried]}
+
+
+class ExpectReply(JsonRecord):
+    """A request's `expect_reply`: the Codex thread that waits for the answer."""
+
+    thread: str | None = None
+
+
+class MailFields(JsonRecord, wire={"mail_id": "id"}):
+    """The conversation fields of a mail's line (conversation/envelope.py writes them):
+    what the marker notes of it, and what `inbox/render.py` shows Claude."""
+
+    mail_id: str | None = None
+    conversation: str | None = None
+    request: str | None = None
+    in_reply_to: JsonValue = None  # any value: a reply when it is one (truthy)
+    hop: JsonValue = None  # shown as found
+    max_hops: JsonValue = None
+    expect_reply: ExpectReply | None = None
+
+    @property
+    def waiting_thread(self) -> str | None:
+        """The thread that waits for the answer (None: the mail expects none)."""
+        return self.expect_reply.thread if self.expect_reply is not None else None
 
 
 def load(session_id: str) -> Marker | None:
@@ -133,7 +140,7 @@ def load(session_id: str) -> Marker | None:
     if data is None:
         return None
     record_version(data, where, "handling marker")
-    return Marker.from_json(data)
+    return Marker.read(data)
 
 
 def current_marker(session_id: str) -> Marker | None:
@@ -171,16 +178,13 @@ def note(session_id: str, mailbox: str, mails: list[JsonObject],
     requests: list[Handed] = []
     carried: list[Handed] = []
     conversation = None
-    for mail in mails:
-        conv = opt_str(mail.get("conversation"))
+    for fields in map(MailFields.read, mails):
+        conv, ident = fields.conversation, fields.mail_id
         if conv is not None:
             conversation = conv
-        expect = mail.get("expect_reply")
-        ident = opt_str(mail.get("id"))
-        if isinstance(expect, dict) and isinstance(thread := expect.get("thread"), str):
+        if (thread := fields.waiting_thread) is not None:
             requests.append(Handed(ident, transcript, offset, thread=thread,
-                                   request=opt_str(mail.get("request")) or ident,
-                                   conversation=conv))
+                                   request=fields.request or ident, conversation=conv))
         elif conv is not None and ident is not None:
             # mail that expects no answer still carries its conversation into the turn
             # that handles it: kept until that turn's stop (see `due`)
@@ -188,14 +192,14 @@ def note(session_id: str, mailbox: str, mails: list[JsonObject],
     if conversation is None and not requests:
         return []
     with _lock(session_id):
-        current = current_marker(session_id) or Marker(None, None, [], [])
+        current = current_marker(session_id) or Marker(None, None)
         known = {r.request for r in current.requests}
         fresh = [r for r in requests if r.request not in known]
         seen = {c.mail for c in current.carried}
         _write(session_id, Marker(mailbox, conversation or current.conversation,
-                                  [*current.requests, *fresh],
-                                  [*current.carried, *(c for c in carried
-                                                       if c.mail not in seen)]))
+                                  (*current.requests, *fresh),
+                                  (*current.carried, *(c for c in carried
+                                                       if c.mail not in seen))))
     return [str(r.request) for r in fresh]
 
 
@@ -253,8 +257,8 @@ def settle(session_id: str, answer: str | None = None) -> Settled:
         # mail this turn took in is done with; mail not taken in yet (handed at this
         # very stop, e.g. by the watcher) keeps the conversation for its turn
         carried = [c for c in current.carried if _turn(c) == Turn.NOT_YET]
-        _write(session_id, Marker(current.mailbox, current.conversation, later, carried)
-               if later or carried else None)
+        _write(session_id, Marker(current.mailbox, current.conversation, (*later,),
+                                  (*carried,)) if later or carried else None)
     return Settled([r.to_json() for r in now], [r.to_json() for r in cut],
                    current.conversation)
 
@@ -274,7 +278,7 @@ def interrupted(session_id: str, request: str) -> JsonObject | None:
         if current is None or not mine:
             return None  # a stop took it out meanwhile
         rest = [r for r in current.requests if r.request != request]
-        _write(session_id, Marker(current.mailbox, current.conversation, rest,
+        _write(session_id, Marker(current.mailbox, current.conversation, (*rest,),
                                   current.carried) if rest or current.carried else None)
     return mine[0].to_json()
 
@@ -326,9 +330,9 @@ def turn_of(transcript: str, offset: int, marker: str) -> str:
             fh.seek(max(0, offset))
             for line in fh:
                 if not seen:
-                    record = Record.parse(line) if needle in line else None
+                    record = Record.parse_line(line) if needle in line else None
                     seen = record is not None and record.kind in _SHOWN
-                elif _INTERRUPT_BYTES in line and (record := Record.parse(line)) is not None \
+                elif _INTERRUPT_BYTES in line and (record := Record.parse_line(line)) is not None \
                         and record.interrupt:
                     return Turn.INTERRUPTED
     except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)

@@ -33,12 +33,12 @@ from ..host.jsonfile import loads_json
 from ..inbox.listeners import Listener, closest_name, read_listeners
 from ..inbox.location import inbox_dir, rejected_path
 from ..inbox.peek import summarize
-from ..jsontypes import opt_int
+from ..jsontypes import opt_int, read_fields
 from ..messages.live import Reach
 from ..messages.to_claude import reach
 from . import parse
 from .binaries import BinaryFacts
-from .parse import CHAIN_VARS, ClaudeHook, HookKind, read_fields, read_text
+from .parse import CHAIN_VARS, ClaudeHook, HookKind, read_text
 from .records import CanaryEntry, canary_entries
 from .report import INFO, OK, WARN, Check, Status, plural
 

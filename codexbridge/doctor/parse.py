@@ -1,7 +1,8 @@
 """Reading what the doctor looks at: version strings, `--help` text, codex's config.toml
 and hooks.json, Claude Code's settings.json, and the JSON facts other rooms hand doctor
-(`read_fields`: the hooks' evidence file, the handoff canary's verdicts). Pure — text or
-parsed data in, facts out — but for `read_text`, which fetches a file's text for them.
+(the hooks' evidence file, the handoff canary's verdicts: read with the shared
+`jsontypes.read_fields`). Pure — text or parsed data in, facts out — but for
+`read_text`, which fetches a file's text for them.
 
 Nothing here keeps a hook's command or a config value it was not asked for, so no
 secret that sits in those files can reach the report.
@@ -12,19 +13,16 @@ from __future__ import annotations
 import enum
 import re
 import shlex
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ..inbox.listeners import ours
-from ..jsontypes import obj, objs, opt_int, opt_str
-from ..protocol.wire import strs
+from ..jsontypes import obj, opt_str
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonValue
-
-T = TypeVar("T")
 
 # `codexbridge/0.169.0 (Debian 12; x86_64) …`: the product token's version is codex's.
 _USER_AGENT = re.compile(r"^[^/\s]+/(\d+\.\d+\.\d+[0-9A-Za-z.+-]*)")
@@ -41,27 +39,6 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
         return None, None
     except (OSError, UnicodeDecodeError) as exc:
         return None, getattr(exc, "strerror", None) or str(exc)
-
-
-def _int_or_str(value: object) -> int | str | None:
-    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
-
-
-# How each declared field type of a `read_fields` record narrows its JSON value: a wrong
-# type reads as absent (False, None, empty), never as a crash.
-_NARROW: dict[str, Callable[[object], object]] = {
-    "bool": bool, "str | None": opt_str, "int | None": opt_int,
-    "int | str | None": _int_or_str, "tuple[str, ...]": strs, "JsonObject": obj,
-    "tuple[JsonObject, ...]": lambda value: tuple(objs(value))}
-
-
-def read_fields(cls: Callable[..., T], data: Mapping[str, object]) -> T:
-    """A frozen dataclass of JSON facts (a file another room writes, facts it hands
-    over), each field read from the key of its name and narrowed by its declared type
-    (a field named `raw` keeps the object as it came, for a row's details): one typed
-    reader per shape, the keys named once, in the dataclass."""
-    return cls(**{f.name: dict(data) if f.name == "raw" else _NARROW[str(f.type)](
-        data.get(f.name)) for f in fields(cls)})  # type: ignore[arg-type]
 
 
 def user_agent_version(user_agent: str) -> str | None:

@@ -28,9 +28,9 @@ from ..host.jsonfile import read_object
 from ..host.private import HOME_ENV, dir_problem, state_home, unsafe_state_dir
 from ..inbox import peek as reading
 from ..inbox.location import inbox_dir
+from ..jsontypes import read_fields
 from ..messages import courier_link
 from ..messages.records import Damaged, Delivery, DeliveryState, DeliveryStore, ToClaude, ToCodex
-from .parse import read_fields
 from .report import FAIL, INFO, OK, WARN, Check, Status
 
 if TYPE_CHECKING:

@@ -75,14 +75,14 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..claude.files import Message, Record
-from ..claude.plugin import claude_config_dir, plugin_facts
+from ..claude.plugin import ClaudeSettings, claude_config_dir, plugin_facts
 from ..conversation.routing import SESSION_ENV, SOCKET_ENV
 from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.jsonfile import read_object
 from ..host.procs import pid_alive
 from ..host.text import writable
 from ..inbox.listeners import Listener, listeners, ours, read_listener
-from ..jsontypes import obj, objs
+from ..jsontypes import obj
 from ..messages.records import Delivery, DeliveryState, DeliveryStore, ToCodex
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
 from .ledger import Agent, project_dir
@@ -267,9 +267,7 @@ def session_start_hooked(project: str, mailbox: str | None) -> bool:
 def _start_commands(settings: JsonObject) -> list[str]:
     """The commands a Claude settings file runs at SessionStart: `hooks.SessionStart[]
     .hooks[].command` (anything of another shape there runs nothing)."""
-    groups = objs(obj(settings.get("hooks")).get("SessionStart"))
-    hooks = [h for g in groups for h in objs(g.get("hooks"))]
-    return [c for h in hooks if isinstance(c := h.get("command"), str)]
+    return ClaudeSettings.read(settings).commands("SessionStart")
 
 
 # --- its transcript -----------------------------------------------------------------
@@ -375,7 +373,7 @@ def parse(lines: Iterable[bytes], since: str | None,
         if not raw.strip():
             continue
         stats.records += 1
-        rec = Record.parse(raw)
+        rec = Record.parse_line(raw)
         if rec is None:
             stats.bad_rows += 1
             continue

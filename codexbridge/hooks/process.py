@@ -34,12 +34,13 @@ from ..inbox.location import (
     log_dir,
     name_problem,
 )
+from ..jsontypes import JsonRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..jsontypes import JsonObject
+    from ..jsontypes import JsonObject, NonEmpty
 
 USAGE = """\
 Usage: codexbridge inbox hook [--as NAME]
@@ -269,25 +270,25 @@ UNKNOWN_SESSION = "unknown-session"
 DAMAGED_BLOCKS = 1 << 30
 
 
-class HookInput:
+def _flag(value: object) -> bool:
+    """`stop_hook_active`: true, or a string saying so ("1", "true", "yes")."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return value is True
+
+
+class HookInput(JsonRecord, wire={"event": "hook_event_name"},
+                read_with={"stop_hook_active": _flag}):
     """Claude Code's hook input, the parts we use — the one reader of it; any field may
-    be missing or garbage (a stop with unreadable stdin still runs). A plain class: the
-    Stop hook's empty path imports neither typing nor dataclasses."""
+    be missing or garbage (a stop with unreadable stdin still runs)."""
 
-    __slots__ = ("cwd", "event", "last_assistant_message", "prompt_id", "session_id",
-                 "stop_hook_active", "transcript_path")
-
-    def __init__(self, *, session_id: str | None = None, cwd: str | None = None,
-                 stop_hook_active: bool = False, prompt_id: str | None = None,
-                 event: str | None = None, last_assistant_message: str | None = None,
-                 transcript_path: str | None = None) -> None:
-        self.session_id = session_id
-        self.cwd = cwd
-        self.stop_hook_active = stop_hook_active
-        self.prompt_id = prompt_id
-        self.event = event
-        self.last_assistant_message = last_assistant_message
-        self.transcript_path = transcript_path
+    session_id: NonEmpty | None = None
+    cwd: NonEmpty | None = None
+    stop_hook_active: bool = False
+    prompt_id: NonEmpty | None = None
+    event: NonEmpty | None = None
+    last_assistant_message: NonEmpty | None = None
+    transcript_path: NonEmpty | None = None
 
     @property
     def session_key(self) -> str:
@@ -295,18 +296,7 @@ class HookInput:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, object]) -> HookInput:
-        def text(key: str) -> str | None:
-            value = payload.get(key)
-            return value if isinstance(value, str) and value else None
-
-        active = payload.get("stop_hook_active")
-        if isinstance(active, str):
-            active = active.strip().lower() in ("1", "true", "yes")
-        return cls(session_id=text("session_id"), cwd=text("cwd"),
-                   stop_hook_active=active is True, prompt_id=text("prompt_id"),
-                   event=text("hook_event_name"),
-                   last_assistant_message=text("last_assistant_message"),
-                   transcript_path=text("transcript_path"))
+        return cls.read(payload)
 
 
 def session_key(session_id: object) -> str:
@@ -321,26 +311,19 @@ class _Damaged(Exception):
 CHAIN_VERSION = 1  # NAME.chain.json's format (files without one are version 1)
 
 
-class Chain:
+class Chain(JsonRecord):
     """One session's chain of Stop-hook blocks in NAME.chain.json (the loop guard's
-    count): `{"version": 1, "sessions": {SESSION: {"blocks", "prompt_id", "at"}}}`. (A
-    plain class: this is the Stop hook's path.)"""
+    count): `{"version": 1, "sessions": {SESSION: {"blocks", "prompt_id", "at"}}}`."""
 
-    __slots__ = ("at", "blocks", "prompt_id")
-
-    def __init__(self, blocks: int, prompt_id: str | None, at: str) -> None:
-        self.blocks, self.prompt_id, self.at = blocks, prompt_id, at
+    blocks: int = -1  # absent, or not a count: not a chain we wrote (`parse`)
+    prompt_id: str | None = None
+    at: str = ""
 
     @classmethod
-    def from_json(cls, entry: object) -> Chain | None:
+    def parse(cls, value: object) -> Chain | None:
         """None when it is not shaped as we write it (a count that is not one)."""
-        if not isinstance(entry, dict):
-            return None
-        blocks, prompt, at = entry.get("blocks"), entry.get("prompt_id"), entry.get("at")
-        if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 0:
-            return None
-        return cls(blocks, prompt if isinstance(prompt, str) else None,
-                   at if isinstance(at, str) else "")
+        chain = super().parse(value)
+        return chain if chain is not None and chain.blocks >= 0 else None
 
     def to_json(self) -> JsonObject:
         return {"blocks": self.blocks, "prompt_id": self.prompt_id, "at": self.at}
@@ -362,7 +345,7 @@ def _load_all(inbox: str, name: str) -> dict[str, Chain]:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise _Damaged(f"version {version!r}")
     raw = data.get("sessions")
-    chains = {sid: Chain.from_json(e) for sid, e in raw.items()} if isinstance(raw, dict) \
+    chains = {sid: Chain.parse(e) for sid, e in raw.items()} if isinstance(raw, dict) \
         else None
     if chains is None or None in chains.values():
         raise _Damaged('not {"sessions": {SESSION: {"blocks": COUNT, ...}}}')

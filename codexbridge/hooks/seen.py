@@ -28,7 +28,7 @@ from ..host.jsonfile import read_object
 from ..host.private import state_home, write_private
 from ..inbox import listeners
 from ..inbox.clock import iso_utc
-from ..jsontypes import obj
+from ..jsontypes import JsonRecord, obj
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,26 +73,43 @@ def peer_facts(env: Mapping[str, str], registry: SessionEntry | None) -> JsonObj
             "claude_version": entry.version}
 
 
+class Stamped(JsonRecord):
+    """Evidence as the file keeps it: when it was last seen."""
+
+    seen: str | None = None
+
+
+class HookSeen(Stamped):
+    """`hooks.EVENT`: the input field names one hook event carried."""
+
+    fields: tuple[str, ...] = ()
+    claude_version: str | None = None
+
+
+class SeenFile(JsonRecord):
+    """The file: `peer` as `peer_facts` made it (and its `seen`), `hooks` by event."""
+
+    peer: JsonObject | None = None
+    hooks: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed in place)
+
+
 def merged(old: Mapping[str, object] | None, event: str, fields: list[str],
            peer: JsonObject, now: str) -> JsonObject | None:
     """`old` with this run's evidence in it, or None when it would say nothing new (the
     same names, the same peer facts, already seen today)."""
-    record: JsonObject = dict(obj(old))
-    hooks = dict(obj(record.get("hooks")))
-    entry: JsonObject = {"fields": [*fields], "claude_version": peer.get("claude_version")}
+    was = SeenFile.read(obj(old))
+    entry: JsonObject = {"fields": [*fields], "claude_version": peer["claude_version"]}
     day = now[:10]
-    before = hooks.get(event)
-    prior = record.get("peer")
-    if (isinstance(before, dict) and isinstance(prior, dict)
-            and {k: before.get(k) for k in entry} == entry
+    before = HookSeen.parse(was.hooks.get(event))
+    prior = was.peer
+    if (before is not None and prior is not None
+            and before.fields == tuple(fields) and before.claude_version == entry["claude_version"]
             and {k: prior.get(k) for k in peer} == peer
-            and str(before.get("seen", ""))[:10] == day
-            and str(prior.get("seen", ""))[:10] == day):
+            and (before.seen or "")[:10] == day
+            and (Stamped.read(prior).seen or "")[:10] == day):
         return None
-    hooks[event] = {**entry, "seen": now}
-    record["hooks"] = hooks
-    record["peer"] = {**peer, "seen": now}
-    return record
+    return {**obj(old), "hooks": {**was.hooks, event: {**entry, "seen": now}},
+            "peer": {**peer, "seen": now}}
 
 
 def note_seen(payload: Mapping[str, object], env: Mapping[str, str] | None = None) -> bool:

@@ -44,7 +44,7 @@ from ..host.private import open_state
 from ..host.procs import pid_alive
 from ..inbox.listeners import record_listener
 from ..inbox.location import ensure_private_dir, has_live, has_pending, watcher_path
-from .process import claude_pid, courier_owed, log
+from .process import HookInput, claude_pid, courier_owed, log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -168,9 +168,8 @@ def _wake(inbox: str, name: str, payload: JsonObject, claude: int | None) -> boo
     goes back to the mailbox for the next watcher or stop."""
     from ..messages import live
 
-    session, transcript = payload.get("session_id"), payload.get("transcript_path")
-    with live.wake(inbox, name, session_id=session if isinstance(session, str) else None,
-                   transcript=transcript if isinstance(transcript, str) else None,
+    inp = HookInput.from_payload(payload)
+    with live.wake(inbox, name, session_id=inp.session_id, transcript=inp.transcript_path,
                    claude_pid=claude) as text:
         if text is None:
             return False

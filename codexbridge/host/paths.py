@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DamagedStateError
-from ..jsontypes import opt_int, opt_str
+from ..jsontypes import read_fields
 from .jsonfile import read_keyed
 from .private import ensure_private_dir, state_home, write_private
 
@@ -73,15 +73,7 @@ class BridgeRecord:
         if found is None:
             return None
         data, version, url = found
-        return cls(url, pid=opt_int(data.get("pid")),
-                   app_server_pid=opt_int(data.get("app_server_pid")),
-                   cwd=opt_str(data.get("cwd")), codex_version=opt_str(data.get("codex_version")),
-                   codex_home=opt_str(data.get("codex_home")),
-                   started_at=opt_str(data.get("started_at")),
-                   public_url=opt_str(data.get("public_url")),
-                   token_file=opt_str(data.get("token_file")),
-                   app_server_restarts=opt_int(data.get("app_server_restarts")),
-                   version=version)
+        return read_fields(cls, data, url=url, version=version)
 
     @classmethod
     def current(cls, note: Callable[[str], None] | None = None) -> BridgeRecord | None:

@@ -15,6 +15,7 @@ import os
 from typing import NamedTuple
 
 from ..host.jsonfile import loads_json
+from ..jsontypes import JsonRecord
 from .clock import iso_utc
 
 TYPE_CHECKING = False
@@ -113,6 +114,18 @@ def _optional_str(value: object) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
+class MailLine(JsonRecord, wire={"mail_id": "id", "sender": "from"},
+               read_with={"sender": _optional_str, "to": _optional_str, "at": _optional_str}):
+    """A mail line's own fields (`KNOWN_FIELDS` but its text, which `parse_line` checks
+    first): the id kept as found (`parse_line` refuses one that is no string), the
+    others as text (a number or other JSON as written)."""
+
+    mail_id: JsonValue = None
+    sender: str | None = None
+    to: str | None = None
+    at: str | None = None
+
+
 def parse_line(raw: bytes, lineno: int = 0, source: str = "") -> Mail | Rejected | None:
     """Read one line. None for a blank line (not mail, nothing to keep)."""
     if not raw.strip():
@@ -134,16 +147,16 @@ def parse_line(raw: bytes, lineno: int = 0, source: str = "") -> Mail | Rejected
     if not isinstance(body, str):
         return Rejected(f'"text" is not a string (got {type(body).__name__})', raw, lineno,
                         source)
-    raw_id = obj.get("id")
+    line = MailLine.read(obj)
+    raw_id = line.mail_id
     if raw_id is not None and not (isinstance(raw_id, (str, int)) and
                                    not isinstance(raw_id, bool)):
         return Rejected(f'"id" is not a string (got {type(raw_id).__name__})', raw, lineno,
                         source)
     mail_id = str(raw_id) if raw_id is not None and str(raw_id) != "" else None
-    sender = _optional_str(obj.get("from")) or UNKNOWN_SENDER
     extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS}
-    mail = Mail(text=body, sender=sender, to=_optional_str(obj.get("to")), mail_id=mail_id,
-                at=_optional_str(obj.get("at")), extra=extra)
+    mail = Mail(text=body, sender=line.sender or UNKNOWN_SENDER, to=line.to, mail_id=mail_id,
+                at=line.at, extra=extra)
     if b"\\u" in raw and _lone_surrogate(mail):
         # A `\ud800` escape with no partner (a JS writer cutting an emoji in half) is
         # valid JSON but not text: such a mail could never be written back or handed

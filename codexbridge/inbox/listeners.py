@@ -20,6 +20,7 @@ import sys
 
 from ..host.jsonfile import read_object
 from ..host.private import write_private
+from ..jsontypes import JsonRecord
 from .clock import iso_utc
 from .location import SESSION_SUFFIX, session_path
 
@@ -27,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..jsontypes import JsonObject
+    from ..jsontypes import JsonObject, NonEmpty
 
 # The asyncRewake watcher's defaults (hooks/watcher.py; install-hook writes them into
 # the command it registers): how long it waits for mail, and how often it looks.
@@ -88,10 +89,6 @@ def ours(command: str) -> tuple[str, str] | None:
     return None
 
 
-def _str_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 LISTENER_VERSION = 1  # NAME.session.json's format (files without one are version 1)
 
 
@@ -103,38 +100,31 @@ def _pid(value: object) -> int | None:
     return int(value) if str(value).isdigit() and int(value) > 0 else None
 
 
-class Listener:
+class Listener(JsonRecord, read_with={"claude_pid": _pid}):
     """One NAME.session.json, typed: the session that last listened as NAME. A field of
-    the wrong type reads as absent (a file another tool wrote, or an older hook's); a
-    damaged file keeps its name known with `error` saying which file. (A plain class:
-    the Stop hook writes these and imports no `dataclasses`.)"""
+    the wrong type (or an empty string) reads as absent (a file another tool wrote, or
+    an older hook's); a damaged file keeps its name known with `error` saying which
+    file."""
 
-    __slots__ = ("claude_pid", "config_dir", "cwd", "error", "last_seen",
-                 "messaging_socket", "name", "permission_mode", "session_id",
-                 "transcript_path", "via")
-
-    def __init__(self, name: str, *, cwd: str | None = None, session_id: str | None = None,
-                 transcript_path: str | None = None, last_seen: str | None = None,
-                 via: str | None = None, claude_pid: int | None = None,
-                 messaging_socket: str | None = None, config_dir: str | None = None,
-                 permission_mode: str | None = None, error: str | None = None) -> None:
-        self.name, self.cwd, self.session_id = name, cwd, session_id
-        self.transcript_path, self.last_seen, self.via = transcript_path, last_seen, via
-        self.claude_pid, self.messaging_socket = claude_pid, messaging_socket
-        self.config_dir, self.permission_mode, self.error = config_dir, permission_mode, error
+    name: str = ""
+    cwd: NonEmpty | None = None
+    session_id: NonEmpty | None = None
+    transcript_path: NonEmpty | None = None
+    last_seen: NonEmpty | None = None
+    via: NonEmpty | None = None
+    claude_pid: int | None = None
+    messaging_socket: NonEmpty | None = None
+    config_dir: NonEmpty | None = None
+    permission_mode: NonEmpty | None = None
+    error: NonEmpty | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, object], name: str | None = None) -> Listener:
-        s = _str_or_none
-        return cls(name or s(data.get("name")) or "", cwd=s(data.get("cwd")),
-                   session_id=s(data.get("session_id")),
-                   transcript_path=s(data.get("transcript_path")),
-                   # claude-codex-bridge writes {name, cwd, lastSeen}
-                   last_seen=s(data.get("last_seen")) or s(data.get("lastSeen")),
-                   via=s(data.get("via")), claude_pid=_pid(data.get("claude_pid")),
-                   messaging_socket=s(data.get("messaging_socket")),
-                   config_dir=s(data.get("config_dir")),
-                   permission_mode=s(data.get("permission_mode")), error=s(data.get("error")))
+        """`name`: the file's (else the one it records)."""
+        if "last_seen" not in data and "lastSeen" in data:
+            data = {**data, "last_seen": data["lastSeen"]}  # claude-codex-bridge's name
+        return cls.read(data, name=name) if name else cls.read(data)
+
 
 
 def listeners(inbox: str) -> dict[str, Listener]:
@@ -148,25 +138,39 @@ def read_listener(inbox: str, name: str) -> Listener | None:
     return None if data is None else Listener.from_json(data, name)
 
 
+class Heard(JsonRecord):
+    """What a listener record keeps of the hook's input (Claude Code's names)."""
+
+    cwd: NonEmpty | None = None
+    session_id: NonEmpty | None = None
+    transcript_path: NonEmpty | None = None
+    permission_mode: NonEmpty | None = None
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
 def listener_record(name: str, payload: Mapping[str, object], via: str,
                     now: str | None = None) -> JsonObject:
     """The session.json content for a hook run that received `payload` on stdin."""
+    heard = Heard.read(payload)
     return {
         "version": LISTENER_VERSION,
         "name": name,
-        "cwd": _str_or_none(payload.get("cwd")) or os.getcwd(),
-        "session_id": _str_or_none(payload.get("session_id")),
-        "transcript_path": _str_or_none(payload.get("transcript_path")),
+        "cwd": heard.cwd or os.getcwd(),
+        "session_id": heard.session_id,
+        "transcript_path": heard.transcript_path,
         "last_seen": now or iso_utc(),
         "via": via,
-        "claude_pid": _str_or_none(os.environ.get("CLAUDE_PID")),
+        "claude_pid": _env("CLAUDE_PID"),
         # The session's own address (its cross-session inbox socket) and where it keeps
         # its state: how a reply finds the exact session that asked, and how live
         # delivery reaches it.
-        "messaging_socket": _str_or_none(os.environ.get("CLAUDE_CODE_MESSAGING_SOCKET")),
-        "config_dir": _str_or_none(os.environ.get("CLAUDE_CONFIG_DIR")),
+        "messaging_socket": _env("CLAUDE_CODE_MESSAGING_SOCKET"),
+        "config_dir": _env("CLAUDE_CONFIG_DIR"),
         # bypassPermissions sessions hold peer messages for the user: not pushed to.
-        "permission_mode": _str_or_none(payload.get("permission_mode")),
+        "permission_mode": heard.permission_mode,
     }
 
 

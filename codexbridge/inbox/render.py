@@ -20,6 +20,7 @@ import time
 
 from ..conversation import frame
 from ..conversation.envelope import peer, request_line
+from ..conversation.handling import MailFields
 from ..host.private import ensure_private_dir, write_private
 from ..host.text import for_terminal
 from .lines import Mail, Rejected
@@ -116,24 +117,23 @@ def _field(value: str) -> str:
 
 
 def _expects_reply(fields: Mapping[str, object]) -> bool:
-    expect = fields.get("expect_reply")
-    return isinstance(expect, dict) and bool(expect.get("thread"))
+    return bool(MailFields.read(fields).waiting_thread)
 
 
-def conversation_note(fields: Mapping[str, object]) -> list[str]:
+def conversation_note(extra: Mapping[str, object]) -> list[str]:
     """The envelope lines of a mail that is part of a conversation (none for plain mail);
     `render_mail` tags each."""
-    conv, request = fields.get("conversation"), fields.get("request")
-    if fields.get("in_reply_to"):
+    fields = MailFields.read(extra)
+    conv, request = fields.conversation, fields.request
+    if fields.in_reply_to:
         return []  # a reply says so in its own text
-    if not isinstance(conv, str) or not isinstance(request, str):
+    if conv is None or request is None:
         return []
-    note = [_field(request_line(conv, fields.get("hop"), fields.get("max_hops"), request))]
-    expect = fields.get("expect_reply")
-    if isinstance(expect, dict) and expect.get("thread"):
+    note = [_field(request_line(conv, fields.hop, fields.max_hops, request))]
+    if thread := fields.waiting_thread:
         note.append(_field(
             "Codex waits for your answer: when you finish handling this, your final "
-            f"message is sent back to its thread {expect['thread']} by itself — no tool "
+            f"message is sent back to its thread {thread} by itself — no tool "
             "needed; echo the request token"))
     return note
 

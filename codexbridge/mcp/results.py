@@ -19,6 +19,7 @@ import json
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mcp_types import CallToolResult, TextContent
 
@@ -30,6 +31,10 @@ from ..errors import (
     RpcError,
     internal,
 )
+from ..jsontypes import JsonRecord
+
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject, JsonValue
 
 log = logging.getLogger(__name__)
 ERROR_TEXT_MAX = 8000
@@ -39,6 +44,42 @@ CODES: dict[str, tuple[bool, str]] = mcp_codes()
 
 Data = dict[str, object]  # a result's `data`: only serialized, never read back here
 Warnings = list[dict[str, str]]  # [{code, message}]
+
+
+# --- what the middleware (server.py) reads of a `tools/call` and of the SDK's answer -----
+
+class ToolCall(JsonRecord):
+    """A `tools/call` request's params: the tool's name and its arguments, as sent."""
+
+    name: JsonValue = None
+    arguments: JsonValue = None
+
+
+class InputSchema(JsonRecord):
+    """A tool's input schema: the parameters it has."""
+
+    properties: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed in place)
+
+
+class TextBlock(JsonRecord, wire={"kind": "type"}):
+    """One block of a result's `content` (only a text block's words are read)."""
+
+    kind: str | None = None
+    text: JsonValue = ""
+
+
+class SdkResult(JsonRecord, wire={"is_error": "isError",
+                                  "structured_content": "structuredContent"}):
+    """A `tools/call` result as the SDK gives it: an error in bare text has no
+    `structuredContent` (server.py gives it ours)."""
+
+    is_error: bool = False
+    structured_content: JsonValue = None
+    content: tuple[TextBlock, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return " ".join(str(b.text) for b in self.content if b.kind == "text")
 
 
 @dataclass

@@ -30,7 +30,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from .. import __version__
 from ..errors import UnknownToolError, UsageError
 from .bridge_tools import BridgeTools, HandoffToClaude, HandoffToCodex
-from .results import error_envelope, error_result
+from .results import InputSchema, SdkResult, ToolCall, error_envelope, error_result
 from .runtime import Runtime
 from .settings import Settings
 
@@ -84,11 +84,11 @@ def _unknown_arguments(server: MCPServer) -> ServerMiddleware[object]:
     async def check(ctx: ServerRequestContext[object, object],
                     call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/call" and isinstance(ctx.params, dict):
-            name = ctx.params.get("name")
-            args = ctx.params.get("arguments") or {}
+            call = ToolCall.read(ctx.params)
+            name, args = call.name, call.arguments or {}
             tool = server._tool_manager.get_tool(name) if isinstance(name, str) else None
             if tool is not None and isinstance(args, dict):
-                known = set(tool.parameters.get("properties") or {})
+                known = set(InputSchema.read(tool.parameters).properties)
                 extra = sorted(set(args) - known)
                 if extra:
                     import difflib  # lazy: only on this error path, not the cold start
@@ -115,13 +115,14 @@ async def structure_sdk_errors(ctx: ServerRequestContext[object, object],
         return result
     if isinstance(result, CallToolResult):
         result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
-    if not isinstance(result, dict) or not result.get("isError") \
-            or result.get("structuredContent") is not None:
+    if not isinstance(result, dict):
         return result
-    text = " ".join(str(b.get("text", "")) for b in result.get("content") or []
-                    if isinstance(b, dict) and b.get("type") == "text")
+    sdk = SdkResult.read(result)
+    if not sdk.is_error or sdk.structured_content is not None:
+        return result
+    text = sdk.text
     cls = UnknownToolError if "Unknown tool" in text else UsageError
-    name = (ctx.params or {}).get("name")
+    name = ToolCall.read(ctx.params or {}).name
     return error_result(error_envelope(cls(text or f"{name} failed",
                                             details={"tool": name})))
 

@@ -51,6 +51,7 @@ from typing import IO, TYPE_CHECKING, cast
 from ..errors import BridgeError
 from ..host.private import check_state_dirs
 from ..host.runtime import private_runtime_dir
+from ..jsontypes import JsonRecord
 from .stdio import exit_now, serve_stdio
 
 try:  # the builtin module: ~0.5 ms, where hashlib's OpenSSL takes ~20 on a busy box
@@ -61,6 +62,7 @@ except ImportError:  # pragma: no cover - an interpreter without it
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from ..jsontypes import JsonObject
     from .settings import Settings
 
 KNOB = "CODEX_BRIDGE_MCP_WARM"
@@ -161,6 +163,13 @@ def request_key(method: object, params: object) -> str:
     return json.dumps([method, params], sort_keys=True)
 
 
+class StartupRecord(JsonRecord):
+    """The record file: the key it was made for (`record_key`), and its answers."""
+
+    key: str | None = None
+    answers: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed in place)
+
+
 def load_record(path: str | None, key: str) -> dict[str, object]:
     """The recorded answers (request_key → {"result": …} or {"error": …}) made for `key`;
     {} if none."""
@@ -172,10 +181,8 @@ def load_record(path: str | None, key: str) -> dict[str, object]:
             data = json.loads(fh.read())
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("key") != key:
-        return {}
-    answers = data.get("answers")
-    return answers if isinstance(answers, dict) else {}
+    record = StartupRecord.parse(data)
+    return {**record.answers} if record is not None and record.key == key else {}
 
 
 def save_record(path: str, key: str, answers: dict[str, object]) -> None:

@@ -31,10 +31,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..claude.plugin import MARKETPLACE, PLUGIN, PLUGIN_ID, claude_config_dir
+from ..claude.plugin import (
+    BIN_ENV,
+    MARKETPLACE,
+    PLUGIN,
+    PLUGIN_ID,
+    ClaudeSettings,
+    HookHandler,
+    claude_config_dir,
+)
 from ..errors import UsageError
 from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
-from ..jsontypes import arr, obj, objs, opt_str
+from ..jsontypes import JsonRecord, arr, obj, objs
 from . import files, jsonedit, ledger
 from .files import FileChange
 from .jsonedit import Entry
@@ -56,7 +64,6 @@ SERVER = "codex"  # the plugin's MCP server: tools are mcp__plugin_codexbridge_c
 TOOL_PREFIX = f"mcp__plugin_{PLUGIN}_{SERVER}__"
 READ_ONLY_TOOLS = ("codex_threads_list", "codex_thread_read", "codex_delivery_status",
                    "bridge_status", "bridge_output_read")
-BIN_ENV = "CODEX_BRIDGE_BIN"
 
 
 def user_entries(marketplace_dir: str, codexbridge_bin: str | None) -> list[Entry]:
@@ -93,12 +100,20 @@ KNOWN_CONTAINERS: tuple[tuple[str, ...], ...] = (
 
 # --- planning a settings file's change, with the record ----------------------------------
 
-def _entries(raw: object) -> list[Entry]:
-    return [Entry.from_json(e) for e in objs(raw)]
+class ScopeRecord(JsonRecord):
+    """What the ledger keeps of one scope's change to a settings file (`plan_json_add`
+    writes it): the entries it added, and the containers it created (key paths)."""
 
+    entries: tuple[JsonObject, ...] = ()
+    created: JsonValue = None
 
-def _paths(raw: object) -> list[tuple[str, ...]]:
-    return [tuple(str(k) for k in arr(p)) for p in arr(raw)]
+    @property
+    def added(self) -> list[Entry]:
+        return [Entry.from_json(e) for e in self.entries]
+
+    @property
+    def containers(self) -> list[tuple[str, ...]]:
+        return [tuple(str(k) for k in arr(p)) for p in arr(self.created)]
 
 
 def _union(*groups: list[Entry]) -> list[Entry]:
@@ -114,7 +129,7 @@ def plan_json_add(book: ledger.Ledger, scope: Scope, path: str, wanted: list[Ent
     before = files.read_text(path)
     doc = jsonedit.parse(before or "", path)
     recorded = [e for rec in (book.scope(path, scope.key), *book.others(path, scope.key))
-                if rec for e in _entries(rec.get("entries"))]
+                if rec for e in ScopeRecord.read(rec).added]
     # Our own earlier value at a key we now want elsewhere (a moved install): replace it.
     stale = [e for e in recorded if not e.in_list and any(
         w.path == e.path and not w.in_list and w.value != e.value for w in wanted)]
@@ -125,9 +140,9 @@ def plan_json_add(book: ledger.Ledger, scope: Scope, path: str, wanted: list[Ent
     lines = [f"added {e.describe()}" for e in added.entries]
     lines = [f"replaced {e.describe()}" for e in replaced] + lines
     after = jsonedit.patch(before or "", added.doc) if (added.entries or replaced) else before
-    mine = book.scope(path, scope.key) or {}
-    keep = [e for e in _entries(mine.get("entries")) if e not in replaced]
-    created = _paths(mine.get("created"))
+    mine = ScopeRecord.read(book.scope(path, scope.key) or {})
+    keep = [e for e in mine.added if e not in replaced]
+    created = mine.containers
     created += [p for p in added.created if p not in created]
     record: JsonObject = {
         "entries": [e.as_json() for e in _union(keep, added.entries, shared)],
@@ -156,13 +171,14 @@ def plan_json_remove(book: ledger.Ledger, scope: Scope, path: str, wanted: list[
                               ["restored the bytes it had before setup" if rec.existed
                                else "deleted (setup created it)"], keep_backup=False)
     doc = jsonedit.parse(current, path)
-    others = [e for o in book.others(path, scope.key) for e in _entries(o.get("entries"))]
+    others = [e for o in book.others(path, scope.key) for e in ScopeRecord.read(o).added]
     if mine is None:
         entries = [e for e in unmistakable(doc, wanted) if not _held(e, others)]
         created = list(KNOWN_CONTAINERS)
     else:
-        entries = [e for e in _entries(mine.get("entries")) if e not in others]
-        created = _paths(mine.get("created"))
+        recorded = ScopeRecord.read(mine)
+        entries = [e for e in recorded.added if e not in others]
+        created = recorded.containers
     new, removed = jsonedit.remove(doc, entries, created)
     after = jsonedit.patch(current, new) if new != doc else current
     return FileChange(path, current, after, [f"removed {e.describe()}" for e in removed],
@@ -241,17 +257,11 @@ def _legacy_hooks(text: str | None) -> list[str]:
     if not text:
         return []
     try:
-        hooks = obj(obj(jsonedit.parse(text, "")).get("hooks"))
+        settings = ClaudeSettings.read(jsonedit.parse(text, ""))
     except UsageError:
         return []
-    found = []
-    for event, groups in hooks.items():
-        for group in objs(groups):
-            for hook in objs(group.get("hooks")):
-                command = opt_str(hook.get("command"))
-                if command and ours(command):
-                    found.append(f"{event}: {command}")
-    return found
+    return [f"{event}: {command}" for event in settings.hooks
+            for command in settings.commands(event) if command and ours(command)]
 
 
 def setup_claude(scope: Scope, *, dry_run: bool = False, remove: bool = False,
@@ -335,7 +345,7 @@ def _replace_ours(groups: list[JsonObject], entry: JsonObject, event: str,
     for group in groups:
         hooks = group.get("hooks")
         for i, existing in enumerate(hooks if isinstance(hooks, list) else []):
-            command = opt_str(obj(existing).get("command"))
+            command = HookHandler.read(obj(existing)).command
             if command is not None and ours(command) == key:
                 found = True
                 if existing != entry:

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from ..errors import UsageError
 from ..host.codex_mcp import COMMENT, launch, launched
 from ..host.tomlfile import load_toml
-from ..jsontypes import arr, text
+from ..jsontypes import JsonRecord, arr, text
 from . import files, ledger, tomledit
 from .ledger import Report
 from .mailbox import project_mailbox
@@ -72,6 +72,15 @@ def server_env(environ: Mapping[str, str], mailbox: str | None = None) -> dict[s
     if mailbox:
         env["CODEX_BRIDGE_MAILBOX"] = mailbox
     return env
+
+
+class ServerScope(JsonRecord):
+    """What the ledger keeps of one scope's `[mcp_servers.NAME]` block (`setup_codex`
+    writes it): the server's name, and whether merging it added the blank line before
+    it (taken out with it)."""
+
+    server: str | None = None
+    separator: bool = False
 
 
 def codex_table(url: str | None, token_env: str | None, approval: str, config: str
@@ -117,7 +126,7 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
                                   None if url else COMMENT)
     after, separator = tomledit.merge(current, name, block, load_toml, path)
     if mine is not None:
-        separator = bool(mine.get("separator"))  # as the first run left it
+        separator = ServerScope.read(mine).separator  # as the first run left it
     lines = [f"[mcp_servers.{name}] " + ("updated" if tomledit.find_block(current, name)
                                           else "added") + ": " + _summary(table)]
     change = files.FileChange(path, before, after if after != current else before,
@@ -139,7 +148,7 @@ def _removal(book: ledger.Ledger, path: str, scope_key: str, name: str, before: 
     it and no other scope shares it, the bytes it had before setup (None: it made it)."""
     rec = book.files.get(path)
     mine = book.scope(path, scope_key)
-    separator = bool(mine.get("separator")) if mine else True
+    separator = ServerScope.read(mine).separator if mine else True
     last = book.last_in(path, scope_key)
     original = files.read_backup(rec.original_backup) if rec and rec.existed else None
     restore = rec is not None and mine is not None and last \

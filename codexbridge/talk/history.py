@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import NoRolloutError, NoThreadError
-from ..jsontypes import objs
+from ..jsontypes import JsonRecord
 from ..protocol.generated.calls import Calls
 from ..protocol.generated.enums import ThreadItemType
 from .client import Rpc
 from .threads import paged
 
 if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
+    from ..jsontypes import JsonObject, JsonValue
 
 
 class TurnRecord(NamedTuple):
@@ -52,19 +52,36 @@ async def read_history(rpc: Rpc, thread_id: str, *,
             for t in turns]
 
 
-def render_item(item: JsonObject) -> str | None:
+class _Part(JsonRecord, wire={"kind": "type"}):
+    kind: str | None = None
+    text: JsonValue = ""
+
+
+class ItemView(JsonRecord, wire={"kind": "type", "exit_code": "exitCode"}):
+    """What a transcript line shows of a thread item (its JSON, as the server sent it;
+    shown as found)."""
+
+    kind: str | None = None
+    content: tuple[_Part, ...] = ()  # a user message's
+    text: JsonValue = ""  # an agent message's
+    command: JsonValue = ""
+    status: JsonValue = None
+    exit_code: JsonValue = None
+
+
+def render_item(data: JsonObject) -> str | None:
     """One transcript line for an item, or None for items a reader does not need."""
-    kind = ThreadItemType.parse(item.get("type"))
+    item = ItemView.read(data)
+    kind = ThreadItemType.parse(item.kind)
     if kind is ThreadItemType.USER_MESSAGE:
-        parts = [str(c.get("text", "")) for c in objs(item.get("content"))
-                 if c.get("type") == "text"]
+        parts = [str(c.text) for c in item.content if c.kind == "text"]
         return "› " + "\n  ".join("".join(parts).splitlines() or [""])
     if kind is ThreadItemType.AGENT_MESSAGE:
-        return "• " + "\n  ".join(str(item.get("text", "")).splitlines() or [""])
+        return "• " + "\n  ".join(str(item.text).splitlines() or [""])
     if kind is ThreadItemType.COMMAND_EXECUTION:
-        code = item.get("exitCode")
-        return f"$ {item.get('command', '')}  [{item.get('status')}" + (
+        code = item.exit_code
+        return f"$ {item.command}  [{item.status}" + (
             f", exit {code}]" if code is not None else "]")
     if kind is ThreadItemType.FILE_CHANGE:
-        return f"✎ file change [{item.get('status')}]"
+        return f"✎ file change [{item.status}]"
     return None

@@ -3,7 +3,6 @@ hook records of its input (`hooks/seen.py`), names only, without ever failing a 
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -26,7 +25,9 @@ from codexbridge.doctor.claude_side import (
 )
 from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.hooks import seen
+from codexbridge.hooks.process import HookInput
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
+from codexbridge.inbox.listeners import Heard
 
 SRC = Path(claude_side.__file__).parents[1]
 DAY = "2026-12-01"
@@ -209,18 +210,18 @@ def test_hook_input_lists_every_field_the_hook_reads() -> None:
                  "hooks/watcher.py", "handoff/resume.py"):
         text = (SRC / name).read_text()
         read |= set(re.findall(r'payload\.get\("(\w+)"\)', text))
-        if name == "hooks/process.py":  # HookInput, the hook's one reader of its input
-            read |= set(re.findall(r'\btext\("(\w+)"\)', text))
+    # HookInput, the hook's one reader of its input; Heard, what a listener keeps of it
+    read |= {*HookInput.json_keys(), *Heard.json_keys()}
     listed = {f for fields in HOOK_INPUT.values() for f in fields}
     assert read == listed
 
 
 def test_registry_fields_are_what_live_delivery_reads() -> None:
     # live delivery reads the registry through SessionEntry (claude/files.py)
-    text = inspect.getsource(SessionEntry.from_json)
-    read = set(re.findall(r'data\.get\("(\w+)"\)', text))
-    # status only labels the session; version is the Stop hook's evidence for doctor
-    assert read - {"status", "version"} == set(REGISTRY_FIELDS)
+    read = set(SessionEntry.json_keys())
+    # status only labels the session; version is the Stop hook's evidence for doctor;
+    # `fields` is every key's name, read from none
+    assert read - {"status", "version", "fields"} == set(REGISTRY_FIELDS)
 
 
 # --- the evidence --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ def line(**fields: object) -> bytes:
 
 
 def test_a_user_record_with_everything_we_read() -> None:
-    rec = Record.parse(line(type="user", uuid="u2", parentUuid="u1", timestamp="t",
+    rec = Record.parse_line(line(type="user", uuid="u2", parentUuid="u1", timestamp="t",
                             isMeta=True, toolUseResult={}, turnOrigin="sdk",
                             origin={"kind": "peer", "msg_id": "m"},
                             message={"role": "user", "content": "hello"}))
@@ -29,7 +29,7 @@ def test_a_user_record_with_everything_we_read() -> None:
 def test_unknown_and_older_fields_are_tolerated() -> None:
     """Fields we do not use are ignored; a wrong type reads as absent; an older
     compaction link (`logicalParentUuid`) is the parent."""
-    rec = Record.parse(line(type="assistant", uuid=5, logicalParentUuid="p", isSidechain="yes",
+    rec = Record.parse_line(line(type="assistant", uuid=5, logicalParentUuid="p", isSidechain="yes",
                             futureField=[1, 2], origin="human",
                             message={"model": 3, "content": [
                                 {"type": "tool_use", "name": "Edit", "input": {"file_path": "/a"}},
@@ -45,24 +45,24 @@ def test_unknown_and_older_fields_are_tolerated() -> None:
 @pytest.mark.parametrize("raw", [b"", b"{torn", b"[1, 2]", b'"text"', b"\xff\xfe",
                                  b"[" * 100_000])
 def test_a_damaged_line_is_none_never_an_exception(raw: bytes) -> None:
-    assert Record.parse(raw) is None
+    assert Record.parse_line(raw) is None
 
 
 def test_a_message_without_content_is_unreadable() -> None:
-    rec = Record.parse(line(type="user", message={"role": "user"}))
+    rec = Record.parse_line(line(type="user", message={"role": "user"}))
     assert rec is not None and rec.message is None
 
 
 def test_queue_operations_attachments_and_interrupts() -> None:
-    enq = Record.parse(line(type="queue-operation", operation="enqueue", content="x"))
+    enq = Record.parse_line(line(type="queue-operation", operation="enqueue", content="x"))
     assert enq is not None and enq.enqueued
-    att = Record.parse(line(type="attachment", attachment={"origin": {"msg_id": "m"}}))
+    att = Record.parse_line(line(type="attachment", attachment={"origin": {"msg_id": "m"}}))
     assert att is not None and att.attachment_origin is not None
     assert att.attachment_origin.msg_id == "m"
-    esc = Record.parse(line(type="user", message={"content": [
+    esc = Record.parse_line(line(type="user", message={"content": [
         {"type": "text", "text": INTERRUPT_MARK + " for tool use]"}]}))
     assert esc is not None and esc.interrupt
-    quoted = Record.parse(line(type="user", origin={"kind": "peer"},
+    quoted = Record.parse_line(line(type="user", origin={"kind": "peer"},
                                message={"content": INTERRUPT_MARK + "]"}))
     assert quoted is not None and not quoted.interrupt
 

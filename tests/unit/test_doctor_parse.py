@@ -154,11 +154,13 @@ def test_claude_settings_bad_shapes() -> None:
 
 def test_read_fields_narrows_each_field_by_its_declared_type() -> None:
     from codexbridge.doctor.claude_side import PeerSeen
+    from codexbridge.jsontypes import read_fields
 
-    raw = {"socket_env": 1, "registry_fields": ["sessionId", 2], "protocol": True,
+    raw = {"socket_env": True, "pid_env": 1, "registry_fields": ["sessionId", 2], "protocol": True,
            "claude_version": 3, "seen": "2026-12-01T10:00:00Z", "extra": "kept"}
-    p = parse.read_fields(PeerSeen, raw)
-    assert p.socket_env is True and p.pid_env is False  # absent reads as absent
+    p = read_fields(PeerSeen, raw)
+    assert p.socket_env is True and p.pid_env is False  # 1 is no bool: read as absent
+    assert p.registry is False  # absent reads as absent
     assert p.registry_fields == ("sessionId",)  # a wrong item is dropped, not a crash
     assert p.protocol is None and p.claude_version is None  # a bool is no protocol
     assert p.seen == "2026-12-01T10:00:00Z" and p.raw == raw  # raw: the row's details
