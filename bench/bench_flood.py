@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codexbridge.conversation.limits import frame_max  # noqa: E402
 from codexbridge.host.binaries import pinned_codex  # noqa: E402
+from codexbridge.host.limits import frame_max  # noqa: E402
 from tests.support.mock_codex import OfflineStack  # noqa: E402
 
 

@@ -85,7 +85,7 @@ class Bench:
         self.rows["Codex→Claude live"].append(got.at - answer.done[0])
 
     async def floor_queue(self, client: object, n: int) -> None:
-        from codexbridge.talk.turn import SayProgress, queue_message
+        from codexbridge.codex.turn import SayProgress, queue_message
 
         text = f"F1-{n} the floor"
         t0 = time.time()
@@ -150,8 +150,8 @@ def report(b: Bench, runs: int) -> None:
 
 
 async def _floor_client(world: World, thread: str) -> object:
-    from codexbridge.talk.client import AppServerClient
-    from codexbridge.talk.threads import join
+    from codexbridge.codex.client import AppServerClient
+    from codexbridge.codex.threads import join
 
     client = AppServerClient(world.daemon_url, client_name="bench-floor")
     await client.__aenter__()

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.asyncio.server import ServerConnection, serve  # noqa: E402
 
-from codexbridge.talk.client import AppServerClient  # noqa: E402
+from codexbridge.codex.client import AppServerClient  # noqa: E402
 
 DELTA = json.dumps({"method": "item/agentMessage/delta", "params": {
     "threadId": "t", "turnId": "u", "itemId": "msg", "delta": "abcdefgh" * 4}})

@@ -40,9 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codexbridge.conversation import envelope  # noqa: E402
 from codexbridge.host.binaries import pinned_codex  # noqa: E402
 from codexbridge.host.procs import pid_alive  # noqa: E402
+from codexbridge.messages import envelope  # noqa: E402
 from codexbridge.messages.records import Delivery, DeliveryStore  # noqa: E402
 from tests.support.mock_codex import OfflineStack  # noqa: E402
 

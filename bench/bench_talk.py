@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.raw_say import raw_say  # noqa: E402
+from codexbridge.codex.client import AppServerClient  # noqa: E402
+from codexbridge.codex.turn import say  # noqa: E402
 from codexbridge.host.binaries import pinned_codex  # noqa: E402
-from codexbridge.talk.client import AppServerClient  # noqa: E402
-from codexbridge.talk.turn import say  # noqa: E402
 from tests.support.mock_codex import OfflineStack  # noqa: E402
 
 

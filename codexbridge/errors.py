@@ -446,7 +446,7 @@ class InternalError(BridgeError):
 class SchemaViolation(InternalError):
     """Something codexbridge built for the wire does not match the codex schema.
 
-    Raised by `codexbridge.protocol.schema` (the test suite's guard on every outgoing
+    Raised by `codexbridge.codex.protocol.schema` (the test suite's guard on every outgoing
     message). Never the user's fault: it means our request or answer has drifted from
     what codex 0.169.0 accepts, which codex may reject or — for answers — hang on.
     `.errors` lists `(path, message)` pairs, the path in `$.a.b[0]` form.

@@ -80,7 +80,7 @@ def strs(value: object) -> tuple[str, ...]:
 # `JsonRecord` is a frozen, dataclass-like base written out here rather than
 # `dataclasses` itself: the Stop hook reads transcripts, listener records and the
 # handling markers through it, and its empty path imports neither `dataclasses` nor
-# `typing` (tests/unit/test_inbox_hook_main.py, test_fast_path_imports_stay_light).
+# `typing` (tests/unit/hooks/test_hook_main.py, test_fast_path_imports_stay_light).
 # `dataclass_transform` tells the type checker what `__init__` a subclass gets.
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ import signal
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.protocol.envelopes import Notification, ServerRequest
 from codexbridge.host.binaries import pinned_codex
-from codexbridge.protocol.envelopes import Notification, ServerRequest
-from codexbridge.talk.client import AppServerClient
 from tests.support.mock_codex import OfflineStack
 
 Event = Notification | ServerRequest

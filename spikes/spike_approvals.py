@@ -16,10 +16,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from codexbridge.protocol.envelopes import ServerRequest
-from codexbridge.protocol.generated import methods as m
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.threads import join
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.protocol.envelopes import ServerRequest
+from codexbridge.codex.protocol.generated import methods as m
+from codexbridge.codex.threads import join
 from tests.support.mock_codex import OfflineStack
 
 from .scoreboard import Recorder, Scoreboard, run_spike, text_input, turn_id_of

@@ -10,11 +10,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from codexbridge.protocol.enums import ApprovalPolicy, TurnOutcome
-from codexbridge.protocol.generated import methods as m
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.threads import join
-from codexbridge.talk.turn import say
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.protocol.enums import ApprovalPolicy, TurnOutcome
+from codexbridge.codex.protocol.generated import methods as m
+from codexbridge.codex.threads import join
+from codexbridge.codex.turn import say
 from tests.support.mock_codex import OfflineStack
 
 from .scoreboard import WAIT, Event, Recorder, Scoreboard, run_spike, text_input, turn_id_of

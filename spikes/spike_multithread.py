@@ -10,11 +10,11 @@ import asyncio
 import sys
 from pathlib import Path
 
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.protocol.enums import ApprovalPolicy, TurnOutcome
+from codexbridge.codex.protocol.generated import methods as m
+from codexbridge.codex.turn import SayResult, say
 from codexbridge.doctor.offline_stack import write_codex_home
-from codexbridge.protocol.enums import ApprovalPolicy, TurnOutcome
-from codexbridge.protocol.generated import methods as m
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.turn import SayResult, say
 from tests.support.mock_codex import OfflineStack
 
 from .scoreboard import WAIT, Scoreboard, run_spike

@@ -13,12 +13,12 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.protocol.enums import ApprovalPolicy, TurnOutcome
+from codexbridge.codex.protocol.generated import methods as m
+from codexbridge.codex.threads import join
+from codexbridge.codex.turn import say
 from codexbridge.errors import RpcError
-from codexbridge.protocol.enums import ApprovalPolicy, TurnOutcome
-from codexbridge.protocol.generated import methods as m
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.threads import join
-from codexbridge.talk.turn import say
 from tests.support.mock_codex import MockRequest, OfflineStack
 
 from .scoreboard import WAIT, Event, Recorder, Scoreboard, run_spike, text_input, turn_id_of

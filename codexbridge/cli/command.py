@@ -25,11 +25,11 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from ..conversation.limits import over_limit, text_max
+from ..codex.protocol.approvals import POLICIES
 from ..errors import INTERRUPTED_EXIT, BridgeError, OutputClosedError, UsageError
+from ..host.limits import over_limit, text_max
 from ..host.private import check_state_dirs
 from ..host.text import for_terminal
-from ..protocol.approvals import POLICIES
 from .bug import error_payload, report_bug
 
 T = TypeVar("T")
@@ -44,7 +44,7 @@ url_option = click.option(
          "starts).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON object on stdout for scripts.")
-# Who answers codex's approvals during the turn (protocol/approvals.py holds the rules).
+# Who answers codex's approvals during the turn (codex/protocol/approvals.py holds the rules).
 approvals_option = click.option(
     "--approvals", type=click.Choice([p.value for p in POLICIES]), default=None,
     help="tui (default, $CODEX_BRIDGE_APPROVALS): stay silent, the human decides in the "

@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..codex.client import AppServerClient
+from ..codex.endpoint import resolve_endpoint
+from ..codex.protocol.approvals import approval_settings
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousSessionError,
@@ -24,9 +27,6 @@ from ..handoff.note import parse_note
 from ..handoff.to_claude import handoff_to_claude
 from ..handoff.to_codex import handoff_to_codex
 from ..jsontypes import arr, obj
-from ..protocol.approvals import approval_settings
-from ..talk.client import AppServerClient
-from ..talk.endpoint import resolve_endpoint
 from .command import (
     approval_timeout_option,
     approvals_option,

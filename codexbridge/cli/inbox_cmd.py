@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from ..conversation.limits import mail_max, mail_refused
 from ..error_tables import exit_help
 from ..errors import LoopGuardError, MailboxError, MailboxReadError, UsageError
 from ..hooks.process import log, parse_payload, run_hook_cli
 from ..hooks.process import read_stdin as read_hook_input
 from ..hooks.watcher import run_watch
+from ..host.limits import mail_max, mail_refused
 from ..inbox import store
 from ..inbox.lines import Mail, Rejected
 from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
@@ -28,8 +28,8 @@ from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..inbox.listeners import Listener
 from ..inbox.location import inbox_dir, mailbox_name, rejected_path
 from ..inbox.peek import read_rejected
-from ..inbox.render import render_mail, sender_of
 from ..messages import to_claude as inbox_service
+from ..messages.render import render_mail, sender_of
 from .command import command, echo, emit_json, read_stdin
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""`codexbridge talk list | say | read`: the front end of the talk service (`talk/`)."""
+"""`codexbridge talk list | say | read`: the front end of the talk service (`codex/`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..conversation.envelope import who_sends
+from ..codex.client import AppServerClient
+from ..codex.endpoint import Endpoint, resolve_endpoint
+from ..codex.outcome import turn_error
+from ..codex.protocol.approvals import approval_settings
+from ..codex.protocol.enums import TurnOutcome
+from ..codex.turn import DEFAULT_TURN_TIMEOUT, SayResult
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -21,19 +26,14 @@ from ..errors import (
     UsageError,
 )
 from ..host.text import for_terminal
-from ..protocol.approvals import approval_settings
-from ..protocol.enums import TurnOutcome
-from ..talk.client import AppServerClient
-from ..talk.endpoint import Endpoint, resolve_endpoint
-from ..talk.outcome import turn_error
-from ..talk.turn import DEFAULT_TURN_TIMEOUT, SayResult
+from ..messages.envelope import who_sends
 
 if TYPE_CHECKING:
-    from ..conversation.envelope import Sender
+    from ..codex.protocol.threads import ThreadInfo
+    from ..messages.envelope import Sender
     from ..messages.to_codex import Said
-    from ..protocol.threads import ThreadInfo
+from ..codex.threads import find_target, list_threads
 from ..host.daemon import attach_line, open_tui, token_word
-from ..talk.threads import find_target, list_threads
 from .app import LazyGroup
 from .command import (
     approval_timeout_option,
@@ -314,7 +314,7 @@ def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: 
              as_json: bool) -> None:
     """The thread's history as a readable transcript (`--json`: turns with items)."""
     # lazy: `talk --help` and `talk say` do not read a thread's history
-    from ..talk.history import TurnRecord, read_history, render_item
+    from ..codex.history import TurnRecord, read_history, render_item
 
     if target_cwd:
         target_cwd = ensure_dir(target_cwd, "--cwd")

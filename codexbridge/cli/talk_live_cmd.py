@@ -1,5 +1,5 @@
-"""`codexbridge talk send | status | steer | interrupt | name | courier`: conversations
-and live control, the front end of `messages/to_codex.py`, `messages/courier.py`, `talk/turn.py`."""
+"""`codexbridge talk send | status | steer | interrupt | name`: conversations and live
+control, the front end of `messages/to_codex.py`, `messages/courier.py`, `codex/turn.py`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..conversation.envelope import steer_text, who_sends
-from ..conversation.limits import DEFAULT_MAX_HOPS
+from ..codex.client import AppServerClient
+from ..codex.endpoint import resolve_endpoint
+from ..codex.protocol.approvals import approval_settings
+from ..codex.threads import find_target, rename
+from ..codex.turn import interrupt as interrupt_turn
+from ..codex.turn import steer as steer_turn
 from ..error_tables import exit_help
 from ..errors import (
     AmbiguousThreadError,
@@ -22,19 +26,15 @@ from ..errors import (
     NoThreadError,
     UsageError,
 )
+from ..host.limits import DEFAULT_MAX_HOPS
 from ..host.private import ensure_private_dir, write_private
 from ..inbox.location import mailbox_name
 from ..messages.conversations import Conversations
+from ..messages.envelope import steer_text, who_sends
 from ..messages.records import Damaged, Delivery, DeliveryStore, ToCodex, close_request
 from ..messages.to_codex import refuse_self_send
 from ..messages.to_codex import send as send_message
 from ..messages.to_codex import status as check
-from ..protocol.approvals import approval_settings
-from ..talk.client import AppServerClient
-from ..talk.endpoint import resolve_endpoint
-from ..talk.threads import find_target, rename
-from ..talk.turn import interrupt as interrupt_turn
-from ..talk.turn import steer as steer_turn
 from .command import (
     approval_timeout_option,
     approvals_option,

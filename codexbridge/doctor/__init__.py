@@ -13,7 +13,7 @@ I/O: run a binary, read a file, ask the app-server) and the rows that judge them
     records.py      the conversation's records: the state home, deliveries in flight,
                     handoff's parser canaries
     parse.py        reading versions, `--help`, config.toml / hooks.json, settings.json
-    compat.py       the protocol judge: where codexbridge looks (protocol/generated/
+    compat.py       the protocol judge: where codexbridge looks (codex/protocol/generated/
                     uses.py), the pinned schema against the installed codex's, and our
                     approval answers against its schema (pure but for reading a bundle)
     report.py       the row type and its Status, the verdict (any FAIL → exit 1), the text
@@ -25,7 +25,7 @@ I/O: run a binary, read a file, ask the app-server) and the rows that judge them
 
 Each file doctor looks at is read by its one typed reader (bridge.json: host/paths.py
 `BridgeRecord`; listeners: inbox/listeners.py `Listener`; deliveries: messages/records.py
-`DeliveryStore`; the app-server's answers: protocol/generated/results.py); a shape only
+`DeliveryStore`; the app-server's answers: codex/protocol/generated/results.py); a shape only
 doctor reads is a dataclass here, read by the shared `jsontypes.read_fields`.
 
 The doctor only reads. It never changes a setting, and it never prints a hook command or

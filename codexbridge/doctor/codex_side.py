@@ -33,6 +33,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ..codex.client import AppServerClient
+from ..codex.endpoint import EndpointKind, resolve_endpoint
+from ..codex.protocol.generated.uses import BUILT_ON
+from ..codex.protocol.threads import ThreadInfo
+from ..codex.threads import list_threads
 from ..errors import BridgeError, ConnectError, DamagedStateError, UsageError
 from ..host import daemon
 from ..host.binaries import (
@@ -54,11 +59,6 @@ from ..host.paths import BridgeRecord, bridge_file, state_dir
 from ..host.procs import environ_names, pid_alive
 from ..host.tomlfile import load_toml
 from ..jsontypes import opt_int
-from ..protocol.generated.uses import BUILT_ON
-from ..protocol.threads import ThreadInfo
-from ..talk.client import AppServerClient
-from ..talk.endpoint import EndpointKind, resolve_endpoint
-from ..talk.threads import list_threads
 from . import parse
 from .binaries import TIMEOUT, fit_row
 from .compat import AnswerProblem, Change, Finding, check_answers, incompatible, judge
@@ -97,7 +97,7 @@ def serve() -> ServeFacts:
 
 @dataclass(frozen=True, slots=True)
 class EndpointFacts:
-    """The app-server in force (talk/endpoint.py) and what it said: `url` None when none
+    """The app-server in force (codex/endpoint.py) and what it said: `url` None when none
     (`bad_url`: the user's --url / CODEX_BRIDGE_URL is no URL; `resolve_error`: nothing
     runs); `threads` (as `thread/list` gave them) or `threads_error`."""
 
@@ -712,7 +712,7 @@ def _stdout(argv: list[str], timeout: float) -> str:
 
 def protocol(codex: str | None, timeout: float = 20.0) -> ProtocolFacts:
     """Have the installed codex generate its (experimental) schema and judge the part
-    codexbridge uses against what it was built on (protocol/generated/uses.py)."""
+    codexbridge uses against what it was built on (codex/protocol/generated/uses.py)."""
     if not codex:
         return ProtocolFacts("no codex binary to ask")
     try:

@@ -1,6 +1,6 @@
 """Does an installed codex speak what codexbridge uses? The judge, pure.
 
-What codexbridge uses is one list, `protocol/generated/uses.py` (written by
+What codexbridge uses is one list, `codex/protocol/generated/uses.py` (written by
 scripts/gen-protocol from its tables, with what the pinned schema says at each place we
 use); `protocol/shapes.read_bundle` reads the same places in the bundle the installed
 codex generates, and the two are compared place by place, per direction:
@@ -25,14 +25,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..codex.protocol import shapes
+from ..codex.protocol.approvals import LEGACY_SERVER_REQUESTS, TABLE
+from ..codex.protocol.generated import notifications, requests
+from ..codex.protocol.generated import uses as pinned
+from ..codex.protocol.schema import SchemaSet
+from ..codex.protocol.shapes import CLIENT_REQUEST, NOTIFICATION, SERVER_REQUEST, Field, Key, Shape
+from ..codex.schemas import bundle_loader
 from ..errors import SchemaViolation
-from ..host.schemas import bundle_loader
-from ..protocol import shapes
-from ..protocol.approvals import LEGACY_SERVER_REQUESTS, TABLE
-from ..protocol.generated import notifications, requests
-from ..protocol.generated import uses as pinned
-from ..protocol.schema import SchemaSet
-from ..protocol.shapes import CLIENT_REQUEST, NOTIFICATION, SERVER_REQUEST, Field, Key, Shape
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject

@@ -28,12 +28,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Self
 
+from ..codex.client import AppServerClient
+from ..codex.protocol.enums import TurnOutcome
+from ..codex.protocol.generated.calls import Calls
+from ..codex.turn import say
 from ..errors import BridgeError
 from ..host.appserver import AppServerProcess, launch
-from ..protocol.enums import TurnOutcome
-from ..protocol.generated.calls import Calls
-from ..talk.client import AppServerClient
-from ..talk.turn import say
 from .mock_model import MockModel
 
 MOCK_API_KEY_VAR = "MOCK_API_KEY"

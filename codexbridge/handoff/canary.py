@@ -16,11 +16,11 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
+from ..codex.client import AppServerClient
+from ..codex.endpoint import resolve_endpoint
 from ..errors import BridgeError
 from ..inbox.location import inbox_dir
 from ..jsontypes import opt_str
-from ..talk.client import AppServerClient
-from ..talk.endpoint import resolve_endpoint
 from . import claude_source, codex_source, ledger
 from .claude_source import in_project
 from .delta import CLAUDE, CODEX, SourceRead, Verdict

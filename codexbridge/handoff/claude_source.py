@@ -76,7 +76,6 @@ from typing import TYPE_CHECKING
 
 from ..claude.files import Message, Record
 from ..claude.plugin import ClaudeSettings, claude_config_dir, plugin_facts
-from ..conversation.routing import SESSION_ENV, SOCKET_ENV
 from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.jsonfile import read_object
 from ..host.procs import pid_alive
@@ -84,6 +83,7 @@ from ..host.text import writable
 from ..inbox.listeners import Listener, listeners, ours, read_listener
 from ..jsontypes import obj
 from ..messages.records import Delivery, DeliveryState, DeliveryStore, ToCodex
+from ..messages.routing import SESSION_ENV, SOCKET_ENV
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key
 from .ledger import Agent, project_dir
 

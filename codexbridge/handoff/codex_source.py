@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..conversation.frame import is_framed, words_of
+from ..codex.client import Rpc
+from ..codex.protocol.generated import methods as m
+from ..codex.protocol.generated.calls import Calls
+from ..codex.protocol.generated.enums import ThreadItemType
+from ..codex.protocol.generated.results import ThreadItem, ThreadItemEntry
 from ..errors import RpcError
 from ..host.text import writable
 from ..jsontypes import objs
-from ..protocol.generated import methods as m
-from ..protocol.generated.calls import Calls
-from ..protocol.generated.enums import ThreadItemType
-from ..protocol.generated.results import ThreadItem, ThreadItemEntry
-from ..talk.client import Rpc
+from ..messages.frame import is_framed, words_of
 from .delta import CODEX, PEER, Parsed, Received, Said, SourceRead, is_handoff_id, source_key
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _changed_paths(item: ThreadItem) -> list[str]:
 
 def _speaker(kind: ThreadItemType, text: str) -> tuple[str, str]:
     """Who said `text` in the thread, and the words that cross: a peer's words without the
-    frame codexbridge put around them for this thread (`conversation/frame.py`)."""
+    frame codexbridge put around them for this thread (`messages/frame.py`)."""
     if kind is ThreadItemType.AGENT_MESSAGE:
         return CODEX, text
     return (PEER, words_of(text)) if is_framed(text) else ("user", text)

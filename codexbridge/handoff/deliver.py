@@ -18,14 +18,14 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..conversation.frame import frame
+from ..codex.client import Rpc
+from ..codex.protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
+from ..codex.protocol.enums import ApprovalPolicy, TurnOutcome, WireEnum
+from ..codex.protocol.generated.calls import Calls
+from ..codex.threads import join, wait_idle
+from ..codex.turn import SayProgress, say
 from ..errors import QueueTimeoutError
-from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT
-from ..protocol.enums import ApprovalPolicy, TurnOutcome, WireEnum
-from ..protocol.generated.calls import Calls
-from ..talk.client import Rpc
-from ..talk.threads import join, wait_idle
-from ..talk.turn import SayProgress, say
+from ..messages.frame import frame
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
@@ -56,7 +56,7 @@ def injected_item(text: str) -> JsonObject:
 
 def notice(source: str, handoff_id: str, messages: int, full_path: str, next_text: str
            ) -> str:
-    """The visible turn, framed like every bridge message (`conversation/frame.py`: a tagged
+    """The visible turn, framed like every bridge message (`messages/frame.py`: a tagged
     header line, the words, a tagged end line). It says who the work comes from, never
     that the human moved it: an agent can start a handoff too (MCP `bridge_handoff`)."""
     nxt = next_text.strip()

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
-from ..conversation.frame import quoted
+from ..messages.frame import quoted
 from .note import Note
 
 CLAUDE = "claude"

@@ -34,13 +34,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..conversation.limits import env_int, text_max
+from ..codex.client import Rpc
+from ..codex.protocol.enums import WireEnum
+from ..codex.protocol.threads import ThreadInfo
+from ..host.limits import env_int, text_max
 from ..host.private import ensure_private_dir, write_private
 from ..inbox.clock import iso_utc
 from ..messages.records import DeliveryState
-from ..protocol.enums import WireEnum
-from ..protocol.threads import ThreadInfo
-from ..talk.client import Rpc
 from . import claude_source, codex_source, delta, ledger
 from .claude_source import ClaudeSession
 from .delta import CLAUDE, CODEX, Received, SourceRead, short, source_key

@@ -48,6 +48,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
+from ..codex.protocol.enums import WireEnum
 from ..errors import DamagedStateError, HandoffStateError, UsageError
 from ..host.jsonfile import read_record, record_version
 from ..host.locking import FileLock
@@ -56,7 +57,6 @@ from ..host.procs import pid_alive
 from ..inbox.clock import iso_utc
 from ..jsontypes import arr, obj, opt_int
 from ..messages.records import DeliveryState
-from ..protocol.enums import WireEnum
 from . import resume
 from .resume import handoff_root, pending_path
 

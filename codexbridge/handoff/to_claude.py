@@ -24,14 +24,14 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..conversation.routing import sending_from_thread
+from ..codex.client import Rpc
+from ..codex.threads import find_target
 from ..errors import BridgeError, UsageError
 from ..inbox.lines import Mail
 from ..inbox.location import inbox_dir
 from ..messages import to_claude as service
 from ..messages.records import DeliveryState
-from ..talk.client import Rpc
-from ..talk.threads import find_target
+from ..messages.routing import sending_from_thread
 from . import codex_source, flow, ledger, resume
 from .claude_source import ClaudeSession, received_by, session_start_hook, target_session
 from .delta import CODEX, Received, SourceRead

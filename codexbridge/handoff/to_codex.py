@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..codex.client import Rpc
+from ..codex.protocol.enums import ApprovalPolicy
+from ..codex.recover import still_queued, turn_of
+from ..codex.threads import find_target
 from ..errors import BridgeError, NoSessionError, QueueTimeoutError, RpcError
 from ..inbox.location import inbox_dir
 from ..messages.to_codex import refuse_self_send
-from ..protocol.enums import ApprovalPolicy
-from ..talk.client import Rpc
-from ..talk.recover import still_queued, turn_of
-from ..talk.threads import find_target
 from . import claude_source, deliver, ledger
 from .claude_source import source_session
 from .delta import CLAUDE, SourceRead

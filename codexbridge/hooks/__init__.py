@@ -2,7 +2,7 @@
 
 Each is a short process Claude Code starts (the plugin's hooks.json, or the commands
 `install-hook` writes: setup/claude.py), composing the rooms below it — the mailbox
-(`inbox/`), handoff (`handoff/`) and reply routing (`conversation/`):
+(`inbox/`), handoff (`handoff/`) and the engine (`messages/`):
 
     process.py   what runs at Claude's stop (and SessionStart): registers the session
                  as its mailbox's listener, hands over mail (or a waiting handoff at

@@ -8,7 +8,7 @@ Facts this encodes (Claude Code 2.1.332, measured; docs/protocol-notes.md, "Stop
   wrapped as "Stop hook feedback:" inside a system reminder that tells the model to
   follow what the hook itself asks and to treat what it merely relays as data. So the
   reason opens with the bridge's own instruction and then carries the mail
-  (`inbox/render.py`).
+  (`messages/render.py`).
 * After more than `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP` (default 8) consecutive blocks
   Claude ends the turn on its own — and a hook that popped mail for that over-cap block
   loses it. So all pending mail goes into ONE block, and we count our own consecutive

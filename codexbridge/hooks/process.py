@@ -18,8 +18,6 @@ import os
 import sys
 import time
 
-from ..conversation.handling import path as handling_path
-from ..conversation.handling import transcript_end
 from ..host.jsonfile import loads_json
 from ..host.private import open_state, write_private
 from ..host.text import writable
@@ -35,6 +33,8 @@ from ..inbox.location import (
     name_problem,
 )
 from ..jsontypes import JsonRecord
+from ..messages.handling import path as handling_path
+from ..messages.handling import transcript_end
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -438,9 +438,9 @@ def _decide_and_deliver(inbox: str, name: str, inp: HookInput, pending: bool) ->
 def _deliver(inbox: str, name: str, inp: HookInput) -> bool:
     """Block with every waiting mail (True), or find only duplicates left (False)."""
     from ..inbox.location import rejected_path
-    from ..inbox.render import render_mail, sender_of, spilled
     from ..inbox.store import take_for_claude
     from ..messages.handed import note_handed
+    from ..messages.render import render_mail, sender_of, spilled
     from .loop_guard import block_output, mail_note
 
     with take_for_claude(inbox, name, lock_timeout=LOCK_WAIT) as batch:

@@ -16,7 +16,7 @@
     jsonfile.py     reading JSON someone else may be writing (or may have damaged)
     tomlfile.py     reading codex's config.toml (tomllib)
     text.py         text that can always be written (lone surrogates replaced)
-    schemas.py      reading the schema files in `schemas/` (checkout only)
+    limits.py       how much a message may carry, how many hops (the env knobs)
 
 This file imports nothing: the Stop hook reaches `private.py` through it.
 """

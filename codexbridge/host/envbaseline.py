@@ -89,7 +89,7 @@ def mcp_token_needs(codex_home: Path, project: Path | None = None
     (`codex_home`'s, and the project's `.codex/config.toml`) names for an MCP server's
     credentials: `bearer_token_env_var`, and the variables of `env_http_headers`. A file
     that cannot be read or parsed names none (codex itself reports it)."""
-    # lazy: only doctor asks this; `talk say` imports this module (talk/outcome), not TOML
+    # lazy: only doctor asks this; `talk say` imports this module (codex/outcome), not TOML
     from .tomlfile import load_toml
 
     needs: list[tuple[str, str]] = []

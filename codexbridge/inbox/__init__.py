@@ -11,8 +11,6 @@ Layout of the package, core first:
     store.py      where mail is written and taken: push / take-by-rename / recovery /
                   de-dup / rejected lines
     peek.py       looking without consuming: peek, counts, names, rejected lines
-    render.py     the text Claude is handed for a batch of mail; big mail as a preview
-                  and a private file
     listeners.py  the hook commands that make a session listen (built and recognised),
                   and who listens as which name (`<name>.session.json`)
 

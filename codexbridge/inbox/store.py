@@ -346,8 +346,8 @@ def take_for_claude(inbox: str, name: str,
                     lock_timeout: float | None = None) -> AbstractContextManager[Batch]:
     """`take`, for a delivery into Claude (the Stop hook's block, the watcher's wake, a
     live frame): what one delivery hands the model is bounded by
-    `$CODEX_BRIDGE_BATCH_MAX` (conversation/limits.py); mail over it waits for the next."""
-    from ..conversation.limits import batch_max
+    `$CODEX_BRIDGE_BATCH_MAX` (host/limits.py); mail over it waits for the next."""
+    from ..host.limits import batch_max
 
     return take(inbox, name, lock_timeout, budget=batch_max(os.environ))
 

@@ -22,9 +22,9 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..conversation.envelope import who_sends
-from ..conversation.routing import THREAD_ENV
 from ..messages import to_claude as inbox
+from ..messages.envelope import who_sends
+from ..messages.routing import THREAD_ENV
 from .results import Data, Outcome, guarded, warning
 from .runtime import Runtime, calling_thread
 

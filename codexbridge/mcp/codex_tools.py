@@ -36,18 +36,18 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from ..conversation.frame import quoted
+from ..codex.protocol.approvals import MCP_POLICIES, parse_policy
+from ..codex.protocol.enums import TurnOutcome
 from ..inbox.location import mailbox_name
-from ..protocol.approvals import MCP_POLICIES, parse_policy
-from ..protocol.enums import TurnOutcome
+from ..messages.frame import quoted
 from .results import Data, Outcome, Warnings, guarded
 from .runtime import Runtime, calling_thread
 
 if TYPE_CHECKING:
-    from ..conversation.envelope import Sender
-    from ..protocol.enums import ApprovalPolicy
-    from ..protocol.threads import ThreadInfo
-    from ..talk.turn import SayResult
+    from ..codex.protocol.enums import ApprovalPolicy
+    from ..codex.protocol.threads import ThreadInfo
+    from ..codex.turn import SayResult
+    from ..messages.envelope import Sender
 
 PARTIAL_CHARS = 2000
 
@@ -121,7 +121,7 @@ class CodexTools:
         as an artifact (read with bridge_output_read). A send that started a turn is
         never safe to retry: check error.retryable. Each send has a deliveryId that
         codex_delivery_status (and `codexbridge talk status`) finds."""
-        from ..conversation.envelope import who_sends  # lazy: the cold MCP start
+        from ..messages.envelope import who_sends  # lazy: the cold MCP start
 
         sender = who_sends(os.environ, mcp_role=self.rt.settings.role,
                            calling_thread=calling_thread(ctx))
@@ -148,7 +148,7 @@ class CodexTools:
 
 async def list_threads(rt: Runtime, limit: int) -> Outcome:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
-    from ..talk.threads import list_threads as loaded
+    from ..codex.threads import list_threads as loaded
 
     async with rt.connect() as client:
         threads = await loaded(client)
@@ -163,8 +163,8 @@ async def list_threads(rt: Runtime, limit: int) -> Outcome:
 
 async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
-    from ..talk.history import read_history, render_item
-    from ..talk.threads import find_target
+    from ..codex.history import read_history, render_item
+    from ..codex.threads import find_target
 
     async with rt.connect() as client:
         thread = await find_target(client, selector)
@@ -215,7 +215,7 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
     """wait=true: `deliveries.blocking_say` — one turn on the thread, in line behind the
     others, its record ended when the call ends — and its reply."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
-    from ..conversation.envelope import who_sends
+    from ..messages.envelope import who_sends
     from ..messages.to_codex import blocking_say
 
     policy = check_args(rt, text, approvals)
@@ -233,7 +233,7 @@ def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float,
              delivery_id: str | None = None) -> Outcome:
     """The reply of a finished turn (inline or as an artifact), or the error it came to."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
-    from ..talk.outcome import turn_error
+    from ..codex.outcome import turn_error
 
     approvals = [a.as_dict() for a in result.approvals]
     where: Data = {"threadId": result.thread_id, "turnId": result.turn_id,
@@ -274,8 +274,8 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
                      new_conversation: bool = False) -> Outcome:
     """wait=false: the receipt of `talk send` (the courier carries the turn)."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
+    from ..codex.endpoint import reach_of
     from ..messages.to_codex import send as send_message
-    from ..talk.endpoint import reach_of
 
     policy = check_args(rt, text, approvals)
     receipt = await send_message(

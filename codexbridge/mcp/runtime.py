@@ -24,8 +24,8 @@ from .settings import Settings
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
 
-    from ..talk.client import AppServerClient  # lazy: the cold MCP start imports no websockets
-    from ..talk.endpoint import Endpoint
+    from ..codex.client import AppServerClient  # lazy: the cold MCP start imports no websockets
+    from ..codex.endpoint import Endpoint
     from .artifacts import ArtifactStore, PublicArtifact
 
 Connector = Callable[[], "AbstractAsyncContextManager[AppServerClient]"]
@@ -36,7 +36,7 @@ PREVIEW_CHARS = 2000
 @asynccontextmanager
 async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
     """A connected, initialized client for the endpoint in force right now."""
-    from ..talk.client import AppServerClient  # lazy: the cold MCP start imports no websockets
+    from ..codex.client import AppServerClient  # lazy: the cold MCP start imports no websockets
 
     ep = resolve_endpoint()
     async with AppServerClient(ep.url, token=ep.token, client_name=CLIENT_NAME) as client:
@@ -45,7 +45,7 @@ async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
 
 def resolve_endpoint() -> Endpoint:
     """`talk.endpoint.resolve_endpoint()`, imported on the first call."""
-    from ..talk.endpoint import resolve_endpoint as resolve  # lazy: the cold MCP start
+    from ..codex.endpoint import resolve_endpoint as resolve  # lazy: the cold MCP start
 
     return resolve()
 

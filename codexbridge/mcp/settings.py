@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from ..codex.protocol.approvals import DEFAULT_APPROVAL_TIMEOUT, MCP_POLICIES, approval_settings
+from ..codex.protocol.enums import ApprovalPolicy
 from ..errors import UsageError
-from ..protocol.approvals import DEFAULT_APPROVAL_TIMEOUT, MCP_POLICIES, approval_settings
-from ..protocol.enums import ApprovalPolicy
 from .startup_cache import KNOB, parse_knob
 
 Role = Literal["claude", "codex"]

@@ -23,8 +23,19 @@ and what they share:
     conversations.py which conversation a request belongs to, and its hop budget
     courier_link.py  reaching the courier: hand it ids, start it when none answers
 
-Below it, the adapters (siblings that never import each other): `talk/` (codex's
-app-server), `inbox/` (the JSONL mailbox store and the listeners), and `conversation/`'s
-vocabulary (envelope, frame, limits, routing, handling). This file imports nothing: the
-Stop hook imports this package on every stop.
+and what every message carries (pure or stdlib: the Stop hook reads some of it):
+
+    envelope.py      the header every message carries, the preamble both agents read
+                     (who, request line); request tokens
+    frame.py         the sealed frame around words handed to a model, the quoting of
+                     look-alike lines in them, who may be named a sender
+    routing.py       where a reply goes; where a send comes from
+    render.py        the text Claude is handed for a batch of mail; big mail as a
+                     preview and a private file
+    handling.py      what a Claude session is handling right now
+
+Below it, the adapters (siblings that never import each other): `codex/` (codex's
+app-server) and `inbox/` (the JSONL mailbox store and the listeners); under them
+`host/` (this machine, and the size and hop limits: `host/limits.py`). This file
+imports nothing: the Stop hook imports this package on every stop.
 """

@@ -6,7 +6,7 @@ hook's block, the watcher's wake, a live frame — notes it (`note_handed`), and
 courier starts watching the session (it tells the asking thread if the session ends
 without answering). At each stop, `answer_pending` sends the turn's final message — the
 Stop input's `last_assistant_message` — to every request this turn took in
-(`conversation/handling.py` decides which, from the transcript) as a reply delivery the
+(`messages/handling.py` decides which, from the transcript) as a reply delivery the
 courier carries into the asking thread: a reply spends no hop and is not answered in
 turn. Each request is answered once: the first stop to claim it on its record wins.
 The Stop hook must stay quick: it writes a record and hands it over.
@@ -17,10 +17,9 @@ from __future__ import annotations
 import os
 import time
 
-from ..conversation import handling
+from ..codex.endpoint import Reach
 from ..jsontypes import opt_str
-from ..talk.endpoint import Reach
-from . import courier_link
+from . import courier_link, handling
 from .records import DeliveryStore, ToClaude, new_reply, preview
 
 TYPE_CHECKING = False

@@ -61,16 +61,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..conversation import handling
-from ..conversation.envelope import conversation_id
-from ..conversation.limits import DEFAULT_MAX_HOPS, MAX_HOPS_ENV, max_hops
-from ..conversation.routing import SESSION_ENV, THREAD_ENV
 from ..errors import HopLimitError, LoopDetectedError, UsageError
 from ..host.jsonfile import loads_json
+from ..host.limits import DEFAULT_MAX_HOPS, MAX_HOPS_ENV, max_hops
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
+from . import handling
+from .envelope import conversation_id
 from .records import DeliveryState, DeliveryStore, ToClaude, ToCodex
+from .routing import SESSION_ENV, THREAD_ENV
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue

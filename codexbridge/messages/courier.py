@@ -33,23 +33,22 @@ import sys
 import time
 from typing import Any, TypedDict, Unpack
 
-from ..conversation import envelope, frame
-from ..conversation.limits import clip, mail_max
+from ..codex.client import AppServerClient
+from ..codex.endpoint import Reach, recorded_endpoint
+from ..codex.follow import ApprovalRecord, SayResult
+from ..codex.protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
+from ..codex.recover import turn_status
+from ..codex.turn import SayProgress, follow_queued
 from ..errors import BridgeError, ConnectError, RequestTimeoutError
 from ..host.jsonfile import loads_json
+from ..host.limits import clip, mail_max
 from ..host.locking import FileLock, LockTimeout
 from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..host.text import for_terminal
 from ..inbox.location import inbox_dir
-from ..protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
-from ..talk.client import AppServerClient
-from ..talk.endpoint import Reach, recorded_endpoint
-from ..talk.follow import ApprovalRecord, SayResult
-from ..talk.recover import turn_status
-from ..talk.turn import SayProgress, follow_queued
-from . import courier_link, live
+from . import courier_link, envelope, frame, live
 from . import to_claude as inbox
 from .answers import watch_interrupt
 from .records import (
@@ -597,7 +596,7 @@ def _approvals_note(result: SayResult, record: ToCodex) -> str:
 
 def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
     """The reply as mail can carry it: whole up to the mail cap (over 64 KiB the mailbox
-    hands Claude a preview and a file, inbox/render.py), else cut with the path of the
+    hands Claude a preview and a file, messages/render.py), else cut with the path of the
     whole text (kept beside the record, 0600)."""
     limit = mail_max(os.environ) // 4  # characters, so the mail stays under the byte cap
     if len(reply) <= limit:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..conversation import handling
 from ..inbox.lines import Mail
+from . import handling
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -55,7 +55,7 @@ from typing import NamedTuple, TypedDict
 
 from ..claude import inbox_socket
 from ..claude.files import SessionEntry, records_with
-from ..conversation.handling import transcript_end
+from ..codex.protocol.enums import WireEnum
 from ..errors import DamagedStateError
 from ..host.jsonfile import read_keyed, read_object
 from ..host.locking import lock
@@ -65,11 +65,11 @@ from ..inbox import store
 from ..inbox.lines import Mail, parse_line
 from ..inbox.listeners import Listener, claude_config_dir, read_listener, registry_path
 from ..inbox.location import live_files, live_path, rejected_path
-from ..inbox.render import render_mail, spilled
 from ..jsontypes import objs, opt_float, opt_int, opt_str
-from ..protocol.enums import WireEnum
 from .handed import note_handed, note_sent
+from .handling import transcript_end
 from .records import DeliveryState
+from .render import render_mail, spilled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -47,14 +47,14 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeAlias, TypedDict, TypeVar, overload
 
-from ..conversation import envelope
-from ..conversation.limits import clip, max_hops, text_max
+from ..codex.endpoint import Reach
+from ..codex.protocol.enums import WireEnum
 from ..host.jsonfile import loads_json, nofollow
+from ..host.limits import clip, max_hops, text_max
 from ..host.locking import FileLock
 from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, open_state, write_private
-from ..protocol.enums import WireEnum
-from ..talk.endpoint import Reach
+from . import envelope
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject

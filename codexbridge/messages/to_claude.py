@@ -16,10 +16,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from ..conversation import envelope
-from ..conversation.frame import label_problem
-from ..conversation.limits import mail_max, mail_over_limit, max_hops
-from ..conversation.routing import sending_from_thread
 from ..errors import (
     AmbiguousSessionError,
     MailboxError,
@@ -30,6 +26,7 @@ from ..errors import (
     StateError,
     UsageError,
 )
+from ..host.limits import mail_max, mail_over_limit, max_hops
 from ..host.procs import pid_alive
 from ..inbox import peek as reading
 from ..inbox import store
@@ -46,15 +43,17 @@ from ..inbox.location import (
     name_problem,
     validate_name,
 )
-from . import live
+from . import envelope, live
 from .conversations import Conversations, current_conversation
+from .frame import label_problem
 from .records import DeliveryStore, ToClaude
 from .records import preview as text_preview
+from .routing import sending_from_thread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..conversation.envelope import Sender
     from ..jsontypes import JsonObject
+    from .envelope import Sender
     from .live import Reach
 
 DEFAULT_SENDER = "codex"

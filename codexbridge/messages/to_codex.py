@@ -26,14 +26,14 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, NamedTuple, Unpack, overload
 
-from ..conversation import envelope
-from ..conversation.limits import max_hops
-from ..conversation.routing import (
-    SESSION_ENV,
-    SOCKET_ENV,
-    reply_mailbox,
-    sending_from_thread,
-)
+from ..codex.client import AppServerClient, Rpc
+from ..codex.endpoint import Reach, reach_of, resolve_endpoint
+from ..codex.outcome import turn_started
+from ..codex.protocol.enums import ApprovalPolicy, TurnOutcome
+from ..codex.protocol.generated.enums import ThreadStatusType
+from ..codex.protocol.threads import ThreadInfo, in_project
+from ..codex.threads import find_joinable, join
+from ..codex.turn import SayProgress, queue_message, say
 from ..errors import (
     BridgeError,
     DeliveryNotFoundError,
@@ -41,26 +41,20 @@ from ..errors import (
     SelfSendError,
     TurnStartFailedError,
 )
+from ..host.limits import max_hops
 from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..inbox.listeners import read_listeners
 from ..inbox.location import inbox_dir
-from ..protocol.enums import ApprovalPolicy, TurnOutcome
-from ..protocol.generated.enums import ThreadStatusType
-from ..protocol.threads import ThreadInfo, in_project
-from ..talk.client import AppServerClient, Rpc
-from ..talk.endpoint import Reach, reach_of, resolve_endpoint
-from ..talk.outcome import turn_started
-from ..talk.threads import find_joinable, join
-from ..talk.turn import SayProgress, queue_message, say
-from . import courier_link
+from . import courier_link, envelope
 from .conversations import Conversations, current_conversation
 from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, preview
 from .records import envelope_of as records_envelope_of
+from .routing import SESSION_ENV, SOCKET_ENV, reply_mailbox, sending_from_thread
 
 if TYPE_CHECKING:
-    from ..talk.turn import SayOptions, SayProgress, SayResult
+    from ..codex.turn import SayOptions, SayProgress, SayResult
 
 
 class Receipt(NamedTuple):

@@ -22,6 +22,10 @@ from websockets.asyncio.server import Server, ServerConnection, serve, unix_serv
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from codexbridge.codex.client import AppServerClient, Subscription
+from codexbridge.codex.protocol.enums import ApprovalPolicy
+from codexbridge.codex.protocol.envelopes import Invalid, Notification, ServerRequest
+from codexbridge.codex.turn import say
 from codexbridge.errors import (
     BridgeError,
     ConnectError,
@@ -34,10 +38,6 @@ from codexbridge.errors import (
     ServerOverloadedError,
     ThreadNotLoadedError,
 )
-from codexbridge.protocol.enums import ApprovalPolicy
-from codexbridge.protocol.envelopes import Invalid, Notification, ServerRequest
-from codexbridge.talk.client import AppServerClient, Subscription
-from codexbridge.talk.turn import say
 from tests.support import payloads
 from tests.support.schema_guard import schema_guard_fixture  # noqa: F401 - fixture
 

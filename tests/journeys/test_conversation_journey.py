@@ -17,7 +17,7 @@ import shlex
 
 import pytest
 
-from codexbridge.conversation.frame import words_of
+from codexbridge.messages.frame import words_of
 from tests.support.helpers import wait_until
 from tests.support.tmux_tui import CodexTUI
 from tests.support.world import readme_block

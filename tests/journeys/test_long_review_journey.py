@@ -25,9 +25,9 @@ import shlex
 
 import pytest
 
-from codexbridge.conversation.frame import words_of
-from codexbridge.conversation.limits import DEFAULT_MAX_HOPS
+from codexbridge.host.limits import DEFAULT_MAX_HOPS
 from codexbridge.jsontypes import objs
+from codexbridge.messages.frame import words_of
 from tests.support.helpers import wait_until
 from tests.support.mock_claude import WAITS_MARK, Reply, ToolUse, peer_answer, tool_names
 from tests.support.tmux_tui import approve_claude

@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from codexbridge.protocol.envelopes import (
+from codexbridge.codex.protocol.envelopes import (
     Invalid,
     Notification,
     Response,

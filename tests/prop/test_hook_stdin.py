@@ -20,11 +20,11 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.conversation.frame import quoted
 from codexbridge.hooks.process import LOG_NAME, parse_payload, run_hook_cli
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import log_dir, mail_path
+from codexbridge.messages.frame import quoted
 
 from .strategies import deep_json, json_values, junk_bytes, lone_surrogate_json, nasty_text
 
@@ -128,7 +128,7 @@ def test_waiting_mail_is_delivered_once_whatever_the_payload(raw: bytes, text: s
             assert first is None and os.path.exists(mail_path(inbox, "box"))
             return
         # (the words as the frame carries them: controls shown as escapes, look-alike
-        # framing lines quoted — conversation/frame.py)
+        # framing lines quoted — messages/frame.py)
         assert first is not None and quoted(text).strip() in first["reason"]
         assert not os.path.exists(mail_path(inbox, "box"))
         # The next stop has nothing to hand over: the mail went out exactly once.

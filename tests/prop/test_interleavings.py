@@ -8,7 +8,7 @@ does while a request is open, and the real code follows it:
   in-memory app-server, while the human at the Codex TUI starts a turn first, steers
   (Enter), queues (Tab) or interrupts (Esc) — the keys as codex 0.171 turns them into
   protocol events (reference codex-app-server.md §16).
-* Codex asks Claude: the Stop hook's decision (`conversation/handling.settle`) and the
+* Codex asks Claude: the Stop hook's decision (`messages/handling.settle`) and the
   courier's look at a watched session (`handling.interrupted`) over a fake transcript,
   while mail arrives idle, behind a running turn or beside a tool call, the human types
   prompts, and turns end at a stop or at the human's Esc (claude-code.md §15).
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codexbridge.protocol.enums import TurnOutcome
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.follow import SayResult
-from codexbridge.talk.turn import say
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.follow import SayResult
+from codexbridge.codex.protocol.enums import TurnOutcome
+from codexbridge.codex.turn import say
 from tests.support import payloads
 from tests.support.memory_appserver import MemoryAppServer, Scripted
 
@@ -165,7 +165,7 @@ claude_events = st.lists(st.one_of(
 @given(events=claude_events)
 def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
         events: list[tuple[str, str]], tmp_path_factory: object) -> None:
-    from codexbridge.conversation import handling
+    from codexbridge.messages import handling
 
     directory = tmp_path_factory.mktemp("transcript")  # type: ignore[attr-defined]
     session = Session(str(directory / "t.jsonl"), waiting=[], took={})

@@ -1,6 +1,6 @@
 """The tolerant readers of what codex returns, and the turn tracker fed the schema.
 
-* `Thread.from_wire` (protocol/generated/results.py, what `ThreadInfo` is) reads any
+* `Thread.from_wire` (codex/protocol/generated/results.py, what `ThreadInfo` is) reads any
   thread object — schema-drawn, one step off, or junk in every known field — exactly as
   the tolerance rules say (the reference reader below spells them out: the record
   `talk say` and `talk list` always gave).
@@ -20,22 +20,16 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.protocol.envelopes import Notification, ServerRequest, classify
-from codexbridge.protocol.generated import methods as m
-from codexbridge.protocol.generated.results import (
+from codexbridge.codex.protocol.envelopes import Notification, ServerRequest, classify
+from codexbridge.codex.protocol.generated import methods as m
+from codexbridge.codex.protocol.generated.results import (
     AgentMessageDeltaNotification,
     ThreadItemsListResponse,
     ThreadReadResponse,
     ThreadTurnsListResponse,
 )
-from codexbridge.protocol.threads import ThreadInfo
-from codexbridge.protocol.turn import (
-    Approval,
-    Completed,
-    Delta,
-    TurnEvent,
-    TurnTracker,
-)
+from codexbridge.codex.protocol.threads import ThreadInfo
+from codexbridge.codex.protocol.turn import Approval, Completed, Delta, TurnEvent, TurnTracker
 
 from . import schemagen as sg
 from .strategies import json_values, lone_surrogate_json

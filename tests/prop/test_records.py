@@ -19,9 +19,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.conversation.limits import MAX_HOPS_ENV, max_hops
 from codexbridge.errors import DamagedStateError, HandoffStateError, HopLimitError, UsageError
 from codexbridge.handoff import ledger
+from codexbridge.host.limits import MAX_HOPS_ENV, max_hops
 from codexbridge.messages.conversations import Conversation, Conversations, valid_id
 from codexbridge.messages.records import (
     Delivery,

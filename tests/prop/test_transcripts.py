@@ -18,10 +18,10 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from codexbridge.conversation.frame import is_framed, words_of
 from codexbridge.errors import RpcError
 from codexbridge.handoff import claude_source, codex_source
 from codexbridge.handoff.delta import CLAUDE, CODEX, PEER, Parsed, Said
+from codexbridge.messages.frame import is_framed, words_of
 
 from .strategies import deep_json, json_values, junk_bytes, lone_surrogate_json, nasty_text
 

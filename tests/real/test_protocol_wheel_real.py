@@ -1,5 +1,5 @@
 """The doctor's protocol check works from an installed wheel: no checkout, no schemas/
-beside the package — only what it was built on (protocol/generated/uses.py).
+beside the package — only what it was built on (codex/protocol/generated/uses.py).
 
 The wheel is built from a copy of the package (the checkout gets no build/ or dist/),
 offline: no build isolation and no index — the dev extra brings the setuptools pyproject
@@ -42,7 +42,7 @@ def _pip(*args: str, cwd: Path) -> None:
 def test_an_installed_wheel_judges_the_real_codex(codex_bin: str, tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
-    assert "codexbridge/protocol/generated/uses.py" in names
+    assert "codexbridge/codex/protocol/generated/uses.py" in names
     assert not any(n.startswith("schemas/") for n in names)  # the 11 MB bundle stays home
     site = tmp_path / "site"
     _pip("install", "--no-deps", "--no-index", "--quiet", "--target", str(site), str(wheel),

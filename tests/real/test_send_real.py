@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from codexbridge.conversation.frame import words_of
+from codexbridge.codex.endpoint import Reach
+from codexbridge.codex.protocol.threads import ThreadInfo
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.location import inbox_dir
+from codexbridge.messages.frame import words_of
 from codexbridge.messages.records import DeliveryState, DeliveryStore
 from codexbridge.messages.to_codex import prepare
-from codexbridge.protocol.threads import ThreadInfo
-from codexbridge.talk.endpoint import Reach
 from tests.support.cli import CliResult, arun_cli, run_cli
 from tests.support.helpers import eventually
 from tests.support.mock_codex import MockResponsesServer

@@ -241,7 +241,7 @@ async def test_failed_turn_and_timeout_exit_codes(
     slow = await arun_cli("talk", "say", "-q", "--timeout", "0.5", "SLOW " + "x" * 80,
                           env=url_env)
     assert slow.code == 6, slow.err
-    # the same words MCP's codex_message_send uses (talk/outcome.py decides both), with
+    # the same words MCP's codex_message_send uses (codex/outcome.py decides both), with
     # the command a person reads the thread with
     assert "timed out" in slow.err and "do not resend" in slow.err
     assert "codexbridge talk read" in slow.err

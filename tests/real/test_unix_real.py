@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.threads import find_target
-from codexbridge.talk.turn import say
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.threads import find_target
+from codexbridge.codex.turn import say
 
 pytestmark = pytest.mark.real_codex
 

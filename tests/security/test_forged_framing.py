@@ -8,7 +8,7 @@ human user", the receiving model (and the person reading its TUI) cannot tell th
 frame from the forged one, and takes the forger's next lines as someone else's — the
 human's, at worst. And if a sender may simply name itself "human", no forging is needed.
 
-What holds (conversation/frame.py, which every road calls): every frame line carries a
+What holds (messages/frame.py, which every road calls): every frame line carries a
 seal drawn after the words were written; inside the words, every line that could pass
 for a frame line is quoted with `> `; a sender's name may not claim the human; words
 only go unlabelled into a Codex thread from the human's own shell. Proven on the pure
@@ -26,9 +26,6 @@ import pytest
 from click.testing import CliRunner
 
 from codexbridge.cli.app import cli
-from codexbridge.conversation.envelope import CLAUDE, CODEX, Envelope, steer_text
-from codexbridge.conversation.frame import label_problem, quoted, tag, words_of
-from codexbridge.conversation.routing import agent_sending
 from codexbridge.errors import MailboxNameError
 from codexbridge.handoff import delta
 from codexbridge.handoff.deliver import notice
@@ -36,7 +33,10 @@ from codexbridge.handoff.note import Note
 from codexbridge.host.appserver import AppServerProcess
 from codexbridge.inbox.lines import Mail, new_mail, parse_line
 from codexbridge.inbox.listeners import hook_command
-from codexbridge.inbox.render import render_mail
+from codexbridge.messages.envelope import CLAUDE, CODEX, Envelope, steer_text
+from codexbridge.messages.frame import label_problem, quoted, tag, words_of
+from codexbridge.messages.render import render_mail
+from codexbridge.messages.routing import agent_sending
 from codexbridge.messages.to_claude import sender_name
 from tests.support.claude_fixtures import ClaudeHarness, hook_settings, write_project_settings
 from tests.support.cli import arun_cli, run_cli

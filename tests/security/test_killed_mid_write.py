@@ -50,7 +50,7 @@ from codexbridge.messages.records import DeliveryStore, Direction
 from tests.support.crash import CRASH_ENV, UNDER_ENV
 from tests.support.helpers import push
 from tests.support.pause import REPO_ROOT, child_pythonpath
-from tests.unit.test_inbox_live import FakeSession, listener_json, registry_json
+from tests.unit.messages.test_live import FakeSession, listener_json, registry_json
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -360,14 +360,14 @@ def test_a_live_push_killed_at_each_step(tmp_path: Path, monkeypatch: pytest.Mon
 # -- a delivery record and its text; the handoff ledger ---------------------------------------
 
 REPLY = """
-from codexbridge.talk.endpoint import Reach
+from codexbridge.codex.endpoint import Reach
 from codexbridge.messages.records import DeliveryStore, new_reply
 new_reply(DeliveryStore(), "T1", "req_1_abcdef", None, "THE ANSWER", reach=Reach(),
           reply_to=None)
 """
 
 SEND = """
-from codexbridge.protocol.threads import ThreadInfo
+from codexbridge.codex.protocol.threads import ThreadInfo
 from codexbridge.messages.to_codex import prepare
 from tests.support import payloads
 prepare("THE MESSAGE", ThreadInfo.from_wire(payloads.thread()), "caller", reply_to="box")

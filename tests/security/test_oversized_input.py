@@ -6,7 +6,7 @@ piping into `inbox push -` or `talk say -`, a broken or hostile app-server — s
 more than anyone needs: `talk say` used to peak at 870 MB on a 200 MB frame, `inbox
 push` stored 5 MB, stdin was read to its end before any check, and one Stop hook block
 carried every waiting mail whatever their size. Each road now has one bound, named by
-its variable in the error (conversation/limits.py):
+its variable in the error (host/limits.py):
 
 * a push: `CODEX_BRIDGE_MAIL_MAX` (1 MiB), stdin read no further than that;
 * a message to Codex on stdin: `CODEX_BRIDGE_TEXT_MAX` characters, likewise;
@@ -29,21 +29,21 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.conversation.limits import (
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.turn import say
+from codexbridge.errors import UsageError
+from codexbridge.hooks.process import run_hook
+from codexbridge.host.limits import (
     DEFAULT_BATCH_MAX,
     DEFAULT_FRAME_MAX,
     DEFAULT_MAIL_MAX,
     DEFAULT_TEXT_MAX,
 )
-from codexbridge.errors import UsageError
-from codexbridge.hooks.process import run_hook
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import inbox_dir, mail_path
 from codexbridge.messages import to_claude as service
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.turn import say
 from tests.fault.test_client_faults import Conn, FakeAppServer
 from tests.support import payloads
 

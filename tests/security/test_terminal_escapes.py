@@ -35,14 +35,14 @@ from click.testing import CliRunner
 from codexbridge.cli.app import cli
 from codexbridge.cli.command import report
 from codexbridge.cli.talk_cmd import _ReplyOutput
+from codexbridge.codex.follow import SayResult
+from codexbridge.codex.protocol.enums import TurnOutcome
 from codexbridge.errors import TurnFailedError
 from codexbridge.host.appserver import AppServerProcess
 from codexbridge.host.text import for_terminal
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.store import push
 from codexbridge.messages.records import DeliveryStore, ToCodex
-from codexbridge.protocol.enums import TurnOutcome
-from codexbridge.talk.follow import SayResult
 from tests.support.cli import arun_cli
 from tests.support.mock_codex import (
     MockResponsesServer,

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from codexbridge.conversation.limits import mail_max
 from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.host.limits import mail_max
 from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_user_thread
 
@@ -114,12 +114,12 @@ BIG = 15_000_000
 
 async def test_memory_stays_bounded_under_a_reply_over_the_caps(
         app_server: AppServer, workdir: Path, mock_model: MockResponsesServer) -> None:
+    from codexbridge.codex.endpoint import Reach
+    from codexbridge.codex.protocol.threads import ThreadInfo
     from codexbridge.inbox import peek as reading
     from codexbridge.inbox.location import inbox_dir
     from codexbridge.messages.records import DeliveryStore
     from codexbridge.messages.to_codex import prepare
-    from codexbridge.protocol.threads import ThreadInfo
-    from codexbridge.talk.endpoint import Reach
 
     env = {**os.environ, "CODEX_BRIDGE_URL": app_server.url}
     async with RawClient(app_server.url) as peer:

@@ -23,12 +23,12 @@ from unittest import mock
 
 from mcp import Client
 
+from codexbridge.codex.client import AppServerClient
+from codexbridge.codex.endpoint import Endpoint
 from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
 from codexbridge.mcp.settings import load
-from codexbridge.talk.client import AppServerClient
-from codexbridge.talk.endpoint import Endpoint
 
 from . import payloads
 from .memory_appserver import MemoryAppServer

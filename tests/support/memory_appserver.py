@@ -1,6 +1,6 @@
 """An in-memory stand-in for the app-server, scripted after the measured protocol.
 
-It serves the server end of an in-memory transport pair (`codexbridge.talk.transport`),
+It serves the server end of an in-memory transport pair (`codexbridge.codex.transport`),
 so the real AppServerClient, say/list/read and the schema guard run end to end with no
 socket: fast enough for unit tests of *what we send*. It is not a model of codex's
 behaviour — the real binary's tests prove that.
@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from codexbridge.codex import transport as tp
 from codexbridge.errors import ConnectError
-from codexbridge.talk import transport as tp
 
 from . import payloads
 

@@ -34,9 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codexbridge.conversation.frame import MARK
 from codexbridge.doctor.mock_model import JsonHandler, QuietServer
 from codexbridge.jsontypes import obj, objs
+from codexbridge.messages.frame import MARK
 
 if TYPE_CHECKING:
     from typing import TypeAlias

@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from codexbridge.conversation import frame
 from codexbridge.doctor import mock_model, offline_stack
 from codexbridge.doctor.mock_model import (
     REPLY_PREFIX,
@@ -65,6 +64,7 @@ from codexbridge.doctor.mock_model import (
     text_frames,
 )
 from codexbridge.jsontypes import objs
+from codexbridge.messages import frame
 
 if TYPE_CHECKING:
     from typing import TypeAlias

@@ -1,6 +1,6 @@
 """The schema guard's machinery, free of pytest so a guarded subprocess stays light.
 
-`SchemaGuard.wrap` wraps a transport (`codexbridge.talk.transport.observe` hands it
+`SchemaGuard.wrap` wraps a transport (`codexbridge.codex.transport.observe` hands it
 every transport the client opens): each outgoing frame is checked with
 `SchemaSet.validate_outgoing` over `schemas/`, and each incoming server request is
 remembered so an answer's result can be checked against that method's schema. The
@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from codexbridge.codex import transport as tp
+from codexbridge.codex.protocol.envelopes import RequestId, ServerRequest, parse_frame
+from codexbridge.codex.schemas import repo_schemas
 from codexbridge.errors import SchemaViolation
-from codexbridge.host.schemas import repo_schemas
-from codexbridge.protocol.envelopes import RequestId, ServerRequest, parse_frame
-from codexbridge.talk import transport as tp
 
 GUARD_ENV = "CODEX_BRIDGE_TEST_SCHEMA_GUARD"
 

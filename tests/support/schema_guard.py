@@ -2,7 +2,7 @@
 
 Use the `schema_guard` fixture (defined here as `schema_guard_fixture`, so a module can
 import it without shadowing the argument name). It observes every transport the client
-opens (`codexbridge.talk.transport.observe`: every request, notification and answer
+opens (`codexbridge.codex.transport.observe`: every request, notification and answer
 leaves through one), validates each outgoing message against `schemas/`, and fails the
 test at teardown listing every violation. The message is still sent unchanged, so a
 violation cannot turn into a hang that hides it.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.talk import transport
+from codexbridge.codex import transport
 
 from .schema_check import GUARD_ENV, SchemaGuard
 
