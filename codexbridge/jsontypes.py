@@ -168,12 +168,16 @@ def read_fields(cls: Callable[..., T], data: Mapping[str, object], **given: obje
     record, readers = _readers(cls)  # type: ignore[arg-type]
     get = data.get
     args: dict[str, object] = {}
-    for name, key, narrow, fallback in readers:
+    for name, key, narrow, fallback, plain in readers:
         if key is None:
             args[name] = dict(data)
-        else:
-            value = narrow(get(key))
-            args[name] = fallback if value is None else value
+            continue
+        raw = get(key)
+        if raw is None and plain:  # absent: no narrowing to call (most keys of a line)
+            args[name] = fallback
+            continue
+        value = narrow(raw)
+        args[name] = fallback if value is None else value
     if given:
         unknown = given.keys() - args.keys()
         if unknown:
@@ -189,8 +193,10 @@ def read_fields(cls: Callable[..., T], data: Mapping[str, object], **given: obje
 
 
 # (is it a JsonRecord, its fields' (name, key — None: the whole object —, narrowing,
-# value when absent or of the wrong type: the declared default, else the type's empty))
-_Readers = tuple[bool, tuple[tuple[str, "str | None", "Callable[[object], object]", object], ...]]
+# value when absent or of the wrong type: the declared default, else the type's empty,
+# whether an absent key may skip the narrowing))
+_Readers = tuple[bool, tuple[tuple[str, "str | None", "Callable[[object], object]", object,
+                                   bool], ...]]
 _READERS: dict[type, _Readers] = {}
 
 
@@ -203,14 +209,15 @@ def _readers(cls: type) -> _Readers:
                  if fields is not None else _specs(cls))
         own: Mapping[str, Callable[[object], object]] = getattr(cls, "READ_WITH", {})
         wire: Mapping[str, str] = getattr(cls, "WIRE_KEYS", {})
-        rows: list[tuple[str, str | None, Callable[[object], object], object]] = []
+        rows: list[tuple[str, str | None, Callable[[object], object], object, bool]] = []
         for name, kind, default in specs:
             if name == "raw" and fields is not None:
-                rows.append((name, None, _keep, None))
+                rows.append((name, None, _keep, None, False))
                 continue
             narrow, empty = _NARROW.get(kind) or _nested(cls, kind)
+            # every built-in narrowing reads None as None; a `read_with` one may not
             rows.append((name, wire.get(name, name), own.get(name, narrow),
-                         empty if default is _ABSENT else default))
+                         empty if default is _ABSENT else default, name not in own))
         known = (fields is None, tuple(rows))
         _READERS[cls] = known
     return known
