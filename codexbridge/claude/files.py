@@ -11,6 +11,10 @@ A session's registry entry is `<config dir>/sessions/<pid>.json`: its id, status
 cross-session inbox socket and the protocol it speaks there (what live delivery checks
 before it pushes, and what the Stop hook notes for doctor).
 
+What a transcript says of a mail we handed (`turn_of`, by the mail's id): not in front
+of Claude yet, taken in by a turn, or taken in by a turn the human then ended with Esc
+— what the Stop hook and the courier decide an answer by (`messages/answers.py`).
+
 Tolerant by design: these are another program's internal formats. A field of the wrong type
 reads as absent, fields we do not use are ignored, and a line that is not a JSON object
 parses to None (the callers count or skip it). Nothing here raises on a line.
@@ -21,6 +25,8 @@ transcripts through this module.
 """
 
 from __future__ import annotations
+
+import os
 
 from ..host.jsonfile import loads_json
 from ..jsontypes import JsonRecord, objs
@@ -187,3 +193,66 @@ class Receipt(JsonRecord):
     @property
     def detail(self) -> str | None:
         return self.drop_reason or self.status_detail
+
+
+# --- what a transcript says about a mail ----------------------------------------------------
+
+# Records that carry what Claude was shown; `queue-operation` only says it waits, and
+# `api-request-*` / `assistant` / a `system` hook summary echo it back.
+_SHOWN = ("user", "attachment")
+_INTERRUPT_BYTES = INTERRUPT_MARK.encode()  # looked for before a line is parsed
+
+
+def transcript_end(path: object) -> int:
+    """Where a transcript ends now: mail handed from here on shows up after this offset
+    (0 when there is no transcript to look at)."""
+    try:
+        return os.stat(path).st_size if isinstance(path, str) and path else 0
+    except (OSError, ValueError):  # (a path from the hook's input may hold a NUL)
+        return 0
+
+
+class Turn:
+    """Where the transcript says a request's mail is (constants: no `enum` on the Stop
+    hook's path)."""
+
+    NOT_YET = "not-yet"  # not in front of Claude yet (queued behind the running turn)
+    TAKEN_IN = "taken-in"  # a turn took it in, and was not interrupted (so far)
+    INTERRUPTED = "interrupted"  # the turn that took it in was ended by the human (Esc)
+
+
+def taken_in(transcript: str, offset: int, marker: str) -> bool:
+    """True when a record of `transcript` (from byte `offset`) showed Claude `marker` (see
+    `turn_of`), whatever became of that turn."""
+    return turn_of(transcript, offset, marker) != Turn.NOT_YET
+
+
+def turn_of(transcript: str, offset: int, marker: str) -> str:
+    """Whether a record of `transcript` (from byte `offset`) showed Claude `marker` — a
+    mail id, which every rendering of the mail carries — as part of a turn: a `user`
+    record (its own turn; a Stop-hook block) or an `attachment` (beside a tool result);
+    and whether the human then interrupted that turn: a later `user` record that is
+    Claude Code's `[Request interrupted by user]` (Esc mid-answer) or `[Request
+    interrupted by user for tool use]` (Esc at a permission prompt, or while a tool ran).
+    Measured on 2.1.332: neither runs a Stop hook.
+
+    At a stop TAKEN_IN means the turn now ending took it in: Claude dequeues mail that
+    waits (a `queue-operation`) only after the stop. The answer itself need not be in the
+    file yet: the stop's `last_assistant_message` is it (measured: an interactive
+    session's transcript can lag the Stop hook). An unreadable transcript counts as taken
+    in (the old rule), so a request is never held forever by a file."""
+    needle = marker.encode("utf-8")
+    seen = False
+    try:
+        with open(transcript, "rb") as fh:
+            fh.seek(max(0, offset))
+            for line in fh:
+                if not seen:
+                    record = Record.parse_line(line) if needle in line else None
+                    seen = record is not None and record.kind in _SHOWN
+                elif _INTERRUPT_BYTES in line and (record := Record.parse_line(line)) is not None \
+                        and record.interrupt:
+                    return Turn.INTERRUPTED
+    except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
+        return Turn.TAKEN_IN
+    return Turn.TAKEN_IN if seen else Turn.NOT_YET

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 
+from ..claude.files import transcript_end
 from ..host.jsonfile import loads_json
 from ..host.private import open_state, write_private
 from ..host.text import writable
@@ -34,7 +35,6 @@ from ..inbox.location import (
 )
 from ..jsontypes import JsonRecord
 from ..messages.handling import path as handling_path
-from ..messages.handling import transcript_end
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def run_hook(name: str, payload: JsonObject) -> int:
     session = inp.session_id
     if session and os.path.exists(handling_path(session)):
         # This stop may end the turn that took in peer mail: its final message answers
-        # the requests that expect one (handling.due decides which: those the message names,
+        # the requests that expect one (answers.settle decides which: those the message names,
         # and those whose mail the transcript shows this turn took in).
         from ..messages.answers import answer_pending
 

@@ -6,7 +6,7 @@ hook's block, the watcher's wake, a live frame — notes it (`note_handed`), and
 courier starts watching the session (it tells the asking thread if the session ends
 without answering). At each stop, `answer_pending` sends the turn's final message — the
 Stop input's `last_assistant_message` — to every request this turn took in
-(`messages/handling.py` decides which, from the transcript) as a reply delivery the
+(`settle` decides which, from the handling marker and the transcript) as a reply delivery the
 courier carries into the asking thread: a reply spends no hop and is not answered in
 turn. Each request is answered once: the first stop to claim it on its record wins.
 The Stop hook must stay quick: it writes a record and hands it over.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..claude.files import Turn, turn_of
 from ..codex.endpoint import Reach
 from ..jsontypes import opt_str
 from . import courier_link, handling
@@ -35,7 +36,7 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     # The session's own mailbox (before due() may remove the file): told if an answer
     # cannot reach its thread.
     mailbox = (handling.read(session_id) or {}).get("mailbox")
-    settled = handling.settle(session_id, answer)
+    settled = settle(session_id, answer)
     requests = [r for r in settled.answered if r.get("thread") and r.get("request")]
     cut = [r for r in settled.interrupted if r.get("thread") and r.get("request")]
     if not requests and not cut:
@@ -132,8 +133,101 @@ def watch_interrupt(record: ToClaude) -> str | None:
     asking thread now (the notice's delivery id, for the courier to carry)."""
     if not record.session_id or record.answered_at is not None:
         return None
-    entry = handling.interrupted(record.session_id, record.id)
+    entry = interrupted(record.session_id, record.id)
     if entry is None:
         return None
 
     return tell_interrupted(DeliveryStore(), record.session_id, entry)
+
+
+# --- which requests a stop answers ------------------------------------------------------------
+
+class Settled:
+    """What one stop settles: the requests this turn's final message answers, the ones
+    whose turn the human interrupted (Esc: no Stop hook ran for it — the asking thread
+    is told, and no later turn's words answer it), and their conversation. (A plain
+    class: the Stop hook's path imports neither `typing` nor `enum`.)"""
+
+    __slots__ = ("answered", "conversation", "interrupted")
+
+    def __init__(self, answered: list[JsonObject], interrupted: list[JsonObject],
+                 conversation: str | None) -> None:
+        self.answered, self.interrupted = answered, interrupted
+        self.conversation = conversation
+
+
+def due(session_id: str, answer: str | None = None) -> tuple[list[JsonObject], str | None]:
+    """`settle` without the interrupted ones (they are taken out all the same)."""
+    settled = settle(session_id, answer)
+    return settled.answered, settled.conversation
+
+
+def settle(session_id: str, answer: str | None = None) -> Settled:
+    """At a stop: take out the requests this turn's final message `answer` answers — those
+    it names (the envelope asks Claude to echo the request token), and those whose mail
+    the transcript shows Claude took in — and the conversation they are in. The rest
+    stay. Without a transcript to look at, every request is due (the old rule: the next
+    stop after handing answers).
+
+    A request is answered only by the turn that took it in. A turn the human ended with
+    Esc runs no Stop hook (measured on 2.1.332), so the next stop belongs to another
+    turn — one the human started about something else ("never mind, what is 2+2?"). The
+    transcript says so: after the record that took the mail in comes Claude Code's
+    `[Request interrupted by user…]` record. Such a request is taken out as
+    `interrupted`, never answered with this turn's words, even when they name it.
+
+    The token is the evidence that does not wait on Claude Code's transcript, which can
+    lag the Stop hook (the journeys caught a live mail's turn answered before its record
+    was written: the answer was never sent). Waiting for the record instead would let a
+    mail dequeued while this stop's hook runs be answered by the wrong turn."""
+    if not os.path.exists(handling.path(session_id)):
+        return Settled([], [], None)
+    with handling.lock(session_id):
+        current = handling.current_marker(session_id)
+        if current is None:
+            handling.write(session_id, None)
+            return Settled([], [], None)
+        held = current.requests
+        turns = [(r, _turn(r)) for r in held]
+        cut = [r for r, turn in turns if turn == Turn.INTERRUPTED]
+        now = [r for r, turn in turns if turn != Turn.INTERRUPTED
+               and (turn == Turn.TAKEN_IN or _named(r, answer))]
+        later = [r for r in held if r not in now and r not in cut]
+        # mail this turn took in is done with; mail not taken in yet (handed at this
+        # very stop, e.g. by the watcher) keeps the conversation for its turn
+        carried = [c for c in current.carried if _turn(c) == Turn.NOT_YET]
+        handling.write(session_id, handling.Marker(current.mailbox, current.conversation, (*later,),
+                                  (*carried,)) if later or carried else None)
+    return Settled([r.to_json() for r in now], [r.to_json() for r in cut],
+                   current.conversation)
+
+
+def interrupted(session_id: str, request: str) -> JsonObject | None:
+    """The entry of `request`, taken out, when the session's transcript shows the human
+    interrupted the turn that took its mail in (None otherwise: not taken in yet, still
+    running, answered, or not this session's). What the courier, watching the session,
+    calls every tick: the asking thread hears of an Esc at once, not at the next stop."""
+    current = handling.current_marker(session_id)
+    if current is None or not any(r.request == request and _turn(r) == Turn.INTERRUPTED
+                                  for r in current.requests):
+        return None
+    with handling.lock(session_id):
+        current = handling.current_marker(session_id)
+        mine = [r for r in current.requests if r.request == request] if current else []
+        if current is None or not mine:
+            return None  # a stop took it out meanwhile
+        rest = [r for r in current.requests if r.request != request]
+        handling.write(session_id, handling.Marker(current.mailbox, current.conversation, (*rest,),
+                                  current.carried) if rest or current.carried else None)
+    return mine[0].to_json()
+
+
+def _named(request: handling.Handed, answer: str | None) -> bool:
+    token = request.request
+    return bool(answer) and bool(token) and token is not None and token in str(answer)
+
+
+def _turn(handed: handling.Handed) -> str:
+    if handed.transcript is None or not handed.mail:
+        return Turn.TAKEN_IN
+    return turn_of(handed.transcript, handed.offset, handed.mail)

@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 from typing import NamedTuple, TypedDict
 
 from ..claude import inbox_socket
-from ..claude.files import SessionEntry, records_with
+from ..claude.files import SessionEntry, records_with, transcript_end
 from ..codex.protocol.enums import WireEnum
 from ..errors import DamagedStateError
 from ..host.jsonfile import read_keyed, read_object
@@ -67,7 +67,6 @@ from ..inbox.listeners import Listener, claude_config_dir, read_listener, regist
 from ..inbox.location import live_files, live_path, rejected_path
 from ..jsontypes import objs, opt_float, opt_int, opt_str
 from .handed import note_handed, note_sent
-from .handling import transcript_end
 from .records import DeliveryState
 from .render import render_mail, spilled
 

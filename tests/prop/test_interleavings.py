@@ -8,8 +8,8 @@ does while a request is open, and the real code follows it:
   in-memory app-server, while the human at the Codex TUI starts a turn first, steers
   (Enter), queues (Tab) or interrupts (Esc) — the keys as codex 0.171 turns them into
   protocol events (reference codex-app-server.md §16).
-* Codex asks Claude: the Stop hook's decision (`messages/handling.settle`) and the
-  courier's look at a watched session (`handling.interrupted`) over a fake transcript,
+* Codex asks Claude: the Stop hook's decision (`messages/answers.settle`) and the
+  courier's look at a watched session (`answers.interrupted`) over a fake transcript,
   while mail arrives idle, behind a running turn or beside a tool call, the human types
   prompts, and turns end at a stop or at the human's Esc (claude-code.md §15).
 """
@@ -130,7 +130,7 @@ def test_claudes_request_to_codex_is_answered_by_its_own_turn_or_claude_is_told_
 # turn runs waits as a `queue-operation` and becomes the next turn's `user` record; mail
 # handed during a tool call is an `attachment` of the running turn. A turn ends at a stop
 # (the Stop hook runs, with the turn's final message) or at the human's Esc (no hook; an
-# "[Request interrupted by user]" record). The hook's decision (`handling.due`) must
+# "[Request interrupted by user]" record). The hook's decision (`answers.due`) must
 # claim each request at the stop of the turn that took it in, and never at a later one.
 
 
@@ -165,7 +165,8 @@ claude_events = st.lists(st.one_of(
 @given(events=claude_events)
 def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
         events: list[tuple[str, str]], tmp_path_factory: object) -> None:
-    from codexbridge.messages import handling
+    from codexbridge.claude.files import transcript_end
+    from codexbridge.messages import answers, handling
 
     directory = tmp_path_factory.mktemp("transcript")  # type: ignore[attr-defined]
     session = Session(str(directory / "t.jsonl"), waiting=[], took={})
@@ -177,7 +178,7 @@ def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
     n = 0
 
     def hand(mail: str, how: str) -> None:
-        offset = handling.transcript_end(session.path)
+        offset = transcript_end(session.path)
         handling.note(sid, "web", [{"id": mail, "request": mail, "conversation": "c",
                                     "expect_reply": {"thread": THREAD}}],
                       session.path, offset)
@@ -204,7 +205,7 @@ def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
 
     def look() -> None:
         for k in range(1, n + 1):
-            entry = handling.interrupted(sid, f"req_{k}_x")
+            entry = answers.interrupted(sid, f"req_{k}_x")
             if entry is not None:
                 tell([entry])
 
@@ -227,7 +228,7 @@ def test_codexs_request_to_claude_is_claimed_only_by_the_turn_that_took_it_in(
             answer = f"ANSWER OF TURN {session.turn}"
             session.write({"type": "assistant", "message": {"role": "assistant",
                                                             "content": answer}})
-            settled = handling.settle(sid, answer)
+            settled = answers.settle(sid, answer)
             for request in settled.answered:
                 assert request["request"] not in claimed, "claimed twice"
                 claimed[str(request["request"])] = session.turn

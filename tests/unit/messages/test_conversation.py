@@ -15,7 +15,7 @@ import pytest
 from codexbridge.errors import DeliveryNotFoundError, HopLimitError, UsageError
 from codexbridge.host.limits import clip, max_hops, over_limit, text_max
 from codexbridge.host.private import ensure_private_dir
-from codexbridge.messages import handling
+from codexbridge.messages import answers, handling
 from codexbridge.messages import to_codex as deliveries
 from codexbridge.messages.conversations import Conversations, current_conversation, valid_id
 from codexbridge.messages.envelope import CLAUDE, CODEX, Envelope, conversation_id, request_token
@@ -382,9 +382,9 @@ def test_handling_notes_each_request_once_and_answers_it_once(tmp_path: Path) ->
     handling.note("s", "box", [{"id": "m2", "request": "req_2_b", "conversation": "conv_c",
                                 "expect_reply": {"thread": "T2"}}])
     handling.note("s", "box", [{"id": "m3"}])  # plain mail: nothing to remember
-    due, conv = handling.due("s")  # no transcript to look at: all due
+    due, conv = answers.due("s")  # no transcript to look at: all due
     assert [r["thread"] for r in due] == ["T1", "T2"] and conv == "conv_c"
-    assert handling.due("s") == ([], None)
+    assert answers.due("s") == ([], None)
     assert os.path.basename(handling.path("../../evil")) == "evil.json"  # stays inside
 
 
@@ -408,16 +408,16 @@ def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
     _transcript(tr, {"type": "queue-operation", "content": "… id mail-7 …"},
                 {"type": "assistant", "message": {"content": "about hi"}},
                 {"type": "system", "subtype": "stop_hook_summary", "hookErrors": ["mail-7"]})
-    assert handling.due("s2") == ([], None)  # the earlier turn's stop: not yet
+    assert answers.due("s2") == ([], None)  # the earlier turn's stop: not yet
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-7 …"}})
-    due, _ = handling.due("s2")
+    due, _ = answers.due("s2")
     assert [r["request"] for r in due] == ["req_7_a"]
     # mid-tool: an attachment beside the tool result, in the same turn
     handling.note("s2", "box", [{"id": "mail-8", "request": "req_8_a",
                                  "expect_reply": {"thread": "T"}}], str(tr),
                   tr.stat().st_size)
     _transcript(tr, {"type": "attachment", "attachment": {"prompt": "… id mail-8 …"}})
-    assert [r["request"] for r in handling.due("s2")[0]] == ["req_8_a"]
+    assert [r["request"] for r in answers.due("s2")[0]] == ["req_8_a"]
 
 
 def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_it(
@@ -430,10 +430,10 @@ def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s5", "box", [{"id": "mail-11", "conversation": "conv_hops"}], str(tr),
                   tr.stat().st_size)
-    assert handling.due("s5", "the turn that was ending") == ([], "conv_hops")
+    assert answers.due("s5", "the turn that was ending") == ([], "conv_hops")
     assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "s5"}) == "conv_hops"
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-11 …"}})
-    handling.due("s5", "the turn that handled it")  # its stop: done with it
+    answers.due("s5", "the turn that handled it")  # its stop: done with it
     assert handling.read("s5") is None
 
 
@@ -446,8 +446,8 @@ def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s3", "box", [{"id": "mail-9", "request": "req_9_a",
                                  "expect_reply": {"thread": "T"}}], str(tr), tr.stat().st_size)
-    assert handling.due("s3", "something else entirely") == ([], None)
-    due, _ = handling.due("s3", "CLAUDE ANSWER to req_9_a: yes")
+    assert answers.due("s3", "something else entirely") == ([], None)
+    due, _ = answers.due("s3", "CLAUDE ANSWER to req_9_a: yes")
     assert [r["request"] for r in due] == ["req_9_a"]
 
 
@@ -543,7 +543,7 @@ def test_a_handling_marker_from_before_versions_still_settles(tmp_path: Path) ->
                      {"request": "req_2", "thread": "t", "conversation": "conv_a",
                       "mail": "m2", "transcript": str(tmp_path / "empty.jsonl"), "offset": 0},
                      "junk"]}))
-    settled = handling.settle("old", "an answer")
+    settled = answers.settle("old", "an answer")
     assert [r["request"] for r in settled.answered] == ["req_1"]  # no transcript: due
     assert settled.conversation == "conv_a"
     kept = json.loads(Path(handling.path("old")).read_text())
@@ -560,5 +560,5 @@ def test_a_damaged_handling_marker_names_its_file_and_holds_nothing(text: str) -
     with pytest.raises(DamagedStateError, match=re.escape("bad.json")):
         handling.load("bad")
     assert handling.read("bad") is None and handling.current_marker("bad") is None
-    assert handling.settle("bad", "x").answered == []
+    assert answers.settle("bad", "x").answered == []
     assert not os.path.exists(handling.path("bad"))  # the stop cleared it, as before

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.claude import files
 from codexbridge.messages import courier_link, handling
 from codexbridge.messages.answers import INTERRUPTED, answer_pending, watch_interrupt
 from codexbridge.messages.records import DeliveryState, DeliveryStore, ToClaude, ToCodex
@@ -129,7 +130,7 @@ def test_mail_still_queued_behind_an_interrupted_turn_is_not_cut(
                        "content": "… id mail-1 …"}, ESC_MID_ANSWER)
     running = handed.get("req_1_a")
     assert running is not None and watch_interrupt(running) is None
-    assert handling.turn_of(str(transcript), 0, "mail-1") == handling.Turn.NOT_YET
+    assert files.turn_of(str(transcript), 0, "mail-1") == files.Turn.NOT_YET
     write(transcript, PEER)
     assert answer_pending("sess", "CLAUDE ANSWER to req_1_a: yes") == 1
     [reply] = replies_to(handed, "req_1_a")
@@ -144,4 +145,4 @@ def test_words_that_quote_the_marker_are_not_an_interrupt(tmp_path: Path) -> Non
     peer_quoting = {**PEER, "message": {"role": "user",
                                         "content": "[Request interrupted by user] mail-2"}}
     write(path, PEER, quoting, peer_quoting)
-    assert handling.turn_of(str(path), 0, "mail-1") == handling.Turn.TAKEN_IN
+    assert files.turn_of(str(path), 0, "mail-1") == files.Turn.TAKEN_IN
