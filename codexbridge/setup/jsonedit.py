@@ -360,7 +360,12 @@ def _pair(old: list[JsonValue], new: list[JsonValue], olds: range, news: range
             kept = sum(1.0 for v in was if _canon(v) in theirs)
         else:
             return -1.0
-        return 1 + (kept / len(was) if was else 0.0)
+        # kept out of the larger of the two: a small item that shares one value with a
+        # big one is not more alike than the big one it came from (measured on
+        # [[null], [[], null, false, true]] → [[null, false, true]]: the small one was
+        # edited into the big one, and its neighbour's bytes were rewritten)
+        size = max(len(was), len(now))
+        return 1 + (kept / size if size else 0.0)
 
     if len(olds) * len(news) > 400:  # a long stretch: the same kinds, in order
         pairs: dict[int, int] = {}

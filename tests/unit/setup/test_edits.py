@@ -200,3 +200,13 @@ def test_toml_values_and_keys() -> None:
     assert '[mcp_servers."a.b"]' in text and '"x y" = 1' in text
     with pytest.raises(TypeError):
         tomledit.toml_value({"no": "tables"})
+
+
+def test_an_item_added_before_a_compact_list_and_taken_out_gives_the_bytes_back() -> None:
+    # Found by hypothesis (tests/prop/test_jsonedit_patch.py): the small item added in
+    # front was paired, on the way back, with the compact list it shares one value with,
+    # and that list was written anew in another layout.
+    text = '{\n  "a": [\n    [null,false,true],\n    null\n  ]\n}\n'
+    added = jsonedit.patch(text, {"a": [[None], [[], None, False, True], None]})
+    assert "[[],null,false,true]" in added  # the old list edited in place, its layout kept
+    assert jsonedit.patch(added, json.loads(text)) == text
