@@ -27,7 +27,7 @@ from ..claude.inbox_socket import PEER_PROTOCOL
 from ..claude.plugin import PluginFacts
 from ..claude.plugin import plugin_facts as read_plugin_facts
 from ..hooks.loop_guard import effective_max_chain
-from ..hooks.seen import UNNAMED, read_seen
+from ..hooks.seen import UNNAMED, HookSeen, read_seen
 from ..host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, VersionFit, install_hint, version_fit
 from ..host.jsonfile import loads_json
 from ..inbox.listeners import Listener, closest_name, read_listeners
@@ -130,15 +130,6 @@ class PeerSeen:
     claude_version: str | None
     seen: str | None
     raw: JsonObject
-
-
-@dataclass(frozen=True, slots=True)
-class HookSeen:
-    """`hooks.EVENT`: the input field names one hook event carried."""
-
-    fields: tuple[str, ...]
-    claude_version: str | None
-    seen: str | None
 
 
 def claude_compat_rows(claude: BinaryFacts, seen: Seen,
@@ -255,7 +246,7 @@ def _hook_input_row(raw: Mapping[str, JsonObject], installed: str | None) -> Che
     if not raw:
         return Check(name, INFO, "not yet seen: no Claude session has run codexbridge's "
                      "hooks, so their input fields are unknown", NOT_YET)
-    events = {k: read_fields(HookSeen, v) for k, v in raw.items()}
+    events = {k: HookSeen.read(v) for k, v in raw.items()}
     # the newest evidence speaks for the Claude Code that ran the hooks last
     version = max(events.values(), key=lambda e: e.seen or "").claude_version
     details = {"hooks": dict(raw), "relied_on": {k: sorted(v) for k, v in HOOK_INPUT.items()}}
