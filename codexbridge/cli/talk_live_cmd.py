@@ -27,8 +27,8 @@ from ..errors import (
     UsageError,
 )
 from ..host.limits import DEFAULT_MAX_HOPS
+from ..host.mailboxes import mailbox_name
 from ..host.private import ensure_private_dir, write_private
-from ..inbox.location import mailbox_name
 from ..messages.conversations import Conversations
 from ..messages.envelope import steer_text, who_sends
 from ..messages.records import Damaged, Delivery, DeliveryStore, ToCodex, close_request

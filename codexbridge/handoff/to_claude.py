@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from ..codex.client import Rpc
 from ..codex.threads import find_target
 from ..errors import BridgeError, UsageError
+from ..host.mailboxes import inbox_dir
 from ..inbox.lines import Mail
-from ..inbox.location import inbox_dir
 from ..messages import to_claude as service
 from ..messages.records import DeliveryState
 from ..messages.routing import sending_from_thread

@@ -19,20 +19,12 @@ import sys
 import time
 
 from ..claude.files import transcript_end
+from ..host.clock import iso_utc
 from ..host.jsonfile import loads_json
+from ..host.mailboxes import default_mailbox, inbox_dir, name_problem
 from ..host.private import open_state, write_private
 from ..host.text import writable
-from ..inbox.clock import iso_utc
-from ..inbox.location import (
-    chain_path,
-    default_mailbox,
-    ensure_private_dir,
-    has_live,
-    has_pending,
-    inbox_dir,
-    log_dir,
-    name_problem,
-)
+from ..inbox.location import chain_path, ensure_private_dir, has_live, has_pending, log_dir
 from ..jsontypes import JsonRecord
 from ..messages.handling import path as handling_path
 
@@ -183,7 +175,7 @@ def run_hook_cli(argv: list[str]) -> int:
 
 def run_hook(name: str, payload: JsonObject) -> int:
     inbox = inbox_dir()
-    from ..inbox.listeners import record_listener
+    from ..messages.listeners import record_listener
 
     try:
         record_listener(inbox, name, payload, via="hook")

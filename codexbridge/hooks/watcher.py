@@ -42,8 +42,8 @@ from enum import Enum
 from ..host.locking import lock
 from ..host.private import open_state
 from ..host.procs import pid_alive
-from ..inbox.listeners import record_listener
 from ..inbox.location import ensure_private_dir, has_live, has_pending, watcher_path
+from ..messages.listeners import record_listener
 from .process import HookInput, claude_pid, courier_owed, log
 
 TYPE_CHECKING = False

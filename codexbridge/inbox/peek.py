@@ -12,16 +12,15 @@ from typing import NamedTuple
 
 from ..host.jsonfile import loads_json
 from ..host.locking import FileLock, lock
+from ..host.mailboxes import name_problem
 from ..host.private import open_state
 from .lines import Mail, Rejected, parse_file, split_lines
 from .location import (
     MAIL_SUFFIX,
     REJECTED_SUFFIX,
-    SESSION_SUFFIX,
     TAKEN_MARK,
     lock_path,
     mail_path,
-    name_problem,
     rejected_path,
     taken_files,
 )
@@ -127,7 +126,8 @@ class MailboxSummary(NamedTuple):
 
 
 def mailbox_names(inbox: str) -> list[str]:
-    """Every name that has mail, rejected lines, taken batches or a listener."""
+    """Every name that has mail, rejected lines or taken batches (the engine adds the
+    names listened on: `summarize`'s `listeners`)."""
     names: set[str] = set()
     try:
         entries = os.listdir(inbox)
@@ -140,8 +140,6 @@ def mailbox_names(inbox: str) -> list[str]:
             names.add(entry[: -len(REJECTED_SUFFIX)])
         elif entry.endswith(MAIL_SUFFIX):
             names.add(entry[: -len(MAIL_SUFFIX)])
-        elif entry.endswith(SESSION_SUFFIX):
-            names.add(entry[: -len(SESSION_SUFFIX)])
         elif TAKEN_MARK in entry:
             names.add(entry.split(TAKEN_MARK, 1)[0])
     return sorted(n for n in names if name_problem(n) is None)

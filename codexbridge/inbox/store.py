@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 
+from ..host.clock import iso_utc
 from ..host.locking import FileLock, lock
 from ..host.private import open_state, write_all, write_failure, write_private
-from .clock import iso_utc
 from .lines import Mail, Rejected, encode_line, parse_file
 from .location import (
     TAKEN_MARK,

@@ -121,7 +121,7 @@ def _deliveries() -> list[Data]:
 
 def _mailboxes(rt: Runtime) -> Data:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine
-    from ..inbox.location import default_mailbox
+    from ..host.mailboxes import default_mailbox
     from ..messages import to_claude as inbox
 
     directory = rt.inbox()

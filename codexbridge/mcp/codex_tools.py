@@ -38,7 +38,7 @@ from pydantic import Field
 
 from ..codex.protocol.approvals import MCP_POLICIES, parse_policy
 from ..codex.protocol.enums import TurnOutcome
-from ..inbox.location import mailbox_name
+from ..host.mailboxes import mailbox_name
 from ..messages.frame import quoted
 from .results import Data, Outcome, Warnings, guarded
 from .runtime import Runtime, calling_thread

@@ -51,8 +51,8 @@ def resolve_endpoint() -> Endpoint:
 
 
 def inbox_dir() -> str:
-    """`inbox.location.inbox_dir()`, imported on the first call."""
-    from ..inbox.location import inbox_dir as where  # lazy: the cold MCP start
+    """`host.mailboxes.inbox_dir()`, imported on the first call."""
+    from ..host.mailboxes import inbox_dir as where  # lazy: the cold MCP start
 
     return where()
 

@@ -43,11 +43,11 @@ from ..errors import BridgeError, ConnectError, RequestTimeoutError
 from ..host.jsonfile import loads_json
 from ..host.limits import clip, mail_max
 from ..host.locking import FileLock, LockTimeout
+from ..host.mailboxes import inbox_dir
 from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..host.text import for_terminal
-from ..inbox.location import inbox_dir
 from . import courier_link, envelope, frame, live
 from . import to_claude as inbox
 from .answers import watch_interrupt

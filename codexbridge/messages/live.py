@@ -63,10 +63,10 @@ from ..host.private import open_state, write_private
 from ..host.procs import pid_alive
 from ..inbox import store
 from ..inbox.lines import Mail, parse_line
-from ..inbox.listeners import Listener, claude_config_dir, read_listener, registry_path
 from ..inbox.location import live_files, live_path, rejected_path
 from ..jsontypes import objs, opt_float, opt_int, opt_str
 from .handed import note_handed, note_sent
+from .listeners import Listener, claude_config_dir, read_listener, registry_path
 from .records import DeliveryState
 from .render import render_mail, spilled
 

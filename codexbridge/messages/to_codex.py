@@ -42,13 +42,13 @@ from ..errors import (
     TurnStartFailedError,
 )
 from ..host.limits import max_hops
+from ..host.mailboxes import inbox_dir
 from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
-from ..inbox.listeners import read_listeners
-from ..inbox.location import inbox_dir
 from . import courier_link, envelope
 from .conversations import Conversations, current_conversation
+from .listeners import read_listeners
 from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, preview
 from .records import envelope_of as records_envelope_of
 from .routing import SESSION_ENV, SOCKET_ENV, reply_mailbox, sending_from_thread

@@ -19,7 +19,7 @@ docs/fitting-in.md, "The Claude side"):
 
 `install-hook` is the older way, without the plugin: the mailbox hook commands merged
 into one project's `.claude/settings.json` (`merge_hooks`, pure; `install_hooks` does the
-file work). Our hooks are recognised by their command (`inbox/listeners.py`, `ours`), so
+file work). Our hooks are recognised by their command (`messages/listeners.py`, `ours`), so
 re-running replaces our entry for the same mailbox in place (say, a new interpreter
 path) and touches nothing else: every other hook, matcher and setting is kept.
 """
@@ -41,8 +41,8 @@ from ..claude.plugin import (
     claude_config_dir,
 )
 from ..errors import UsageError
-from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from ..jsontypes import JsonRecord, arr, obj, objs
+from ..messages.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from . import files, jsonedit, ledger
 from .files import FileChange
 from .jsonedit import Entry

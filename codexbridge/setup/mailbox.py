@@ -19,8 +19,8 @@ import os
 import time
 
 from ..host.locking import FileLock
+from ..host.mailboxes import MAILBOX_ENV
 from ..host.private import check_state_dirs, ensure_private_dir, write_private
-from ..inbox.location import MAILBOX_ENV
 
 # Every stop reads a claim through this module: it loads neither `typing` nor `hashlib`
 # (the Stop hook's empty path has neither; `project_mailbox` imports hashlib when a name

@@ -32,9 +32,9 @@ from codexbridge.handoff.deliver import notice
 from codexbridge.handoff.note import Note
 from codexbridge.host.appserver import AppServerProcess
 from codexbridge.inbox.lines import Mail, new_mail, parse_line
-from codexbridge.inbox.listeners import hook_command
 from codexbridge.messages.envelope import CLAUDE, CODEX, Envelope, steer_text
 from codexbridge.messages.frame import label_problem, quoted, tag, words_of
+from codexbridge.messages.listeners import hook_command
 from codexbridge.messages.render import render_mail
 from codexbridge.messages.routing import agent_sending
 from codexbridge.messages.to_claude import sender_name

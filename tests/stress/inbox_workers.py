@@ -27,7 +27,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from codexbridge.host.locking import FileLock
-    from codexbridge.inbox.location import ensure_private_dir, inbox_dir, lock_path, mail_path
+    from codexbridge.host.mailboxes import inbox_dir
+    from codexbridge.inbox.location import ensure_private_dir, lock_path, mail_path
 
     directory = inbox_dir()
     ensure_private_dir(directory)

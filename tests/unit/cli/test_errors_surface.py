@@ -13,11 +13,12 @@ import pytest
 
 from codexbridge.hooks import process as chain
 from codexbridge.hooks.loop_guard import Action, ChainState, HookInput, decide
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.listeners import read_listeners, record_listener
-from codexbridge.inbox.location import chain_path, inbox_dir, session_path
+from codexbridge.inbox.location import chain_path
+from codexbridge.messages.listeners import read_listeners, record_listener, session_path
 
 STOP = {"session_id": "sess-1", "cwd": "/proj", "prompt_id": "p1",
         "hook_event_name": "Stop", "stop_hook_active": False}

@@ -17,12 +17,13 @@ import pytest
 
 from codexbridge.claude import inbox_socket
 from codexbridge.claude.files import Receipt, SessionEntry
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.listeners import Listener
-from codexbridge.inbox.location import inbox_dir, live_files, session_path
+from codexbridge.inbox.location import live_files
 from codexbridge.messages import live
+from codexbridge.messages.listeners import Listener, session_path
 from codexbridge.messages.records import DeliveryState
 
 SESSION = "11111111-2222-3333-4444-555555555555"
