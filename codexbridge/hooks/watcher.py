@@ -40,9 +40,9 @@ import time
 from enum import Enum
 
 from ..host.locking import lock
-from ..host.private import open_state
+from ..host.private import ensure_private_dir, open_state
 from ..host.procs import pid_alive
-from ..inbox.location import ensure_private_dir, has_live, has_pending, watcher_path
+from ..inbox.location import has_live, has_pending, watcher_path
 from ..messages.listeners import record_listener
 from .process import HookInput, claude_pid, courier_owed, log
 
@@ -168,7 +168,7 @@ def _wake(inbox: str, name: str, payload: JsonObject, claude: int | None) -> boo
     goes back to the mailbox for the next watcher or stop."""
     from ..messages import live
 
-    inp = HookInput.from_payload(payload)
+    inp = HookInput.read(payload)
     with live.wake(inbox, name, session_id=inp.session_id, transcript=inp.transcript_path,
                    claude_pid=claude) as text:
         if text is None:

@@ -24,9 +24,7 @@ from __future__ import annotations
 import os
 
 from ..host.locking import lock, unlock
-from ..host.private import ensure_private_dir, open_state, state_home
-
-__all__ = ["ensure_private_dir"]  # re-exported: the hook's one import path
+from ..host.private import open_state, state_home
 
 # --- files -----------------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..host.text import for_terminal
-from . import courier_link, envelope, frame, live
+from . import courier_link, frame, live
 from . import to_claude as inbox
 from .answers import watch_interrupt
 from .records import (
@@ -58,10 +58,10 @@ from .records import (
     ToClaude,
     ToCodex,
     close_request,
+    envelope_of,
     new_reply,
     preview,
 )
-from .records import envelope_of as of
 from .to_codex import get
 
 CLIENT_NAME = "codexbridge-courier"
@@ -240,10 +240,6 @@ def _log_to_stdout() -> None:
 
 
 # --- to Codex --------------------------------------------------------------------------
-
-def envelope_of(record: ToCodex) -> envelope.Envelope:
-    return of(record)
-
 
 async def carry(store: DeliveryStore, delivery_id: str) -> ToCodex:
     """Carry one to-codex delivery to a final state — or leave it `awaiting-reply` when

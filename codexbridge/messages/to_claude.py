@@ -36,11 +36,12 @@ from ..host.mailboxes import (
     name_problem,
     validate_name,
 )
+from ..host.private import ensure_private_dir
 from ..host.procs import pid_alive
 from ..inbox import peek as reading
 from ..inbox import store
 from ..inbox.lines import Mail, new_mail
-from ..inbox.location import ensure_private_dir, mail_path
+from ..inbox.location import mail_path
 from . import envelope, live
 from .conversations import Conversations, current_conversation
 from .frame import label_problem

@@ -49,8 +49,7 @@ from ..host.procs import pid_alive
 from . import courier_link, envelope
 from .conversations import Conversations, current_conversation
 from .listeners import read_listeners
-from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, preview
-from .records import envelope_of as records_envelope_of
+from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, envelope_of, preview
 from .routing import SESSION_ENV, SOCKET_ENV, reply_mailbox, sending_from_thread
 
 if TYPE_CHECKING:
@@ -314,11 +313,6 @@ def _ended(result: SayResult | None) -> str:
 
 
 RECOVER_WAIT = 5.0  # s: a courier started for `talk status` settles a dead one's record
-
-
-def envelope_of(record: ToCodex) -> envelope.Envelope:
-    """The header the peer and the human see above the message (`records.envelope_of`)."""
-    return records_envelope_of(record)
 
 
 async def send(text: str, *, selector: str | None = None, cwd: str | None = None,

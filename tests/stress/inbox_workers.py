@@ -28,7 +28,8 @@ def main(argv: list[str]) -> int:
 
     from codexbridge.host.locking import FileLock
     from codexbridge.host.mailboxes import inbox_dir
-    from codexbridge.inbox.location import ensure_private_dir, lock_path, mail_path
+    from codexbridge.host.private import ensure_private_dir
+    from codexbridge.inbox.location import lock_path, mail_path
 
     directory = inbox_dir()
     ensure_private_dir(directory)

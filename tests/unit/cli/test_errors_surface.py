@@ -61,7 +61,7 @@ def test_a_damaged_chain_file_counts_as_over_the_limit(text: str) -> None:
     state = ChainState(*stored)
     assert state.damaged and path in state.damaged and "rm " in state.damaged
     # Whatever the prompt (a new one would start a new chain): held, not delivered.
-    fresh = HookInput.from_payload({**STOP, "prompt_id": "another"})
+    fresh = HookInput.read({**STOP, "prompt_id": "another"})
     held = decide(fresh, state, True, 3)
     assert held.action is Action.HOLD and held.why == state.damaged
     assert decide(fresh, state, False, 3).action is Action.ALLOW  # nothing waiting: stop

@@ -75,12 +75,12 @@ def test_header_says_peer_agent_hop_and_token_in_three_lines() -> None:
 
 def test_budget_counts_requests_and_refuses_over_it(tmp_path: Path) -> None:
     convs = Conversations(tmp_path / "c")
-    conv, n = convs.spend(None, {"direction": "claude→codex"}, 4)
+    conv, n, _ = convs.spend_hop(None, {"direction": "claude→codex"}, 4)
     assert n == 1 and conv.startswith("conv_")
     for expected in (2, 3, 4):
-        assert convs.spend(conv, {"direction": "codex→claude"}, 4) == (conv, expected)
+        assert convs.spend_hop(conv, {"direction": "codex→claude"}, 4).n == expected
     with pytest.raises(HopLimitError) as err:
-        convs.spend(conv, {"direction": "claude→codex"}, 4)
+        convs.spend_hop(conv, {"direction": "claude→codex"}, 4)
     assert "used its 4 hops" in err.value.message and err.value.exit_code == 9
     data = convs.get(conv)
     assert data is not None and [h.n for h in data.hops] == [1, 2, 3, 4]
@@ -88,18 +88,18 @@ def test_budget_counts_requests_and_refuses_over_it(tmp_path: Path) -> None:
     assert mode == 0o600
     # the budget a conversation started with stays, whatever a later sender's limit is
     with pytest.raises(HopLimitError):
-        convs.spend(conv, {}, 10)
+        convs.spend_hop(conv, {}, 10)
 
 
 def test_budget_is_shared_by_concurrent_spenders(tmp_path: Path) -> None:
     convs = Conversations(tmp_path / "c")
-    conv, _ = convs.spend(None, {}, 20)
+    conv = convs.spend_hop(None, {}, 20).conversation
     results: list[int] = []
     errors: list[Exception] = []
 
     def spend() -> None:
         try:
-            results.append(convs.spend(conv, {}, 20)[1])
+            results.append(convs.spend_hop(conv, {}, 20).n)
         except HopLimitError as exc:
             errors.append(exc)
 
@@ -113,10 +113,10 @@ def test_budget_is_shared_by_concurrent_spenders(tmp_path: Path) -> None:
 
 def test_damaged_budget_file_is_kept_aside_and_the_send_refused(tmp_path: Path) -> None:
     convs = Conversations(tmp_path / "c")
-    conv, _ = convs.spend(None, {}, 4)
+    conv = convs.spend_hop(None, {}, 4).conversation
     convs.path(conv).write_text("{not json")
     with pytest.raises(HopLimitError) as err:
-        convs.spend(conv, {}, 4)
+        convs.spend_hop(conv, {}, 4)
     kept = Path(err.value.details["kept"])
     assert kept.read_text() == "{not json" and not convs.path(conv).exists()
 
