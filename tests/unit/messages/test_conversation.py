@@ -30,6 +30,12 @@ from codexbridge.messages.routing import reply_mailbox, sending_from_thread
 
 # -- envelope ------------------------------------------------------------------------------
 
+def _due(session: str, answer: str | None = None) -> tuple[list[dict[str, object]], str | None]:
+    """What a stop answers (the interrupted ones are taken out all the same)."""
+    settled = answers.settle(session, answer)
+    return settled.answered, settled.conversation
+
+
 def test_request_token_shape_and_uniqueness() -> None:
     token = request_token(now=1700000000.123)
     assert re.fullmatch(r"req_1700000000123_[a-z0-9]{6}", token)
@@ -382,9 +388,9 @@ def test_handling_notes_each_request_once_and_answers_it_once(tmp_path: Path) ->
     handling.note("s", "box", [{"id": "m2", "request": "req_2_b", "conversation": "conv_c",
                                 "expect_reply": {"thread": "T2"}}])
     handling.note("s", "box", [{"id": "m3"}])  # plain mail: nothing to remember
-    due, conv = answers.due("s")  # no transcript to look at: all due
+    due, conv = _due("s")  # no transcript to look at: all due
     assert [r["thread"] for r in due] == ["T1", "T2"] and conv == "conv_c"
-    assert answers.due("s") == ([], None)
+    assert _due("s") == ([], None)
     assert os.path.basename(handling.path("../../evil")) == "evil.json"  # stays inside
 
 
@@ -408,16 +414,16 @@ def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
     _transcript(tr, {"type": "queue-operation", "content": "… id mail-7 …"},
                 {"type": "assistant", "message": {"content": "about hi"}},
                 {"type": "system", "subtype": "stop_hook_summary", "hookErrors": ["mail-7"]})
-    assert answers.due("s2") == ([], None)  # the earlier turn's stop: not yet
+    assert _due("s2") == ([], None)  # the earlier turn's stop: not yet
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-7 …"}})
-    due, _ = answers.due("s2")
+    due, _ = _due("s2")
     assert [r["request"] for r in due] == ["req_7_a"]
     # mid-tool: an attachment beside the tool result, in the same turn
     handling.note("s2", "box", [{"id": "mail-8", "request": "req_8_a",
                                  "expect_reply": {"thread": "T"}}], str(tr),
                   tr.stat().st_size)
     _transcript(tr, {"type": "attachment", "attachment": {"prompt": "… id mail-8 …"}})
-    assert [r["request"] for r in answers.due("s2")[0]] == ["req_8_a"]
+    assert [r["request"] for r in _due("s2")[0]] == ["req_8_a"]
 
 
 def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_it(
@@ -430,11 +436,11 @@ def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s5", "box", [{"id": "mail-11", "conversation": "conv_hops"}], str(tr),
                   tr.stat().st_size)
-    assert answers.due("s5", "the turn that was ending") == ([], "conv_hops")
+    assert _due("s5", "the turn that was ending") == ([], "conv_hops")
     assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "s5"}) == "conv_hops"
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-11 …"}})
-    answers.due("s5", "the turn that handled it")  # its stop: done with it
-    assert handling.read("s5") is None
+    _due("s5", "the turn that handled it")  # its stop: done with it
+    assert handling.current_marker("s5") is None
 
 
 def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_shows_it(
@@ -446,8 +452,8 @@ def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s3", "box", [{"id": "mail-9", "request": "req_9_a",
                                  "expect_reply": {"thread": "T"}}], str(tr), tr.stat().st_size)
-    assert answers.due("s3", "something else entirely") == ([], None)
-    due, _ = answers.due("s3", "CLAUDE ANSWER to req_9_a: yes")
+    assert _due("s3", "something else entirely") == ([], None)
+    due, _ = _due("s3", "CLAUDE ANSWER to req_9_a: yes")
     assert [r["request"] for r in due] == ["req_9_a"]
 
 
@@ -559,6 +565,6 @@ def test_a_damaged_handling_marker_names_its_file_and_holds_nothing(text: str) -
     Path(handling.path("bad")).write_text(text)
     with pytest.raises(DamagedStateError, match=re.escape("bad.json")):
         handling.load("bad")
-    assert handling.read("bad") is None and handling.current_marker("bad") is None
+    assert handling.current_marker("bad") is None
     assert answers.settle("bad", "x").answered == []
     assert not os.path.exists(handling.path("bad"))  # the stop cleared it, as before
