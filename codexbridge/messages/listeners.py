@@ -126,9 +126,8 @@ class Listener(JsonRecord, read_with={"claude_pid": _pid}):
 
     @classmethod
     def from_json(cls, data: Mapping[str, object], name: str | None = None) -> Listener:
-        """`name`: the file's (else the one it records)."""
-        if "last_seen" not in data and "lastSeen" in data:
-            data = {**data, "last_seen": data["lastSeen"]}  # claude-codex-bridge's name
+        """`data` as `read_listeners` gives it; `name`: the file's (else the one it
+        records)."""
         return cls.read(data, name=name) if name else cls.read(data)
 
 
