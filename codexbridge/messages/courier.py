@@ -394,19 +394,12 @@ def _answering(r: Delivery) -> None:
 
 
 def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress) -> None:
-    """Note codex's queue entry and the turn's start. Never backwards: on an idle thread
-    the turn (even its first delta) can come before the answer to thread/queue/add."""
-    def queued(r: ToCodex) -> None:
-        r.submission_id = p.submission_id
-
-    def started(r: ToCodex) -> None:
-        r.turn_id = p.turn_id
-        r.take()
-
-    if what in ("queued", "started"):
-        store.update(delivery_id, queued if what == "queued" else started, ToCodex)
-    elif what == "answering":
+    """Note codex's queue entry, the turn's start (`ToCodex.progress`), its first words."""
+    if what == "answering":
         store.update(delivery_id, _answering)
+    else:
+        store.update(delivery_id, lambda r: r.progress(what, p.submission_id, p.turn_id),
+                     ToCodex)
 
 
 def _clock(ts: float) -> str:

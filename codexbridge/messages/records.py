@@ -223,6 +223,15 @@ class ToCodex(Core):
         """Not yet at its end, and its sender does not follow it itself."""
         return not self.state.final and not self.blocking
 
+    def progress(self, what: str, submission_id: str | None, turn_id: str | None) -> None:
+        """What codex said of the message (`SayProgress`): its queue entry, our turn's
+        start. Never backwards: on an idle thread the turn (even its first delta) can
+        come before the answer to thread/queue/add."""
+        self.submission_id = submission_id or self.submission_id
+        if what == "started" and turn_id:
+            self.turn_id = turn_id
+            self.take()
+
 
 @dataclass(kw_only=True, slots=True)
 class ToClaude(Core):

@@ -168,12 +168,8 @@ class Blocking(NamedTuple):
         """What say() reports, written on the record: codex's queue entry, the turn."""
 
         def changed(what: str, p: SayProgress) -> None:
-            def note(r: ToCodex) -> None:
-                r.submission_id = p.submission_id or r.submission_id
-                if what == "started" and p.turn_id:
-                    r.turn_id = p.turn_id
-                    r.take()
-            store.update(self.record.id, note, ToCodex)
+            store.update(self.record.id, lambda r: r.progress(what, p.submission_id,
+                                                              p.turn_id), ToCodex)
 
         return SayProgress(client_id=self.record.id, on_change=changed)
 
@@ -362,10 +358,8 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
         except BridgeError:
             pass  # no answer: codex may hold it; the courier looks before anything else
         else:
-            def queued(r: ToCodex) -> None:
-                r.submission_id = progress.submission_id
-
-            store.update(record.id, queued, ToCodex)
+            store.update(record.id, lambda r: r.progress("queued", progress.submission_id,
+                                                         None), ToCodex)
     if not await asyncio.to_thread(courier_link.ensure, [record.id]):
         store.update(record.id, lambda r: r.warnings.append(
             "no courier could be started to follow the turn (see "
