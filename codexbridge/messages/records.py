@@ -306,17 +306,11 @@ def from_json(data: object) -> Delivery:
 def envelope_of(record: ToCodex) -> envelope.Envelope:
     """The header the peer and the human see above the message: who sent it, as recorded
     (`envelope.who_sends`), its conversation's true hop n/N, where the answer goes."""
-    if record.blocking:
-        waits = "the asking Codex" if record.sender == envelope.Speaker.CODEX.value \
-            else "the asking Claude"
-        where: str | None = f"this call ({waits} waits for it)"
-    elif record.reply_to and not record.in_reply_to:
-        asker = "the asking Codex" if record.sender == envelope.Speaker.CODEX.value \
-            else "the human" if record.sender == envelope.Speaker.HUMAN.value \
-            else "the asking Claude"
-        where = f'mailbox "{record.reply_to}" ({asker})'
-    else:
-        where = None
+    asker = envelope.Sender(envelope.Speaker.parse(record.sender)
+                            or envelope.Speaker.CLAUDE_CODE).asker
+    where = (f"this call ({asker} waits for it)" if record.blocking else
+             f'mailbox "{record.reply_to}" ({asker})'
+             if record.reply_to and not record.in_reply_to else None)
     label = envelope.NOTICE if record.notice and record.in_reply_to else \
         envelope.label_of(record.sender)
     return envelope.Envelope(label, record.id,
