@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from ..host.locking import lock, unlock
+from ..host.locking import lock
 from ..host.private import open_state, state_home
 
 # --- files -----------------------------------------------------------------------------------
@@ -87,6 +87,20 @@ def taken_files(inbox: str, name: str) -> list[str]:
 
 # --- is anything there? --------------------------------------------------------------------
 
+def held(path: str) -> bool | None:
+    """Whether a live process holds `path`'s flock — a taken batch being delivered, an
+    in-flight live record (`live.py`); None when the file is gone. The flock dies with
+    its process, so a pid that could be reused is never trusted instead."""
+    try:
+        fd = open_state(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        return not lock(fd, blocking=False)
+    finally:
+        os.close(fd)  # (drops the lock if we just took it)
+
+
 def has_pending(inbox: str, name: str) -> bool:
     """True if NAME.jsonl holds bytes or a dead taker left a batch behind."""
     try:
@@ -94,18 +108,7 @@ def has_pending(inbox: str, name: str) -> bool:
             return True
     except FileNotFoundError:
         pass
-    for path in taken_files(inbox, name):
-        try:
-            fd = open_state(path, os.O_RDONLY)
-        except FileNotFoundError:
-            continue
-        try:
-            if lock(fd, blocking=False):  # nobody holds it: an orphan to recover
-                unlock(fd)
-                return True
-        finally:
-            os.close(fd)
-    return False
+    return any(held(path) is False for path in taken_files(inbox, name))  # orphans
 
 
 def has_live(inbox: str, name: str) -> bool:

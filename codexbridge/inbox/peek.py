@@ -11,14 +11,14 @@ import os
 from typing import NamedTuple
 
 from ..host.jsonfile import loads_json
-from ..host.locking import FileLock, lock
+from ..host.locking import FileLock
 from ..host.mailboxes import name_problem
-from ..host.private import open_state
 from .lines import Mail, Rejected, parse_file, split_lines
 from .location import (
     MAIL_SUFFIX,
     REJECTED_SUFFIX,
     TAKEN_MARK,
+    held,
     lock_path,
     mail_path,
     rejected_path,
@@ -44,14 +44,7 @@ class Peek(NamedTuple):
 
 
 def _owner_alive(path: str) -> bool:
-    try:
-        fd = open_state(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return True  # gone: someone committed it
-    try:
-        return not lock(fd, blocking=False)
-    finally:
-        os.close(fd)  # closing drops the lock we may have taken
+    return held(path) is not False  # (gone: someone committed it)
 
 
 def count_lines(path: str) -> int:
