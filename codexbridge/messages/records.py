@@ -405,6 +405,15 @@ class DeliveryStore:
         self._mark(record)
         self.sweep()
 
+    def queue(self, record: ToCodex, text: str) -> None:
+        """Save a new message to Codex, queued, with its whole text beside it. The text
+        before the record: a record is what the courier acts on (a blocking one's too,
+        should its caller die), and one whose text a kill left unwritten could never be
+        carried (a text alone is swept)."""
+        record.queue()
+        write_private(self.text_path(record.id), text.encode("utf-8"), durable=True)
+        self.save(record)
+
     @property
     def pending_dir(self) -> Path:
         """One empty file per unfinished delivery: what the courier still owes someone.
@@ -570,11 +579,7 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                      reply_to_how="the answering session" if reply_to else None,
                      notice=notice, sender=envelope.Speaker.CLAUDE_CODE.value)
     store.note_reach(record, reach)
-    record.queue()
-    # The text before the record: a record is what the courier acts on, and one whose
-    # text a kill left unwritten could never be carried (a text alone is swept).
-    write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)
-    store.save(record)
+    store.queue(record, text)
     return record
 
 

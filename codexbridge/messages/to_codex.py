@@ -44,7 +44,6 @@ from ..errors import (
 from ..host.limits import max_hops
 from ..host.mailboxes import inbox_dir
 from ..host.paths import state_dir
-from ..host.private import write_private
 from ..host.procs import pid_alive
 from . import courier_link, envelope
 from .conversations import Conversations, current_conversation
@@ -131,12 +130,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     store.note_reach(record, reach or Reach())
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
-    record.queue()
-
-    # The text before the record: the courier carries a record from its text, so a kill
-    # between the two must leave no record without one (a text alone is swept).
-    write_private(store.text_path(token), text.encode("utf-8"), durable=True)
-    store.save(record)
+    store.queue(record, text)
     return Receipt(record, thread)
 
 
@@ -194,11 +188,7 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
                      thread_id=thread_id, chosen_by="caller", text_preview=preview(text),
                      reply_to_how="the call's own result", sender=sender.speaker.value,
                      sender_thread=sender.thread, blocking=True, courier_pid=os.getpid())
-    record.queue()
-
-    # Kept as for `send`: a courier that adopts it when its caller dies reads it here.
-    write_private(store.text_path(token), text.encode("utf-8"), durable=True)
-    store.save(record)
+    store.queue(record, text)
     return Blocking(record, envelope_of(record).wrap(text))
 
 
