@@ -159,7 +159,7 @@ def state_readable(home: Path) -> None:
     for path in (home / "conversations").glob("conv_*.json"):
         conv = path.stem
         assert Conversations().get(conv) is not None, path
-        Conversations().spend(conv, {"direction": "test"}, 99)  # not refused as damaged
+        Conversations().spend_hop(conv, {"direction": "test"}, 99)  # not refused as damaged
     deliveries = DeliveryStore()
     for path in (home / "deliveries").glob("*.json"):
         record = deliveries.get(path.stem)
