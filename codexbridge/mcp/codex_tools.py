@@ -152,13 +152,13 @@ async def list_threads(rt: Runtime, limit: int) -> Outcome:
 
     async with rt.connect() as client:
         threads = await loaded(client)
-    rows = [t.as_dict() for t in threads]
-    shown = rows[:limit]
-    summary = f"{len(rows)} user thread(s) loaded" + "".join(
-        f"\n- {t['id']}  name={t['name'] or '-'}  cwd={t['cwd'] or '-'}  "
-        f"status={t['status']}" for t in shown)
-    return Outcome({"url": rt.endpoint().url, "total": len(rows), "threads": shown,
-                    "truncated": len(rows) > len(shown)}, summary)
+    shown = threads[:limit]
+    summary = f"{len(threads)} user thread(s) loaded" + "".join(
+        f"\n- {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}  "
+        f"status={t.status_label}" for t in shown)
+    return Outcome({"url": rt.endpoint().url, "total": len(threads),
+                    "threads": [t.as_dict() for t in shown],
+                    "truncated": len(threads) > len(shown)}, summary)
 
 
 async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
@@ -170,15 +170,14 @@ async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
         thread = await find_target(client, selector)
         turns = await read_history(client, thread.id)
     shown = turns[-limit:]
-    rendered: list[dict[str, object]] = []
-    for turn in shown:
-        lines = [line for item in turn.items if (line := render_item(item))]
-        rendered.append({"id": turn.id, "status": turn.status,
-                         "startedAt": turn.started_at, "text": "\n".join(lines)})
+    texts = ["\n".join(line for item in t.items if (line := render_item(item))) for t in shown]
+    heads: list[Data] = [{"id": t.id, "status": t.status, "startedAt": t.started_at}
+                         for t in shown]
+    rendered = [{**head, "text": text} for head, text in zip(heads, texts, strict=True)]
     data: Data = {"thread": thread.as_dict(), "totalTurns": len(turns),
                   "truncated": len(turns) > len(shown)}
-    transcript = "\n\n".join(f"[turn {t['id']} · {t['status']}]\n{t['text']}"
-                             for t in rendered)
+    transcript = "\n\n".join(f"[turn {t.id} · {t.status}]\n{text}"
+                             for t, text in zip(shown, texts, strict=True))
     size = len(json.dumps(rendered, ensure_ascii=False).encode("utf-8"))
     warnings: Warnings = []
     if size <= rt.settings.inline_max:
@@ -189,7 +188,7 @@ async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
     else:
         out, warnings = rt.deliver(transcript, kind="codex_thread",
                                    meta={"threadId": thread.id})
-        data["turns"] = [{k: v for k, v in t.items() if k != "text"} for t in rendered]
+        data["turns"] = heads
         data["artifact"] = out.artifact
         data["transcript"] = out.text
         art_id = out.artifact["artifactId"] if out.artifact else None
@@ -302,9 +301,10 @@ async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
 
     store = DeliveryStore()
     if delivery_id is None:
-        rows = [r.as_dict() for r in store.recent(20)]
-        return Outcome({"deliveries": rows}, f"{len(rows)} recent deliveries" + "".join(
-            f"\n- {r['id']} {r['state']} {r['direction']}" for r in rows))
+        recent = store.recent(20)
+        return Outcome({"deliveries": [r.as_dict() for r in recent]},
+                       f"{len(recent)} recent deliveries" + "".join(
+                           f"\n- {r.id} {r.state} {r.direction}" for r in recent))
     record = await asyncio.to_thread(check, store, delivery_id)
     end = time.monotonic() + wait
     while not record.state.final and time.monotonic() < end:
