@@ -26,11 +26,20 @@ records them, and the next start gives them from the record before it imports an
         otherwise the start is cold and rewrites it.
         CODEX_BRIDGE_MCP_WARM=0: no record is read or written; every start is cold.
 
-No process outlives its session and nothing listens. What it risks — a record that no
-longer matches the code it answers for, a first tool call that waits for the SDK's
-import — is written down in docs/mcp.md, "Warm start". The import waits for that call
-rather than running behind the start-up: on a 2-core box it would compete with the
-agent's own start for the CPU, and most `claude -p` sessions call no tool at all.
+No process outlives its session and nothing listens. The import waits for the first
+message the record lacks rather than running behind the start-up: on a 2-core box it
+would compete with the agent's own start for the CPU, and most `claude -p` sessions
+call no tool at all.
+
+Risks (docs/mcp.md, "Warm start", says what each costs): a record that no longer matches
+the code it answers for (an edit deep inside the SDK that leaves its packages' top files
+alone: the old start-up answers until the record is deleted or the knob is 0); the first
+tool call of a session waits for the SDK's import; another CODEX_BRIDGE_* value or a
+client whose start-up requests differ starts cold and records again; a record someone
+else planted (read only from the private runtime dir, without following links); the
+SDK's insides (the hand-over serves `MCPServer._lowlevel_server` on streams of ours);
+an agent that closes stdin before any tool call gets no closing error for its open
+`subscriptions/listen`.
 
 At import: the standard library and what every start needs anyway (the error tree, the
 private dirs, stdio's signal handler — a cold start imports them too); the settings on
@@ -276,14 +285,18 @@ class _Rpc:
         return cls(data) if isinstance(data, dict) else None
 
 
-class _Session:
+class _Session(io.TextIOBase):
+    """One quick-started session; from the hand-over also the SDK's stdin (`readline`:
+    the lines already read, then the rest of the wire) and stdout (`write`: the wire,
+    less its answers to what the record answered, its start-up answers recorded)."""
+
     def __init__(self, flag: str | None, path: str | None, key: str,
                  answers: dict[str, object]) -> None:
         self.flag, self.path, self.key, self.answers = flag, path, key, answers
         self.recorded = dict(answers)
         self.wire_in, self.wire_out = _claim_wire()
         self.reader = open(self.wire_in, "rb")  # noqa: SIM115 - the session's for its life
-        self.read: list[bytes] = []  # every line so far: the SDK is handed them all
+        self.lines: list[bytes] = []  # every line so far: the SDK is handed them all
         self.answered: set[str] = set()  # ids (as JSON) the record answered
         self.asked: dict[str, str] = {}  # id → request_key of start-up requests to record
 
@@ -291,12 +304,13 @@ class _Session:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, exit_now)
         for line in iter(self.reader.readline, b""):
-            self.read.append(line)
+            self.lines.append(line)
             if not self._answer(line):
                 break
         else:
             return  # EOF: the agent went away before it needed the SDK
-        self._hand_over()
+        # (a text stream as far as the SDK's transport goes: it calls readline and write)
+        serve_stdio(load_settings(self.flag), streams=(cast(IO[str], self),) * 2)
 
     def _answer(self, line: bytes) -> bool:
         """Answer `line` from the record; False when it is the SDK's."""
@@ -320,21 +334,21 @@ class _Session:
         self.answered.add(message.id)
         return True
 
-    def _hand_over(self) -> None:
-        # (text streams as far as the SDK's transport goes: it calls readline and write)
-        streams = (cast(IO[str], _Replay(self)), cast(IO[str], _Filter(self)))
-        serve_stdio(load_settings(self.flag), streams=streams)
-
-    # what the SDK reads and writes pass through these two
-
-    def note_request(self, line: str) -> None:
-        """A start-up request the SDK will answer: its answer goes into the record."""
-        message = _Rpc.parse(line)
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        raw = self.lines.pop(0) if self.lines else self.reader.readline()
+        line = raw.decode("utf-8", errors="replace")
+        message = _Rpc.parse(line)  # a start-up request the SDK answers: into the record
         if message is not None and message.method in STARTUP and message.id is not None \
                 and message.id not in self.answered:
             self.asked[message.id] = message.key
+        return line
 
-    def keep_answer(self, text: str) -> bool:
+    def write(self, text: str) -> int:
+        if self._keep(text):
+            _write_all(self.wire_out, text.encode())
+        return len(text)
+
+    def _keep(self, text: str) -> bool:
         """Whether the SDK's message `text` goes on the wire (not a second answer to a
         request the record answered); start-up answers are recorded."""
         message = _Rpc.parse(text)
@@ -349,29 +363,3 @@ class _Session:
             self.recorded[asked] = message.answer
             save_record(self.path, self.key, self.recorded)
         return True
-
-
-class _Replay(io.TextIOBase):
-    """The SDK's stdin: the lines already read, then the rest of the wire."""
-
-    def __init__(self, session: _Session) -> None:
-        self.session = session
-        self.lines = list(session.read)
-
-    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
-        raw = self.lines.pop(0) if self.lines else self.session.reader.readline()
-        line = raw.decode("utf-8", errors="replace")
-        self.session.note_request(line)
-        return line
-
-
-class _Filter(io.TextIOBase):
-    """The SDK's stdout: the wire, less its answers to what the record answered."""
-
-    def __init__(self, session: _Session) -> None:
-        self.session = session
-
-    def write(self, text: str) -> int:
-        if self.session.keep_answer(text):
-            _write_all(self.session.wire_out, text.encode())
-        return len(text)
