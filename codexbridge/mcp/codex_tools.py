@@ -3,16 +3,10 @@ thread — list the loaded threads, read one, send a message as a new turn and r
 Codex's reply (or, with wait=false, a receipt), and see where such a receipt is.
 
 A thread is named by id or by its exact name, or left out when exactly one user thread
-is loaded — never guessed. They drive the same core as `codexbridge talk`:
-
-    codex_message_send → talk.deliveries.blocking_say (what `talk say` calls too):
-      resolve the thread (id or exact name; never a guess), the request's record,
-      talk.turn.say() — thread/resume, thread/queue/add (codex's own queue orders our
-      turn behind the human's and other senders', across processes), follow the turn
-    → reply inline, or as an artifact when it is large
-
-With wait=false the courier of `talk send` carries the turn instead and the call returns
-the receipt (`send_async`); `codex_delivery_status` reads the record.
+is loaded — never guessed. `codex_message_send` drives the engine `codexbridge talk`
+drives: `messages/to_codex.blocking_say` (what `talk say` calls too; its reply inline, or
+as an artifact when it is large), or with wait=false `to_codex.send`, whose courier
+carries the turn (the receipt of `talk send`); `codex_delivery_status` reads the record.
 
 Retry safety: everything before our submission turns into a turn is retryable (nothing
 ran; a submission still waiting after CODEX_BRIDGE_QUEUE_WAIT is taken back out of the
@@ -20,7 +14,7 @@ queue). From the moment the turn starts (`SayProgress.turn_start_sent`) every fa
 `retryable: false` and `turnStarted: true` — the turn may be running even if we never saw
 its answer.
 
-The talk core (the app-server client, websockets, the turn follower) is imported by the
+The engine (the app-server client, websockets, the turn follower) is imported by the
 tool bodies on their first call, so registering these tools costs only their schemas.
 """
 
@@ -211,7 +205,7 @@ def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
 async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | None,
                approvals: str | None, conversation: str | None = None, *,
                sender: Sender | None = None, new_conversation: bool = False) -> Outcome:
-    """wait=true: `deliveries.blocking_say` — one turn on the thread, in line behind the
+    """wait=true: `to_codex.blocking_say` — one turn on the thread, in line behind the
     others, its record ended when the call ends — and its reply."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..messages.envelope import who_sends
