@@ -58,7 +58,8 @@ from importlib.machinery import PathFinder
 from typing import IO, TYPE_CHECKING, cast
 
 from ..errors import BridgeError
-from ..host.private import check_state_dirs
+from ..host.jsonfile import read_object
+from ..host.private import check_state_dirs, write_all, write_atomic
 from ..host.runtime import private_runtime_dir
 from ..jsontypes import JsonRecord
 from .stdio import exit_now, serve_stdio
@@ -87,6 +88,7 @@ ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"  # its _meta key: the listen's id
 SDK_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio")
 RECORD_VERSION = 1
+WIRE = "<stdout>"  # what a failed write to the agent names
 
 
 def parse_knob(raw: str | None) -> bool | None:
@@ -181,30 +183,15 @@ class StartupRecord(JsonRecord):
 
 def load_record(path: str | None, key: str) -> dict[str, object]:
     """The recorded answers (request_key → {"result": …} or {"error": …}) made for `key`;
-    {} if none."""
-    if path is None:
-        return {}
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with open(fd, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return {}
-    record = StartupRecord.parse(data)
+    {} if none (never read through a symlink)."""
+    record = StartupRecord.parse(read_object(path)) if path is not None else None
     return {**record.answers} if record is not None and record.key == key else {}
 
 
 def save_record(path: str, key: str, answers: dict[str, object]) -> None:
     """Write the record whole (a reader sees the old one or the new one), 0600."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with open(fd, "wb") as fh:
-            fh.write(json.dumps({"key": key, "answers": answers}).encode())
-        os.replace(tmp, path)
-    except OSError:  # no record: the next start is cold, nothing worse
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    with contextlib.suppress(OSError):  # no record: the next start is cold, nothing worse
+        write_atomic(path, json.dumps({"key": key, "answers": answers}).encode(), mode=0o600)
 
 
 # --- the session -----------------------------------------------------------------------
@@ -248,12 +235,6 @@ def _claim_wire() -> tuple[int, int]:
     os.close(null)
     os.dup2(2, 1)
     return wire_in, wire_out
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 class _Rpc:
@@ -329,8 +310,8 @@ class _Session(io.TextIOBase):
             answer = {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
                       "params": {**acknowledged, "_meta": meta}}
         # the SDK's own spelling (compact, UTF-8): the same bytes as a cold start's answer
-        _write_all(self.wire_out, json.dumps(answer, ensure_ascii=False,
-                                             separators=(",", ":")).encode() + b"\n")
+        write_all(self.wire_out, json.dumps(answer, ensure_ascii=False,
+                                            separators=(",", ":")).encode() + b"\n", WIRE)
         self.answered.add(message.id)
         return True
 
@@ -345,7 +326,7 @@ class _Session(io.TextIOBase):
 
     def write(self, text: str) -> int:
         if self._keep(text):
-            _write_all(self.wire_out, text.encode())
+            write_all(self.wire_out, text.encode(), WIRE)
         return len(text)
 
     def _keep(self, text: str) -> bool:
