@@ -149,15 +149,12 @@ def _removal(book: ledger.Ledger, path: str, scope_key: str, name: str, before: 
              ) -> files.FileChange:
     """Our block cut out of `path` — or, when nobody touched the file since setup wrote
     it and no other scope shares it, the bytes it had before setup (None: it made it)."""
-    rec = book.files.get(path)
     mine = book.scope(path, scope_key)
     separator = ServerScope.read(mine).separator if mine else True
-    last = book.last_in(path, scope_key)
-    original = files.read_backup(rec.original_backup) if rec and rec.existed else None
-    restore = rec is not None and mine is not None and last \
-        and ledger.digest(before) == rec.written and (original is not None or not rec.existed)
+    restore, original = book.restorable(path, scope_key, before)
     after = original if restore else tomledit.cut(before, name, separator)
     lines = [f"removed [mcp_servers.{name}]"] if after != before else []
     # Nothing of ours left in the file: its backups all go, so none is made now.
-    return files.FileChange(path, before, after, lines, keep_backup=not last)
+    return files.FileChange(path, before, after, lines,
+                            keep_backup=not book.last_in(path, scope_key))
 
