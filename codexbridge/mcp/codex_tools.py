@@ -204,19 +204,17 @@ def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
 
 async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | None,
                approvals: str | None, conversation: str | None = None, *,
-               sender: Sender | None = None, new_conversation: bool = False) -> Outcome:
+               sender: Sender, new_conversation: bool = False) -> Outcome:
     """wait=true: `to_codex.blocking_say` — one turn on the thread, in line behind the
     others, its record ended when the call ends — and its reply."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
-    from ..messages.envelope import who_sends
     from ..messages.to_codex import blocking_say
 
     policy = check_args(rt, text, approvals)
     timeout = (timeout_ms / 1000.0) if timeout_ms else rt.settings.turn_timeout
     said = await blocking_say(
-        text, connect=rt.connect,
-        sender=sender or who_sends(os.environ, mcp_role=rt.settings.role),
-        selector=selector, conversation=conversation, new_conversation=new_conversation,
+        text, connect=rt.connect, sender=sender, selector=selector,
+        conversation=conversation, new_conversation=new_conversation,
         approvals=policy, approval_timeout=rt.settings.approval_timeout, timeout=timeout,
         busy_timeout=rt.settings.queue_wait, capture_limit=rt.settings.capture_max)
     return _replied(rt, said.thread, said.result, timeout, said.delivery_id)
