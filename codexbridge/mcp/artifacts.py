@@ -180,19 +180,17 @@ class ArtifactStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
-    def sweep(self) -> int:
-        """Delete expired artifacts and stray temp/orphan files; returns how many went."""
+    def sweep(self) -> None:
+        """Delete expired artifacts and stray temp/orphan files."""
         now = self.clock()
-        gone = 0
         for art in self._all():
             if art.expires_at <= now:
                 self.delete(art.id)
-                gone += 1
         # Data without metadata: a create that died half-way, older than a minute.
         try:
             names = os.listdir(self.dir)
         except FileNotFoundError:
-            return gone
+            return
         for name in names:
             path = self.dir / name
             stem = name[:-4] if name.endswith(".txt") else None
@@ -200,7 +198,6 @@ class ArtifactStore:
             if (orphan or name.endswith(".tmp")) and _age(path, time.time()) > 60:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
-        return gone
 
     # -- reading ---------------------------------------------------------------------
 
