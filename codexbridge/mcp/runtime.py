@@ -44,7 +44,7 @@ async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
 
 
 def resolve_endpoint() -> Endpoint:
-    """`talk.endpoint.resolve_endpoint()`, imported on the first call."""
+    """`codex.endpoint.resolve_endpoint()`, imported on the first call."""
     from ..codex.endpoint import resolve_endpoint as resolve  # lazy: the cold MCP start
 
     return resolve()
