@@ -209,14 +209,27 @@ def _compare(p: _Place, ours: Shape, theirs: Shape) -> Iterator[_Raw]:
         yield from _members(p, ours.members, theirs.members)
 
 
+def roots(kind: str, method: str) -> dict[Direction, str | None]:
+    """Where the pinned schema starts a method's messages (None: no such message): we
+    send a client request's params and read its result; a server request the reverse."""
+    if kind == NOTIFICATION:
+        return {Direction.SEND: None, Direction.READ: notifications.SERVER_NOTIFICATIONS[method]}
+    table = requests.CLIENT_REQUESTS if kind == CLIENT_REQUEST else requests.SERVER_REQUESTS
+    params, result = table[method]
+    if kind == SERVER_REQUEST:
+        params, result = result, params
+    return {Direction.SEND: params, Direction.READ: result}
+
+
 def _method(kind: str, method: str, breaks: str,
             fresh: shapes.Bundle) -> Iterator[Finding]:
     if method not in fresh.catalog[kind]:
         yield Finding(BAD, Change.METHOD_GONE, kind, method, None, None, "", "is gone",
                       f"{method} is gone: {breaks}")
         return
+    starts = roots(kind, method)
     for direction in Direction:
-        root = pinned.ROOTS.get((kind, method, direction.value))
+        root = starts[direction]
         if root is None or (direction is Direction.SEND and method in NO_RESULT):
             continue  # no such message (or answered with an error: never sent)
         walked = fresh.walks.get((kind, method, direction.value))
@@ -226,7 +239,7 @@ def _method(kind: str, method: str, breaks: str,
                           f"cannot tell whether {breaks}")
             continue
         for i, (key, theirs) in enumerate(walked.items()):
-            mine: Key = root if i == 0 else key  # the root, whatever codex now calls it
+            mine: Key = (root, "") if i == 0 else key  # the root, whatever codex now calls it
             ours = pinned.SHAPES.get(mine)
             if ours is None:
                 continue  # reached only through a change already reported above it
