@@ -80,13 +80,10 @@ class Finding(NamedTuple):
             return self.path or self.method
         return f"{self.definition}.{self.path}" if self.path else self.definition
 
-    def as_dict(self) -> JsonObject:
-        return {"verdict": self.verdict.value, "change": self.change.value,
-                "kind": self.kind, "method": self.method,
+    def as_dict(self) -> dict[str, object]:
+        return {**self._asdict(), "verdict": self.verdict.value, "change": self.change.value,
                 "direction": self.direction.value if self.direction else None,
-                "definition": self.definition, "path": self.path, "where": self.where,
-                "detail": self.detail, "consequence": self.consequence,
-                "also": list(self.also)}
+                "where": self.where, "also": list(self.also)}
 
 
 OK, BAD = Verdict.COMPATIBLE, Verdict.INCOMPATIBLE
@@ -94,10 +91,12 @@ USES = shapes.Uses(pinned.READS, pinned.SENDS, pinned.VALUES)
 # Notifications first: a definition many methods share (ThreadItem, Turn) is reported
 # under the first, and what breaks is plainest there ("talk cannot read codex's reply").
 ORDER = (NOTIFICATION, CLIENT_REQUEST, SERVER_REQUEST)
-# The pinned codex's methods, every one (what is new or gone in another codex).
-CATALOG = {CLIENT_REQUEST: frozenset(requests.CLIENT_REQUESTS),
-           NOTIFICATION: frozenset(notifications.SERVER_NOTIFICATIONS),
-           SERVER_REQUEST: frozenset(requests.SERVER_REQUESTS)}
+# The pinned codex's methods, every one (what is new or gone in another codex): kind →
+# method → the definitions its messages start at (what we send, what we read; None: none).
+PINNED: dict[str, dict[str, tuple[str | None, str | None]]] = {
+    CLIENT_REQUEST: requests.CLIENT_REQUESTS,
+    NOTIFICATION: {m: (None, p) for m, p in notifications.SERVER_NOTIFICATIONS.items()},
+    SERVER_REQUEST: {m: (r, p) for m, (p, r) in requests.SERVER_REQUESTS.items()}}
 # Server requests answered with a JSON-RPC error only: their result schema is never sent.
 NO_RESULT = frozenset(r.method for r in TABLE.values()
                       if r.fail_closed is None and r.accept is None)
@@ -209,27 +208,13 @@ def _compare(p: _Place, ours: Shape, theirs: Shape) -> Iterator[_Raw]:
         yield from _members(p, ours.members, theirs.members)
 
 
-def roots(kind: str, method: str) -> dict[Direction, str | None]:
-    """Where the pinned schema starts a method's messages (None: no such message): we
-    send a client request's params and read its result; a server request the reverse."""
-    if kind == NOTIFICATION:
-        return {Direction.SEND: None, Direction.READ: notifications.SERVER_NOTIFICATIONS[method]}
-    table = requests.CLIENT_REQUESTS if kind == CLIENT_REQUEST else requests.SERVER_REQUESTS
-    params, result = table[method]
-    if kind == SERVER_REQUEST:
-        params, result = result, params
-    return {Direction.SEND: params, Direction.READ: result}
-
-
 def _method(kind: str, method: str, breaks: str,
             fresh: shapes.Bundle) -> Iterator[Finding]:
     if method not in fresh.catalog[kind]:
         yield Finding(BAD, Change.METHOD_GONE, kind, method, None, None, "", "is gone",
                       f"{method} is gone: {breaks}")
         return
-    starts = roots(kind, method)
-    for direction in Direction:
-        root = starts[direction]
+    for direction, root in zip(Direction, PINNED[kind][method], strict=True):
         if root is None or (direction is Direction.SEND and method in NO_RESULT):
             continue  # no such message (or answered with an error: never sent)
         walked = fresh.walks.get((kind, method, direction.value))
@@ -252,7 +237,7 @@ def _method(kind: str, method: str, breaks: str,
 def _catalog(kind: str, fresh: shapes.Bundle) -> Iterator[Finding]:
     """Methods codexbridge does not use, new or gone: compatible, listed. A legacy
     method (one an older codex of the range sends, answered all the same) is neither."""
-    mine, theirs = CATALOG[kind] | LEGACY_SERVER_REQUESTS, \
+    mine, theirs = set(PINNED[kind]) | LEGACY_SERVER_REQUESTS, \
         fresh.catalog[kind] | LEGACY_SERVER_REQUESTS
     for method in sorted(theirs - mine):
         yield Finding(OK, Change.METHOD_ADDED, kind, method, None, None, "", "is new", None)
@@ -323,7 +308,7 @@ class AnswerProblem(NamedTuple):
     errors: tuple[str, ...]
 
     def as_dict(self) -> dict[str, object]:
-        return {"method": self.method, "answer": self.answer, "errors": list(self.errors)}
+        return {**self._asdict(), "errors": list(self.errors)}
 
 
 def check_answers(directory: Path) -> tuple[int, list[AnswerProblem]]:
