@@ -23,19 +23,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from ..codex.protocol import shapes
+from ..codex.protocol import schema, shapes
 from ..codex.protocol.approvals import LEGACY_SERVER_REQUESTS, TABLE
 from ..codex.protocol.generated import notifications, requests
 from ..codex.protocol.generated import uses as pinned
-from ..codex.protocol.schema import SchemaSet
 from ..codex.protocol.shapes import CLIENT_REQUEST, NOTIFICATION, SERVER_REQUEST, Field, Key, Shape
-from ..codex.schemas import bundle_loader
 from ..errors import SchemaViolation
-
-if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
+from ..host.jsonfile import read_object
 
 
 class Verdict(enum.Enum):
@@ -249,7 +245,7 @@ def _catalog(kind: str, fresh: shapes.Bundle) -> Iterator[Finding]:
 def judge(directory: Path) -> list[Finding]:
     """Every difference that matters between the pinned schema and the bundle a codex
     wrote into `directory`, judged (ValueError: the bundle holds no methods)."""
-    fresh = shapes.read_bundle(bundle_loader(directory), pinned.METHODS, USES)
+    fresh = shapes.read_bundle(_loader(directory), pinned.METHODS, USES)
     if not any(fresh.catalog.values()):
         raise ValueError("codex app-server generate-json-schema wrote no method schemas")
     found: list[Finding] = []
@@ -314,29 +310,36 @@ class AnswerProblem(NamedTuple):
 def check_answers(directory: Path) -> tuple[int, list[AnswerProblem]]:
     """(answers checked, problems) for the bundle a codex wrote into `directory`. A server
     request that codex no longer sends is not checked (it cannot ask it)."""
-    read = bundle_loader(directory)
-
-    def load(name: str) -> JsonObject:
-        doc = read(name)
-        if doc is None:  # an empty schema would let any answer pass
-            raise FileNotFoundError(f"{name} is missing from the schema codex generated")
-        return doc
-
-    schemas = SchemaSet(load)
-    sends = schemas.server_request_responses()
+    load = _loader(directory)
+    asked = load(shapes.BUNDLE_FILES[SERVER_REQUEST])
+    if asked is None:
+        raise FileNotFoundError(f"{shapes.BUNDLE_FILES[SERVER_REQUEST]} is missing from the "
+                                "schema codex generated")
+    params = {method: shapes.ref_name(shapes.params_of(branch)) or ""
+              for method, branch in shapes.branches(asked).items()}
     checked, problems = 0, []
     for method, rule in sorted(TABLE.items()):
-        if method not in sends:
-            continue
+        if not params.get(method, "").endswith("Params"):
+            continue  # codex no longer asks it (or names no result schema for it)
+        name = f"{params[method].removesuffix('Params')}Response.json"
+        doc = load(name)
         for how, build in (("fail-closed", rule.fail_closed), ("accept", rule.accept)):
             if build is None:
                 continue  # refused as a JSON-RPC error: no result to check
             checked += 1
+            if doc is None:  # an empty schema would let any answer pass
+                problems.append(AnswerProblem(method, how, (
+                    f"{name} is missing from the schema codex generated",)))
+                continue
             try:
-                schemas.validate_server_request_answer(method, build({}))
+                schema.check(schema.validator(doc), build({}), f"answer to {method!r}",
+                             "$.result")
             except SchemaViolation as exc:
                 problems.append(AnswerProblem(method, how, tuple(
                     f"{p}: {m}" for p, m in exc.errors[:3])))
-            except (OSError, ValueError) as exc:  # its schema file is missing or damaged
-                problems.append(AnswerProblem(method, how, (str(exc),)))
     return checked, problems
+
+
+def _loader(directory: Path) -> shapes.Loader:
+    """Relative path in the bundle → its parsed object (None: absent or unreadable)."""
+    return lambda name: read_object(str(directory / name))
