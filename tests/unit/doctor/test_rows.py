@@ -29,7 +29,7 @@ from codexbridge.doctor.report import (
     Check,
     as_json,
     check_failed,
-    exit_code,
+    healthy,
     render_text,
 )
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, CODEX_OLDEST, CODEX_VERSION
@@ -409,7 +409,7 @@ def test_chain_paths() -> None:
 
 def test_verdict_json_and_text() -> None:
     checks = [Check("a", OK, "fine"), Check("b", WARN, "hmm", "do x"), Check("c", INFO, "fyi")]
-    assert exit_code(checks) == 0
+    assert healthy(checks)
     data = as_json(checks)
     assert data["ok"] is True and data["counts"] == {"FAIL": 0, "WARN": 1, "OK": 1, "INFO": 1}
     assert data["checks"][1] == {"name": "b", "status": "WARN", "finding": "hmm",
@@ -417,7 +417,7 @@ def test_verdict_json_and_text() -> None:
     text = render_text(checks)
     assert "WARN  b  hmm" in text and "fix: do x" in text and "nothing blocks" in text
     checks.append(Check("d", FAIL, "broken"))
-    assert exit_code(checks) == 1 and as_json(checks)["ok"] is False
+    assert not healthy(checks) and as_json(checks)["ok"] is False
     assert "FAIL rows block" in render_text(checks)
 
 
