@@ -112,22 +112,21 @@ class SchemaSet:
         """The `result` we answer a server request `method` with (a method outside the
         schema has no result schema: a SchemaViolation too, so a caller skips it
         explicitly)."""
-        stem = self._stems().get(method)
-        if stem is None:
-            raise SchemaViolation(f"answer to {method!r}",
-                                  [("$", f"{method!r} has no result schema in schemas/")])
-        check(self._validator(f"{stem}Response.json"), result, f"answer to {method!r}",
-              "$.result")
+        self._by_stem(method, "Response", result, f"answer to {method!r}", "$.result",
+                      "has no result schema in schemas/")
 
     def validate_server_request_params(self, method: str, params: object) -> None:
         """The params of a server request as codex would send it (a fake server's
         requests should be ones the real one could send)."""
+        self._by_stem(method, "Params", params, f"params of {method!r}", "$.params",
+                      "is not a server request in schemas/")
+
+    def _by_stem(self, method: str, suffix: str, instance: object, what: str, prefix: str,
+                 unknown: str) -> None:
         stem = self._stems().get(method)
         if stem is None:
-            raise SchemaViolation(f"params of {method!r}",
-                                  [("$", f"{method!r} is not a server request in schemas/")])
-        check(self._validator(f"{stem}Params.json"), params, f"params of {method!r}",
-              "$.params")
+            raise SchemaViolation(what, [("$", f"{method!r} {unknown}")])
+        check(self._validator(f"{stem}{suffix}.json"), instance, what, prefix)
 
     def validate_error_answer(self, message: object) -> None:
         """`{"id", "error": {"code", "message", "data"?}}` we answer a server request with."""
