@@ -54,9 +54,9 @@ Key = tuple[str, str]  # (definition, path inside it)
 
 class Field(NamedTuple):
     types: str  # the JSON types besides null, "|"-joined; "" is any
-    nullable: bool
-    required: bool
-    ref: str  # the definition it names ("" inline)
+    nullable: bool = False
+    required: bool = False
+    ref: str = ""  # the definition it names ("" inline)
 
 
 class Shape(NamedTuple):
