@@ -174,10 +174,6 @@ def is_local(url: str) -> bool:
     return url.startswith("unix://") or loopback_url(url)
 
 
-def serve_rows(serve: ServeFacts, ep: EndpointFacts) -> list[Check]:
-    return [bridge_row(serve), endpoint_row(serve, ep)]
-
-
 def bridge_row(s: ServeFacts) -> Check:
     path = s.bridge_file
     details: dict[str, object] = {"bridge_file": path, "state_dir": s.state_dir}

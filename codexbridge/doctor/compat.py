@@ -23,19 +23,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from ..codex.protocol import shapes
+from ..codex.protocol import schema, shapes
 from ..codex.protocol.approvals import LEGACY_SERVER_REQUESTS, TABLE
 from ..codex.protocol.generated import notifications, requests
 from ..codex.protocol.generated import uses as pinned
-from ..codex.protocol.schema import SchemaSet
 from ..codex.protocol.shapes import CLIENT_REQUEST, NOTIFICATION, SERVER_REQUEST, Field, Key, Shape
-from ..codex.schemas import bundle_loader
 from ..errors import SchemaViolation
-
-if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
+from ..host.jsonfile import read_object
 
 
 class Verdict(enum.Enum):
@@ -80,13 +76,10 @@ class Finding(NamedTuple):
             return self.path or self.method
         return f"{self.definition}.{self.path}" if self.path else self.definition
 
-    def as_dict(self) -> JsonObject:
-        return {"verdict": self.verdict.value, "change": self.change.value,
-                "kind": self.kind, "method": self.method,
+    def as_dict(self) -> dict[str, object]:
+        return {**self._asdict(), "verdict": self.verdict.value, "change": self.change.value,
                 "direction": self.direction.value if self.direction else None,
-                "definition": self.definition, "path": self.path, "where": self.where,
-                "detail": self.detail, "consequence": self.consequence,
-                "also": list(self.also)}
+                "where": self.where, "also": list(self.also)}
 
 
 OK, BAD = Verdict.COMPATIBLE, Verdict.INCOMPATIBLE
@@ -94,10 +87,12 @@ USES = shapes.Uses(pinned.READS, pinned.SENDS, pinned.VALUES)
 # Notifications first: a definition many methods share (ThreadItem, Turn) is reported
 # under the first, and what breaks is plainest there ("talk cannot read codex's reply").
 ORDER = (NOTIFICATION, CLIENT_REQUEST, SERVER_REQUEST)
-# The pinned codex's methods, every one (what is new or gone in another codex).
-CATALOG = {CLIENT_REQUEST: frozenset(requests.CLIENT_REQUESTS),
-           NOTIFICATION: frozenset(notifications.SERVER_NOTIFICATIONS),
-           SERVER_REQUEST: frozenset(requests.SERVER_REQUESTS)}
+# The pinned codex's methods, every one (what is new or gone in another codex): kind →
+# method → the definitions its messages start at (what we send, what we read; None: none).
+PINNED: dict[str, dict[str, tuple[str | None, str | None]]] = {
+    CLIENT_REQUEST: requests.CLIENT_REQUESTS,
+    NOTIFICATION: {m: (None, p) for m, p in notifications.SERVER_NOTIFICATIONS.items()},
+    SERVER_REQUEST: {m: (r, p) for m, (p, r) in requests.SERVER_REQUESTS.items()}}
 # Server requests answered with a JSON-RPC error only: their result schema is never sent.
 NO_RESULT = frozenset(r.method for r in TABLE.values()
                       if r.fail_closed is None and r.accept is None)
@@ -215,8 +210,7 @@ def _method(kind: str, method: str, breaks: str,
         yield Finding(BAD, Change.METHOD_GONE, kind, method, None, None, "", "is gone",
                       f"{method} is gone: {breaks}")
         return
-    for direction in Direction:
-        root = pinned.ROOTS.get((kind, method, direction.value))
+    for direction, root in zip(Direction, PINNED[kind][method], strict=True):
         if root is None or (direction is Direction.SEND and method in NO_RESULT):
             continue  # no such message (or answered with an error: never sent)
         walked = fresh.walks.get((kind, method, direction.value))
@@ -226,7 +220,7 @@ def _method(kind: str, method: str, breaks: str,
                           f"cannot tell whether {breaks}")
             continue
         for i, (key, theirs) in enumerate(walked.items()):
-            mine: Key = root if i == 0 else key  # the root, whatever codex now calls it
+            mine: Key = (root, "") if i == 0 else key  # the root, whatever codex now calls it
             ours = pinned.SHAPES.get(mine)
             if ours is None:
                 continue  # reached only through a change already reported above it
@@ -239,7 +233,7 @@ def _method(kind: str, method: str, breaks: str,
 def _catalog(kind: str, fresh: shapes.Bundle) -> Iterator[Finding]:
     """Methods codexbridge does not use, new or gone: compatible, listed. A legacy
     method (one an older codex of the range sends, answered all the same) is neither."""
-    mine, theirs = CATALOG[kind] | LEGACY_SERVER_REQUESTS, \
+    mine, theirs = set(PINNED[kind]) | LEGACY_SERVER_REQUESTS, \
         fresh.catalog[kind] | LEGACY_SERVER_REQUESTS
     for method in sorted(theirs - mine):
         yield Finding(OK, Change.METHOD_ADDED, kind, method, None, None, "", "is new", None)
@@ -251,7 +245,7 @@ def _catalog(kind: str, fresh: shapes.Bundle) -> Iterator[Finding]:
 def judge(directory: Path) -> list[Finding]:
     """Every difference that matters between the pinned schema and the bundle a codex
     wrote into `directory`, judged (ValueError: the bundle holds no methods)."""
-    fresh = shapes.read_bundle(bundle_loader(directory), pinned.METHODS, USES)
+    fresh = shapes.read_bundle(_loader(directory), pinned.METHODS, USES)
     if not any(fresh.catalog.values()):
         raise ValueError("codex app-server generate-json-schema wrote no method schemas")
     found: list[Finding] = []
@@ -310,35 +304,42 @@ class AnswerProblem(NamedTuple):
     errors: tuple[str, ...]
 
     def as_dict(self) -> dict[str, object]:
-        return {"method": self.method, "answer": self.answer, "errors": list(self.errors)}
+        return {**self._asdict(), "errors": list(self.errors)}
 
 
 def check_answers(directory: Path) -> tuple[int, list[AnswerProblem]]:
     """(answers checked, problems) for the bundle a codex wrote into `directory`. A server
     request that codex no longer sends is not checked (it cannot ask it)."""
-    read = bundle_loader(directory)
-
-    def load(name: str) -> JsonObject:
-        doc = read(name)
-        if doc is None:  # an empty schema would let any answer pass
-            raise FileNotFoundError(f"{name} is missing from the schema codex generated")
-        return doc
-
-    schemas = SchemaSet(load)
-    sends = schemas.server_request_responses()
+    load = _loader(directory)
+    asked = load(shapes.BUNDLE_FILES[SERVER_REQUEST])
+    if asked is None:
+        raise FileNotFoundError(f"{shapes.BUNDLE_FILES[SERVER_REQUEST]} is missing from the "
+                                "schema codex generated")
+    params = {method: shapes.ref_name(shapes.params_of(branch)) or ""
+              for method, branch in shapes.branches(asked).items()}
     checked, problems = 0, []
     for method, rule in sorted(TABLE.items()):
-        if method not in sends:
-            continue
+        if not params.get(method, "").endswith("Params"):
+            continue  # codex no longer asks it (or names no result schema for it)
+        name = f"{params[method].removesuffix('Params')}Response.json"
+        doc = load(name)
         for how, build in (("fail-closed", rule.fail_closed), ("accept", rule.accept)):
             if build is None:
                 continue  # refused as a JSON-RPC error: no result to check
             checked += 1
+            if doc is None:  # an empty schema would let any answer pass
+                problems.append(AnswerProblem(method, how, (
+                    f"{name} is missing from the schema codex generated",)))
+                continue
             try:
-                schemas.validate_server_request_answer(method, build({}))
+                schema.check(schema.validator(doc), build({}), f"answer to {method!r}",
+                             "$.result")
             except SchemaViolation as exc:
                 problems.append(AnswerProblem(method, how, tuple(
                     f"{p}: {m}" for p, m in exc.errors[:3])))
-            except (OSError, ValueError) as exc:  # its schema file is missing or damaged
-                problems.append(AnswerProblem(method, how, (str(exc),)))
     return checked, problems
+
+
+def _loader(directory: Path) -> shapes.Loader:
+    """Relative path in the bundle → its parsed object (None: absent or unreadable)."""
+    return lambda name: read_object(str(directory / name))

@@ -49,10 +49,6 @@ def healthy(checks: list[Check]) -> bool:
     return not any(c.status == FAIL for c in checks)
 
 
-def exit_code(checks: list[Check]) -> int:
-    return 0 if healthy(checks) else 1
-
-
 def counts(checks: list[Check]) -> dict[str, int]:
     return {s.value: sum(1 for c in checks if c.status == s) for s in STATUSES}
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from codexbridge.codex import transport as tp
 from codexbridge.codex.protocol.envelopes import RequestId, ServerRequest, parse_frame
-from codexbridge.codex.schemas import repo_schemas
 from codexbridge.errors import SchemaViolation
+from tests.support.schemas import repo_schemas
 
 GUARD_ENV = "CODEX_BRIDGE_TEST_SCHEMA_GUARD"
 

@@ -5,7 +5,7 @@
     approvals.py   what to answer every server request, by policy; parsing the policy
     turn.py        which events belong to one turn (buffered until its id is known)
     threads.py     which thread a person means; what a thread's status says
-    schema.py      validating what we send against a loaded schema (SchemaSet)
+    schema.py      checking a message against a codex schema (jsonschema), by path
     wire.py        reading tolerantly: the one reader of generated/results.py (each
                    record lists its fields as data) and the readers it calls
     shapes.py      what a schema bundle says where codexbridge looks (the doctor's judge

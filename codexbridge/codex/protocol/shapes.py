@@ -54,9 +54,9 @@ Key = tuple[str, str]  # (definition, path inside it)
 
 class Field(NamedTuple):
     types: str  # the JSON types besides null, "|"-joined; "" is any
-    nullable: bool
-    required: bool
-    ref: str  # the definition it names ("" inline)
+    nullable: bool = False
+    required: bool = False
+    ref: str = ""  # the definition it names ("" inline)
 
 
 class Shape(NamedTuple):
@@ -228,6 +228,15 @@ def members(node: JsonObject) -> dict[str, JsonValue] | None:
 
 # --- the walk -----------------------------------------------------------------------------
 
+def _names_member(prop: JsonValue, path: str) -> bool:
+    """Whether `prop` is the tag of the union member `path` ends at (`<text>.type`, an
+    inline `enum: ["text"]`): the member's own place says all it could."""
+    match prop:
+        case {"enum": [value]} | {"const": value}:
+            return path.endswith(f"<{value}>")
+    return False
+
+
 class _Walk:
     """One direction of one method: every place reached, in the order reached."""
 
@@ -248,7 +257,8 @@ class _Walk:
         if fields is not None or union is not None or not path:  # a leaf: its Field says
             self.out[(defn, path)] = Shape(fields, tuple(union) if union is not None else None)
         for n, prop in props.items():
-            if n in self.fields.get(defn, ()) or (self.send and n in required):
+            wanted = n in self.fields.get(defn, ()) or (self.send and n in required)
+            if wanted and not _names_member(prop, path):
                 self.node(prop, defn, f"{path}.{n}" if path else n)
         for key, step in (("items", "[]"), ("additionalProperties", "{}")):
             if isinstance(node.get(key), dict):

@@ -27,9 +27,9 @@ from codexbridge.codex.protocol.approvals import (
 )
 from codexbridge.codex.protocol.enums import ApprovalPolicy as P
 from codexbridge.codex.protocol.envelopes import error_response
-from codexbridge.codex.schemas import repo_schemas
 from codexbridge.errors import SchemaViolation
 from tests.support.payloads import USER_THREAD, server_request_params
+from tests.support.schemas import repo_schemas
 
 schema = repo_schemas()  # the experimental bundle: what codexbridge's client speaks
 

@@ -25,7 +25,6 @@ from codexbridge.codex.client import AppServerClient
 from codexbridge.codex.history import read_history
 from codexbridge.codex.protocol.approvals import POLICIES, TABLE
 from codexbridge.codex.protocol.enums import ApprovalPolicy
-from codexbridge.codex.schemas import repo_schemas, schema_dir
 from codexbridge.codex.threads import find_target, list_threads
 from codexbridge.codex.turn import say
 from codexbridge.errors import SchemaViolation, ThreadNotLoadedError
@@ -37,6 +36,7 @@ from tests.support.schema_guard import (  # the fixture, until conftest register
     SITE_DIR,
     schema_guard_fixture,  # noqa: F401
 )
+from tests.support.schemas import repo_schemas, schema_dir
 
 schema = repo_schemas()
 SERVER_REQUESTS = sorted(schema.server_request_methods())

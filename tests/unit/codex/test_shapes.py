@@ -53,3 +53,11 @@ def test_a_send_walks_required_fields_and_only_the_members_we_send() -> None:
     assert ("Event", "<denied>") in places and ("Event", "<made>") not in places
     thing = walk(ref("Thing"), DEFS, send=True, uses=sends)
     assert ("Kind", "") not in thing  # optional and not sent: not walked
+
+
+def test_a_members_tag_is_no_place_of_its_own() -> None:
+    """`<made>.type` (enum ["made"]) can say nothing the member `<made>` does not."""
+    reads = Uses(reads={"Event": {"type", "thing"}}, sends={}, values={})
+    places = walk(ref("Event"), DEFS, send=False, uses=reads)
+    assert places[("Event", "<made>")].fields is not None
+    assert ("Event", "<made>.type") not in places

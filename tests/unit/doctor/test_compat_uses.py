@@ -20,6 +20,7 @@ from codexbridge.codex.protocol.generated import methods as m
 from codexbridge.codex.protocol.generated import uses
 from codexbridge.codex.protocol.generated.calls import Calls
 from codexbridge.codex.protocol.shapes import SERVER_REQUEST
+from codexbridge.doctor.compat import PINNED
 
 ROOT = Path(__file__).resolve().parents[3]
 # The code that reads and sends protocol messages: not the generated files, and not the
@@ -105,10 +106,8 @@ def test_the_methods_are_the_ones_the_code_uses() -> None:
 def test_every_method_we_use_has_its_messages_in_the_pinned_schema() -> None:
     for kind, methods in uses.METHODS.items():
         for method in methods:
-            directions = {d for k, mm, d in uses.ROOTS if (k, mm) == (kind, method)}
-            assert "read" in directions, (kind, method)
-    assert uses.ROOTS[("client request", "thread/resume", "read")] == (
-        "ThreadResumeResponse", "")
+            assert PINNED[kind][method][1], (kind, method)  # (sent, read)
+    assert PINNED["client request"]["thread/resume"][1] == "ThreadResumeResponse"
 
 
 def test_a_result_field_the_code_reads_is_judged() -> None:

@@ -29,7 +29,7 @@ from codexbridge.doctor.report import (
     Check,
     as_json,
     check_failed,
-    exit_code,
+    healthy,
     render_text,
 )
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, CODEX_OLDEST, CODEX_VERSION
@@ -101,8 +101,12 @@ EP_OK = EndpointFacts(url="ws://127.0.0.1:8787", source="/s/bridge.json",
                       server_version=CODEX_VERSION, codex_home="/h/.codex")
 
 
+def serve_rows(serve: ServeFacts, ep: EndpointFacts) -> list[Check]:
+    return [codex_side.bridge_row(serve), codex_side.endpoint_row(serve, ep)]
+
+
 def test_serve_and_app_server_ok() -> None:
-    got = by_name(codex_side.serve_rows(SERVE_OK, EP_OK))
+    got = by_name(serve_rows(SERVE_OK, EP_OK))
     assert got["bridge-json"].status == OK and "4242" in got["bridge-json"].finding
     assert got["app-server"].status == OK
     assert CODEX_VERSION in got["app-server"].finding
@@ -110,7 +114,7 @@ def test_serve_and_app_server_ok() -> None:
 
 
 def test_no_bridge_file_and_nothing_configured() -> None:
-    got = by_name(codex_side.serve_rows(replace(SERVE_OK, exists=False, record=None),
+    got = by_name(serve_rows(replace(SERVE_OK, exists=False, record=None),
                                         EndpointFacts()))
     assert got["bridge-json"].status == INFO
     assert got["app-server"].status == WARN
@@ -121,17 +125,17 @@ def test_stale_bridge_file_is_warn_not_fail() -> None:
     serve = replace(SERVE_OK, serve_alive=False, app_server_alive=False)
     ep = EndpointFacts(url=RECORD.url, source="/s/bridge.json",
                        kind=EndpointKind.SERVE, connect_error="connection refused")
-    got = by_name(codex_side.serve_rows(serve, ep))
+    got = by_name(serve_rows(serve, ep))
     assert got["bridge-json"].status == WARN and "stale" in got["bridge-json"].finding
     assert "rm /s/bridge.json" in str(got["bridge-json"].fix)
     assert got["app-server"].status == WARN and "stale" in got["app-server"].finding
 
 
 def test_bridge_file_odd_records() -> None:
-    assert codex_side.serve_rows(replace(SERVE_OK, record=None), EP_OK)[0].status == WARN
+    assert serve_rows(replace(SERVE_OK, record=None), EP_OK)[0].status == WARN
     no_pid = replace(SERVE_OK, record=BridgeRecord("ws://x"))
-    assert "no serve pid" in codex_side.serve_rows(no_pid, EP_OK)[0].finding
-    gone = codex_side.serve_rows(replace(SERVE_OK, app_server_alive=False), EP_OK)[0]
+    assert "no serve pid" in serve_rows(no_pid, EP_OK)[0].finding
+    gone = serve_rows(replace(SERVE_OK, app_server_alive=False), EP_OK)[0]
     assert gone.status == WARN and "4243" in gone.finding
 
 
@@ -144,7 +148,7 @@ def test_unreachable_is_fail_naming_the_url(source: str, kind: EndpointKind,
                                             fix_words: str) -> None:
     ep = EndpointFacts(url="ws://127.0.0.1:9", source=source, kind=kind,
                        connect_error="refused")
-    row = codex_side.serve_rows(SERVE_OK, ep)[1]
+    row = serve_rows(SERVE_OK, ep)[1]
     assert row.status == FAIL and "ws://127.0.0.1:9" in row.finding and source in row.finding
     assert fix_words in str(row.fix)
 
@@ -152,22 +156,22 @@ def test_unreachable_is_fail_naming_the_url(source: str, kind: EndpointKind,
 def test_unauthorized_points_at_the_token() -> None:
     ep = EndpointFacts(url="ws://127.0.0.1:9", source="--url", kind=EndpointKind.URL,
                        connect_error="server rejected WebSocket connection: HTTP 401")
-    row = codex_side.serve_rows(SERVE_OK, ep)[1]
+    row = serve_rows(SERVE_OK, ep)[1]
     assert row.status == FAIL and "CODEX_BRIDGE_TOKEN" in str(row.fix)
 
 
 def test_server_version_drift_and_unknown() -> None:
-    row = codex_side.serve_rows(SERVE_OK, replace(EP_OK, server_version="0.1.0"))[1]
+    row = serve_rows(SERVE_OK, replace(EP_OK, server_version="0.1.0"))[1]
     assert row.status == WARN and "0.1.0" in row.finding and "older than" in row.finding
     assert row.fix and f"@openai/codex@{CODEX_VERSION}" in row.fix
-    row = codex_side.serve_rows(SERVE_OK, replace(EP_OK, server_version="9.0.0"))[1]
+    row = serve_rows(SERVE_OK, replace(EP_OK, server_version="9.0.0"))[1]
     assert row.status == OK and "newer than the tested range" in row.finding
-    row = codex_side.serve_rows(SERVE_OK, replace(EP_OK, server_version=None))[1]
+    row = serve_rows(SERVE_OK, replace(EP_OK, server_version=None))[1]
     assert row.status == OK and "not in the userAgent" in row.finding
 
 
 def test_token_is_never_in_the_row() -> None:
-    row = codex_side.serve_rows(SERVE_OK, replace(EP_OK, token=True))[1]
+    row = serve_rows(SERVE_OK, replace(EP_OK, token=True))[1]
     assert row.details["token"] is True
     assert "secret" not in repr(row.as_dict())
 
@@ -405,7 +409,7 @@ def test_chain_paths() -> None:
 
 def test_verdict_json_and_text() -> None:
     checks = [Check("a", OK, "fine"), Check("b", WARN, "hmm", "do x"), Check("c", INFO, "fyi")]
-    assert exit_code(checks) == 0
+    assert healthy(checks)
     data = as_json(checks)
     assert data["ok"] is True and data["counts"] == {"FAIL": 0, "WARN": 1, "OK": 1, "INFO": 1}
     assert data["checks"][1] == {"name": "b", "status": "WARN", "finding": "hmm",
@@ -413,7 +417,7 @@ def test_verdict_json_and_text() -> None:
     text = render_text(checks)
     assert "WARN  b  hmm" in text and "fix: do x" in text and "nothing blocks" in text
     checks.append(Check("d", FAIL, "broken"))
-    assert exit_code(checks) == 1 and as_json(checks)["ok"] is False
+    assert not healthy(checks) and as_json(checks)["ok"] is False
     assert "FAIL rows block" in render_text(checks)
 
 
