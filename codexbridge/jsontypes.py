@@ -87,16 +87,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, ClassVar, Self, dataclass_transform
 
-    _Reader: TypeAlias = Callable[[Mapping[str, object], dict[str, object]], Any]
+    _Reader: TypeAlias = Callable[..., Any]  # (data, /, **given)
 else:
     def dataclass_transform(**_kwargs):
         return lambda cls: cls
 
 _ABSENT = object()
 
-# declared type → (the expression that reads it — `{get}` the key's value, `{F}` what the
-# field holds when the key is absent or of the wrong type —, the type's empty: `{F}` when
-# the field declares no default)
+# declared type → (the expression that reads it: `{get}` is the key's value, `{F}` what
+# the field holds when the key is absent or of the wrong type — its default, else the
+# type's empty, given second)
 _NARROW: dict[str, tuple[str, object]] = {
     "str | None": ("v if isinstance({get}, str) else {F}", None),
     "str": ("v if isinstance({get}, str) else {F}", ""),
@@ -120,17 +120,24 @@ _NARROW: dict[str, tuple[str, object]] = {
 
 
 def _nested(owner: type, kind: str) -> tuple[str, object, object]:
-    """`X | None` / `tuple[X, ...]` where X is a JsonRecord of `owner`'s module, read by
-    `X.parse` (`{P}`; None, or left out of the tuple, when it does not read)."""
+    """`X | None` / `tuple[X, ...]` where X is a JsonRecord of `owner`'s module (`{P}`:
+    its reader; None, or left out of the tuple, when the value is not an object — or,
+    when X reads with a `parse` of its own, what that says)."""
     many = kind.startswith("tuple[") and kind.endswith(", ...]")
     name = kind[6:-6] if many else kind.removesuffix(" | None")
     inner = getattr(sys.modules[owner.__module__], name, None)
     if not (isinstance(inner, type) and issubclass(inner, JsonRecord)):
         raise TypeError(f"{owner.__name__}: no JSON reading for a field of type {kind!r}")
+    if inner is owner or any("parse" in vars(k) for k in inner.__mro__[:-2]):
+        if many:
+            return ("tuple(x for x in map({P}, v) if x is not None) "
+                    "if isinstance({get}, list) else {F}", (), inner.parse)
+        return "{F} if {get} is None or (v := {P}(v)) is None else v", None, inner.parse
+    reader = _READERS.get(inner) or _compile(inner)  # read in line: no parse to call
     if many:
-        return ("tuple(x for x in map({P}, v) if x is not None) if isinstance({get}, list) "
-                "else {F}", (), inner.parse)
-    return "{F} if {get} is None or (v := {P}(v)) is None else v", None, inner.parse
+        return ("tuple([{P}(x) for x in v if isinstance(x, dict)]) "
+                "if isinstance({get}, list) else {F}", (), reader)
+    return "{P}(v) if isinstance({get}, dict) else {F}", None, reader
 
 
 def _specs(cls: type) -> tuple[tuple[str, str, object], ...]:
@@ -149,10 +156,10 @@ def read_fields(cls: Callable[..., T], data: Mapping[str, object], **given: obje
     facts; a field named `raw` there keeps the object as it came, for a row's details).
     `given`: the fields that are not one key's value (worked out by the caller)."""
     reader = _READERS.get(cls) or _compile(cls)  # type: ignore[call-overload, arg-type]
-    return reader(data, given)  # type: ignore[no-any-return]
+    return reader(data, **given)  # type: ignore[no-any-return]
 
 
-_READERS: dict[type, _Reader] = {}
+_READERS: dict[type, _Reader] = {}  # of a JsonRecord: its `read` once written
 
 
 def _compile(cls: type) -> _Reader:
@@ -168,7 +175,7 @@ def _compile(cls: type) -> _Reader:
     values = []
     for i, (name, kind, default) in enumerate(specs):
         if name == "raw" and fields is not None:
-            values.append(f"{name!r}: dict(data)")
+            values.append(f"args[{name!r}] = dict(data)")
             continue
         expr, empty, scope[f"_parse_{i}"] = (*_NARROW[kind], None) if kind in _NARROW \
             else _nested(cls, kind)
@@ -178,28 +185,32 @@ def _compile(cls: type) -> _Reader:
         scope[f"_empty_{i}"] = empty if default is _ABSENT else default
         read = expr.format(get=f"(v := get({wire.get(name, name)!r}))", F=f"_empty_{i}",
                            P=f"_parse_{i}")
-        values.append(f"{name!r}: {read}")
-    make = ("record = object.__new__(cls)\n    record.__dict__.update(args)\n"
-            "    return record") if fields is None else "return cls(**args)"
-    source = _READER.format(values=",\n        ".join(values), make=make)
+        values.append(f"args[{name!r}] = {read}")
+    # a JsonRecord's fields are set in its instance's own dict (no __init__ checks to
+    # pay for: every field is set here); a dataclass is made by its __init__
+    source = _READER.format(start="record = object.__new__(cls)\n    args = record.__dict__"
+                            if fields is None else "args = {}",
+                            values="\n    ".join(values),
+                            make="record" if fields is None else "cls(**args)")
     exec(source, scope)  # our own text, from the class's declared fields
     reader: _Reader = scope["read"]  # type: ignore[assignment]
     _READERS[cls] = reader
+    if fields is None and vars(cls).get("read") is vars(JsonRecord)["read"]:
+        type.__setattr__(cls, "read", staticmethod(reader))
     return reader
 
 
-# (a JsonRecord's every field is set by its reader: no need of __init__'s checks)
 _READER = """
-def read(data, given):
+def read(data, /, **given):
     get = data.get
-    args = {{
-        {values}}}
+    {start}
+    {values}
     if given:
-        unknown = given.keys() - args.keys()
-        if unknown:
-            raise TypeError(f"{{cls.__name__}}: no field {{', '.join(sorted(unknown))}}")
+        if not given.keys() <= args.keys():
+            unknown = sorted(given.keys() - args.keys())
+            raise TypeError(f"{{cls.__name__}}: no field {{', '.join(unknown)}}")
         args.update(given)
-    {make}
+    return {make}
 """
 
 
@@ -225,6 +236,8 @@ class JsonRecord:
             cls.WIRE_KEYS = {**cls.WIRE_KEYS, **wire}
         if read_with:
             cls.READ_WITH = {**cls.READ_WITH, **read_with}
+        if "read" not in vars(cls):  # written out on the first read (`_compile`)
+            type.__setattr__(cls, "read", vars(JsonRecord)["read"])
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = self._fields
@@ -245,7 +258,7 @@ class JsonRecord:
     @classmethod
     def read(cls, data: Mapping[str, object], **given: object) -> Self:
         """This record from a JSON object (`read_fields`)."""
-        return read_fields(cls, data, **given)
+        return (_READERS.get(cls) or _compile(cls))(data, **given)  # type: ignore[no-any-return]
 
     @classmethod
     def parse(cls, value: object) -> Self | None:
