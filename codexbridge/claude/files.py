@@ -218,12 +218,6 @@ class Turn:
     INTERRUPTED = "interrupted"  # the turn that took it in was ended by the human (Esc)
 
 
-def taken_in(transcript: str, offset: int, marker: str) -> bool:
-    """True when a record of `transcript` (from byte `offset`) showed Claude `marker` (see
-    `turn_of`), whatever became of that turn."""
-    return turn_of(transcript, offset, marker) != Turn.NOT_YET
-
-
 def turn_of(transcript: str, offset: int, marker: str) -> str:
     """Whether a record of `transcript` (from byte `offset`) showed Claude `marker` — a
     mail id, which every rendering of the mail carries — as part of a turn: a `user`

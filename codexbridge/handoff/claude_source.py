@@ -257,17 +257,12 @@ def session_start_hooked(project: str, mailbox: str | None) -> bool:
     """Does the project's settings run our hook at SessionStart (for `mailbox`)?"""
     for name in ("settings.json", "settings.local.json"):
         settings = obj(read_object(os.path.join(project, ".claude", name)))
-        for command in _start_commands(settings):
+        # `hooks.SessionStart[].hooks[].command` (anything of another shape runs nothing)
+        for command in ClaudeSettings.read(settings).commands("SessionStart"):
             found = ours(command)
             if found and found[0] == "hook" and mailbox in (None, found[1]):
                 return True
     return False
-
-
-def _start_commands(settings: JsonObject) -> list[str]:
-    """The commands a Claude settings file runs at SessionStart: `hooks.SessionStart[]
-    .hooks[].command` (anything of another shape there runs nothing)."""
-    return ClaudeSettings.read(settings).commands("SessionStart")
 
 
 # --- its transcript -----------------------------------------------------------------
