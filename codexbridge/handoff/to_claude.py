@@ -32,7 +32,7 @@ from ..messages import to_claude as service
 from ..messages.records import DeliveryState
 from ..messages.routing import sending_from_thread
 from . import codex_source, flow, ledger, resume
-from .claude_source import ClaudeSession, received_by, session_start_hook, target_session
+from .claude_source import ClaudeSession, received_by, session_start_hooked, target_session
 from .delta import CODEX, Received, SourceRead
 from .flow import Handoff, Outcome, Prepared, Waiting
 from .ledger import Pending, Stage, Via
@@ -50,7 +50,7 @@ def choose_via(via: str, session: ClaudeSession, project: str) -> tuple[Via, str
         raise UsageError(f"--via {via!r}: one of {', '.join(VIAS)}")
     if via == Via.MAIL or (via == AUTO and session.running):
         return Via.MAIL, None
-    if session_start_hook(project, session) is not None:
+    if session_start_hooked(project, session):
         return Via.RESUME, None
     nothing = (f"nothing runs codexbridge's hook when session {session.session_id} starts "
                f"(the codexbridge plugin is not enabled for {project}, and its settings "
