@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from codexbridge.inbox import peek as reading  # noqa: E402
 from codexbridge.inbox import store  # noqa: E402
 from codexbridge.inbox.lines import new_mail  # noqa: E402
-from codexbridge.inbox.listeners import hook_command  # noqa: E402
+from codexbridge.messages.listeners import hook_command  # noqa: E402
 
 STOP_INPUT = json.dumps({
     "session_id": "bbc71d1d-75b1-4703-87aa-1e925bce0360",

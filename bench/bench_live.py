@@ -29,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from codexbridge.host.binaries import pinned_claude  # noqa: E402
 from codexbridge.host.locking import lock, unlock  # noqa: E402
-from codexbridge.inbox.listeners import read_listeners  # noqa: E402
-from codexbridge.inbox.location import inbox_dir, watcher_path  # noqa: E402
+from codexbridge.host.mailboxes import inbox_dir  # noqa: E402
+from codexbridge.inbox.location import watcher_path  # noqa: E402
+from codexbridge.messages.listeners import read_listeners  # noqa: E402
 from codexbridge.setup.claude import install_hooks as install  # noqa: E402
 from tests.support.claude_env import offline_env, seed_interactive  # noqa: E402
 from tests.support.mock_claude import MockMessages  # noqa: E402

@@ -112,7 +112,7 @@ def plugin(argv: list[str]) -> int | list[str]:
 
 def _session_mailbox(start: bool) -> str:
     # lazy: only the plugin's commands (the Stop hook among them) name a session's mailbox
-    from ..inbox.location import inbox_dir
+    from ..host.mailboxes import inbox_dir
     from ..setup.mailbox import for_session
 
     return for_session(inbox_dir(), os.environ, os.getcwd(), start=start)

@@ -21,14 +21,15 @@ from ..hooks.process import log, parse_payload, run_hook_cli
 from ..hooks.process import read_stdin as read_hook_input
 from ..hooks.watcher import run_watch
 from ..host.limits import mail_max, mail_refused
+from ..host.mailboxes import inbox_dir, mailbox_name
 from ..inbox import store
 from ..inbox.lines import Mail, Rejected
-from ..inbox.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
-from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
-from ..inbox.listeners import Listener
-from ..inbox.location import inbox_dir, mailbox_name, rejected_path
+from ..inbox.location import rejected_path
 from ..inbox.peek import read_rejected
 from ..messages import to_claude as inbox_service
+from ..messages.listeners import WATCH_INTERVAL as DEFAULT_INTERVAL
+from ..messages.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
+from ..messages.listeners import Listener
 from ..messages.render import render_mail, sender_of
 from .command import command, echo, emit_json, read_stdin
 

@@ -2,18 +2,10 @@
 
 The SDK is imported only once the role and settings are known to be good, so a
 misconfigured registration fails fast with a clear message (exit 2) and `--help` is
-instant. Claude Code stops its MCP servers with SIGINT and SIGTERM 100 ms later:
-both end the process at once, quietly — there is nothing to flush (every tool call
-is answered or abandoned by the client that is going away; a turn already started
-keeps running in Codex).
-
-Start-up speed matters: Claude Code under `-p` waits for this server before its first
-model request. The SDK's import is nearly all of a cold start (bench/bench_mcp.py), so
-the cyclic garbage collector is kept off while it runs — see `mcp/stdio.quiet_gc` — and a
-plain stdio start is served by `mcp/startup_cache.py` (`cli/__init__.py` runs it before
-click): the start-up answered from a record, the SDK imported behind it. This command
-serves what that one leaves to click (a terminal, CODEX_BRIDGE_MCP_WARM=0, an error to
-report); `mcp/stdio.serve_stdio` is what both end in.
+instant. A plain stdio start is served by `mcp/startup_cache.py` (`cli/__init__.py` runs
+it before click); this command serves what that one leaves to click (a terminal,
+CODEX_BRIDGE_MCP_WARM=0, an error to report) and `--http`. Either's stdio session runs
+in `mcp/stdio.serve_stdio` (signals, the collector paused while the SDK loads).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import click
 
 from ..error_tables import exit_help
 from ..errors import UsageError
-from ..inbox.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
-from ..inbox.location import mailbox_name, validate_name
+from ..host.mailboxes import mailbox_name, validate_name
 from ..messages import to_claude as inbox_service
+from ..messages.listeners import WATCH_TIMEOUT as DEFAULT_TIMEOUT
 from ..setup.claude import install_hooks, setup_claude
 from ..setup.codex import setup_codex
 from ..setup.where import scope_for

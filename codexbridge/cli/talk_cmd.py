@@ -57,11 +57,17 @@ LIST_EXIT_HELP = exit_help(UsageError, ConnectError)
 READ_EXIT_HELP = exit_help(UsageError, NoThreadError, AmbiguousThreadError, ConnectError)
 
 
-def _client(url: str | None, thread: str | None = None) -> AppServerClient:
+def connect(url: str | None, thread: str | None = None) -> AppServerClient:
     """A client of the app-server in force; `thread` (when the command names one) picks
     the one that holds it when serve and the daemon both run."""
     ep = resolve_endpoint(url, thread=thread)
     return AppServerClient(ep.url, token=ep.token)
+
+
+thread_option = click.option("--thread", "selector", metavar="ID|NAME",
+                             help="Thread id or exact name. Default: the only user thread.")
+cwd_option = click.option("--cwd", "target_cwd", metavar="DIR",
+                          help="Pick the user thread whose working directory is DIR.")
 
 
 def open_tui_hint(ep: Endpoint) -> str:
@@ -124,10 +130,8 @@ def list_cmd(include_all: bool, url: str | None, as_json: bool) -> None:
 
 @talk.command("say", epilog=TALK_EXIT_HELP)
 @click.argument("text")
-@click.option("--thread", "selector", metavar="ID|NAME",
-              help="Thread id or exact name. Default: the only user thread.")
-@click.option("--cwd", "target_cwd", metavar="DIR",
-              help="Pick the user thread whose working directory is DIR.")
+@thread_option
+@cwd_option
 @click.option("--turn-cwd", metavar="DIR",
               help="Run this turn (and later ones) in DIR instead of the thread's cwd.")
 @approvals_option
@@ -182,7 +186,7 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
 
     async def go() -> Said:
         return await blocking_say(
-            message, connect=lambda: _client(url, selector), sender=sender,
+            message, connect=lambda: connect(url, selector), sender=sender,
             selector=selector, cwd=target_cwd, wait_thread=wait_thread,
             conversation=conversation, new_conversation=new_conversation,
             approvals=policy, approval_timeout=deadline, timeout=timeout, turn_cwd=turn_cwd,
@@ -301,10 +305,8 @@ class _ReplyOutput:
 
 
 @talk.command("read", epilog=READ_EXIT_HELP)
-@click.option("--thread", "selector", metavar="ID|NAME",
-              help="Thread id or exact name. Default: the only user thread.")
-@click.option("--cwd", "target_cwd", metavar="DIR",
-              help="Pick the user thread whose working directory is DIR.")
+@thread_option
+@cwd_option
 @click.option("--page-size", type=click.IntRange(1, 500), default=50, show_default=True,
               help="Turns/items fetched per request.")
 @url_option
@@ -320,7 +322,7 @@ def read_cmd(selector: str | None, target_cwd: str | None, page_size: int, url: 
         target_cwd = ensure_dir(target_cwd, "--cwd")
 
     async def go() -> tuple[ThreadInfo, list[TurnRecord]]:
-        async with _client(url, selector) as client:
+        async with connect(url, selector) as client:
             target = await find_target(client, selector, target_cwd)
             return target, await read_history(client, target.id, page_size=page_size)
 

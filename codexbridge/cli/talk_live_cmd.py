@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..codex.client import AppServerClient
-from ..codex.endpoint import resolve_endpoint
 from ..codex.protocol.approvals import approval_settings
 from ..codex.threads import find_target, rename
 from ..codex.turn import interrupt as interrupt_turn
@@ -27,8 +25,8 @@ from ..errors import (
     UsageError,
 )
 from ..host.limits import DEFAULT_MAX_HOPS
+from ..host.mailboxes import mailbox_name
 from ..host.private import ensure_private_dir, write_private
-from ..inbox.location import mailbox_name
 from ..messages.conversations import Conversations
 from ..messages.envelope import steer_text, who_sends
 from ..messages.records import Damaged, Delivery, DeliveryStore, ToCodex, close_request
@@ -47,6 +45,7 @@ from .command import (
     url_option,
     wait_thread_option,
 )
+from .talk_cmd import connect, cwd_option, thread_option
 
 if TYPE_CHECKING:
     from ..messages.to_codex import Receipt
@@ -62,22 +61,10 @@ CONTROL_EXIT_HELP = exit_help(UsageError, NoThreadError, NoRunningTurnError,
 COURIER_TIMEOUT = 4 * 3600.0
 
 
-def _client(url: str | None, thread: str | None = None) -> AppServerClient:
-    """A client of the app-server in force; `thread` (when the command names one) picks
-    the one that holds it when serve and the daemon both run."""
-    ep = resolve_endpoint(url, thread=thread)
-    return AppServerClient(ep.url, token=ep.token)
-
-
-thread_option = click.option("--thread", "selector", metavar="ID|NAME",
-                             help="Thread id or exact name. Default: the only user thread.")
-
-
 @click.command("send", epilog=SEND_EXIT_HELP)
 @click.argument("text")
 @thread_option
-@click.option("--cwd", "target_cwd", metavar="DIR",
-              help="Pick the user thread whose working directory is DIR.")
+@cwd_option
 @click.option("--reply-to", metavar="MAILBOX",
               help="Where Codex's answer goes. Default: the mailbox of the Claude Code "
                    "session running this command ($CLAUDE_CODE_MESSAGING_SOCKET), else "
@@ -262,7 +249,7 @@ def steer(text: str, selector: str | None, url: str | None, as_json: bool) -> No
     sender = who_sends(os.environ)
 
     async def go() -> tuple[str, str]:
-        async with _client(url, selector) as client:
+        async with connect(url, selector) as client:
             thread = await find_target(client, selector)
             turn = await steer_turn(client, thread.id, steer_text(sender.label, message))
             if turn is None:
@@ -288,7 +275,7 @@ def interrupt(selector: str | None, url: str | None, as_json: bool) -> None:
     `interrupted` within a moment."""
 
     async def go() -> tuple[str, str | None]:
-        async with _client(url, selector) as client:
+        async with connect(url, selector) as client:
             thread = await find_target(client, selector)
             return thread.id, await interrupt_turn(client, thread.id)
 
@@ -315,7 +302,7 @@ def name(thread: str, new_name: str, url: str | None, as_json: bool) -> None:
         raise UsageError("the name is empty")
 
     async def go() -> str:
-        async with _client(url, thread) as client:
+        async with connect(url, thread) as client:
             target = await find_target(client, thread)
             await rename(client, target.id, new_name)
             return target.id

@@ -24,7 +24,7 @@ I/O: run a binary, read a file, ask the app-server) and the rows that judge them
                     (the tests' scripted mock, tests/support/mock_codex.py, builds on it)
 
 Each file doctor looks at is read by its one typed reader (bridge.json: host/paths.py
-`BridgeRecord`; listeners: inbox/listeners.py `Listener`; deliveries: messages/records.py
+`BridgeRecord`; listeners: messages/listeners.py `Listener`; deliveries: messages/records.py
 `DeliveryStore`; the app-server's answers: codex/protocol/generated/results.py); a shape only
 doctor reads is a dataclass here, read by the shared `jsontypes.read_fields`.
 

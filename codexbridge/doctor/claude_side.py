@@ -30,10 +30,11 @@ from ..hooks.loop_guard import effective_max_chain
 from ..hooks.seen import UNNAMED, HookSeen, read_seen
 from ..host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION, VersionFit, install_hint, version_fit
 from ..host.jsonfile import loads_json
-from ..inbox.listeners import Listener, closest_name, read_listeners
-from ..inbox.location import inbox_dir, rejected_path
+from ..host.mailboxes import inbox_dir
+from ..inbox.location import rejected_path
 from ..inbox.peek import summarize
 from ..jsontypes import opt_int, read_fields
+from ..messages.listeners import Listener, closest_name, read_listeners
 from ..messages.live import Reach
 from ..messages.to_claude import reach
 from . import parse

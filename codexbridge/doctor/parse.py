@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..inbox.listeners import ours
 from ..jsontypes import obj, opt_str
+from ..messages.listeners import ours
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonValue

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from ..handoff import canary
 from ..host.jsonfile import read_object
+from ..host.mailboxes import inbox_dir
 from ..host.private import HOME_ENV, dir_problem, state_home, unsafe_state_dir
 from ..inbox import peek as reading
-from ..inbox.location import inbox_dir
 from ..jsontypes import read_fields
 from ..messages import courier_link
 from ..messages.records import Damaged, Delivery, DeliveryState, DeliveryStore, ToClaude, ToCodex

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..codex.client import AppServerClient
 from ..codex.endpoint import resolve_endpoint
 from ..errors import BridgeError
-from ..inbox.location import inbox_dir
+from ..host.mailboxes import inbox_dir
 from . import claude_source, codex_source, ledger
 from .claude_source import in_project
 from .delta import CLAUDE, CODEX, SourceRead, Verdict

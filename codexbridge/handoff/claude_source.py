@@ -4,7 +4,7 @@ and what it already has from Codex.
 ## Which session
 
 The Stop hook (and, since it also runs at SessionStart, the session's very start)
-records each session in its mailbox's listener record (`inbox/listeners.py`): session
+records each session in its mailbox's listener record (`messages/listeners.py`): session
 id, `transcript_path`, cwd, `CLAUDE_PID`, config dir. So the session is looked up,
 never guessed: an explicit id or mailbox, else the session running this command
 (`CLAUDE_CODE_SESSION_ID`), else the one session whose cwd is the project. Several
@@ -79,8 +79,8 @@ from ..errors import AmbiguousSessionError, NoSessionError
 from ..host.jsonfile import read_object
 from ..host.procs import pid_alive
 from ..host.text import writable
-from ..inbox.listeners import Listener, listeners, ours, read_listener
 from ..jsontypes import obj
+from ..messages.listeners import Listener, listeners, ours, read_listener
 from ..messages.records import Delivery, DeliveryState, DeliveryStore, ToCodex
 from ..messages.routing import SESSION_ENV, SOCKET_ENV
 from .delta import CLAUDE, Parsed, Received, Said, SourceRead, source_key

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 from ..codex.client import Rpc
 from ..codex.protocol.enums import WireEnum
 from ..codex.protocol.threads import ThreadInfo
+from ..host.clock import iso_utc
 from ..host.limits import env_int, text_max
 from ..host.private import ensure_private_dir, write_private
-from ..inbox.clock import iso_utc
 from ..messages.records import DeliveryState
 from . import claude_source, codex_source, delta, ledger
 from .claude_source import ClaudeSession

@@ -51,11 +51,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get
 
 from ..codex.protocol.enums import WireEnum
 from ..errors import DamagedStateError, HandoffStateError, UsageError
+from ..host.clock import iso_utc
 from ..host.jsonfile import read_record, record_version
 from ..host.locking import FileLock
 from ..host.private import ensure_private_dir, write_private
 from ..host.procs import pid_alive
-from ..inbox.clock import iso_utc
 from ..jsontypes import arr, obj, opt_int
 from ..messages.records import DeliveryState
 from . import resume

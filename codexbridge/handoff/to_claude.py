@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from ..codex.client import Rpc
 from ..codex.threads import find_target
 from ..errors import BridgeError, UsageError
+from ..host.mailboxes import inbox_dir
 from ..inbox.lines import Mail
-from ..inbox.location import inbox_dir
 from ..messages import to_claude as service
 from ..messages.records import DeliveryState
 from ..messages.routing import sending_from_thread

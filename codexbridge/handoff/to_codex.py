@@ -20,7 +20,7 @@ from ..codex.protocol.enums import ApprovalPolicy
 from ..codex.recover import still_queued, turn_of
 from ..codex.threads import find_target
 from ..errors import BridgeError, NoSessionError, QueueTimeoutError, RpcError
-from ..inbox.location import inbox_dir
+from ..host.mailboxes import inbox_dir
 from ..messages.to_codex import refuse_self_send
 from . import claude_source, deliver, ledger
 from .claude_source import source_session

@@ -19,27 +19,23 @@ import sys
 import time
 
 from ..claude.files import transcript_end
+from ..host.clock import iso_utc
 from ..host.jsonfile import loads_json
-from ..host.private import open_state, write_private
+from ..host.mailboxes import default_mailbox, inbox_dir, name_problem
+from ..host.private import ensure_private_dir, open_state, state_home, write_private
 from ..host.text import writable
-from ..inbox.clock import iso_utc
 from ..inbox.location import (
     chain_path,
-    default_mailbox,
-    ensure_private_dir,
     has_live,
     has_pending,
-    inbox_dir,
     log_dir,
-    name_problem,
+    rejected_path,
 )
 from ..jsontypes import JsonRecord
 from ..messages.handling import path as handling_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ..jsontypes import JsonObject, NonEmpty
 
 USAGE = """\
@@ -183,7 +179,7 @@ def run_hook_cli(argv: list[str]) -> int:
 
 def run_hook(name: str, payload: JsonObject) -> int:
     inbox = inbox_dir()
-    from ..inbox.listeners import record_listener
+    from ..messages.listeners import record_listener
 
     try:
         record_listener(inbox, name, payload, via="hook")
@@ -195,7 +191,7 @@ def run_hook(name: str, payload: JsonObject) -> int:
         note_seen(payload)
     except Exception as exc:  # evidence for doctor must never cost a delivery
         log(f"could not record what Claude Code sent the hook: {exc!r}")
-    inp = HookInput.from_payload(payload)
+    inp = HookInput.read(payload)
     if inp.event == "SessionStart":
         # A handoff delta waiting for this (resumed) session: one stat when none is.
         from ..handoff.resume import on_session_start
@@ -240,12 +236,11 @@ def courier_owed() -> None:
     """A delivery still owed to someone (an answer from Codex, a request being watched)
     with no courier to carry it — it died, or the machine restarted: start one. One
     listdir when nothing is owed."""
-    from ..host.private import state_home
-
-    if not os.path.isdir(os.path.join(state_home(), "deliveries", ".pending")):
+    owed = os.path.join(state_home(), "deliveries", ".pending")
+    if not os.path.isdir(owed):
         return
     try:
-        if not os.listdir(os.path.join(state_home(), "deliveries", ".pending")):
+        if not os.listdir(owed):
             return
         from ..messages import courier_link
 
@@ -292,16 +287,8 @@ class HookInput(JsonRecord, wire={"event": "hook_event_name"},
 
     @property
     def session_key(self) -> str:
-        return session_key(self.session_id)
-
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, object]) -> HookInput:
-        return cls.read(payload)
-
-
-def session_key(session_id: object) -> str:
-    """The key a session's chain is counted under (garbage stdin still gets one)."""
-    return session_id if isinstance(session_id, str) and session_id else UNKNOWN_SESSION
+        """The key a session's chain is counted under (garbage stdin still gets one)."""
+        return self.session_id or UNKNOWN_SESSION
 
 
 class _Damaged(Exception):
@@ -437,7 +424,6 @@ def _decide_and_deliver(inbox: str, name: str, inp: HookInput, pending: bool) ->
 
 def _deliver(inbox: str, name: str, inp: HookInput) -> bool:
     """Block with every waiting mail (True), or find only duplicates left (False)."""
-    from ..inbox.location import rejected_path
     from ..inbox.store import take_for_claude
     from ..messages.handed import note_handed
     from ..messages.render import render_mail, sender_of, spilled
@@ -461,10 +447,6 @@ def _deliver(inbox: str, name: str, inp: HookInput) -> bool:
             log(f"mailbox {name!r}: recovered {batch.recovered_files} batch(es), "
                 f"skipped {batch.duplicates} duplicate(s)")
         return True
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def claude_pid() -> int | None:

@@ -24,11 +24,11 @@ import json
 import os
 
 from ..claude.files import SessionEntry
+from ..host.clock import iso_utc
 from ..host.jsonfile import read_object
 from ..host.private import state_home, write_private
-from ..inbox import listeners
-from ..inbox.clock import iso_utc
 from ..jsontypes import JsonRecord, obj
+from ..messages import listeners
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -40,10 +40,11 @@ import time
 from enum import Enum
 
 from ..host.locking import lock
-from ..host.private import open_state
+from ..host.private import ensure_private_dir, open_state
 from ..host.procs import pid_alive
-from ..inbox.listeners import record_listener
-from ..inbox.location import ensure_private_dir, has_live, has_pending, watcher_path
+from ..inbox.location import has_live, has_pending, watcher_path
+from ..messages import live
+from ..messages.listeners import record_listener
 from .process import HookInput, claude_pid, courier_owed, log
 
 TYPE_CHECKING = False
@@ -138,8 +139,6 @@ class Road(Enum):
 
 def _live(inbox: str, name: str) -> Road:
     """The live road for the waiting mail; where the next mail goes after it."""
-    from ..messages import live
-
     try:
         outcome = live.deliver_now(inbox, name)
     except Exception as exc:  # a bug here must not strand the mail: the wake carries it
@@ -153,8 +152,6 @@ def _live(inbox: str, name: str) -> Road:
 
 
 def _settle_live(inbox: str, name: str) -> None:
-    from ..messages import live
-
     try:
         live.reconcile(inbox, name)
     except Exception as exc:  # the next stop or push settles it too
@@ -166,9 +163,7 @@ def _wake(inbox: str, name: str, payload: JsonObject, claude: int | None) -> boo
     mail counts as delivered only once the session's transcript shows the wake
     (`live.wake`): a watcher killed before its exit 2 wakes nothing, and what it took
     goes back to the mailbox for the next watcher or stop."""
-    from ..messages import live
-
-    inp = HookInput.from_payload(payload)
+    inp = HookInput.read(payload)
     with live.wake(inbox, name, session_id=inp.session_id, transcript=inp.transcript_path,
                    claude_pid=claude) as text:
         if text is None:

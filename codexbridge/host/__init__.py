@@ -17,6 +17,8 @@
     tomlfile.py     reading codex's config.toml (tomllib)
     text.py         text that can always be written (lone surrogates replaced)
     limits.py       how much a message may carry, how many hops (the env knobs)
+    mailboxes.py    what a mailbox may be called, the default one, where mailboxes live
+    clock.py        the timestamps mail and records carry (claude-codex-bridge's format)
 
 This file imports nothing: the Stop hook reaches `private.py` through it.
 """

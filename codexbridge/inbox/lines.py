@@ -14,9 +14,9 @@ import json
 import os
 from typing import NamedTuple
 
+from ..host.clock import iso_utc
 from ..host.jsonfile import loads_json
 from ..jsontypes import JsonRecord
-from .clock import iso_utc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

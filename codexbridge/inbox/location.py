@@ -1,17 +1,16 @@
-"""A mailbox: what it may be called, where its files live, and the cheap "is anything
-there?" looks the Stop hook makes before any heavy import.
+"""A mailbox's files, and the cheap "is anything there?" looks the Stop hook makes
+before any heavy import. What a mailbox may be called and the directory they live in
+are `host/mailboxes.py` (the engine decides from them too).
 
-Names are `[A-Za-z0-9._-]{1,64}`, never `.` or `..`, checked by hand instead of with a
-regex; paths are plain `str` (pathlib costs several milliseconds of import in a normal,
+Paths are plain `str` (pathlib costs several milliseconds of import in a normal,
 non-editable install): this module is on the Stop hook's fast path, stdlib only.
 
-Per mailbox NAME, in the inbox directory (`$CODEX_BRIDGE_INBOX_DIR`, else
-`<state home>/inbox`):
+Per mailbox NAME, in the inbox directory (`host.mailboxes.inbox_dir`):
 
     NAME.jsonl                  pending mail, one JSON object a line (`store.py` writes it)
     NAME.jsonl.taken-PID-NONCE  a batch being delivered by process PID (flock held)
     NAME.rejected.jsonl         lines that could not be read, with the reason
-    NAME.session.json           the last listener (Stop hook / watcher; `listeners.py`)
+    NAME.session.json           the last listener (`messages/listeners.py`)
     NAME.lock                   the writers' lock; never renamed
     NAME.delivered              recently delivered ids (bounded), for de-dup
     NAME.chain.json             the Stop hook's consecutive-block count, while a chain runs
@@ -24,64 +23,8 @@ from __future__ import annotations
 
 import os
 
-from ..host.locking import lock, unlock
-from ..host.private import ensure_private_dir, open_state, state_home
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-__all__ = ["ensure_private_dir", "state_home"]  # re-exported: the hook's one import path
-
-# --- names ---------------------------------------------------------------------------------
-
-ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-MAX_LENGTH = 64
-DEFAULT_MAILBOX = "default"
-MAILBOX_ENV = "CODEX_BRIDGE_MAILBOX"
-# `<x>.rejected.jsonl` is both mailbox x's rejected file and mailbox `x.rejected`'s mail
-# file, so that one suffix is reserved.
-RESERVED_SUFFIX = ".rejected"
-
-
-def name_problem(name: str) -> str | None:
-    """Why `name` is not a valid mailbox name, or None when it is."""
-    if not name:
-        return "a mailbox name cannot be empty"
-    if len(name) > MAX_LENGTH:
-        return f"a mailbox name is at most {MAX_LENGTH} characters (got {len(name)})"
-    if name in (".", ".."):
-        return f"{name!r} is not a mailbox name"
-    bad = sorted(set(name) - ALLOWED)
-    if bad:
-        shown = " ".join(repr(ch) for ch in bad[:5])
-        return f"mailbox names use only letters, digits, '.', '_' and '-' (found {shown})"
-    if name.endswith(RESERVED_SUFFIX):
-        return f"mailbox names cannot end in {RESERVED_SUFFIX!r} (that is the rejected-lines file)"
-    return None
-
-
-def validate_name(name: str) -> str:
-    """Return `name` unchanged, or raise MailboxNameError (exit 2) saying what is wrong."""
-    problem = name_problem(name)
-    if problem is None:
-        return name
-    from ..errors import MailboxNameError  # lazily: errors imports typing (~3 ms)
-
-    raise MailboxNameError(f"invalid mailbox name {name!r}: {problem}",
-                           details={"name": name})
-
-
-def default_mailbox(environ: Mapping[str, str] | None = None) -> str:
-    """`$CODEX_BRIDGE_MAILBOX`, else `default` — used when --to / --as is not given."""
-    env = os.environ if environ is None else environ
-    return env.get(MAILBOX_ENV) or DEFAULT_MAILBOX
-
-
-def mailbox_name(raw: str | None, env: Mapping[str, str] | None = None) -> str:
-    """`raw`, else $CODEX_BRIDGE_MAILBOX, else `default` — validated."""
-    return validate_name(raw if raw else default_mailbox(dict(env) if env else None))
-
+from ..host.locking import lock
+from ..host.private import open_state, state_home
 
 # --- files -----------------------------------------------------------------------------------
 
@@ -89,12 +32,6 @@ MAIL_SUFFIX = ".jsonl"
 LIVE_MARK = ".live-"
 TAKEN_MARK = ".jsonl.taken-"
 REJECTED_SUFFIX = ".rejected.jsonl"
-SESSION_SUFFIX = ".session.json"
-
-
-def inbox_dir() -> str:
-    """`$CODEX_BRIDGE_INBOX_DIR`, else `<state home>/inbox`."""
-    return os.environ.get("CODEX_BRIDGE_INBOX_DIR") or os.path.join(state_home(), "inbox")
 
 
 def log_dir() -> str:
@@ -107,10 +44,6 @@ def mail_path(inbox: str, name: str) -> str:
 
 def rejected_path(inbox: str, name: str) -> str:
     return os.path.join(inbox, name + REJECTED_SUFFIX)
-
-
-def session_path(inbox: str, name: str) -> str:
-    return os.path.join(inbox, name + SESSION_SUFFIX)
 
 
 def lock_path(inbox: str, name: str) -> str:
@@ -154,6 +87,20 @@ def taken_files(inbox: str, name: str) -> list[str]:
 
 # --- is anything there? --------------------------------------------------------------------
 
+def held(path: str) -> bool | None:
+    """Whether a live process holds `path`'s flock — a taken batch being delivered, an
+    in-flight live record (`live.py`); None when the file is gone. The flock dies with
+    its process, so a pid that could be reused is never trusted instead."""
+    try:
+        fd = open_state(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        return not lock(fd, blocking=False)
+    finally:
+        os.close(fd)  # (drops the lock if we just took it)
+
+
 def has_pending(inbox: str, name: str) -> bool:
     """True if NAME.jsonl holds bytes or a dead taker left a batch behind."""
     try:
@@ -161,18 +108,7 @@ def has_pending(inbox: str, name: str) -> bool:
             return True
     except FileNotFoundError:
         pass
-    for path in taken_files(inbox, name):
-        try:
-            fd = open_state(path, os.O_RDONLY)
-        except FileNotFoundError:
-            continue
-        try:
-            if lock(fd, blocking=False):  # nobody holds it: an orphan to recover
-                unlock(fd)
-                return True
-        finally:
-            os.close(fd)
-    return False
+    return any(held(path) is False for path in taken_files(inbox, name))  # orphans
 
 
 def has_live(inbox: str, name: str) -> bool:

@@ -11,17 +11,16 @@ import os
 from typing import NamedTuple
 
 from ..host.jsonfile import loads_json
-from ..host.locking import FileLock, lock
-from ..host.private import open_state
+from ..host.locking import FileLock
+from ..host.mailboxes import name_problem
 from .lines import Mail, Rejected, parse_file, split_lines
 from .location import (
     MAIL_SUFFIX,
     REJECTED_SUFFIX,
-    SESSION_SUFFIX,
     TAKEN_MARK,
+    held,
     lock_path,
     mail_path,
-    name_problem,
     rejected_path,
     taken_files,
 )
@@ -45,14 +44,7 @@ class Peek(NamedTuple):
 
 
 def _owner_alive(path: str) -> bool:
-    try:
-        fd = open_state(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return True  # gone: someone committed it
-    try:
-        return not lock(fd, blocking=False)
-    finally:
-        os.close(fd)  # closing drops the lock we may have taken
+    return held(path) is not False  # (gone: someone committed it)
 
 
 def count_lines(path: str) -> int:
@@ -127,7 +119,8 @@ class MailboxSummary(NamedTuple):
 
 
 def mailbox_names(inbox: str) -> list[str]:
-    """Every name that has mail, rejected lines, taken batches or a listener."""
+    """Every name that has mail, rejected lines or taken batches (the engine adds the
+    names listened on: `summarize`'s `listeners`)."""
     names: set[str] = set()
     try:
         entries = os.listdir(inbox)
@@ -140,8 +133,6 @@ def mailbox_names(inbox: str) -> list[str]:
             names.add(entry[: -len(REJECTED_SUFFIX)])
         elif entry.endswith(MAIL_SUFFIX):
             names.add(entry[: -len(MAIL_SUFFIX)])
-        elif entry.endswith(SESSION_SUFFIX):
-            names.add(entry[: -len(SESSION_SUFFIX)])
         elif TAKEN_MARK in entry:
             names.add(entry.split(TAKEN_MARK, 1)[0])
     return sorted(n for n in names if name_problem(n) is None)

@@ -28,23 +28,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 
+from ..host.clock import iso_utc
 from ..host.locking import FileLock, lock
-from ..host.private import open_state, write_all, write_failure, write_private
-from .clock import iso_utc
+from ..host.private import ensure_private_dir, open_state, write_all, write_failure, write_private
 from .lines import Mail, Rejected, encode_line, parse_file
 from .location import (
     TAKEN_MARK,
     delivered_path,
-    ensure_private_dir,
     lock_path,
     mail_path,
     rejected_path,
     taken_files,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
 
 # How many delivered ids are remembered for de-duplication. A recovered batch is
 # always recent, so a few thousand ids cover it with a wide margin.

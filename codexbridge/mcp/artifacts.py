@@ -166,13 +166,13 @@ class ArtifactStore:
         return art
 
     def _make_room(self, incoming: int) -> None:
-        entries = self._entries()
-        total = sum(size for _, _, size in entries)
-        for _created, art_id, size in sorted(entries):  # oldest first
+        arts = self._all()
+        total = sum(a.size for a in arts)
+        for art in sorted(arts, key=lambda a: (a.created_at, a.id)):  # oldest first
             if total + incoming <= self.max_bytes:
                 break
-            self.delete(art_id)
-            total -= size
+            self.delete(art.id)
+            total -= art.size
 
     def delete(self, art_id: str) -> None:
         # Metadata first: once it is gone the artifact no longer exists for readers.
@@ -180,19 +180,17 @@ class ArtifactStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
-    def sweep(self) -> int:
-        """Delete expired artifacts and stray temp/orphan files; returns how many went."""
+    def sweep(self) -> None:
+        """Delete expired artifacts and stray temp/orphan files."""
         now = self.clock()
-        gone = 0
         for art in self._all():
             if art.expires_at <= now:
                 self.delete(art.id)
-                gone += 1
         # Data without metadata: a create that died half-way, older than a minute.
         try:
             names = os.listdir(self.dir)
         except FileNotFoundError:
-            return gone
+            return
         for name in names:
             path = self.dir / name
             stem = name[:-4] if name.endswith(".txt") else None
@@ -200,7 +198,6 @@ class ArtifactStore:
             if (orphan or name.endswith(".tmp")) and _age(path, time.time()) > 60:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
-        return gone
 
     # -- reading ---------------------------------------------------------------------
 
@@ -227,11 +224,8 @@ class ArtifactStore:
         with open(self._data_path(art_id), "rb") as fh:
             fh.seek(offset)
             chunk = fh.read(limit + 4)  # 4 more bytes: enough to see the next char start
-        if offset + len(chunk) > art.size:
-            chunk = chunk[: art.size - offset]
-        if len(chunk) > limit:
-            n = utf8_cut(chunk, limit)
-            chunk = chunk[:n]
+        chunk = chunk[:art.size - offset]
+        chunk = chunk[:utf8_cut(chunk, limit)]
         end = offset + len(chunk)
         next_cursor = self.make_cursor(art, end) if end < art.size else None
         return Page(art, offset, chunk.decode("utf-8"), len(chunk), next_cursor)
@@ -292,16 +286,9 @@ class ArtifactStore:
             names = os.listdir(self.dir)
         except FileNotFoundError:
             return []
-        out = []
-        for name in names:
-            if name.endswith(".json") and _ID_RE.match(name[:-5]):
-                art = self._load(name[:-5])
-                if art is not None:
-                    out.append(art)
-        return out
-
-    def _entries(self) -> list[tuple[float, str, int]]:
-        return [(a.created_at, a.id, a.size) for a in self._all()]
+        found = (self._load(n[:-5]) for n in names
+                 if n.endswith(".json") and _ID_RE.match(n[:-5]))
+        return [art for art in found if art is not None]
 
 
 def _age(path: Path, now: float) -> float:

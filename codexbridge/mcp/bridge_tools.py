@@ -18,6 +18,7 @@ import asyncio
 import os
 import platform
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Annotated
 
@@ -31,6 +32,7 @@ from .results import CODES, Data, Outcome, guarded, warning
 from .runtime import Runtime, calling_thread
 
 if TYPE_CHECKING:
+    from ..codex.protocol.generated.results import InitializeResponse
     from ..handoff.flow import Outcome as HandoffOutcome
 
 PROBE_TIMEOUT = 3.0
@@ -76,35 +78,52 @@ def _mcp_version() -> str | None:
         return None
 
 
-async def _probe(rt: Runtime) -> Data:
-    """The app-server in force: where, and whether it answers the handshake."""
+@dataclass
+class AppServerSeen:
+    """What `bridge_status` shows of the app-server in force: where, and whether it
+    answers the handshake (`codexHome` only when it did)."""
+
+    url: str | None = None
+    source: str | None = None
+    reachable: bool = False
+    error: str | None = None
+    user_agent: str | None = None
+    codex_version: str | None = None
+    codex_home: str | None = None
+
+    def as_dict(self) -> Data:
+        data: Data = {"url": self.url, "source": self.source, "reachable": self.reachable,
+                      "error": self.error, "userAgent": self.user_agent,
+                      "codexVersion": self.codex_version}
+        if self.reachable:
+            data["codexHome"] = self.codex_home
+        return data
+
+
+async def _probe(rt: Runtime) -> AppServerSeen:
     from ..host.binaries import parse_version  # lazy: the cold MCP start to initialize
 
-    info: Data = {"url": None, "source": None, "reachable": False, "error": None,
-                  "userAgent": None, "codexVersion": None}
+    seen = AppServerSeen()
     try:
         ep = rt.endpoint()
-        info["url"], info["source"] = ep.url, ep.source
+        seen.url, seen.source = ep.url, ep.source
 
-        async def handshake() -> dict[str, object]:
+        async def handshake() -> InitializeResponse:
             async with rt.connect() as client:
-                return dict(getattr(client, "server_info", {}) or {})
+                return client.initialized
 
-        server_info = await asyncio.wait_for(handshake(), PROBE_TIMEOUT)
-        agent = server_info.get("userAgent")
-        info["reachable"] = True
-        info["userAgent"] = agent
-        info["codexHome"] = server_info.get("codexHome")
+        answer = await asyncio.wait_for(handshake(), PROBE_TIMEOUT)
+        seen.reachable, seen.user_agent = True, answer.user_agent
+        seen.codex_home = answer.codex_home
         # userAgent is `<client>/<codex version> (<os>) …`
-        agent_text = agent if isinstance(agent, str) else ""
-        info["codexVersion"] = parse_version(agent_text.split("/", 1)[-1])
+        seen.codex_version = parse_version((answer.user_agent or "").split("/", 1)[-1])
     except BridgeError as exc:
-        info["error"] = exc.message
+        seen.error = exc.message
     except TimeoutError:
-        info["error"] = f"no answer within {PROBE_TIMEOUT:g} s"
+        seen.error = f"no answer within {PROBE_TIMEOUT:g} s"
     except OSError as exc:
-        info["error"] = str(exc)
-    return info
+        seen.error = str(exc)
+    return seen
 
 
 def _deliveries() -> list[Data]:
@@ -113,15 +132,16 @@ def _deliveries() -> list[Data]:
     from ..messages.records import DeliveryStore
 
     try:
-        return [{k: r[k] for k in ("id", "state", "direction", "thread_id", "created_at")}
-                for r in (d.as_dict() for d in DeliveryStore().recent(10))]
+        return [{"id": d.id, "state": d.state.value, "direction": d.direction.value,
+                 "thread_id": d.thread_id, "created_at": d.created_at}
+                for d in DeliveryStore().recent(10)]
     except OSError as exc:  # a status call never fails on an unreadable state dir
         return [{"error": str(exc)}]
 
 
 def _mailboxes(rt: Runtime) -> Data:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine
-    from ..inbox.location import default_mailbox
+    from ..host.mailboxes import default_mailbox
     from ..messages import to_claude as inbox
 
     directory = rt.inbox()
@@ -144,8 +164,8 @@ async def status(rt: Runtime, tools: list[str]) -> Outcome:
         "tools": tools,
         "versions": {"codexbridge": __version__, "mcp": _mcp_version(),
                      "python": platform.python_version(),
-                     "codex": app.get("codexVersion")},
-        "appServer": app,
+                     "codex": app.codex_version},
+        "appServer": app.as_dict(),
         "mailboxes": _mailboxes(rt),
         "settings": rt.settings.as_dict(),
         "deliveries": _deliveries(),
@@ -153,9 +173,9 @@ async def status(rt: Runtime, tools: list[str]) -> Outcome:
         "errorCodes": {code: {"retryable": r, "meaning": m}
                        for code, (r, m) in CODES.items()},
     }
-    reach = "reachable" if app["reachable"] else f"NOT reachable ({app['error']})"
+    reach = "reachable" if app.reachable else f"NOT reachable ({app.error})"
     summary = (f"codexbridge {__version__} MCP server, role {rt.settings.role}; "
-               f"app-server {app['url'] or '(none configured)'} {reach}; "
+               f"app-server {app.url or '(none configured)'} {reach}; "
                f"approvals={rt.settings.approvals}")
     return Outcome(data, summary)
 

@@ -127,7 +127,7 @@ def wire_alias(fn: Tool, name: str, wire: str) -> Tool:
 def _listener_view(rec: Mapping[str, object] | None) -> dict[str, object] | None:
     if rec is None:
         return None
-    return {k: rec.get(k) for k in ("cwd", "session_id", "last_seen", "via") if k in rec}
+    return {k: rec[k] for k in ("cwd", "session_id", "last_seen", "via") if k in rec}
 
 
 def _mail_view(mail: Mail) -> Data:
@@ -143,12 +143,11 @@ async def list_mailboxes(rt: Runtime, limit: int) -> Outcome:
              "inFlight": s.in_flight, "listener": _listener_view(s.listener),
              "reach": inbox.reach(directory, s.name) if s.listener else None}
             for s in summaries]
-    shown = rows[:limit]
     summary = (f"{len(rows)} mailbox(es) in {directory}" + "".join(
-        f"\n- {r['name']}: {r['pending']} pending, "
-        + ("listened on" if r["listener"] else "no listener") for r in shown))
-    return Outcome({"inboxDir": directory, "total": len(rows), "mailboxes": shown,
-                    "truncated": len(rows) > len(shown)}, summary)
+        f"\n- {s.name}: {s.pending} pending, "
+        + ("listened on" if s.listener else "no listener") for s in summaries[:limit]))
+    return Outcome({"inboxDir": directory, "total": len(rows), "mailboxes": rows[:limit],
+                    "truncated": len(rows) > limit}, summary)
 
 
 async def peek(rt: Runtime, mailbox: str | None, max_messages: int) -> Outcome:

@@ -3,16 +3,10 @@ thread — list the loaded threads, read one, send a message as a new turn and r
 Codex's reply (or, with wait=false, a receipt), and see where such a receipt is.
 
 A thread is named by id or by its exact name, or left out when exactly one user thread
-is loaded — never guessed. They drive the same core as `codexbridge talk`:
-
-    codex_message_send → talk.deliveries.blocking_say (what `talk say` calls too):
-      resolve the thread (id or exact name; never a guess), the request's record,
-      talk.turn.say() — thread/resume, thread/queue/add (codex's own queue orders our
-      turn behind the human's and other senders', across processes), follow the turn
-    → reply inline, or as an artifact when it is large
-
-With wait=false the courier of `talk send` carries the turn instead and the call returns
-the receipt (`send_async`); `codex_delivery_status` reads the record.
+is loaded — never guessed. `codex_message_send` drives the engine `codexbridge talk`
+drives: `messages/to_codex.blocking_say` (what `talk say` calls too; its reply inline, or
+as an artifact when it is large), or with wait=false `to_codex.send`, whose courier
+carries the turn (the receipt of `talk send`); `codex_delivery_status` reads the record.
 
 Retry safety: everything before our submission turns into a turn is retryable (nothing
 ran; a submission still waiting after CODEX_BRIDGE_QUEUE_WAIT is taken back out of the
@@ -20,7 +14,7 @@ queue). From the moment the turn starts (`SayProgress.turn_start_sent`) every fa
 `retryable: false` and `turnStarted: true` — the turn may be running even if we never saw
 its answer.
 
-The talk core (the app-server client, websockets, the turn follower) is imported by the
+The engine (the app-server client, websockets, the turn follower) is imported by the
 tool bodies on their first call, so registering these tools costs only their schemas.
 """
 
@@ -38,7 +32,7 @@ from pydantic import Field
 
 from ..codex.protocol.approvals import MCP_POLICIES, parse_policy
 from ..codex.protocol.enums import TurnOutcome
-from ..inbox.location import mailbox_name
+from ..host.mailboxes import mailbox_name
 from ..messages.frame import quoted
 from .results import Data, Outcome, Warnings, guarded
 from .runtime import Runtime, calling_thread
@@ -152,13 +146,13 @@ async def list_threads(rt: Runtime, limit: int) -> Outcome:
 
     async with rt.connect() as client:
         threads = await loaded(client)
-    rows = [t.as_dict() for t in threads]
-    shown = rows[:limit]
-    summary = f"{len(rows)} user thread(s) loaded" + "".join(
-        f"\n- {t['id']}  name={t['name'] or '-'}  cwd={t['cwd'] or '-'}  "
-        f"status={t['status']}" for t in shown)
-    return Outcome({"url": rt.endpoint().url, "total": len(rows), "threads": shown,
-                    "truncated": len(rows) > len(shown)}, summary)
+    shown = threads[:limit]
+    summary = f"{len(threads)} user thread(s) loaded" + "".join(
+        f"\n- {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}  "
+        f"status={t.status_label}" for t in shown)
+    return Outcome({"url": rt.endpoint().url, "total": len(threads),
+                    "threads": [t.as_dict() for t in shown],
+                    "truncated": len(threads) > len(shown)}, summary)
 
 
 async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
@@ -170,15 +164,14 @@ async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
         thread = await find_target(client, selector)
         turns = await read_history(client, thread.id)
     shown = turns[-limit:]
-    rendered: list[dict[str, object]] = []
-    for turn in shown:
-        lines = [line for item in turn.items if (line := render_item(item))]
-        rendered.append({"id": turn.id, "status": turn.status,
-                         "startedAt": turn.started_at, "text": "\n".join(lines)})
+    texts = ["\n".join(line for item in t.items if (line := render_item(item))) for t in shown]
+    heads: list[Data] = [{"id": t.id, "status": t.status, "startedAt": t.started_at}
+                         for t in shown]
+    rendered = [{**head, "text": text} for head, text in zip(heads, texts, strict=True)]
     data: Data = {"thread": thread.as_dict(), "totalTurns": len(turns),
                   "truncated": len(turns) > len(shown)}
-    transcript = "\n\n".join(f"[turn {t['id']} · {t['status']}]\n{t['text']}"
-                             for t in rendered)
+    transcript = "\n\n".join(f"[turn {t.id} · {t.status}]\n{text}"
+                             for t, text in zip(shown, texts, strict=True))
     size = len(json.dumps(rendered, ensure_ascii=False).encode("utf-8"))
     warnings: Warnings = []
     if size <= rt.settings.inline_max:
@@ -189,7 +182,7 @@ async def read_thread(rt: Runtime, selector: str | None, limit: int) -> Outcome:
     else:
         out, warnings = rt.deliver(transcript, kind="codex_thread",
                                    meta={"threadId": thread.id})
-        data["turns"] = [{k: v for k, v in t.items() if k != "text"} for t in rendered]
+        data["turns"] = heads
         data["artifact"] = out.artifact
         data["transcript"] = out.text
         art_id = out.artifact["artifactId"] if out.artifact else None
@@ -211,19 +204,17 @@ def check_args(rt: Runtime, text: str, approvals: str | None) -> ApprovalPolicy:
 
 async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | None,
                approvals: str | None, conversation: str | None = None, *,
-               sender: Sender | None = None, new_conversation: bool = False) -> Outcome:
-    """wait=true: `deliveries.blocking_say` — one turn on the thread, in line behind the
+               sender: Sender, new_conversation: bool = False) -> Outcome:
+    """wait=true: `to_codex.blocking_say` — one turn on the thread, in line behind the
     others, its record ended when the call ends — and its reply."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
-    from ..messages.envelope import who_sends
     from ..messages.to_codex import blocking_say
 
     policy = check_args(rt, text, approvals)
     timeout = (timeout_ms / 1000.0) if timeout_ms else rt.settings.turn_timeout
     said = await blocking_say(
-        text, connect=rt.connect,
-        sender=sender or who_sends(os.environ, mcp_role=rt.settings.role),
-        selector=selector, conversation=conversation, new_conversation=new_conversation,
+        text, connect=rt.connect, sender=sender, selector=selector,
+        conversation=conversation, new_conversation=new_conversation,
         approvals=policy, approval_timeout=rt.settings.approval_timeout, timeout=timeout,
         busy_timeout=rt.settings.queue_wait, capture_limit=rt.settings.capture_max)
     return _replied(rt, said.thread, said.result, timeout, said.delivery_id)
@@ -302,9 +293,10 @@ async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
 
     store = DeliveryStore()
     if delivery_id is None:
-        rows = [r.as_dict() for r in store.recent(20)]
-        return Outcome({"deliveries": rows}, f"{len(rows)} recent deliveries" + "".join(
-            f"\n- {r['id']} {r['state']} {r['direction']}" for r in rows))
+        recent = store.recent(20)
+        return Outcome({"deliveries": [r.as_dict() for r in recent]},
+                       f"{len(recent)} recent deliveries" + "".join(
+                           f"\n- {r.id} {r.state} {r.direction}" for r in recent))
     record = await asyncio.to_thread(check, store, delivery_id)
     end = time.monotonic() + wait
     while not record.state.final and time.monotonic() < end:

@@ -44,15 +44,15 @@ async def connect_from_endpoint() -> AsyncIterator[AppServerClient]:
 
 
 def resolve_endpoint() -> Endpoint:
-    """`talk.endpoint.resolve_endpoint()`, imported on the first call."""
+    """`codex.endpoint.resolve_endpoint()`, imported on the first call."""
     from ..codex.endpoint import resolve_endpoint as resolve  # lazy: the cold MCP start
 
     return resolve()
 
 
 def inbox_dir() -> str:
-    """`inbox.location.inbox_dir()`, imported on the first call."""
-    from ..inbox.location import inbox_dir as where  # lazy: the cold MCP start
+    """`host.mailboxes.inbox_dir()`, imported on the first call."""
+    from ..host.mailboxes import inbox_dir as where  # lazy: the cold MCP start
 
     return where()
 

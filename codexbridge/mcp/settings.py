@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
 
 from ..codex.protocol.approvals import DEFAULT_APPROVAL_TIMEOUT, MCP_POLICIES, approval_settings
 from ..codex.protocol.enums import ApprovalPolicy
@@ -86,9 +86,10 @@ def resolve_role(flag: str | None, env: Mapping[str, str]) -> Role:
     return raw
 
 
-def _numbers(env: Mapping[str, str]) -> dict[str, float]:
-    """The numeric knobs that are set, checked against their minimum (by attribute)."""
-    values: dict[str, float] = {}
+def _numbers(env: Mapping[str, str]) -> dict[str, Any]:
+    """The numeric knobs that are set (an int or a float, as the field is), checked
+    against their minimum (by attribute)."""
+    values: dict[str, Any] = {}
     for name, (attr, kind, minimum) in _NUMERIC.items():
         raw = env.get(name)
         if raw is None or raw.strip() == "":
@@ -113,17 +114,7 @@ def load(role: Role, env: Mapping[str, str] | None = None) -> Settings:
     if parse_knob(env.get(KNOB)) is None:
         raise UsageError(f"{KNOB}={env.get(KNOB)!r} is not a number of seconds "
                          "(0 turns the quick start off)")
-    d = Settings(role)
-    settings = Settings(
-        role, approvals, approval_timeout,
-        turn_timeout=got.get("turn_timeout", d.turn_timeout),
-        queue_wait=got.get("queue_wait", d.queue_wait),
-        inline_max=int(got.get("inline_max", d.inline_max)),
-        capture_max=int(got.get("capture_max", d.capture_max)),
-        page_bytes=int(got.get("page_bytes", d.page_bytes)),
-        artifact_ttl=got.get("artifact_ttl", d.artifact_ttl),
-        artifact_store_max=int(got.get("artifact_store_max", d.artifact_store_max)),
-        text_max=int(got.get("text_max", d.text_max)))
+    settings = replace(Settings(role, approvals, approval_timeout), **got)
     if settings.inline_max > settings.capture_max:
         raise UsageError("CODEX_BRIDGE_INLINE_MAX cannot be larger than CODEX_BRIDGE_CAPTURE_MAX")
     if settings.capture_max > settings.artifact_store_max:

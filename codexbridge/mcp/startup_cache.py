@@ -26,11 +26,20 @@ records them, and the next start gives them from the record before it imports an
         otherwise the start is cold and rewrites it.
         CODEX_BRIDGE_MCP_WARM=0: no record is read or written; every start is cold.
 
-No process outlives its session and nothing listens. What it risks — a record that no
-longer matches the code it answers for, a first tool call that waits for the SDK's
-import — is written down in docs/mcp.md, "Warm start". The import waits for that call
-rather than running behind the start-up: on a 2-core box it would compete with the
-agent's own start for the CPU, and most `claude -p` sessions call no tool at all.
+No process outlives its session and nothing listens. The import waits for the first
+message the record lacks rather than running behind the start-up: on a 2-core box it
+would compete with the agent's own start for the CPU, and most `claude -p` sessions
+call no tool at all.
+
+Risks (docs/mcp.md, "Warm start", says what each costs): a record that no longer matches
+the code it answers for (an edit deep inside the SDK that leaves its packages' top files
+alone: the old start-up answers until the record is deleted or the knob is 0); the first
+tool call of a session waits for the SDK's import; another CODEX_BRIDGE_* value or a
+client whose start-up requests differ starts cold and records again; a record someone
+else planted (read only from the private runtime dir, without following links); the
+SDK's insides (the hand-over serves `MCPServer._lowlevel_server` on streams of ours);
+an agent that closes stdin before any tool call gets no closing error for its open
+`subscriptions/listen`.
 
 At import: the standard library and what every start needs anyway (the error tree, the
 private dirs, stdio's signal handler — a cold start imports them too); the settings on
@@ -49,7 +58,8 @@ from importlib.machinery import PathFinder
 from typing import IO, TYPE_CHECKING, cast
 
 from ..errors import BridgeError
-from ..host.private import check_state_dirs
+from ..host.jsonfile import read_object
+from ..host.private import check_state_dirs, write_all, write_atomic
 from ..host.runtime import private_runtime_dir
 from ..jsontypes import JsonRecord
 from .stdio import exit_now, serve_stdio
@@ -78,6 +88,7 @@ ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"  # its _meta key: the listen's id
 SDK_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio")
 RECORD_VERSION = 1
+WIRE = "<stdout>"  # what a failed write to the agent names
 
 
 def parse_knob(raw: str | None) -> bool | None:
@@ -172,30 +183,15 @@ class StartupRecord(JsonRecord):
 
 def load_record(path: str | None, key: str) -> dict[str, object]:
     """The recorded answers (request_key → {"result": …} or {"error": …}) made for `key`;
-    {} if none."""
-    if path is None:
-        return {}
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with open(fd, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return {}
-    record = StartupRecord.parse(data)
+    {} if none (never read through a symlink)."""
+    record = StartupRecord.parse(read_object(path)) if path is not None else None
     return {**record.answers} if record is not None and record.key == key else {}
 
 
 def save_record(path: str, key: str, answers: dict[str, object]) -> None:
     """Write the record whole (a reader sees the old one or the new one), 0600."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with open(fd, "wb") as fh:
-            fh.write(json.dumps({"key": key, "answers": answers}).encode())
-        os.replace(tmp, path)
-    except OSError:  # no record: the next start is cold, nothing worse
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    with contextlib.suppress(OSError):  # no record: the next start is cold, nothing worse
+        write_atomic(path, json.dumps({"key": key, "answers": answers}).encode(), mode=0o600)
 
 
 # --- the session -----------------------------------------------------------------------
@@ -241,12 +237,6 @@ def _claim_wire() -> tuple[int, int]:
     return wire_in, wire_out
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 class _Rpc:
     """One JSON-RPC message, as far as the quick start reads it."""
 
@@ -276,14 +266,18 @@ class _Rpc:
         return cls(data) if isinstance(data, dict) else None
 
 
-class _Session:
+class _Session(io.TextIOBase):
+    """One quick-started session; from the hand-over also the SDK's stdin (`readline`:
+    the lines already read, then the rest of the wire) and stdout (`write`: the wire,
+    less its answers to what the record answered, its start-up answers recorded)."""
+
     def __init__(self, flag: str | None, path: str | None, key: str,
                  answers: dict[str, object]) -> None:
         self.flag, self.path, self.key, self.answers = flag, path, key, answers
         self.recorded = dict(answers)
         self.wire_in, self.wire_out = _claim_wire()
         self.reader = open(self.wire_in, "rb")  # noqa: SIM115 - the session's for its life
-        self.read: list[bytes] = []  # every line so far: the SDK is handed them all
+        self.lines: list[bytes] = []  # every line so far: the SDK is handed them all
         self.answered: set[str] = set()  # ids (as JSON) the record answered
         self.asked: dict[str, str] = {}  # id → request_key of start-up requests to record
 
@@ -291,12 +285,13 @@ class _Session:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, exit_now)
         for line in iter(self.reader.readline, b""):
-            self.read.append(line)
+            self.lines.append(line)
             if not self._answer(line):
                 break
         else:
             return  # EOF: the agent went away before it needed the SDK
-        self._hand_over()
+        # (a text stream as far as the SDK's transport goes: it calls readline and write)
+        serve_stdio(load_settings(self.flag), streams=(cast(IO[str], self),) * 2)
 
     def _answer(self, line: bytes) -> bool:
         """Answer `line` from the record; False when it is the SDK's."""
@@ -315,26 +310,26 @@ class _Session:
             answer = {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
                       "params": {**acknowledged, "_meta": meta}}
         # the SDK's own spelling (compact, UTF-8): the same bytes as a cold start's answer
-        _write_all(self.wire_out, json.dumps(answer, ensure_ascii=False,
-                                             separators=(",", ":")).encode() + b"\n")
+        write_all(self.wire_out, json.dumps(answer, ensure_ascii=False,
+                                            separators=(",", ":")).encode() + b"\n", WIRE)
         self.answered.add(message.id)
         return True
 
-    def _hand_over(self) -> None:
-        # (text streams as far as the SDK's transport goes: it calls readline and write)
-        streams = (cast(IO[str], _Replay(self)), cast(IO[str], _Filter(self)))
-        serve_stdio(load_settings(self.flag), streams=streams)
-
-    # what the SDK reads and writes pass through these two
-
-    def note_request(self, line: str) -> None:
-        """A start-up request the SDK will answer: its answer goes into the record."""
-        message = _Rpc.parse(line)
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        raw = self.lines.pop(0) if self.lines else self.reader.readline()
+        line = raw.decode("utf-8", errors="replace")
+        message = _Rpc.parse(line)  # a start-up request the SDK answers: into the record
         if message is not None and message.method in STARTUP and message.id is not None \
                 and message.id not in self.answered:
             self.asked[message.id] = message.key
+        return line
 
-    def keep_answer(self, text: str) -> bool:
+    def write(self, text: str) -> int:
+        if self._keep(text):
+            write_all(self.wire_out, text.encode(), WIRE)
+        return len(text)
+
+    def _keep(self, text: str) -> bool:
         """Whether the SDK's message `text` goes on the wire (not a second answer to a
         request the record answered); start-up answers are recorded."""
         message = _Rpc.parse(text)
@@ -349,29 +344,3 @@ class _Session:
             self.recorded[asked] = message.answer
             save_record(self.path, self.key, self.recorded)
         return True
-
-
-class _Replay(io.TextIOBase):
-    """The SDK's stdin: the lines already read, then the rest of the wire."""
-
-    def __init__(self, session: _Session) -> None:
-        self.session = session
-        self.lines = list(session.read)
-
-    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
-        raw = self.lines.pop(0) if self.lines else self.session.reader.readline()
-        line = raw.decode("utf-8", errors="replace")
-        self.session.note_request(line)
-        return line
-
-
-class _Filter(io.TextIOBase):
-    """The SDK's stdout: the wire, less its answers to what the record answered."""
-
-    def __init__(self, session: _Session) -> None:
-        self.session = session
-
-    def write(self, text: str) -> int:
-        if self.session.keep_answer(text):
-            _write_all(self.session.wire_out, text.encode())
-        return len(text)

@@ -30,12 +30,15 @@ and what every message carries (pure or stdlib: the Stop hook reads some of it):
     frame.py         the sealed frame around words handed to a model, the quoting of
                      look-alike lines in them, who may be named a sender
     routing.py       where a reply goes; where a send comes from
+    listeners.py     who listens as which mailbox (`<name>.session.json`, the table a
+                     reply is routed by) and the hook commands that make a session listen
     render.py        the text Claude is handed for a batch of mail; big mail as a
                      preview and a private file
     handling.py      what a Claude session is handling right now
 
 Below it, the adapters (siblings that never import each other): `codex/` (codex's
-app-server) and `inbox/` (the JSONL mailbox store and the listeners); under them
-`host/` (this machine, and the size and hop limits: `host/limits.py`). This file
+app-server) and `inbox/` (the JSONL mailbox store); under them
+`host/` (this machine; the size and hop limits: `host/limits.py`; mailbox names
+and where mailboxes live: `host/mailboxes.py`). This file
 imports nothing: the Stop hook imports this package on every stop.
 """

@@ -33,9 +33,10 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
     replies were handed to the courier."""
     if not session_id:
         return 0
-    # The session's own mailbox (before due() may remove the file): told if an answer
+    # The session's own mailbox (before settle() may remove the file): told if an answer
     # cannot reach its thread.
-    mailbox = (handling.read(session_id) or {}).get("mailbox")
+    marker = handling.current_marker(session_id)
+    mailbox = marker.mailbox if marker is not None else None
     settled = settle(session_id, answer)
     requests = [r for r in settled.answered if r.get("thread") and r.get("request")]
     cut = [r for r in settled.interrupted if r.get("thread") and r.get("request")]
@@ -67,7 +68,7 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
         if answer:
             reply = new_reply(store, str(req["thread"]), request,
                               opt_str(req.get("conversation")), answer, reach=reach,
-                              reply_to=mailbox if isinstance(mailbox, str) else None)
+                              reply_to=mailbox)
         else:  # nothing to send back: the asking thread is told so, not left waiting
             reply = new_reply(store, str(req["thread"]), request,
                               opt_str(req.get("conversation")),
@@ -156,12 +157,6 @@ class Settled:
         self.conversation = conversation
 
 
-def due(session_id: str, answer: str | None = None) -> tuple[list[JsonObject], str | None]:
-    """`settle` without the interrupted ones (they are taken out all the same)."""
-    settled = settle(session_id, answer)
-    return settled.answered, settled.conversation
-
-
 def settle(session_id: str, answer: str | None = None) -> Settled:
     """At a stop: take out the requests this turn's final message `answer` answers — those
     it names (the envelope asks Claude to echo the request token), and those whose mail
@@ -224,7 +219,7 @@ def interrupted(session_id: str, request: str) -> JsonObject | None:
 
 def _named(request: handling.Handed, answer: str | None) -> bool:
     token = request.request
-    return bool(answer) and bool(token) and token is not None and token in str(answer)
+    return bool(answer and token and token in answer)
 
 
 def _turn(handed: handling.Handed) -> str:

@@ -278,12 +278,6 @@ class Conversations:
             return Setting(max_hops(dict(env)), f"${MAX_HOPS_ENV}")
         return Setting(DEFAULT_MAX_HOPS, "the default")
 
-    def spend(self, conv: str | None, hop: Mapping[str, str | None],
-              limit: int) -> tuple[str, int]:
-        """`spend_hop` as (conversation id, this hop's number)."""
-        spent = self.spend_hop(conv, hop, limit)
-        return spent.conversation, spent.n
-
     def spend_hop(self, conv: str | None, hop: Mapping[str, str | None], limit: int,
                   words: str | None = None) -> Hop:
         """Spend one hop of `conv` (a new conversation when None) for the request `hop`

@@ -43,12 +43,12 @@ from ..errors import BridgeError, ConnectError, RequestTimeoutError
 from ..host.jsonfile import loads_json
 from ..host.limits import clip, mail_max
 from ..host.locking import FileLock, LockTimeout
+from ..host.mailboxes import inbox_dir
 from ..host.paths import state_dir
 from ..host.private import write_private
 from ..host.procs import pid_alive
 from ..host.text import for_terminal
-from ..inbox.location import inbox_dir
-from . import courier_link, envelope, frame, live
+from . import courier_link, frame, live
 from . import to_claude as inbox
 from .answers import watch_interrupt
 from .records import (
@@ -58,10 +58,10 @@ from .records import (
     ToClaude,
     ToCodex,
     close_request,
+    envelope_of,
     new_reply,
     preview,
 )
-from .records import envelope_of as of
 from .to_codex import get
 
 CLIENT_NAME = "codexbridge-courier"
@@ -241,10 +241,6 @@ def _log_to_stdout() -> None:
 
 # --- to Codex --------------------------------------------------------------------------
 
-def envelope_of(record: ToCodex) -> envelope.Envelope:
-    return of(record)
-
-
 async def carry(store: DeliveryStore, delivery_id: str) -> ToCodex:
     """Carry one to-codex delivery to a final state — or leave it `awaiting-reply` when
     the turn outlives the record's `turn_timeout`."""
@@ -398,19 +394,12 @@ def _answering(r: Delivery) -> None:
 
 
 def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress) -> None:
-    """Note codex's queue entry and the turn's start. Never backwards: on an idle thread
-    the turn (even its first delta) can come before the answer to thread/queue/add."""
-    def queued(r: ToCodex) -> None:
-        r.submission_id = p.submission_id
-
-    def started(r: ToCodex) -> None:
-        r.turn_id = p.turn_id
-        r.take()
-
-    if what in ("queued", "started"):
-        store.update(delivery_id, queued if what == "queued" else started, ToCodex)
-    elif what == "answering":
+    """Note codex's queue entry, the turn's start (`ToCodex.progress`), its first words."""
+    if what == "answering":
         store.update(delivery_id, _answering)
+    else:
+        store.update(delivery_id, lambda r: r.progress(what, p.submission_id, p.turn_id),
+                     ToCodex)
 
 
 def _clock(ts: float) -> str:

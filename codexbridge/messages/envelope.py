@@ -168,9 +168,3 @@ class Envelope(NamedTuple):
 
     def wrap(self, text: str, seal: str | None = None) -> str:
         return frame(self.header(), text, f"end of the message from {self.sender}", seal)
-
-    def fields(self) -> dict[str, object]:
-        """The same facts as structured fields (mail lines, delivery records)."""
-        return {"request": self.request, "conversation": self.conversation, "hop": self.hop,
-                "max_hops": self.max_hops, "in_reply_to": self.in_reply_to,
-                "sender": self.sender}

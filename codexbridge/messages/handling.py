@@ -141,13 +141,6 @@ def current_marker(session_id: str) -> Marker | None:
         return None
 
 
-def read(session_id: str) -> JsonObject | None:
-    """The marker as JSON, for callers that show or pass it on (None: none, or
-    damaged)."""
-    marker = current_marker(session_id)
-    return None if marker is None else marker.to_json()
-
-
 def write(session_id: str, marker: Marker | None) -> None:
     if marker is None:
         try:  # noqa: SIM105 - no contextlib on the hook's path
@@ -176,7 +169,7 @@ def note(session_id: str, mailbox: str, mails: list[JsonObject],
                                    request=fields.request or ident, conversation=conv))
         elif conv is not None and ident is not None:
             # mail that expects no answer still carries its conversation into the turn
-            # that handles it: kept until that turn's stop (see `due`)
+            # that handles it: kept until that turn's stop (see `answers.settle`)
             carried.append(Handed(ident, transcript, offset))
     if conversation is None and not requests:
         return []

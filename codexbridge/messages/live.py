@@ -63,10 +63,10 @@ from ..host.private import open_state, write_private
 from ..host.procs import pid_alive
 from ..inbox import store
 from ..inbox.lines import Mail, parse_line
-from ..inbox.listeners import Listener, claude_config_dir, read_listener, registry_path
-from ..inbox.location import live_files, live_path, rejected_path
+from ..inbox.location import held, live_files, live_path, rejected_path
 from ..jsontypes import objs, opt_float, opt_int, opt_str
 from .handed import note_handed, note_sent
+from .listeners import Listener, claude_config_dir, read_listener, registry_path
 from .records import DeliveryState
 from .render import render_mail, spilled
 
@@ -395,18 +395,6 @@ def _hold(path: str) -> None:
     _HOLDING.append(fd)
 
 
-def _held(path: str) -> bool:
-    """Whether the process that wrote in-flight record `path` still holds it."""
-    try:
-        fd = open_state(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        return not lock(fd, blocking=False)
-    finally:
-        os.close(fd)  # (drops the lock if we just took it)
-
-
 @contextlib.contextmanager
 def wake(inbox: str, name: str, *, session_id: str | None, transcript: str | None,
          claude_pid: int | None) -> Iterator[str | None]:
@@ -491,7 +479,7 @@ def reconcile(inbox: str, name: str, *, answer: str | None = None) -> None:
             if gone:
                 why = "the session ended before the message reached it"
             elif record.via is Via.WAKE:
-                if state is None and age > WAKE_GRACE_S and not _held(path):
+                if state is None and age > WAKE_GRACE_S and not held(path):
                     why = "the watcher was stopped before it could wake the session"
             elif (state is None and record.state is DeliveryState.DELIVERING
                     and age > NEVER_TAKEN_S):

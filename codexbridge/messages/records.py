@@ -223,6 +223,15 @@ class ToCodex(Core):
         """Not yet at its end, and its sender does not follow it itself."""
         return not self.state.final and not self.blocking
 
+    def progress(self, what: str, submission_id: str | None, turn_id: str | None) -> None:
+        """What codex said of the message (`SayProgress`): its queue entry, our turn's
+        start. Never backwards: on an idle thread the turn (even its first delta) can
+        come before the answer to thread/queue/add."""
+        self.submission_id = submission_id or self.submission_id
+        if what == "started" and turn_id:
+            self.turn_id = turn_id
+            self.take()
+
 
 @dataclass(kw_only=True, slots=True)
 class ToClaude(Core):
@@ -297,17 +306,11 @@ def from_json(data: object) -> Delivery:
 def envelope_of(record: ToCodex) -> envelope.Envelope:
     """The header the peer and the human see above the message: who sent it, as recorded
     (`envelope.who_sends`), its conversation's true hop n/N, where the answer goes."""
-    if record.blocking:
-        waits = "the asking Codex" if record.sender == envelope.Speaker.CODEX.value \
-            else "the asking Claude"
-        where: str | None = f"this call ({waits} waits for it)"
-    elif record.reply_to and not record.in_reply_to:
-        asker = "the asking Codex" if record.sender == envelope.Speaker.CODEX.value \
-            else "the human" if record.sender == envelope.Speaker.HUMAN.value \
-            else "the asking Claude"
-        where = f'mailbox "{record.reply_to}" ({asker})'
-    else:
-        where = None
+    asker = envelope.Sender(envelope.Speaker.parse(record.sender)
+                            or envelope.Speaker.CLAUDE_CODE).asker
+    where = (f"this call ({asker} waits for it)" if record.blocking else
+             f'mailbox "{record.reply_to}" ({asker})'
+             if record.reply_to and not record.in_reply_to else None)
     label = envelope.NOTICE if record.notice and record.in_reply_to else \
         envelope.label_of(record.sender)
     return envelope.Envelope(label, record.id,
@@ -401,6 +404,15 @@ class DeliveryStore:
         write_private(self.path(record.id), data, durable=True)
         self._mark(record)
         self.sweep()
+
+    def queue(self, record: ToCodex, text: str) -> None:
+        """Save a new message to Codex, queued, with its whole text beside it. The text
+        before the record: a record is what the courier acts on (a blocking one's too,
+        should its caller die), and one whose text a kill left unwritten could never be
+        carried (a text alone is swept)."""
+        record.queue()
+        write_private(self.text_path(record.id), text.encode("utf-8"), durable=True)
+        self.save(record)
 
     @property
     def pending_dir(self) -> Path:
@@ -567,11 +579,7 @@ def new_reply(store: DeliveryStore, thread_id: str, request: str, conversation: 
                      reply_to_how="the answering session" if reply_to else None,
                      notice=notice, sender=envelope.Speaker.CLAUDE_CODE.value)
     store.note_reach(record, reach)
-    record.queue()
-    # The text before the record: a record is what the courier acts on, and one whose
-    # text a kill left unwritten could never be carried (a text alone is swept).
-    write_private(store.text_path(record.id), text.encode("utf-8"), durable=True)
-    store.save(record)
+    store.queue(record, text)
     return record
 
 

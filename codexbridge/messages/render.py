@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import time
 
+from ..host.mailboxes import name_problem
 from ..host.private import ensure_private_dir, write_private
 from ..host.text import for_terminal
 from ..inbox.lines import Mail, Rejected
-from ..inbox.location import name_problem, spill_dir
+from ..inbox.location import spill_dir
 from . import frame
 from .envelope import peer, request_line
 from .handling import MailFields

@@ -43,12 +43,3 @@ def reply_mailbox(explicit: str | None, env: Mapping[str, str],
 def sending_from_thread(env: Mapping[str, str]) -> str | None:
     """The Codex thread whose turn is running this process, if codex started it."""
     return env.get(THREAD_ENV) or None
-
-
-def agent_sending(env: Mapping[str, str]) -> str | None:
-    """The agent that runs this command, as its words are labelled (`envelope.who_sends`
-    decides), or None: the human's own shell."""
-    from .envelope import who_sends
-
-    sender = who_sends(env)
-    return sender.label if sender.is_agent else None

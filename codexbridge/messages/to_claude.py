@@ -26,26 +26,26 @@ from ..errors import (
     StateError,
     UsageError,
 )
+from ..host.clock import iso_utc
 from ..host.limits import mail_max, mail_over_limit, max_hops
-from ..host.procs import pid_alive
-from ..inbox import peek as reading
-from ..inbox import store
-from ..inbox.clock import iso_utc
-from ..inbox.lines import Mail, new_mail
-from ..inbox.listeners import Listener, closest_name, read_listeners
-from ..inbox.location import (
+from ..host.mailboxes import (
     MAILBOX_ENV,
     default_mailbox,
-    ensure_private_dir,
     inbox_dir,
-    mail_path,
     mailbox_name,
     name_problem,
     validate_name,
 )
+from ..host.private import ensure_private_dir
+from ..host.procs import pid_alive
+from ..inbox import peek as reading
+from ..inbox import store
+from ..inbox.lines import Mail, new_mail
+from ..inbox.location import mail_path
 from . import envelope, live
 from .conversations import Conversations, current_conversation
 from .frame import label_problem
+from .listeners import Listener, closest_name, read_listeners
 from .records import DeliveryStore, ToClaude
 from .records import preview as text_preview
 from .routing import sending_from_thread

@@ -42,15 +42,13 @@ from ..errors import (
     TurnStartFailedError,
 )
 from ..host.limits import max_hops
+from ..host.mailboxes import inbox_dir
 from ..host.paths import state_dir
-from ..host.private import write_private
 from ..host.procs import pid_alive
-from ..inbox.listeners import read_listeners
-from ..inbox.location import inbox_dir
 from . import courier_link, envelope
 from .conversations import Conversations, current_conversation
-from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, preview
-from .records import envelope_of as records_envelope_of
+from .listeners import read_listeners
+from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, envelope_of, preview
 from .routing import SESSION_ENV, SOCKET_ENV, reply_mailbox, sending_from_thread
 
 if TYPE_CHECKING:
@@ -132,12 +130,7 @@ def prepare(text: str, thread: ThreadInfo, chosen_by: str, *,
     store.note_reach(record, reach or Reach())
     if route is not None and route.mailbox is None:
         record.warnings.append(_no_mailbox_warning(env, token))
-    record.queue()
-
-    # The text before the record: the courier carries a record from its text, so a kill
-    # between the two must leave no record without one (a text alone is swept).
-    write_private(store.text_path(token), text.encode("utf-8"), durable=True)
-    store.save(record)
+    store.queue(record, text)
     return Receipt(record, thread)
 
 
@@ -169,12 +162,8 @@ class Blocking(NamedTuple):
         """What say() reports, written on the record: codex's queue entry, the turn."""
 
         def changed(what: str, p: SayProgress) -> None:
-            def note(r: ToCodex) -> None:
-                r.submission_id = p.submission_id or r.submission_id
-                if what == "started" and p.turn_id:
-                    r.turn_id = p.turn_id
-                    r.take()
-            store.update(self.record.id, note, ToCodex)
+            store.update(self.record.id, lambda r: r.progress(what, p.submission_id,
+                                                              p.turn_id), ToCodex)
 
         return SayProgress(client_id=self.record.id, on_change=changed)
 
@@ -199,11 +188,7 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
                      thread_id=thread_id, chosen_by="caller", text_preview=preview(text),
                      reply_to_how="the call's own result", sender=sender.speaker.value,
                      sender_thread=sender.thread, blocking=True, courier_pid=os.getpid())
-    record.queue()
-
-    # Kept as for `send`: a courier that adopts it when its caller dies reads it here.
-    write_private(store.text_path(token), text.encode("utf-8"), durable=True)
-    store.save(record)
+    store.queue(record, text)
     return Blocking(record, envelope_of(record).wrap(text))
 
 
@@ -316,11 +301,6 @@ def _ended(result: SayResult | None) -> str:
 RECOVER_WAIT = 5.0  # s: a courier started for `talk status` settles a dead one's record
 
 
-def envelope_of(record: ToCodex) -> envelope.Envelope:
-    """The header the peer and the human see above the message (`records.envelope_of`)."""
-    return records_envelope_of(record)
-
-
 async def send(text: str, *, selector: str | None = None, cwd: str | None = None,
                url: str | None = None, reply_to: str | None = None,
                conversation: str | None = None, in_reply_to: str | None = None,
@@ -368,10 +348,8 @@ async def send(text: str, *, selector: str | None = None, cwd: str | None = None
         except BridgeError:
             pass  # no answer: codex may hold it; the courier looks before anything else
         else:
-            def queued(r: ToCodex) -> None:
-                r.submission_id = progress.submission_id
-
-            store.update(record.id, queued, ToCodex)
+            store.update(record.id, lambda r: r.progress("queued", progress.submission_id,
+                                                         None), ToCodex)
     if not await asyncio.to_thread(courier_link.ensure, [record.id]):
         store.update(record.id, lambda r: r.warnings.append(
             "no courier could be started to follow the turn (see "

@@ -19,7 +19,7 @@ docs/fitting-in.md, "The Claude side"):
 
 `install-hook` is the older way, without the plugin: the mailbox hook commands merged
 into one project's `.claude/settings.json` (`merge_hooks`, pure; `install_hooks` does the
-file work). Our hooks are recognised by their command (`inbox/listeners.py`, `ours`), so
+file work). Our hooks are recognised by their command (`messages/listeners.py`, `ours`), so
 re-running replaces our entry for the same mailbox in place (say, a new interpreter
 path) and touches nothing else: every other hook, matcher and setting is kept.
 """
@@ -41,8 +41,8 @@ from ..claude.plugin import (
     claude_config_dir,
 )
 from ..errors import UsageError
-from ..inbox.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from ..jsontypes import JsonRecord, arr, obj, objs
+from ..messages.listeners import WATCH_TIMEOUT, hook_command, ours, watch_command
 from . import files, jsonedit, ledger
 from .files import FileChange
 from .jsonedit import Entry
@@ -160,16 +160,12 @@ def plan_json_remove(book: ledger.Ledger, scope: Scope, path: str, wanted: list[
     current = files.read_text(path)
     if current is None:
         return None
-    rec = book.files.get(path)
+    restore, original = book.restorable(path, scope.key, current)
+    if restore:
+        return FileChange(path, current, original,
+                          ["restored the bytes it had before setup" if original is not None
+                           else "deleted (setup created it)"], keep_backup=False)
     mine = book.scope(path, scope.key)
-    last = book.last_in(path, scope.key)
-    if rec is not None and mine is not None and last \
-            and ledger.digest(current) == rec.written:
-        original = files.read_backup(rec.original_backup) if rec.existed else None
-        if not rec.existed or original is not None:
-            return FileChange(path, current, original,
-                              ["restored the bytes it had before setup" if rec.existed
-                               else "deleted (setup created it)"], keep_backup=False)
     doc = jsonedit.parse(current, path)
     others = [e for o in book.others(path, scope.key) for e in ScopeRecord.read(o).added]
     if mine is None:
@@ -182,7 +178,7 @@ def plan_json_remove(book: ledger.Ledger, scope: Scope, path: str, wanted: list[
     new, removed = jsonedit.remove(doc, entries, created)
     after = jsonedit.patch(current, new) if new != doc else current
     return FileChange(path, current, after, [f"removed {e.describe()}" for e in removed],
-                      keep_backup=not last)
+                      keep_backup=not book.last_in(path, scope.key))
 
 
 def unmistakable(doc: JsonObject, wanted: list[Entry]) -> list[Entry]:

@@ -28,9 +28,9 @@ import shlex
 from collections.abc import Mapping
 
 from ..errors import UsageError
-from ..host.codex_mcp import COMMENT, launch, launched
+from ..host.codex_mcp import COMMENT, launch
 from ..host.tomlfile import load_toml
-from ..jsontypes import JsonRecord, arr, text
+from ..jsontypes import JsonRecord
 from . import files, ledger, tomledit
 from .ledger import Report
 from .mailbox import project_mailbox
@@ -84,15 +84,17 @@ class ServerScope(JsonRecord):
 
 
 def codex_table(url: str | None, token_env: str | None, approval: str, config: str
-                ) -> JsonObject:
+                ) -> tuple[JsonObject, str]:
+    """The server's table, and what it runs (its URL, or its command line) for people."""
     if approval not in APPROVAL_MODES:
         raise UsageError(f"--approval {approval!r}: one of {', '.join(APPROVAL_MODES)}")
     if url:
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"--url {url!r}: the role-codex server's URL is http(s)://HOST:"
                              "PORT/mcp (what `codexbridge mcp --role codex --http` prints)")
-        return url_table(url, token_env, approval)
-    return stdio_table(command_argv(), config, approval)
+        return url_table(url, token_env, approval), url
+    argv = command_argv()
+    return stdio_table(argv, config, approval), shlex.join([*argv, "mcp", "--role", "codex"])
 
 
 def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
@@ -118,7 +120,7 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
             report.leftovers += files.backups_of(path)
         ledger.commit(report, {path: ("toml", None)}, scope_key)
         return report
-    table = codex_table(url, token_env, approval, path)
+    table, runs = codex_table(url, token_env, approval, path)
     if mailbox is None and scope.project and not url:
         mailbox = project_mailbox(scope.project)
     # An MCP server's env only reaches a command codex starts, not a URL.
@@ -128,7 +130,8 @@ def setup_codex(scope: Scope, *, dry_run: bool = False, remove: bool = False,
     if mine is not None:
         separator = ServerScope.read(mine).separator  # as the first run left it
     lines = [f"[mcp_servers.{name}] " + ("updated" if tomledit.find_block(current, name)
-                                          else "added") + ": " + _summary(table)]
+                                          else "added")
+             + f": {runs}, tool_timeout_sec {TOOL_TIMEOUT}, approval mode {approval}"]
     change = files.FileChange(path, before, after if after != current else before,
                               lines if after != current else [])
     report.changes.append(change)
@@ -146,21 +149,12 @@ def _removal(book: ledger.Ledger, path: str, scope_key: str, name: str, before: 
              ) -> files.FileChange:
     """Our block cut out of `path` — or, when nobody touched the file since setup wrote
     it and no other scope shares it, the bytes it had before setup (None: it made it)."""
-    rec = book.files.get(path)
     mine = book.scope(path, scope_key)
     separator = ServerScope.read(mine).separator if mine else True
-    last = book.last_in(path, scope_key)
-    original = files.read_backup(rec.original_backup) if rec and rec.existed else None
-    restore = rec is not None and mine is not None and last \
-        and ledger.digest(before) == rec.written and (original is not None or not rec.existed)
+    restore, original = book.restorable(path, scope_key, before)
     after = original if restore else tomledit.cut(before, name, separator)
     lines = [f"removed [mcp_servers.{name}]"] if after != before else []
     # Nothing of ours left in the file: its backups all go, so none is made now.
-    return files.FileChange(path, before, after, lines, keep_backup=not last)
+    return files.FileChange(path, before, after, lines,
+                            keep_backup=not book.last_in(path, scope_key))
 
-
-def _summary(table: JsonObject) -> str:
-    where = text(table.get("url")) or shlex.join(
-        launched(text(table.get("command")), [text(a) for a in arr(table.get("args"))]))
-    return (f"{where}, tool_timeout_sec {table['tool_timeout_sec']}, approval mode "
-            f"{table['default_tools_approval_mode']}")

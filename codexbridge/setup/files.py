@@ -77,13 +77,10 @@ def missing_dirs(path: str) -> list[str]:
     """The directories above `path` that do not exist yet, outermost first."""
     out: list[str] = []
     parent = os.path.dirname(os.path.abspath(path))
-    while parent and not os.path.isdir(parent):
+    while not os.path.isdir(parent):  # (the root always is)
         out.append(parent)
-        up = os.path.dirname(parent)
-        if up == parent:
-            break
-        parent = up
-    return list(reversed(out))
+        parent = os.path.dirname(parent)
+    return out[::-1]
 
 
 BACKUP_MARK = ".bak-codexbridge-"

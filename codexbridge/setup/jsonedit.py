@@ -58,12 +58,6 @@ class Entry:
                      bool(data.get("in_list")))
 
 
-@dataclass(frozen=True)
-class Style:
-    indent: int | str | None
-    newline: bool
-
-
 def parse(text: str, where: str) -> JsonObject:
     """The settings object; empty text is `{}`. UsageError (nothing changed) otherwise."""
     if not text.strip():
@@ -77,22 +71,6 @@ def parse(text: str, where: str) -> JsonObject:
         raise UsageError(f"{where} does not hold a JSON object; fix it first (nothing was "
                          "changed)", details={"file": where})
     return data
-
-
-def style_of(text: str) -> Style:
-    indent: int | str | None = 2 if not text.strip() else None
-    for line in text.splitlines()[1:]:
-        stripped = line.lstrip(" \t")
-        if stripped and stripped != line:
-            lead = line[: len(line) - len(stripped)]
-            indent = "\t" if lead.startswith("\t") else len(lead)
-            break
-    return Style(indent, text.endswith("\n") or not text.strip())
-
-
-def render(data: JsonObject, style: Style) -> str:
-    text = json.dumps(data, indent=style.indent, ensure_ascii=False)
-    return text + "\n" if style.newline else text
 
 
 def _container(doc: JsonObject, path: Path_, where: str, create: bool,
@@ -334,7 +312,7 @@ def patch(text: str, new: JsonObject) -> str:
     """`text` (a settings file json.loads reads) changed into `new` by touching only the
     members and items that differ; an empty text is written whole."""
     if not text.strip():
-        return render(new, style_of(text))
+        return json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     old = loads_json(text)
     start = _ws(text, 0)
     end = _value_end(text, start)

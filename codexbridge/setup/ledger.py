@@ -106,6 +106,19 @@ class Ledger:
         record = self.files.get(path)
         return record is None or not set(record.scopes) - {scope}
 
+    def restorable(self, path: str, scope: str, current: str) -> tuple[bool, str | None]:
+        """Whether taking `scope` out of `path` gives the file back as it was before setup
+        (the last scope in it, and nobody changed it since setup last wrote it), and those
+        bytes (None: setup created the file)."""
+        record = self.files.get(path)
+        if record is None or scope not in record.scopes or not self.last_in(path, scope) \
+                or digest(current) != record.written:
+            return False, None
+        if not record.existed:
+            return True, None
+        original = files.read_backup(record.original_backup)
+        return original is not None, original
+
     def agent_elsewhere(self, scope: str) -> bool:
         """Whether another scope of the same agent (`claude:…`) is recorded anywhere."""
         agent = scope.split(":", 1)[0] + ":"

@@ -19,8 +19,8 @@ import os
 import time
 
 from ..host.locking import FileLock
+from ..host.mailboxes import MAILBOX_ENV
 from ..host.private import check_state_dirs, ensure_private_dir, write_private
-from ..inbox.location import MAILBOX_ENV
 
 # Every stop reads a claim through this module: it loads neither `typing` nor `hashlib`
 # (the Stop hook's empty path has neither; `project_mailbox` imports hashlib when a name
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import NamedTuple
 
 CLAIMS_DIR = ".claims"
-SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # conversation.routing's (that module loads typing)
+SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # messages.routing's (that module loads typing)
 BASE_MAX = 40
 CLAIM_TTL = 30 * 24 * 3600.0  # a dead session's claim is kept this long (for --resume)
 _ALLOWED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")

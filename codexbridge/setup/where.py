@@ -79,6 +79,5 @@ def command_argv() -> list[str]:
     script = installed_command()
     if script:
         return [script]
-    # -P (3.11+): the agent's working directory never shadows the package.
-    safe = ["-P"] if sys.version_info >= (3, 11) else []
-    return [os.path.abspath(sys.executable), *safe, "-m", "codexbridge"]
+    # -P: the agent's working directory never shadows the package.
+    return [os.path.abspath(sys.executable), "-P", "-m", "codexbridge"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess, launch
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.peek import peek
 from tests.support.cli import arun_cli
 from tests.support.mock_codex import MockResponsesServer

@@ -12,8 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import inbox_dir, lock_path
+from codexbridge.inbox.location import lock_path
 from tests.support.helpers import push
 
 STOP = {"session_id": "sess-f", "cwd": "/proj", "hook_event_name": "Stop",

@@ -130,7 +130,7 @@ def test_claudes_request_to_codex_is_answered_by_its_own_turn_or_claude_is_told_
 # turn runs waits as a `queue-operation` and becomes the next turn's `user` record; mail
 # handed during a tool call is an `attachment` of the running turn. A turn ends at a stop
 # (the Stop hook runs, with the turn's final message) or at the human's Esc (no hook; an
-# "[Request interrupted by user]" record). The hook's decision (`answers.due`) must
+# "[Request interrupted by user]" record). The hook's decision (`answers.settle`) must
 # claim each request at the stop of the turn that took it in, and never at a later one.
 
 

@@ -17,13 +17,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from codexbridge.errors import ArtifactNotFoundError, InvalidCursorError, MailboxNameError
-from codexbridge.inbox.location import (
-    default_mailbox,
-    mail_path,
-    name_problem,
-    rejected_path,
-    validate_name,
-)
+from codexbridge.host.mailboxes import default_mailbox, name_problem, validate_name
+from codexbridge.inbox.location import mail_path, rejected_path
 from codexbridge.mcp.artifacts import CURSOR_PREFIX, MIN_PAGE, ArtifactStore
 from codexbridge.setup.mailbox import project_mailbox, session_mailbox
 

@@ -206,7 +206,7 @@ def test_valid_id_returns_the_id_or_raises_usage_error(text: str) -> None:
         return
     assert conv == text
     with private_tmp() as tmp:
-        assert Conversations(Path(tmp) / "c").spend(conv, {}, 4) == (conv, 1)
+        assert Conversations(Path(tmp) / "c").spend_hop(conv, {}, 4)[:2] == (conv, 1)
 
 
 @given(st.text() | st.integers().map(str) | st.sampled_from(
@@ -243,16 +243,16 @@ def test_a_damaged_budget_is_kept_aside_and_the_send_refused(raw: bytes, age: in
         before = convs.get(CONV)
         assert before is None or isinstance(before, Conversation)
         try:
-            _, number = convs.spend(CONV, {"direction": "to-claude"}, 4)
+            number = convs.spend_hop(CONV, {"direction": "to-claude"}, 4).n
         except HopLimitError as exc:
             if "kept" not in exc.details:  # a readable budget that is used up
                 assert path.read_bytes() == raw
                 return
             kept = Path(exc.details["kept"])
             assert kept.read_bytes() == raw and not path.exists()
-            convs.spend(None, {}, 4)  # another conversation's send sweeps old files
+            convs.spend_hop(None, {}, 4)  # another conversation's send sweeps old files
             assert kept.read_bytes() == raw
-            assert convs.spend(CONV, {}, 4) == (CONV, 1)  # starts again, on purpose
+            assert convs.spend_hop(CONV, {}, 4)[:2] == (CONV, 1)  # starts again, on purpose
             return
         assert before is not None and number == len(before.hops) + 1
         again = convs.get(CONV)
@@ -266,7 +266,7 @@ def test_two_damaged_budgets_in_one_second_are_both_kept(tmp_path: Path) -> None
         convs.root.mkdir(mode=0o700, exist_ok=True)
         convs.path(CONV).write_bytes(raw)
         with pytest.raises(HopLimitError) as err:
-            convs.spend(CONV, {}, 4)
+            convs.spend_hop(CONV, {}, 4)
         kept.append(Path(err.value.details["kept"]))
     # was: the second replaced the first (same `.damaged-<second>` name)
     assert [k.read_bytes() for k in kept] == [b"{first", b"{second"]

@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from codexbridge.hooks.watcher import parse_claim
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import inbox_dir, watcher_path
+from codexbridge.inbox.location import watcher_path
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.binaries import wait_flock_held
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.listeners import hook_command
-from codexbridge.inbox.location import inbox_dir, session_path
+from codexbridge.messages.listeners import hook_command, session_path
 from tests.support.claude_fixtures import (
     ClaudeHarness,
     TmuxClaude,

@@ -37,10 +37,12 @@ import pytest
 
 from codexbridge.hooks.watcher import parse_claim
 from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox.lines import Mail
-from codexbridge.inbox.location import inbox_dir, session_path, watcher_path
+from codexbridge.inbox.location import watcher_path
+from codexbridge.messages.listeners import session_path
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.helpers import wait_until

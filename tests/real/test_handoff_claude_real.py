@@ -23,9 +23,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.listeners import record_listener
-from codexbridge.inbox.location import inbox_dir, session_path
+from codexbridge.messages.listeners import record_listener, session_path
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.cli import arun_cli

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.inbox.listeners import read_listeners
-from codexbridge.inbox.location import inbox_dir, watcher_path
+from codexbridge.host.mailboxes import inbox_dir
+from codexbridge.inbox.location import watcher_path
+from codexbridge.messages.listeners import read_listeners
 from codexbridge.messages.records import DeliveryStore
 from codexbridge.setup.mailbox import project_mailbox
 from tests.support.binaries import wait_flock_held

@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.listeners import read_listeners
-from codexbridge.inbox.location import inbox_dir, live_files
+from codexbridge.inbox.location import live_files
+from codexbridge.messages.listeners import read_listeners
 from codexbridge.setup.claude import install_hooks as install
 from tests.support.claude_fixtures import ClaudeHarness, TmuxClaude
 from tests.support.helpers import push_cli, wait_until

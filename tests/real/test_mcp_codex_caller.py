@@ -38,7 +38,7 @@ import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
 from codexbridge.host.appserver import launch as launch_app_server
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.peek import peek
 from tests.support.mock_codex import MockResponsesServer
 from tests.support.raw_client import RawClient, start_turn, start_user_thread

@@ -159,8 +159,8 @@ async def test_no_app_server_is_cannot_connect(tmp_path: Path) -> None:
 
 async def test_wait_false_returns_a_receipt_and_delivery_status_follows_it(
         app_server: AppServer, workdir: Path, mock_model: Any) -> None:
+    from codexbridge.host.mailboxes import inbox_dir
     from codexbridge.inbox import peek as reading
-    from codexbridge.inbox.location import inbox_dir
 
     async with RawClient(app_server.url) as tui:
         user = await start_user_thread(tui, workdir, "first")

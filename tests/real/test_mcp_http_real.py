@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from codexbridge.host.appserver import launch
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.peek import peek
 from tests.support.cli import run_cli
 from tests.support.mock_codex import MockResponsesServer

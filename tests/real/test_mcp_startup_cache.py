@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from codexbridge.inbox.location import inbox_dir, mail_path
+from codexbridge.host.mailboxes import inbox_dir
+from codexbridge.inbox.location import mail_path
 
 CODEX_TOOLS = {"bridge_status", "bridge_output_read", "claude_mailboxes_list",
                "claude_mailbox_peek", "claude_message_send", "bridge_handoff"}

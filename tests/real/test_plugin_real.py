@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.setup.claude import TOOL_PREFIX
 from codexbridge.setup.mailbox import claimed, claims_dir, project_mailbox
 from codexbridge.setup.where import plugin_dir

@@ -23,9 +23,9 @@ import pytest
 from codexbridge.codex.endpoint import Reach
 from codexbridge.codex.protocol.threads import ThreadInfo
 from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.host.procs import pid_alive
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import inbox_dir
 from codexbridge.messages.frame import words_of
 from codexbridge.messages.records import DeliveryState, DeliveryStore
 from codexbridge.messages.to_codex import prepare

@@ -22,8 +22,7 @@ import pytest
 
 from codexbridge.errors import NoThreadError
 from codexbridge.host.appserver import AppServerProcess as AppServer
-from codexbridge.messages.courier import envelope_of
-from codexbridge.messages.records import ToCodex, from_json
+from codexbridge.messages.records import ToCodex, envelope_of, from_json
 from tests.support.cli import CliResult, arun_cli, run_cli
 from tests.support.raw_client import RawClient
 from tests.support.tmux_tui import CodexTUI

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from codexbridge.host.appserver import launch
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.peek import peek
 from codexbridge.setup.claude import TOOL_PREFIX
 from codexbridge.setup.mailbox import project_mailbox

@@ -32,11 +32,10 @@ from codexbridge.handoff.deliver import notice
 from codexbridge.handoff.note import Note
 from codexbridge.host.appserver import AppServerProcess
 from codexbridge.inbox.lines import Mail, new_mail, parse_line
-from codexbridge.inbox.listeners import hook_command
-from codexbridge.messages.envelope import CLAUDE, CODEX, Envelope, steer_text
+from codexbridge.messages.envelope import CLAUDE, CODEX, Envelope, steer_text, who_sends
 from codexbridge.messages.frame import label_problem, quoted, tag, words_of
+from codexbridge.messages.listeners import hook_command
 from codexbridge.messages.render import render_mail
-from codexbridge.messages.routing import agent_sending
 from codexbridge.messages.to_claude import sender_name
 from tests.support.claude_fixtures import ClaudeHarness, hook_settings, write_project_settings
 from tests.support.cli import arun_cli, run_cli
@@ -103,10 +102,10 @@ def test_a_steer_and_a_handoff_notice_are_framed_the_same_way() -> None:
 
 
 def test_only_the_humans_own_shell_sends_words_unlabelled() -> None:
-    assert agent_sending({}) is None
-    assert agent_sending({"CLAUDE_CODE_SESSION_ID": "s"}) == CLAUDE
-    assert agent_sending({"CLAUDECODE": "1"}) == CLAUDE
-    assert agent_sending({"CODEX_THREAD_ID": "t", "CLAUDECODE": "1"}) == CODEX
+    assert not who_sends({}).is_agent
+    assert who_sends({"CLAUDE_CODE_SESSION_ID": "s"}).label == CLAUDE
+    assert who_sends({"CLAUDECODE": "1"}).label == CLAUDE
+    assert who_sends({"CODEX_THREAD_ID": "t", "CLAUDECODE": "1"}).label == CODEX
 
 
 # --- Codex → Claude -----------------------------------------------------------------

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.location import inbox_dir, mail_path
+from codexbridge.inbox.location import mail_path
 from tests.support.crash import CRASH_ENV, UNDER_ENV
 from tests.support.pause import REPO_ROOT, child_pythonpath
 

@@ -39,10 +39,11 @@ from typing import Any, NamedTuple
 import pytest
 
 from codexbridge.handoff import ledger
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import Mail
-from codexbridge.inbox.location import inbox_dir, live_files, mail_path, taken_files
+from codexbridge.inbox.location import live_files, mail_path, taken_files
 from codexbridge.messages import live
 from codexbridge.messages import to_claude as service
 from codexbridge.messages.conversations import Conversations
@@ -158,7 +159,7 @@ def state_readable(home: Path) -> None:
     for path in (home / "conversations").glob("conv_*.json"):
         conv = path.stem
         assert Conversations().get(conv) is not None, path
-        Conversations().spend(conv, {"direction": "test"}, 99)  # not refused as damaged
+        Conversations().spend_hop(conv, {"direction": "test"}, 99)  # not refused as damaged
     deliveries = DeliveryStore()
     for path in (home / "deliveries").glob("*.json"):
         record = deliveries.get(path.stem)

@@ -39,10 +39,11 @@ from codexbridge.host.limits import (
     DEFAULT_MAIL_MAX,
     DEFAULT_TEXT_MAX,
 )
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.location import inbox_dir, mail_path
+from codexbridge.inbox.location import mail_path
 from codexbridge.messages import to_claude as service
 from tests.fault.test_client_faults import Conn, FakeAppServer
 from tests.support import payloads

@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
-from codexbridge.inbox.location import has_live, inbox_dir, taken_files, watcher_path
+from codexbridge.inbox.location import has_live, taken_files, watcher_path
 from codexbridge.setup.claude import install_hooks as install
 from tests.real.test_claude_rewake import _live_watcher, _push
 from tests.support.binaries import wait_flock_held

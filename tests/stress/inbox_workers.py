@@ -27,7 +27,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from codexbridge.host.locking import FileLock
-    from codexbridge.inbox.location import ensure_private_dir, inbox_dir, lock_path, mail_path
+    from codexbridge.host.mailboxes import inbox_dir
+    from codexbridge.host.private import ensure_private_dir
+    from codexbridge.inbox.location import lock_path, mail_path
 
     directory = inbox_dir()
     ensure_private_dir(directory)

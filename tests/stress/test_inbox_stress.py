@@ -20,10 +20,11 @@ import threading
 import time
 from pathlib import Path
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.location import has_pending, inbox_dir, mail_path, taken_files
+from codexbridge.inbox.location import has_pending, mail_path, taken_files
 from tests.support.pause import pause_env
 
 WRITERS = 50

@@ -116,8 +116,8 @@ async def test_memory_stays_bounded_under_a_reply_over_the_caps(
         app_server: AppServer, workdir: Path, mock_model: MockResponsesServer) -> None:
     from codexbridge.codex.endpoint import Reach
     from codexbridge.codex.protocol.threads import ThreadInfo
+    from codexbridge.host.mailboxes import inbox_dir
     from codexbridge.inbox import peek as reading
-    from codexbridge.inbox.location import inbox_dir
     from codexbridge.messages.records import DeliveryStore
     from codexbridge.messages.to_codex import prepare
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codexbridge.inbox.listeners import record_listener
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.host.mailboxes import inbox_dir
+from codexbridge.messages.listeners import record_listener
 from tests.support import payloads
 from tests.support.memory_appserver import MemoryAppServer
 from tests.support.transcripts import SESSION, Transcript

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.location import inbox_dir
 
 from .cli import CliResult, run_cli
 

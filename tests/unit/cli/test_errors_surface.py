@@ -13,11 +13,12 @@ import pytest
 
 from codexbridge.hooks import process as chain
 from codexbridge.hooks.loop_guard import Action, ChainState, HookInput, decide
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.listeners import read_listeners, record_listener
-from codexbridge.inbox.location import chain_path, inbox_dir, session_path
+from codexbridge.inbox.location import chain_path
+from codexbridge.messages.listeners import read_listeners, record_listener, session_path
 
 STOP = {"session_id": "sess-1", "cwd": "/proj", "prompt_id": "p1",
         "hook_event_name": "Stop", "stop_hook_active": False}
@@ -60,7 +61,7 @@ def test_a_damaged_chain_file_counts_as_over_the_limit(text: str) -> None:
     state = ChainState(*stored)
     assert state.damaged and path in state.damaged and "rm " in state.damaged
     # Whatever the prompt (a new one would start a new chain): held, not delivered.
-    fresh = HookInput.from_payload({**STOP, "prompt_id": "another"})
+    fresh = HookInput.read({**STOP, "prompt_id": "another"})
     held = decide(fresh, state, True, 3)
     assert held.action is Action.HOLD and held.why == state.damaged
     assert decide(fresh, state, False, 3).action is Action.ALLOW  # nothing waiting: stop

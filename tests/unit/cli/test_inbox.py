@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from codexbridge.cli.app import cli
-from codexbridge.inbox.listeners import record_listener
-from codexbridge.inbox.location import inbox_dir
+from codexbridge.host.mailboxes import inbox_dir
+from codexbridge.messages.listeners import record_listener
 
 
 def run(*args: str, stdin: str | bytes | None = None) -> tuple[int, str, str]:

@@ -27,7 +27,7 @@ from codexbridge.doctor.report import INFO, OK, WARN, Check
 from codexbridge.hooks import seen
 from codexbridge.hooks.process import HookInput
 from codexbridge.host.binaries import CLAUDE_OLDEST, CLAUDE_VERSION
-from codexbridge.inbox.listeners import Heard
+from codexbridge.messages.listeners import Heard
 
 SRC = Path(claude_side.__file__).parents[1]
 DAY = "2026-12-01"
@@ -206,7 +206,7 @@ def test_no_version_literal_in_the_rows_source() -> None:
 
 def test_hook_input_lists_every_field_the_hook_reads() -> None:
     read: set[str] = set()
-    for name in ("hooks/loop_guard.py", "hooks/process.py", "inbox/listeners.py",
+    for name in ("hooks/loop_guard.py", "hooks/process.py", "messages/listeners.py",
                  "hooks/watcher.py", "handoff/resume.py"):
         text = (SRC / name).read_text()
         read |= set(re.findall(r'payload\.get\("(\w+)"\)', text))

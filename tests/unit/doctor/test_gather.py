@@ -20,7 +20,7 @@ from codexbridge.doctor.parse import ListenSchemes
 from codexbridge.doctor.report import WARN
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.listeners import hook_command, record_listener, watch_command
+from codexbridge.messages.listeners import hook_command, record_listener, watch_command
 
 
 @pytest.fixture(autouse=True)

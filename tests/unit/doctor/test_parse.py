@@ -9,7 +9,7 @@ import pytest
 from codexbridge.doctor import parse
 from codexbridge.host.binaries import parse_version
 from codexbridge.host.tomlfile import load_toml
-from codexbridge.inbox.listeners import hook_command, watch_command
+from codexbridge.messages.listeners import hook_command, watch_command
 
 HELP_0169 = """\
       --strict-config

@@ -30,8 +30,8 @@ from codexbridge.handoff.note import parse_note
 from codexbridge.handoff.resume import pending_path
 from codexbridge.handoff.to_claude import handoff_to_claude
 from codexbridge.handoff.to_codex import handoff_to_codex
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import inbox_dir
 from codexbridge.setup.claude import install_hooks as install
 from tests.support import payloads
 from tests.support.handoff_fakes import (

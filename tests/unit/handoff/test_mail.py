@@ -26,8 +26,8 @@ from codexbridge.handoff.claude_source import received_by
 from codexbridge.handoff.delta import Received
 from codexbridge.handoff.note import parse_note
 from codexbridge.handoff.to_claude import handoff_to_claude
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.location import inbox_dir
 from codexbridge.messages import to_claude as service
 from codexbridge.messages.records import DeliveryState, DeliveryStore, ToCodex
 from tests.support import payloads

@@ -16,8 +16,8 @@ from mcp import Client
 
 from codexbridge.codex.client import AppServerClient
 from codexbridge.codex.endpoint import Endpoint
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import inbox_dir
 from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server

@@ -19,8 +19,8 @@ from codexbridge.handoff import flow, resume
 from codexbridge.handoff.claude_source import plugin_enabled
 from codexbridge.handoff.note import parse_note
 from codexbridge.handoff.to_claude import handoff_to_claude
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import inbox_dir
 from codexbridge.mcp.bridge_tools import handoff_outcome
 from codexbridge.messages.records import DeliveryState
 from tests.support import payloads

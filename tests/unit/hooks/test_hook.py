@@ -24,7 +24,7 @@ STOP = {"session_id": "s1", "cwd": "/p", "prompt_id": "p1", "hook_event_name": "
 
 
 def test_input_from_real_shape() -> None:
-    inp = HookInput.from_payload({**STOP, "stop_hook_active": True,
+    inp = HookInput.read({**STOP, "stop_hook_active": True,
                                   "last_assistant_message": "x", "effort": {"level": "m"}})
     assert (inp.session_id, inp.cwd, inp.stop_hook_active, inp.prompt_id, inp.event,
             inp.last_assistant_message, inp.transcript_path) == (
@@ -34,19 +34,19 @@ def test_input_from_real_shape() -> None:
 @pytest.mark.parametrize("payload", [{}, {"session_id": 5, "stop_hook_active": "yes"},
                                      {"stop_hook_active": 1}, {"cwd": None}])
 def test_input_tolerates_garbage(payload: dict[str, object]) -> None:
-    inp = HookInput.from_payload(payload)
+    inp = HookInput.read(payload)
     assert inp.session_key  # always some key to count blocks under
     assert inp.stop_hook_active is (payload.get("stop_hook_active") == "yes")
 
 
 def test_first_stop_delivers_and_empty_allows() -> None:
-    inp = HookInput.from_payload(STOP)
+    inp = HookInput.read(STOP)
     assert decide(inp, None, True, 3).action == Action.DELIVER
     assert decide(inp, None, False, 3).action == Action.ALLOW
 
 
 def test_chain_limit_holds_mail_when_stop_hook_active() -> None:
-    inp = HookInput.from_payload({**STOP, "stop_hook_active": True})
+    inp = HookInput.read({**STOP, "stop_hook_active": True})
     assert decide(inp, ChainState(2, "p1"), True, 3).action == Action.DELIVER
     held = decide(inp, ChainState(3, "p1"), True, 3)
     assert held.action == Action.HOLD and held.chain_before == 3
@@ -57,7 +57,7 @@ def test_measured_sequence_with_max_chain_3() -> None:
     stored: ChainState | None = None
     actions = []
     for active in (False, True, True, True):
-        inp = HookInput.from_payload({**STOP, "stop_hook_active": active})
+        inp = HookInput.read({**STOP, "stop_hook_active": active})
         d = decide(inp, stored, True, 3)
         actions.append(d.action)
         stored = ChainState(d.chain_before + 1, "p1") if d.action == Action.DELIVER else None
@@ -65,14 +65,14 @@ def test_measured_sequence_with_max_chain_3() -> None:
 
 
 def test_new_turn_resets_the_chain() -> None:
-    inp = HookInput.from_payload({**STOP, "prompt_id": "p2"})
+    inp = HookInput.read({**STOP, "prompt_id": "p2"})
     assert chain_before(inp, ChainState(3, "p1")) == 0
     assert decide(inp, ChainState(3, "p1"), True, 3).action == Action.DELIVER
 
 
 def test_stuck_stop_hook_active_still_counts_by_prompt() -> None:
     """claude-code#54360: stop_hook_active stays false, the prompt is the same."""
-    inp = HookInput.from_payload(STOP)  # active false, prompt p1
+    inp = HookInput.read(STOP)  # active false, prompt p1
     assert chain_before(inp, ChainState(3, "p1")) == 3
     assert decide(inp, ChainState(3, "p1"), True, 3).action == Action.HOLD
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import chain_path, inbox_dir, session_path
+from codexbridge.inbox.location import chain_path
+from codexbridge.messages.listeners import session_path
 from tests.support.helpers import push
 
 STOP = {"session_id": "sess-1", "cwd": "/proj", "prompt_id": "p1",

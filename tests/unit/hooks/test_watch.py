@@ -8,8 +8,9 @@ import sys
 import time
 
 from codexbridge.hooks.watcher import parse_claim
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
-from codexbridge.inbox.location import inbox_dir, watcher_path
+from codexbridge.inbox.location import watcher_path
 from tests.support.binaries import wait_flock_held
 from tests.support.helpers import push
 

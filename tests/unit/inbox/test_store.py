@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
 from codexbridge.inbox.location import (
     delivered_path,
     has_pending,
-    inbox_dir,
     mail_path,
     rejected_path,
     taken_files,

@@ -27,6 +27,7 @@ from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
 from codexbridge.mcp.settings import load
+from codexbridge.messages.envelope import who_sends
 from codexbridge.messages.frame import words_of
 from tests.support import payloads
 from tests.support.helpers import eventually
@@ -430,7 +431,8 @@ async def test_cancelled_call_after_turn_start_keeps_the_thread(tmp_path: Path,
     rt = runtime(tmp_path, codex)
     from codexbridge.mcp.codex_tools import send
 
-    task = asyncio.create_task(send(rt, "HOLD:c cancelled", None, None, None))
+    claude = who_sends({}, mcp_role="claude")
+    task = asyncio.create_task(send(rt, "HOLD:c cancelled", None, None, None, sender=claude))
     await eventually(lambda: "start HOLD:c cancelled" in log(codex))
     # Cancel until it is gone: Python 3.11's asyncio.wait_for swallows a cancel that
     # arrives as its future completes (here: codex's answer to the queued message).
@@ -440,7 +442,7 @@ async def test_cancelled_call_after_turn_start_keeps_the_thread(tmp_path: Path,
     with pytest.raises(asyncio.CancelledError):
         await task
     assert "thread-1" in codex.running  # the turn runs on without its caller
-    later = asyncio.create_task(send(rt, "after", None, None, None))
+    later = asyncio.create_task(send(rt, "after", None, None, None, sender=claude))
     await eventually(lambda: codex.queued.get("thread-1"))
     assert "start after" not in log(codex)
     await codex.release("c")

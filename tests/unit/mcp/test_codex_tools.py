@@ -16,12 +16,12 @@ from mcp import Client
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store as mail_store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.listeners import record_listener
 from codexbridge.inbox.location import mail_path
 from codexbridge.mcp.artifacts import ArtifactStore
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
 from codexbridge.mcp.settings import load
+from codexbridge.messages.listeners import record_listener
 
 ROLE_TOOLS = {"bridge_status", "bridge_output_read", "claude_mailboxes_list",
               "claude_mailbox_peek", "claude_message_send", "bridge_handoff"}

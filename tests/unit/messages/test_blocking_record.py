@@ -69,7 +69,7 @@ def _cli_say(server: MemoryAppServer, monkeypatch: pytest.MonkeyPatch, text: str
     from codexbridge.cli import talk_cmd
     from codexbridge.codex.client import AppServerClient
 
-    monkeypatch.setattr(talk_cmd, "_client", lambda url, thread=None: AppServerClient(
+    monkeypatch.setattr(talk_cmd, "connect", lambda url, thread=None: AppServerClient(
         "ws://memory", connector=server.connector))
     result = CliRunner().invoke(talk_cmd.talk, ["say", "--json", text],
                                 env={"CLAUDECODE": "1"})

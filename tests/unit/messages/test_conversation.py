@@ -30,6 +30,12 @@ from codexbridge.messages.routing import reply_mailbox, sending_from_thread
 
 # -- envelope ------------------------------------------------------------------------------
 
+def _due(session: str, answer: str | None = None) -> tuple[list[dict[str, object]], str | None]:
+    """What a stop answers (the interrupted ones are taken out all the same)."""
+    settled = answers.settle(session, answer)
+    return settled.answered, settled.conversation
+
+
 def test_request_token_shape_and_uniqueness() -> None:
     token = request_token(now=1700000000.123)
     assert re.fullmatch(r"req_1700000000123_[a-z0-9]{6}", token)
@@ -68,19 +74,18 @@ def test_header_says_peer_agent_hop_and_token_in_three_lines() -> None:
     reply = Envelope(CLAUDE, "req_2_x", "conv_1", 0, 4, in_reply_to="req_1_abcdef")
     assert reply.is_reply and "reply to req_1_abcdef" in reply.header()[1]
     assert "hop" not in reply.wrap("x")
-    assert env.fields()["request"] == "req_1_abcdef"
 
 
 # -- hop budget ----------------------------------------------------------------------------
 
 def test_budget_counts_requests_and_refuses_over_it(tmp_path: Path) -> None:
     convs = Conversations(tmp_path / "c")
-    conv, n = convs.spend(None, {"direction": "claude→codex"}, 4)
+    conv, n, _ = convs.spend_hop(None, {"direction": "claude→codex"}, 4)
     assert n == 1 and conv.startswith("conv_")
     for expected in (2, 3, 4):
-        assert convs.spend(conv, {"direction": "codex→claude"}, 4) == (conv, expected)
+        assert convs.spend_hop(conv, {"direction": "codex→claude"}, 4).n == expected
     with pytest.raises(HopLimitError) as err:
-        convs.spend(conv, {"direction": "claude→codex"}, 4)
+        convs.spend_hop(conv, {"direction": "claude→codex"}, 4)
     assert "used its 4 hops" in err.value.message and err.value.exit_code == 9
     data = convs.get(conv)
     assert data is not None and [h.n for h in data.hops] == [1, 2, 3, 4]
@@ -88,18 +93,18 @@ def test_budget_counts_requests_and_refuses_over_it(tmp_path: Path) -> None:
     assert mode == 0o600
     # the budget a conversation started with stays, whatever a later sender's limit is
     with pytest.raises(HopLimitError):
-        convs.spend(conv, {}, 10)
+        convs.spend_hop(conv, {}, 10)
 
 
 def test_budget_is_shared_by_concurrent_spenders(tmp_path: Path) -> None:
     convs = Conversations(tmp_path / "c")
-    conv, _ = convs.spend(None, {}, 20)
+    conv = convs.spend_hop(None, {}, 20).conversation
     results: list[int] = []
     errors: list[Exception] = []
 
     def spend() -> None:
         try:
-            results.append(convs.spend(conv, {}, 20)[1])
+            results.append(convs.spend_hop(conv, {}, 20).n)
         except HopLimitError as exc:
             errors.append(exc)
 
@@ -113,10 +118,10 @@ def test_budget_is_shared_by_concurrent_spenders(tmp_path: Path) -> None:
 
 def test_damaged_budget_file_is_kept_aside_and_the_send_refused(tmp_path: Path) -> None:
     convs = Conversations(tmp_path / "c")
-    conv, _ = convs.spend(None, {}, 4)
+    conv = convs.spend_hop(None, {}, 4).conversation
     convs.path(conv).write_text("{not json")
     with pytest.raises(HopLimitError) as err:
-        convs.spend(conv, {}, 4)
+        convs.spend_hop(conv, {}, 4)
     kept = Path(err.value.details["kept"])
     assert kept.read_text() == "{not json" and not convs.path(conv).exists()
 
@@ -382,9 +387,9 @@ def test_handling_notes_each_request_once_and_answers_it_once(tmp_path: Path) ->
     handling.note("s", "box", [{"id": "m2", "request": "req_2_b", "conversation": "conv_c",
                                 "expect_reply": {"thread": "T2"}}])
     handling.note("s", "box", [{"id": "m3"}])  # plain mail: nothing to remember
-    due, conv = answers.due("s")  # no transcript to look at: all due
+    due, conv = _due("s")  # no transcript to look at: all due
     assert [r["thread"] for r in due] == ["T1", "T2"] and conv == "conv_c"
-    assert answers.due("s") == ([], None)
+    assert _due("s") == ([], None)
     assert os.path.basename(handling.path("../../evil")) == "evil.json"  # stays inside
 
 
@@ -408,16 +413,16 @@ def test_a_request_is_due_at_the_stop_of_the_turn_that_took_its_mail_in(
     _transcript(tr, {"type": "queue-operation", "content": "… id mail-7 …"},
                 {"type": "assistant", "message": {"content": "about hi"}},
                 {"type": "system", "subtype": "stop_hook_summary", "hookErrors": ["mail-7"]})
-    assert answers.due("s2") == ([], None)  # the earlier turn's stop: not yet
+    assert _due("s2") == ([], None)  # the earlier turn's stop: not yet
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-7 …"}})
-    due, _ = answers.due("s2")
+    due, _ = _due("s2")
     assert [r["request"] for r in due] == ["req_7_a"]
     # mid-tool: an attachment beside the tool result, in the same turn
     handling.note("s2", "box", [{"id": "mail-8", "request": "req_8_a",
                                  "expect_reply": {"thread": "T"}}], str(tr),
                   tr.stat().st_size)
     _transcript(tr, {"type": "attachment", "attachment": {"prompt": "… id mail-8 …"}})
-    assert [r["request"] for r in answers.due("s2")[0]] == ["req_8_a"]
+    assert [r["request"] for r in _due("s2")[0]] == ["req_8_a"]
 
 
 def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_it(
@@ -430,11 +435,11 @@ def test_mail_handed_at_a_stop_keeps_its_conversation_for_the_turn_that_handles_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s5", "box", [{"id": "mail-11", "conversation": "conv_hops"}], str(tr),
                   tr.stat().st_size)
-    assert answers.due("s5", "the turn that was ending") == ([], "conv_hops")
+    assert _due("s5", "the turn that was ending") == ([], "conv_hops")
     assert current_conversation(None, {"CLAUDE_CODE_SESSION_ID": "s5"}) == "conv_hops"
     _transcript(tr, {"type": "user", "message": {"content": "… id mail-11 …"}})
-    answers.due("s5", "the turn that handled it")  # its stop: done with it
-    assert handling.read("s5") is None
+    _due("s5", "the turn that handled it")  # its stop: done with it
+    assert handling.current_marker("s5") is None
 
 
 def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_shows_it(
@@ -446,8 +451,8 @@ def test_a_stop_whose_answer_names_the_request_answers_it_before_the_transcript_
     _transcript(tr, {"type": "user", "message": {"role": "user", "content": "hi"}})
     handling.note("s3", "box", [{"id": "mail-9", "request": "req_9_a",
                                  "expect_reply": {"thread": "T"}}], str(tr), tr.stat().st_size)
-    assert answers.due("s3", "something else entirely") == ([], None)
-    due, _ = answers.due("s3", "CLAUDE ANSWER to req_9_a: yes")
+    assert _due("s3", "something else entirely") == ([], None)
+    due, _ = _due("s3", "CLAUDE ANSWER to req_9_a: yes")
     assert [r["request"] for r in due] == ["req_9_a"]
 
 
@@ -559,6 +564,6 @@ def test_a_damaged_handling_marker_names_its_file_and_holds_nothing(text: str) -
     Path(handling.path("bad")).write_text(text)
     with pytest.raises(DamagedStateError, match=re.escape("bad.json")):
         handling.load("bad")
-    assert handling.read("bad") is None and handling.current_marker("bad") is None
+    assert handling.current_marker("bad") is None
     assert answers.settle("bad", "x").answered == []
     assert not os.path.exists(handling.path("bad"))  # the stop cleared it, as before

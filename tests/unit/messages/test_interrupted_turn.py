@@ -91,7 +91,7 @@ def test_the_next_turns_words_never_answer_an_interrupted_request(
     request = handed.get("req_1_a")
     assert request is not None and request.state is DeliveryState.FAILED
     assert INTERRUPTED in str(request.reason)
-    assert handling.read("sess") is None
+    assert handling.current_marker("sess") is None
     assert answer_pending("sess", "later words") == 0  # never twice
 
 

@@ -17,12 +17,13 @@ import pytest
 
 from codexbridge.claude import inbox_socket
 from codexbridge.claude.files import Receipt, SessionEntry
+from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox import peek as reading
 from codexbridge.inbox import store
 from codexbridge.inbox.lines import new_mail
-from codexbridge.inbox.listeners import Listener
-from codexbridge.inbox.location import inbox_dir, live_files, session_path
+from codexbridge.inbox.location import live_files
 from codexbridge.messages import live
+from codexbridge.messages.listeners import Listener, read_listener, session_path
 from codexbridge.messages.records import DeliveryState
 
 SESSION = "11111111-2222-3333-4444-555555555555"
@@ -473,7 +474,10 @@ def test_reconcile_passes_over_a_damaged_live_record(tmp_path: Path) -> None:
 
 def test_an_older_listener_record_reads(tmp_path: Path) -> None:
     """claude-codex-bridge's {name, cwd, lastSeen}; a pid as a number; wrong types absent."""
-    old = Listener.from_json({"name": "box", "cwd": "/p", "lastSeen": "2026-01-01",
-                              "claude_pid": 42, "session_id": 7})
+    (tmp_path / "box.session.json").write_text(json.dumps(
+        {"name": "box", "cwd": "/p", "lastSeen": "2026-01-01", "claude_pid": 42,
+         "session_id": 7}))
+    old = read_listener(str(tmp_path), "box")
+    assert old is not None
     assert (old.last_seen, old.claude_pid, old.session_id) == ("2026-01-01", 42, None)
     assert live.target(old, None, [], {}, True).reason is not None

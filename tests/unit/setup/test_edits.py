@@ -53,16 +53,6 @@ def test_remove_leaves_a_value_the_user_changed_since() -> None:
     assert removed == [] and back == doc
 
 
-@pytest.mark.parametrize("text", [
-    '{\n  "a": 1,\n  "b": {\n    "c": [\n      1\n    ]\n  }\n}\n',
-    '{\n    "a": 1\n}',
-    '{\n\t"a": {\n\t\t"b": 2\n\t}\n}\n',
-])
-def test_render_keeps_the_files_style(text: str) -> None:
-    style = jsonedit.style_of(text)
-    assert jsonedit.render(json.loads(text), style) == text
-
-
 HAND = ('{\n'
         '    "theme":   "dark",\n'
         '    "permissions": { "allow": ["Bash(ls:*)", "Read"], "deny": [] },\n'

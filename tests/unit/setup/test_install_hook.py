@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from codexbridge.errors import UsageError
-from codexbridge.inbox.listeners import hook_command, ours, watch_command
+from codexbridge.messages.listeners import hook_command, ours, watch_command
 from codexbridge.setup.claude import install_hooks as install
 from codexbridge.setup.claude import merge_hooks, wanted_hooks
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.inbox.location import name_problem
+from codexbridge.host.mailboxes import name_problem
 from codexbridge.setup.mailbox import (
     Claim,
     claim,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codexbridge.errors import MailboxNameError
-from codexbridge.inbox.location import default_mailbox, name_problem, validate_name
+from codexbridge.host.mailboxes import default_mailbox, name_problem, validate_name
 
 
 @pytest.mark.parametrize("name", ["bridge", "a", "web-2", "A.b_c-D", "x" * 64, ".hidden",

@@ -1,5 +1,6 @@
 """Who listens as which mailbox name: the commands that make a Claude session listen,
-and the record each run leaves (`NAME.session.json`).
+and the record each run leaves (`NAME.session.json`) — the routing table a reply's
+mailbox is chosen from (`routing.py`), kept beside the mail in the inbox directory.
 
 The commands are `codexbridge inbox hook --as NAME` (the Stop / SessionStart hook) and
 `… inbox watch --as NAME --timeout S` (the asyncRewake watcher): `hook_command` /
@@ -18,11 +19,10 @@ import json
 import os
 import sys
 
+from ..host.clock import iso_utc
 from ..host.jsonfile import read_object
 from ..host.private import write_private
 from ..jsontypes import JsonRecord
-from .clock import iso_utc
-from .location import SESSION_SUFFIX, session_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +90,12 @@ def ours(command: str) -> tuple[str, str] | None:
 
 
 LISTENER_VERSION = 1  # NAME.session.json's format (files without one are version 1)
+SESSION_SUFFIX = ".session.json"
+
+
+def session_path(inbox: str, name: str) -> str:
+    """NAME's listener record, beside its mail in the inbox directory."""
+    return os.path.join(inbox, name + SESSION_SUFFIX)
 
 
 def _pid(value: object) -> int | None:
@@ -120,9 +126,8 @@ class Listener(JsonRecord, read_with={"claude_pid": _pid}):
 
     @classmethod
     def from_json(cls, data: Mapping[str, object], name: str | None = None) -> Listener:
-        """`name`: the file's (else the one it records)."""
-        if "last_seen" not in data and "lastSeen" in data:
-            data = {**data, "last_seen": data["lastSeen"]}  # claude-codex-bridge's name
+        """`data` as `read_listeners` gives it; `name`: the file's (else the one it
+        records)."""
         return cls.read(data, name=name) if name else cls.read(data)
 
 
