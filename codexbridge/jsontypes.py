@@ -86,68 +86,58 @@ def strs(value: object) -> tuple[str, ...]:
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, ClassVar, Self, dataclass_transform
+
+    _Reader: TypeAlias = Callable[..., Any]  # (data, /, **given)
 else:
     def dataclass_transform(**_kwargs):
         return lambda cls: cls
 
 _ABSENT = object()
 
-
-def _keep(value: object) -> object:
-    return value
-
-
-def _opt_bool(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _opt_obj(value: object) -> JsonObject | None:
-    return value if isinstance(value, dict) else None
-
-
-def _opt_strs(value: object) -> tuple[str, ...] | None:
-    return strs(value) if isinstance(value, list) else None
-
-
-def _opt_objs(value: object) -> tuple[JsonObject, ...] | None:
-    return tuple(objs(value)) if isinstance(value, list) else None
-
-
-def _non_empty(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _int_or_str(value: object) -> int | str | None:
-    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
-
-
-# declared type → (narrowing: the value, or None when it is of another type; what the
-# field holds when the key is absent or of the wrong type and it declares no default)
-_NARROW: dict[str, tuple[Callable[[object], object], object]] = {
-    "str | None": (opt_str, None), "str": (opt_str, ""),
-    "NonEmpty | None": (_non_empty, None),
-    "int | None": (opt_int, None), "int": (opt_int, 0), "float | None": (opt_float, None),
-    "int | str | None": (_int_or_str, None), "bool": (_opt_bool, False),
-    "bool | None": (_opt_bool, None),
-    "tuple[str, ...]": (_opt_strs, ()), "JsonObject": (_opt_obj, {}),
-    "JsonObject | None": (_opt_obj, None), "tuple[JsonObject, ...]": (_opt_objs, ()),
+# declared type → (the expression that reads it: `{get}` is the key's value, `{F}` what
+# the field holds when the key is absent or of the wrong type — its default, else the
+# type's empty, given second)
+_NARROW: dict[str, tuple[str, object]] = {
+    "str | None": ("v if isinstance({get}, str) else {F}", None),
+    "str": ("v if isinstance({get}, str) else {F}", ""),
+    # a field declared `NonEmpty | None` reads "" as absent too
+    "NonEmpty | None": ("v if isinstance({get}, str) and v else {F}", None),
+    "int | None": ("v if isinstance({get}, int) and not isinstance(v, bool) else {F}", None),
+    "int": ("v if isinstance({get}, int) and not isinstance(v, bool) else {F}", 0),
+    "float | None": ("float(v) if isinstance({get}, (int, float)) and not isinstance(v, bool)"
+                     " else {F}", None),
+    "int | str | None": ("v if isinstance({get}, (int, str)) and not isinstance(v, bool) "
+                         "else {F}", None),
+    "bool": ("v if isinstance({get}, bool) else {F}", False),
+    "bool | None": ("v if isinstance({get}, bool) else {F}", None),
+    "tuple[str, ...]": ("strs(v) if isinstance({get}, list) else {F}", ()),
+    "JsonObject": ("v if isinstance({get}, dict) else {F}", {}),
+    "JsonObject | None": ("v if isinstance({get}, dict) else {F}", None),
+    "tuple[JsonObject, ...]": ("tuple(objs(v)) if isinstance({get}, list) else {F}", ()),
     # kept as found: compared, never assumed to be of one type
-    "JsonValue": (_keep, None), "object": (_keep, None)}
+    "JsonValue": ("{F} if {get} is None else v", None),
+    "object": ("{F} if {get} is None else v", None)}
 
 
-def _nested(owner: type, kind: str) -> tuple[Callable[[object], object], object]:
-    """`X | None` / `tuple[X, ...]` where X is a JsonRecord of `owner`'s module, read by
-    `X.parse` (None, or left out of the tuple, when it does not read)."""
+def _nested(owner: type, kind: str) -> tuple[str, object, object]:
+    """`X | None` / `tuple[X, ...]` where X is a JsonRecord of `owner`'s module (`{P}`:
+    its reader; None, or left out of the tuple, when the value is not an object — or,
+    when X reads with a `parse` of its own, what that says)."""
     many = kind.startswith("tuple[") and kind.endswith(", ...]")
     name = kind[6:-6] if many else kind.removesuffix(" | None")
     inner = getattr(sys.modules[owner.__module__], name, None)
     if not (isinstance(inner, type) and issubclass(inner, JsonRecord)):
         raise TypeError(f"{owner.__name__}: no JSON reading for a field of type {kind!r}")
-    parse = inner.parse
+    if inner is owner or any("parse" in vars(k) for k in inner.__mro__[:-2]):
+        if many:
+            return ("tuple(x for x in map({P}, v) if x is not None) "
+                    "if isinstance({get}, list) else {F}", (), inner.parse)
+        return "{F} if {get} is None or (v := {P}(v)) is None else v", None, inner.parse
+    reader = _READERS.get(inner) or _compile(inner)  # read in line: no parse to call
     if many:
-        return (lambda v: tuple(x for x in map(parse, v) if x is not None)
-                if isinstance(v, list) else None), ()
-    return parse, None
+        return ("tuple([{P}(x) for x in v if isinstance(x, dict)]) "
+                "if isinstance({get}, list) else {F}", (), reader)
+    return "{P}(v) if isinstance({get}, dict) else {F}", None, reader
 
 
 def _specs(cls: type) -> tuple[tuple[str, str, object], ...]:
@@ -165,62 +155,63 @@ def read_fields(cls: Callable[..., T], data: Mapping[str, object], **given: obje
     key), each narrowed by its declared type: a JsonRecord, or a frozen dataclass (doctor's
     facts; a field named `raw` there keeps the object as it came, for a row's details).
     `given`: the fields that are not one key's value (worked out by the caller)."""
-    record, readers = _readers(cls)  # type: ignore[arg-type]
+    reader = _READERS.get(cls) or _compile(cls)  # type: ignore[call-overload, arg-type]
+    return reader(data, **given)  # type: ignore[no-any-return]
+
+
+_READERS: dict[type, _Reader] = {}  # of a JsonRecord: its `read` once written
+
+
+def _compile(cls: type) -> _Reader:
+    """`cls`'s reader, written out as one function on its first read (as `dataclasses`
+    writes `__init__`): a transcript is read a line at a time, thousands of them, and a
+    loop over the fields cost twice what a reader written by hand does."""
+    fields = getattr(cls, "__dataclass_fields__", None)
+    specs = (tuple((f.name, str(f.type), _ABSENT) for f in fields.values())
+             if fields is not None else _specs(cls))
+    own: Mapping[str, Callable[[object], object]] = getattr(cls, "READ_WITH", {})
+    wire: Mapping[str, str] = getattr(cls, "WIRE_KEYS", {})
+    scope: dict[str, object] = {"cls": cls, "strs": strs, "objs": objs}
+    values = []
+    for i, (name, kind, default) in enumerate(specs):
+        if name == "raw" and fields is not None:
+            values.append(f"args[{name!r}] = dict(data)")
+            continue
+        expr, empty, scope[f"_parse_{i}"] = (*_NARROW[kind], None) if kind in _NARROW \
+            else _nested(cls, kind)
+        if name in own:  # its own reading, which may read an absent key (None) as a value
+            scope[f"_read_{i}"] = own[name]
+            expr = f"{{F}} if (v := _read_{i}({{get}})) is None else v"
+        scope[f"_empty_{i}"] = empty if default is _ABSENT else default
+        read = expr.format(get=f"(v := get({wire.get(name, name)!r}))", F=f"_empty_{i}",
+                           P=f"_parse_{i}")
+        values.append(f"args[{name!r}] = {read}")
+    # a JsonRecord's fields are set in its instance's own dict (no __init__ checks to
+    # pay for: every field is set here); a dataclass is made by its __init__
+    source = _READER.format(start="record = object.__new__(cls)\n    args = record.__dict__"
+                            if fields is None else "args = {}",
+                            values="\n    ".join(values),
+                            make="record" if fields is None else "cls(**args)")
+    exec(source, scope)  # our own text, from the class's declared fields
+    reader: _Reader = scope["read"]  # type: ignore[assignment]
+    _READERS[cls] = reader
+    if fields is None and vars(cls).get("read") is vars(JsonRecord)["read"]:
+        type.__setattr__(cls, "read", staticmethod(reader))
+    return reader
+
+
+_READER = """
+def read(data, /, **given):
     get = data.get
-    args: dict[str, object] = {}
-    for name, key, narrow, fallback, plain in readers:
-        if key is None:
-            args[name] = dict(data)
-            continue
-        raw = get(key)
-        if raw is None and plain:  # absent: no narrowing to call (most keys of a line)
-            args[name] = fallback
-            continue
-        value = narrow(raw)
-        args[name] = fallback if value is None else value
+    {start}
+    {values}
     if given:
-        unknown = given.keys() - args.keys()
-        if unknown:
-            raise TypeError(f"{cls.__name__}: no field {', '.join(sorted(unknown))}")
+        if not given.keys() <= args.keys():
+            unknown = sorted(given.keys() - args.keys())
+            raise TypeError(f"{{cls.__name__}}: no field {{', '.join(unknown)}}")
         args.update(given)
-    if not record:
-        return cls(**args)
-    # a JsonRecord's every field is set here: no need of __init__'s checks (a transcript
-    # is read a line at a time, thousands of them)
-    new: T = object.__new__(cls)  # type: ignore[arg-type]
-    new.__dict__.update(args)
-    return new
-
-
-# (is it a JsonRecord, its fields' (name, key — None: the whole object —, narrowing,
-# value when absent or of the wrong type: the declared default, else the type's empty,
-# whether an absent key may skip the narrowing))
-_Readers = tuple[bool, tuple[tuple[str, "str | None", "Callable[[object], object]", object,
-                                   bool], ...]]
-_READERS: dict[type, _Readers] = {}
-
-
-def _readers(cls: type) -> _Readers:
-    """How each field of `cls` reads, worked out on its first read."""
-    known = _READERS.get(cls)
-    if known is None:
-        fields = getattr(cls, "__dataclass_fields__", None)
-        specs = (tuple((f.name, str(f.type), _ABSENT) for f in fields.values())
-                 if fields is not None else _specs(cls))
-        own: Mapping[str, Callable[[object], object]] = getattr(cls, "READ_WITH", {})
-        wire: Mapping[str, str] = getattr(cls, "WIRE_KEYS", {})
-        rows: list[tuple[str, str | None, Callable[[object], object], object, bool]] = []
-        for name, kind, default in specs:
-            if name == "raw" and fields is not None:
-                rows.append((name, None, _keep, None, False))
-                continue
-            narrow, empty = _NARROW.get(kind) or _nested(cls, kind)
-            # every built-in narrowing reads None as None; a `read_with` one may not
-            rows.append((name, wire.get(name, name), own.get(name, narrow),
-                         empty if default is _ABSENT else default, name not in own))
-        known = (fields is None, tuple(rows))
-        _READERS[cls] = known
-    return known
+    return {make}
+"""
 
 
 @dataclass_transform(frozen_default=True)
@@ -245,6 +236,8 @@ class JsonRecord:
             cls.WIRE_KEYS = {**cls.WIRE_KEYS, **wire}
         if read_with:
             cls.READ_WITH = {**cls.READ_WITH, **read_with}
+        if "read" not in vars(cls):  # written out on the first read (`_compile`)
+            type.__setattr__(cls, "read", vars(JsonRecord)["read"])
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = self._fields
@@ -265,7 +258,7 @@ class JsonRecord:
     @classmethod
     def read(cls, data: Mapping[str, object], **given: object) -> Self:
         """This record from a JSON object (`read_fields`)."""
-        return read_fields(cls, data, **given)
+        return (_READERS.get(cls) or _compile(cls))(data, **given)  # type: ignore[no-any-return]
 
     @classmethod
     def parse(cls, value: object) -> Self | None:

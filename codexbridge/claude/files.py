@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 
 from ..host.jsonfile import loads_json
-from ..jsontypes import JsonRecord, objs
+from ..jsontypes import JsonRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,10 +66,10 @@ class Block(JsonRecord, wire={"kind": "type"}):
     input: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed in place)
 
 
-class Message(JsonRecord):
+class Message(JsonRecord, wire={"blocks": "content"}):
     """A `user` / `assistant` record's `message`: its content blocks and model."""
 
-    blocks: tuple[Block, ...]
+    blocks: tuple[Block, ...]  # a list of blocks, or a string: one text block
     model: str | None = None
 
     @classmethod
@@ -80,8 +80,7 @@ class Message(JsonRecord):
         content = value["content"]
         if isinstance(content, str):
             return cls.read(value, blocks=(Block("text", content),))
-        return cls.read(value, blocks=tuple(
-            Block.read(b) for b in objs(content)))
+        return cls.read(value)
 
 
 class Record(JsonRecord, wire={
@@ -116,11 +115,9 @@ class Record(JsonRecord, wire={
                                          if isinstance(line, bytes) else line)
         except ValueError:
             return None
-        return cls.from_json(data) if isinstance(data, dict) else None
-
-    @classmethod
-    def from_json(cls, rec: JsonObject) -> Record:
-        return cls.read(rec, tool_result="toolUseResult" in rec)
+        if not isinstance(data, dict):
+            return None
+        return cls.read(data, tool_result="toolUseResult" in data)
 
     @property
     def parent(self) -> str | None:
@@ -219,12 +216,6 @@ class Turn:
     NOT_YET = "not-yet"  # not in front of Claude yet (queued behind the running turn)
     TAKEN_IN = "taken-in"  # a turn took it in, and was not interrupted (so far)
     INTERRUPTED = "interrupted"  # the turn that took it in was ended by the human (Esc)
-
-
-def taken_in(transcript: str, offset: int, marker: str) -> bool:
-    """True when a record of `transcript` (from byte `offset`) showed Claude `marker` (see
-    `turn_of`), whatever became of that turn."""
-    return turn_of(transcript, offset, marker) != Turn.NOT_YET
 
 
 def turn_of(transcript: str, offset: int, marker: str) -> str:

@@ -26,7 +26,6 @@ from ..handoff.ledger import status
 from ..handoff.note import parse_note
 from ..handoff.to_claude import handoff_to_claude
 from ..handoff.to_codex import handoff_to_codex
-from ..jsontypes import arr, obj
 from .command import (
     approval_timeout_option,
     approvals_option,
@@ -158,33 +157,33 @@ def run(to: str | None, selector: str | None, from_session: str | None,
 
 
 def _say(outcome: Outcome) -> None:
-    data = outcome.as_dict()
     for line in outcome.settled:
         echo(f"codexbridge: earlier handoff {line}", err=True)
-    for warning in arr(data.get("warnings")):
+    for warning in outcome.all_warnings:
         echo(f"codexbridge: {warning}", err=True)
-    if outcome.dry_run and outcome.prepared is not None:
-        echo(outcome.prepared.built.delta, nl=False)
-        echo(f"(dry run: nothing delivered; delta {data['chars']} characters, "
-             f"companion {data['full']})", err=True)
+    prepared, built = outcome.prepared, outcome.prepared.built
+    if outcome.dry_run:
+        echo(built.delta, nl=False)
+        echo(f"(dry run: nothing delivered; delta {len(built.delta)} characters, "
+             f"companion {prepared.full_path})", err=True)
         return
     if outcome.nothing_new:
         echo(f"nothing new to hand to {outcome.target}: it has heard everything "
              "(pass --note to send one anyway)")
         return
-    where = (f"thread {data.get('threadId')}" if outcome.to == "codex"
-             else f"Claude session {obj(data['session']).get('session_id')} "
-                  f"(mailbox {data.get('mailbox')})")
+    where = (f"thread {outcome.thread.id}" if outcome.to == "codex"
+             else f"Claude session {outcome.session.session_id} "
+                  f"(mailbox {outcome.session.mailbox})")
     echo(f"handoff {outcome.handoff_id} → {where} via {outcome.via}: "
          f"{outcome.state_text()}; "
-         f"{data['messages']} message(s), delta {data['chars']} characters"
-         + (f" ({data['cutMessages']} cut from the middle)" if data["cutMessages"]
-            else "") + f"; every message in full: {data['full']}")
+         f"{built.messages} message(s), delta {len(built.delta)} characters"
+         + (f" ({built.cut_messages} cut from the middle)" if built.cut_messages else "")
+         + f"; every message in full: {prepared.full_path}")
     turn = outcome.turn
-    if turn:
-        echo(f"visible turn {turn.get('turnId') or '(queued)'}: {turn.get('status')}")
-        if turn.get("reply"):
-            echo(turn["reply"])
+    if turn is not None:
+        echo(f"visible turn {turn.turn_id or '(queued)'}: {turn.status.value}")
+        if turn.reply:
+            echo(turn.reply)
 
 
 @handoff.command("status", epilog=STATUS_EXIT_HELP)

@@ -20,7 +20,6 @@ from ..codex.client import AppServerClient
 from ..codex.endpoint import resolve_endpoint
 from ..errors import BridgeError
 from ..host.mailboxes import inbox_dir
-from ..jsontypes import opt_str
 from . import claude_source, codex_source, ledger
 from .claude_source import in_project
 from .delta import CLAUDE, CODEX, SourceRead, Verdict
@@ -43,16 +42,14 @@ def _facts(read: SourceRead, roles: tuple[str, str], started: float) -> JsonObje
 
 
 def claude_facts(project: str, state: ledger.State, inbox: str) -> JsonArray:
-    seen: dict[str, JsonObject] = {}
+    seen: dict[str, tuple[str | None, str | None]] = {}  # session → mailbox, transcript
     for s in in_project(project, inbox):
-        seen[s.session_id] = {"session_id": s.session_id, "mailbox": s.mailbox,
-                              "transcript": s.transcript}
+        seen[s.session_id] = (s.mailbox, s.transcript)
     for _, agent in ledger.agents_of(state, CLAUDE):
-        seen.setdefault(agent.id, {"session_id": agent.id, "mailbox": agent.mailbox,
-                                   "transcript": agent.where})
+        seen.setdefault(agent.id, (agent.mailbox, agent.where))
     out: JsonArray = []
-    for sid, entry in seen.items():
-        path = opt_str(entry["transcript"])
+    for sid, (mailbox, path) in seen.items():
+        entry: JsonObject = {"session_id": sid, "mailbox": mailbox, "transcript": path}
         if path is None:
             out.append({**entry, "verdict": Verdict.MISSING.value,
                         "why": "no transcript path recorded"})

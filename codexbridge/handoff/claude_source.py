@@ -71,7 +71,6 @@ import glob
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..claude.files import Message, Record
@@ -98,13 +97,6 @@ if TYPE_CHECKING:
 SETUP_HINT = "run `codexbridge setup claude --project {project}`, then start claude there"
 PLUGIN_HINT = ("start Claude Code in {project} (the codexbridge plugin registers the "
                "session when it starts)")
-
-
-class StartHook(StrEnum):
-    """What runs our hook when a session starts (so it is handed a pending delta)."""
-
-    PLUGIN = "plugin"  # codexbridge's Claude Code plugin
-    PROJECT_HOOK = "project-hook"  # the hook `install-hook` put in the project settings
 
 
 @dataclass(frozen=True)
@@ -246,28 +238,23 @@ def plugin_enabled(project: str, config_dir: str | None = None) -> bool:
     return bool(facts["enabled_in"]) and bool(facts["marketplace_ok"])
 
 
-def session_start_hook(project: str, session: ClaudeSession) -> StartHook | None:
-    """What runs our hook when `session` starts (None: nothing does)."""
-    if plugin_enabled(project, session.config_dir):
-        return StartHook.PLUGIN
-    return StartHook.PROJECT_HOOK if session_start_hooked(project, session.mailbox) else None
+def session_start_hooked(project: str, session: ClaudeSession) -> bool:
+    """Does our hook run when `session` starts (so it is handed a pending delta): the
+    codexbridge plugin's, or the one `install-hook` put in the project's settings?"""
+    return (plugin_enabled(project, session.config_dir)
+            or _project_hooked(project, session.mailbox))
 
 
-def session_start_hooked(project: str, mailbox: str | None) -> bool:
+def _project_hooked(project: str, mailbox: str | None) -> bool:
     """Does the project's settings run our hook at SessionStart (for `mailbox`)?"""
     for name in ("settings.json", "settings.local.json"):
         settings = obj(read_object(os.path.join(project, ".claude", name)))
-        for command in _start_commands(settings):
+        # `hooks.SessionStart[].hooks[].command` (anything of another shape runs nothing)
+        for command in ClaudeSettings.read(settings).commands("SessionStart"):
             found = ours(command)
             if found and found[0] == "hook" and mailbox in (None, found[1]):
                 return True
     return False
-
-
-def _start_commands(settings: JsonObject) -> list[str]:
-    """The commands a Claude settings file runs at SessionStart: `hooks.SessionStart[]
-    .hooks[].command` (anything of another shape there runs nothing)."""
-    return ClaudeSettings.read(settings).commands("SessionStart")
 
 
 # --- its transcript -----------------------------------------------------------------

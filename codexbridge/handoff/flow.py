@@ -49,6 +49,7 @@ from .note import Note
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject, JsonValue
+    from .deliver import IntoThread
 
 CAP_ENV = "CODEX_BRIDGE_HANDOFF_MAX"
 KEEP_ENV = "CODEX_BRIDGE_HANDOFF_KEEP"
@@ -268,12 +269,15 @@ class Outcome:
     target: str  # the ledger key
     to: str  # "codex" / "claude"
     via: Via
-    delivered: bool  # the target has it (inject, live mail) — see `state` when not
-    prepared: Prepared | None = None
+    prepared: Prepared
+    thread: ThreadInfo  # the Codex side (the target, or the departing thread)
+    session: ClaudeSession  # the Claude side
+    delivered: bool = False  # the target has it (inject, live mail) — see `state` when not
     nothing_new: bool = False
     dry_run: bool = False
-    where: JsonObject = field(default_factory=dict)  # thread / session / mailbox
-    turn: JsonObject | None = None
+    turn: IntoThread | None = None  # the visible turn a handoff to Codex started
+    mail_id: str | None = None  # the mail a handoff to Claude left in its mailbox
+    pending_file: str | None = None  # where a resume delta waits
     settled: list[str] = field(default_factory=list)  # what became of an older pending
     warnings: list[str] = field(default_factory=list)
     state: DeliveryState | Waiting | None = None  # None: nothing sent
@@ -282,24 +286,37 @@ class Outcome:
     def arrived(self) -> None:
         self.delivered, self.state = True, DeliveryState.DELIVERED
 
+    @property
+    def all_warnings(self) -> list[str]:
+        return [*self.warnings, *self.prepared.warnings]
+
     def state_text(self) -> str:
         """The state for a person, with what to run."""
         text = STATE_TEXT[self.state] if self.state is not None else "nothing sent"
         return text + (f" — run `{self.action}`" if self.action else "")
 
     def as_dict(self) -> JsonObject:
-        settled: JsonValue = [*self.settled]
+        where: JsonObject = {"threadId": self.thread.id, "thread": self.thread.as_dict(),
+                             "session": self.session.as_dict()}
+        if self.to == "claude":
+            where["mailbox"] = self.session.mailbox
+        if self.mail_id is not None:
+            where["mailId"] = self.mail_id
+        if self.pending_file is not None:
+            where["pendingFile"] = self.pending_file
+        turn = self.turn
         data: JsonObject = {
             "ok": True, "handoffId": self.handoff_id, "to": self.to, "target": self.target,
             "via": self.via.value, "delivered": self.delivered,
             "state": None if self.state is None else self.state.value,
             "action": self.action, "nothingNew": self.nothing_new,
-            "dryRun": self.dry_run, **self.where, "turn": self.turn,
-            "settled": settled, "warnings": [*self.warnings]}
-        if self.prepared is not None:
-            data.update({k: v for k, v in self.prepared.as_dict().items()
-                         if k not in ("handoffId", "target", "warnings")})
-            data["warnings"] = [*self.warnings, *self.prepared.warnings]
+            "dryRun": self.dry_run, **where,
+            "turn": None if turn is None else {"turnId": turn.turn_id,
+                                               "status": turn.status.value,
+                                               "reply": turn.reply},
+            "settled": [*self.settled], "warnings": [*self.all_warnings]}
+        data.update({k: v for k, v in self.prepared.as_dict().items()
+                     if k not in ("handoffId", "target", "warnings")})
         return data
 
 
@@ -400,7 +417,6 @@ class Handoff:
 
     def nothing_to_send(self, outcome: Outcome, note: Note) -> bool:
         """A dry run, or nothing new and no note: the claim goes, and nothing is sent."""
-        assert outcome.prepared is not None
         if not self.dry_run and (outcome.prepared.new_messages or not note.empty):
             return False
         outcome.dry_run, outcome.nothing_new, outcome.via = (self.dry_run, not self.dry_run,

@@ -43,9 +43,10 @@ import hashlib
 import json
 import os
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, fields, is_dataclass, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from ..codex.protocol.enums import WireEnum
@@ -173,14 +174,8 @@ _WIRE = {"known_by": "knownBy"}  # attribute → key in the file, where they dif
 _SKIP = object()  # a value of the wrong type: the field keeps its default
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    """A record's field types (its annotations are strings: `from __future__`)."""
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
+# a record's field types (its annotations are strings: `from __future__`)
+_hints: Callable[[type], dict[str, Any]] = cache(get_type_hints)
 
 
 def _narrow(hint: Any, value: object) -> object:
@@ -418,12 +413,6 @@ def busy_elsewhere(record: Pending) -> bool:
             and pid is not None and pid != os.getpid() and pid_alive(pid))
 
 
-def refuse_busy(target: str, record: Pending) -> UsageError:
-    return UsageError(f"another handoff to {target} ({record.id}) is being delivered "
-                      f"by process {record.pid}; wait for it, then hand off again",
-                      details={"pending": as_json(record)}, retryable=True)
-
-
 def apply_verdict(state: State, target: str, old: Pending, why_not: str | None,
                   settled: list[str]) -> None:
     """An earlier run's pending handoff arrived (`why_not` None: commit its marks) or
@@ -443,7 +432,9 @@ def claim(state: State, target: str, hid: str, links: dict[str, Agent]) -> dict[
     """Link the agents, journal our handoff as preparing; the target's current marks."""
     current = pending(state, target)
     if current is not None and busy_elsewhere(current):
-        raise refuse_busy(target, current)
+        raise UsageError(f"another handoff to {target} ({current.id}) is being delivered "
+                         f"by process {current.pid}; wait for it, then hand off again",
+                         details={"pending": as_json(current)}, retryable=True)
     for key, agent in links.items():
         link(state, key, agent)
     state.pending[target] = Pending(id=hid, stage=Stage.PREPARING, pid=os.getpid(),

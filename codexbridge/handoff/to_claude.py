@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from ..codex.client import Rpc
 from ..codex.threads import find_target
@@ -33,14 +32,11 @@ from ..messages import to_claude as service
 from ..messages.records import DeliveryState
 from ..messages.routing import sending_from_thread
 from . import codex_source, flow, ledger, resume
-from .claude_source import ClaudeSession, received_by, session_start_hook, target_session
+from .claude_source import ClaudeSession, received_by, session_start_hooked, target_session
 from .delta import CODEX, Received, SourceRead
 from .flow import Handoff, Outcome, Prepared, Waiting
 from .ledger import Pending, Stage, Via
 from .note import Note
-
-if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
 
 AUTO = "auto"  # --via: mail if the session runs, else resume
 VIAS = (AUTO, Via.MAIL.value, Via.RESUME.value)
@@ -54,7 +50,7 @@ def choose_via(via: str, session: ClaudeSession, project: str) -> tuple[Via, str
         raise UsageError(f"--via {via!r}: one of {', '.join(VIAS)}")
     if via == Via.MAIL or (via == AUTO and session.running):
         return Via.MAIL, None
-    if session_start_hook(project, session) is not None:
+    if session_start_hooked(project, session):
         return Via.RESUME, None
     nothing = (f"nothing runs codexbridge's hook when session {session.session_id} starts "
                f"(the codexbridge plugin is not enabled for {project}, and its settings "
@@ -132,9 +128,7 @@ async def handoff_to_claude(rpc: Rpc, *, project: str, note: Note, mailbox: str 
     prepared = await h.gather(
         earlier, departing, rpc, names=("Claude Code", CODEX), note=note, received=had,
         cap=flow.cap_for(resume.RESUME_CAP if road is Via.RESUME else None))
-    where: JsonObject = {"threadId": info.id, "thread": info.as_dict(),
-                         "session": session.as_dict(), "mailbox": session.mailbox}
-    outcome = Outcome(h.hid, h.target, "claude", road, False, prepared, where=where,
+    outcome = Outcome(h.hid, h.target, "claude", road, prepared, info, session,
                       settled=h.settled, warnings=[why] if why else [])
     if h.nothing_to_send(outcome, note):
         return outcome
@@ -158,7 +152,7 @@ def _mail(h: Handoff, session: ClaudeSession, prepared: Prepared, outcome: Outco
     with ledger.locked(h.key, h.project) as state:
         record.mail_id = receipt.mail.mail_id
         ledger.commit(state, h.target, record, "handoff (mail)")  # the mailbox keeps it
-    outcome.where["mailId"] = receipt.mail.mail_id
+    outcome.mail_id = receipt.mail.mail_id
     if receipt.in_flight:  # the watcher can take it between the push and the live try
         outcome.arrived()
     elif session.running:
@@ -179,7 +173,7 @@ def _pend(h: Handoff, session: ClaudeSession, prepared: Prepared,
     h.set_pending(record)
     path = resume.write_pending(session.session_id, resume.Parked(
         h.hid, h.key, h.project, h.target, prepared.built.delta, ledger.as_json(record)))
-    outcome.where["pendingFile"] = path
+    outcome.pending_file = path
     outcome.state = Waiting.FOR_RESUME
     outcome.action = resume_command(session, h.project)
     return outcome

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from ..codex.client import Rpc
 from ..codex.protocol.enums import ApprovalPolicy
@@ -29,9 +28,6 @@ from .delta import CLAUDE, SourceRead
 from .flow import Handoff, Outcome, Prepared, cap_for, claude_link, codex_link, start
 from .ledger import Pending, Stage, Via
 from .note import Note
-
-if TYPE_CHECKING:
-    from ..jsontypes import JsonObject
 
 
 async def settle_old(rpc: Rpc, thread_id: str, old: Pending) -> str | None:
@@ -77,9 +73,7 @@ async def handoff_to_codex(rpc: Rpc, *, project: str, note: Note, thread: str | 
 
     prepared = await h.gather(earlier, departing, rpc, names=("Codex", CLAUDE), note=note,
                               cap=cap_for(), answered=answered)
-    where: JsonObject = {"threadId": info.id, "thread": info.as_dict(),
-                         "session": session.as_dict()}
-    outcome = Outcome(h.hid, h.target, "codex", Via.INJECT, False, prepared, where=where,
+    outcome = Outcome(h.hid, h.target, "codex", Via.INJECT, prepared, info, session,
                       settled=h.settled)
     if h.nothing_to_send(outcome, note):
         return outcome
@@ -126,7 +120,7 @@ async def _deliver(rpc: Rpc, h: Handoff, thread_id: str, prepared: Prepared, not
         record.turn_id = into.turn_id
         ledger.commit(state, h.target, record, "handoff")
     outcome.arrived()
-    outcome.turn = {"turnId": into.turn_id, "status": into.status.value, "reply": into.reply}
+    outcome.turn = into
     if not deliver.completed(into.status):
         outcome.warnings.append(f"the context is in the thread; the visible turn ended "
                                 f"{into.status}")

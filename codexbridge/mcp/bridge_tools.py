@@ -314,23 +314,24 @@ async def hand_to_claude(rt: Runtime, note: str | None, decisions: str | None,
     return handoff_outcome(result, dry_run)
 
 
-def _handoff_summary(data: Data) -> str:
-    if data.get("dryRun"):
-        return f"dry run: delta of {data.get('chars')} characters (nothing delivered)"
-    if data.get("nothingNew"):
-        return f"nothing new to hand to {data.get('target')}: it has heard everything"
-    return (f"handoff {data.get('handoffId')} to {data.get('target')} via {data.get('via')}: "
-            f"{data.get('stateText')}; {data.get('messages')} message(s), "
-            f"{data.get('chars')} characters; every message in full: {data.get('full')}")
+def _handoff_summary(result: HandoffOutcome) -> str:
+    built = result.prepared.built
+    if result.dry_run:
+        return f"dry run: delta of {len(built.delta)} characters (nothing delivered)"
+    if result.nothing_new:
+        return f"nothing new to hand to {result.target}: it has heard everything"
+    return (f"handoff {result.handoff_id} to {result.target} via {result.via}: "
+            f"{result.state_text()}; {built.messages} message(s), "
+            f"{len(built.delta)} characters; every message in full: "
+            f"{result.prepared.full_path}")
 
 
 def handoff_outcome(result: HandoffOutcome, include_delta: bool) -> Outcome:
     data: Data = dict(result.as_dict())
     data.pop("ok", None)
     data["stateText"] = result.state_text()
-    if include_delta and result.prepared is not None:
+    if include_delta:
         data["delta"] = result.prepared.built.delta
         data["deltaFile"] = result.prepared.delta_path
-    listed = data.get("warnings")
-    warnings = [warning("HANDOFF", str(w)) for w in listed] if isinstance(listed, list) else []
-    return Outcome(data, _handoff_summary(data), warnings)
+    warnings = [warning("HANDOFF", w) for w in result.all_warnings]
+    return Outcome(data, _handoff_summary(result), warnings)

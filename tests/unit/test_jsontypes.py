@@ -69,3 +69,15 @@ def test_a_frozen_dataclass_reads_the_same_way() -> None:
 
     data: JsonObject = {"ok": True, "why": 3}
     assert read_fields(Facts, data) == Facts(True, None, data)
+
+
+def test_a_subclass_reads_its_own_fields() -> None:
+    assert Inner.read({"kind": "k"}) == Inner("k")  # Inner's reader is written out
+
+    class Sub(Inner):
+        extra: int | None = None
+
+    assert Sub.read({"kind": "k", "extra": 1}) == Sub("k", 1)
+    assert Inner.read({"kind": "k", "extra": 1}) == Inner("k")
+    with pytest.raises(TypeError):
+        Inner.read({}, extra=1)

@@ -203,8 +203,8 @@ async def test_which_claude_session(tmp_path: Path, project: str, server: Server
                                       env={"CLAUDE_CODE_SESSION_ID": "sess-b"}, dry_run=True)
         named = await handoff_to_codex(c, project=project, note=parse_note(None), env=ENV,
                                        from_session="sess-a", dry_run=True)
-    assert mine.where["session"]["session_id"] == "sess-b"
-    assert named.where["session"]["session_id"] == "sess-a"
+    assert mine.session.session_id == "sess-b"
+    assert named.session.session_id == "sess-a"
 
 
 async def test_from_inside_the_target_thread_is_refused(tmp_path: Path, project: str,
