@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import (
@@ -61,30 +61,23 @@ NO_ROLLOUT_HINT = ("the thread has no rollout yet: send one message in the Codex
                    "(a thread can be joined once its first turn has started)")
 
 
-async def paged(fetch: Callable[[str | None], Awaitable[Page[T]]],
-                max_pages: int = 1000) -> list[T]:
-    """Every `data` entry of a cursor-paginated method: `fetch(cursor)` reads one page
-    (cursor None: the first)."""
-    out: list[T] = []
+async def pages(fetch: Callable[[str | None], Awaitable[Page[T]]],
+                max_pages: int = 1000) -> AsyncIterator[T]:
+    """The `data` entries of a cursor-paginated method, page by page: `fetch(cursor)`
+    reads one page (cursor None: the first)."""
     cursor: str | None = None
     for _ in range(max_pages):
         page = await fetch(cursor)
-        out.extend(page.data)
+        for entry in page.data:
+            yield entry
         cursor = page.next_cursor
         if not cursor:
-            break
-    return out
+            return
 
 
-async def _read_loaded(rpc: Rpc) -> list[ThreadInfo]:
-    """Every loaded thread that `thread/read` gives (one that fails to read is left out:
-    it was unloaded meanwhile, or the answer held no thread)."""
-    calls = Calls(rpc)
-    ids = await paged(lambda cursor: calls.thread_loaded_list(cursor=cursor))
-    reads = await asyncio.gather(*(calls.thread_read(thread_id=tid) for tid in ids),
-                                 return_exceptions=True)
-    return [r.thread for r in reads
-            if isinstance(r, ThreadReadResponse) and r.thread is not None]
+async def paged(fetch: Callable[[str | None], Awaitable[Page[T]]]) -> list[T]:
+    """Every `data` entry of a cursor-paginated method (`pages`, collected)."""
+    return [entry async for entry in pages(fetch)]
 
 
 def _newest_first(threads: list[ThreadInfo]) -> list[ThreadInfo]:
@@ -97,8 +90,14 @@ async def list_threads(rpc: Rpc, *, include_all: bool = False) -> list[ThreadInf
 
 
 async def loaded(rpc: Rpc) -> list[ThreadInfo]:
-    """Every loaded thread, newest first."""
-    return _newest_first(await _read_loaded(rpc))
+    """Every loaded thread that `thread/read` gives, newest first (one that fails to
+    read is left out: it was unloaded meanwhile, or the answer held no thread)."""
+    calls = Calls(rpc)
+    ids = await paged(lambda cursor: calls.thread_loaded_list(cursor=cursor))
+    reads = await asyncio.gather(*(calls.thread_read(thread_id=tid) for tid in ids),
+                                 return_exceptions=True)
+    return _newest_first([r.thread for r in reads
+                          if isinstance(r, ThreadReadResponse) and r.thread is not None])
 
 
 async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) -> ThreadInfo:
