@@ -11,12 +11,13 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import BridgeError, ConnectionLostError, UsageError
+from ..errors import ConnectionLostError, UsageError
 from .client import Rpc, Subscription
 from .protocol import approvals as approval_table
 from .protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from .protocol.envelopes import RequestId, ServerRequest
 from .protocol.turn import (
+    CAPTURE_LIMIT,
     Added,
     Approval,
     Completed,
@@ -76,9 +77,9 @@ class TurnFollower:
     def __init__(self, rpc: Rpc, thread_id: str, policy: ApprovalPolicy,
                  approval_timeout: float, on_delta: Callable[[str], None] | None,
                  on_approval: Callable[[str], None] | None,
-                 client_id: str | None = None) -> None:
+                 client_id: str | None = None, capture_limit: int = CAPTURE_LIMIT) -> None:
         self.rpc = rpc
-        self.tracker = TurnTracker(thread_id, client_id=client_id)
+        self.tracker = TurnTracker(thread_id, capture_limit=capture_limit, client_id=client_id)
         self.policy = policy
         self.approval_timeout = approval_timeout
         self.on_delta = on_delta
@@ -190,13 +191,6 @@ class TurnFollower:
             # deadline task) silently and leave say() waiting out its whole --timeout.
             self._lose()
 
-    def lost_error(self) -> BridgeError:
-        """What `lost` is as an error: a message over the frame cap is the input's fault
-        (UsageError: the next try gets the same message — the courier must not wait for
-        the server to come back), anything else a lost connection."""
-        assert self.lost is not None
-        return UsageError(self.lost) if self.refused else ConnectionLostError(self.lost)
-
     def _lose(self, refused: str | None = None) -> None:
         self.refused = refused is not None
         self.lost = refused or (
@@ -221,8 +215,13 @@ class TurnFollower:
         await self.handle(events)
 
     def result(self, turn_id: str, timed_out: bool, timeout: float) -> SayResult:
+        """How the turn ended. Lost before it completed: a message over the frame cap is
+        the input's fault (UsageError: the next try gets the same message — the courier
+        must not wait for the server to come back), anything else a lost connection."""
         tracker = self.tracker
         done = tracker.completed
+        if self.lost and done is None:
+            raise UsageError(self.lost) if self.refused else ConnectionLostError(self.lost)
         if timed_out:
             status = TurnOutcome.TIMED_OUT
         else:
