@@ -58,10 +58,7 @@ class Reach:
         url = env.get("CODEX_BRIDGE_URL") or None
         if url is None:
             return Reach()
-        trust = [env.get(k) or None for k in ("SSL_CERT_FILE", "SSL_CERT_DIR")] \
-            if url.startswith("wss://") else [None, None]
-        ca_file, ca_dir = (os.path.abspath(v) if v else None for v in trust)
-        return Reach(url, env.get("CODEX_BRIDGE_TOKEN") or None, None, ca_file, ca_dir)
+        return Reach(url, env.get("CODEX_BRIDGE_TOKEN") or None, None, *_trust(url, env))
 
 
 class EndpointKind(enum.StrEnum):
@@ -241,12 +238,12 @@ def read_token(path: str) -> str | None:
         return None
 
 
-def _trust(url: str) -> tuple[str | None, str | None]:
+def _trust(url: str, env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """SSL_CERT_FILE / SSL_CERT_DIR for a wss:// URL, absolute (a relative one names a
     file in this process's directory)."""
     if not url.startswith("wss://"):
         return None, None
-    found = [os.environ.get(name) or None for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")]
+    found = [env.get(name) or None for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")]
     ca_file, ca_dir = (os.path.abspath(v) if v else None for v in found)
     return ca_file, ca_dir
 
@@ -306,7 +303,7 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
     if picked.kind is EndpointKind.DAEMON:
         token, token_file = None, None  # a unix socket of the user's own: no bearer
     return Endpoint(picked.url, token, picked.source, picked.kind, token_file,
-                    *_trust(picked.url))
+                    *_trust(picked.url, os.environ))
 
 
 def reach_of(ep: Endpoint) -> Reach:
