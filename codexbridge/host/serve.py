@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, NamedTuple
 
 from ..errors import ServeError, UsageError
 from . import daemon
@@ -41,9 +41,6 @@ from .procs import pid_alive
 from .runtime import SOCKET_PATH_MAX, socket_in_runtime
 from .tls_relay import TlsRelay, server_context
 from .tokens import check_strength, new_token
-
-if TYPE_CHECKING:
-    from .tls_relay import TlsRelay
 
 log = logging.getLogger(__name__)
 
@@ -227,9 +224,13 @@ def run_serve(cwd: str, port: int | None = None, host: str | None = None,
     workdir = _workdir(cwd)
     check_not_running()
     listen = _listen(host, port, tls)
-    front: TlsRelay | None = None  # the TLS relay in front of codex, with --tls-cert
-    if tls is not None:
-        front = _tls_front(tls, listen)
+    front: TlsRelay | None = None
+    if tls is not None:  # wss://HOST:PORT in front of codex's loopback listener (codex
+        # has no TLS listener); the relay checks the token itself too
+        assert listen.token is not None
+        front = TlsRelay(listen.public_host, listen.port,
+                         f"ws://127.0.0.1:{listen.inner_port}", server_context(*tls),
+                         listen.token)
     codex = find_codex()
     version = codex_version(codex)
     extra, token_file = _auth_args(list(codex_args), listen.token)
@@ -340,15 +341,6 @@ def socket_path() -> Path:
                      f"yours alone and {fallback} is too long for a unix socket; set "
                      "CODEX_BRIDGE_HOME to a shorter path, or pass --port N for a "
                      "token-protected ws:// listener")
-
-
-def _tls_front(tls: tuple[str, str], listen: Listen) -> TlsRelay:
-    """`--tls-cert`: the relay that serves wss://HOST:PORT in front of codex's loopback
-    listener (codex has no TLS listener); it checks the token itself too."""
-    assert listen.token is not None
-    context = server_context(*tls)
-    return TlsRelay(listen.public_host, listen.port, f"ws://127.0.0.1:{listen.inner_port}",
-                    context, listen.token)
 
 
 def _recorder(record: BridgeRecord) -> Callable[[int], None]:
