@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayOptions", "SayProgress", "SayResult",
-           "follow", "follow_queued", "interrupt", "queue_message", "running_turn", "say",
-           "steer"]
+           "follow_queued", "interrupt", "queue_message", "running_turn", "say", "steer"]
 
 DEFAULT_TURN_TIMEOUT = 900.0
 INTERRUPT_GRACE = 5.0  # measured: an interrupted turn completes in ~0.05 s
@@ -210,31 +209,6 @@ async def _begin(rpc: Rpc, run: TurnFollower, thread_id: str, text: str,
     return None
 
 
-async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
-                 approvals: ApprovalPolicy = ApprovalPolicy.TUI,
-                 approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
-                 timeout: float = DEFAULT_TURN_TIMEOUT,
-                 capture_limit: int = CAPTURE_LIMIT,
-                 on_approval: Callable[[str], None] | None = None) -> SayResult:
-    """Follow a turn already running (a courier taking over after its predecessor died)
-    to its end; the final text comes from `item/completed`, so joining late loses
-    nothing. A turn that already ended is read from the thread."""
-    run = TurnFollower(rpc, thread_id, approvals, approval_timeout, None, on_approval,
-                       capture_limit=capture_limit)
-    async with _pumping(rpc, run, "codexbridge-turn-follow"):
-        # Fed from before the join: an approval pending now is replayed to us while we
-        # join (measured), and must not be dropped — it waits in the tracker for bind.
-        run.feeding = True
-        await join(rpc, thread_id)
-        await run.bind(turn_id)
-        ended = await turn_status(rpc, thread_id, turn_id)  # subscribed first: no gap
-        if ended is not None and ended.status != TurnStatus.IN_PROGRESS:
-            return SayResult(thread_id, turn_id, TurnOutcome.parse(ended.status)
-                             or TurnOutcome.FAILED, ended.reply, [], ended.error)
-        timed_out = not await _wait(run.done, timeout)
-        return run.result(turn_id, timed_out, timeout)
-
-
 async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
                         text: str | None, *,
                         approvals: ApprovalPolicy = ApprovalPolicy.TUI,
@@ -384,7 +358,7 @@ async def _pumping(rpc: Rpc, run: TurnFollower, name: str) -> AsyncIterator[None
 
 
 def _raise_dead(cause: BaseException) -> NoReturn:
-    """End say() / follow() with the error of a dead pump, naming its cause."""
+    """End say() / follow_queued() with the error of a dead pump, naming its cause."""
     if isinstance(cause, BridgeError):
         raise cause
     if not isinstance(cause, OSError):
