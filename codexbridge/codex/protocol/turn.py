@@ -135,16 +135,6 @@ def _item(env: Notification) -> ThreadItem | None:
     return ItemStartedNotification.from_wire(env.params).item
 
 
-def _user_message_client_id(env: Notification | ServerRequest) -> tuple[bool, str | None]:
-    """(is a userMessage `item/started`, its clientId) — how a queued turn is found."""
-    if not isinstance(env, Notification) or env.method != m.ITEM_STARTED:
-        return False, None
-    item = _item(env)
-    if item is None or item.type != ThreadItemType.USER_MESSAGE:
-        return False, None
-    return True, item.client_id
-
-
 def _delta_size(env: Notification | ServerRequest) -> int:
     """The bytes of streamed text a buffered envelope holds (0: not a delta)."""
     if isinstance(env, Notification) and env.method == m.ITEM_AGENT_MESSAGE_DELTA:
@@ -204,10 +194,12 @@ class TurnTracker:
         return self._interpret(env)
 
     def _find_ours(self, env: Notification | ServerRequest) -> list[TurnEvent]:
-        is_user, client_id = _user_message_client_id(env)
+        # A userMessage `item/started`, and its clientId: how a queued turn is found.
+        item = (_item(env) if isinstance(env, Notification) and env.method == m.ITEM_STARTED
+                else None)
         turn_id = _turn_id_of(env.params)
-        if is_user and turn_id is not None:
-            if client_id == self.client_id:
+        if item is not None and item.type == ThreadItemType.USER_MESSAGE and turn_id is not None:
+            if item.client_id == self.client_id:
                 self._buffer(env)
                 return self.bind(turn_id)
             self._forget(turn_id)  # another client's (or the human's) turn
