@@ -91,11 +91,6 @@ class Choice(NamedTuple):
     kind: EndpointKind
     note: str | None  # why this one, when another server also runs
 
-    @property
-    def from_record(self) -> bool:
-        """serve's token file applies."""
-        return self.kind is EndpointKind.SERVE
-
 
 class Server(NamedTuple):
     """An app-server that runs here: the serve of bridge.json, or CODEX_HOME's daemon."""
@@ -285,7 +280,8 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
             details={"bridge_file": str(bridge_file()),
                      "daemon_socket": str(daemon.socket_path(home)),
                      "daemon_lookup": daemon.enabled()})
-    if picked.from_record and running and record:  # both run: ask them which is which
+    if picked.kind is EndpointKind.SERVE and running and record:
+        # both run: ask them which is which
         serve = Server(picked.url, token or _token_file(record), picked.source,
                        EndpointKind.SERVE)
         held_by = survey([serve, Server(running, None, daemon_source(str(home)),
@@ -296,7 +292,8 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
     if picked.note:
         _say_once(picked.note)
     token_file = None
-    if token is None and record and (picked.from_record or record.url == picked.url):
+    if token is None and record and (picked.kind is EndpointKind.SERVE
+                                       or record.url == picked.url):
         # our own serve, found or named explicitly: its token file
         token_file = record.token_file
         token = read_token(token_file) if token_file else None
