@@ -26,6 +26,7 @@ from .protocol.turn import (
     TurnEvent,
     TurnTracker,
     Warning,
+    thread_of,
 )
 
 if TYPE_CHECKING:
@@ -103,10 +104,8 @@ class TurnFollower:
             if ev is None:
                 self._lose(sub.refused)
                 return
-            if isinstance(ev, ServerRequest) and (
-                    ev.method not in approval_table.TABLE
-                    or not isinstance(ev.params.get("threadId",
-                                                    ev.params.get("conversationId")), str)):
+            if isinstance(ev, ServerRequest) and (ev.method not in approval_table.TABLE
+                                                  or not isinstance(thread_of(ev.params), str)):
                 # Unknown to us, or about the connection rather than a thread
                 # (`attestation/generate`, `account/chatgptAuthTokens/refresh`): the turn
                 # tracker would filter it out, so answer fail-closed at once — never leave

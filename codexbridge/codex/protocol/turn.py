@@ -112,7 +112,7 @@ TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Added | Compl
 # fields it does not name); a field of another type reads as absent.
 
 
-def _thread_of(params: JsonObject) -> JsonValue:
+def thread_of(params: JsonObject) -> JsonValue:
     match params:
         case {"threadId": thread}:
             return thread
@@ -184,7 +184,7 @@ class TurnTracker:
         self._pending_bytes = 0
 
     def feed(self, env: Notification | ServerRequest) -> list[TurnEvent]:
-        if _thread_of(env.params) != self.thread_id:
+        if thread_of(env.params) != self.thread_id:
             return []
         if self.turn_id is None:
             if self.client_id is not None:
