@@ -94,14 +94,18 @@ def plugin(argv: list[str]) -> int | list[str]:
         # lazy: the Stop hook imports the hook alone, no click
         from ..hooks.process import log, run_hook_cli
     try:
-        name = _session_mailbox(start)
+        # lazy: only the plugin's commands (the Stop hook among them) name a session's
+        # mailbox
+        from ..inbox.location import inbox_dir
+        from ..setup.mailbox import for_session
+
+        name = for_session(inbox_dir(), os.environ, os.getcwd(), start=start)
     except Exception as exc:
+        if what == "name":
+            raise
         if what == "hook":
             log(f"hook not run: no mailbox for this session: {exc!r}", with_traceback=True)
-            return 0
-        if what == "watch":
-            return 0
-        raise
+        return 0
     if what == "hook":
         return run_hook_cli(["--as", name])
     if what == "name":
@@ -109,10 +113,3 @@ def plugin(argv: list[str]) -> int | list[str]:
         return 0
     return ["inbox", "watch", "--as", name, "--timeout", WATCH_TIMEOUT]
 
-
-def _session_mailbox(start: bool) -> str:
-    # lazy: only the plugin's commands (the Stop hook among them) name a session's mailbox
-    from ..inbox.location import inbox_dir
-    from ..setup.mailbox import for_session
-
-    return for_session(inbox_dir(), os.environ, os.getcwd(), start=start)
