@@ -146,10 +146,9 @@ def _ensure_root(root: str, known: bool) -> None:
             if parent == walk:
                 break
             walk = parent
-        for path in reversed(missing):
+        for path in reversed(missing):  # (root last)
             # Parents are made 0700 too: makedirs would give them the umask's mode.
-            if not _make(path) and path == root:
-                break
+            _make(path)
         st = os.stat(root) if known else os.lstat(root)
     found = dir_problem(root, st)
     if found:
