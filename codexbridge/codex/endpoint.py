@@ -219,13 +219,11 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def _token_file(record: BridgeRecord) -> str | None:
-    return read_token(record.token_file) if record.token_file is not None else None
-
-
-def read_token(path: str) -> str | None:
-    """The token kept in `path` (serve's ws-token, a delivery's own copy); None when it
-    cannot be read — the server then says 401, which names the fix."""
+def read_token(path: str | None) -> str | None:
+    """The token kept in `path` (serve's ws-token, a delivery's own copy); None without
+    a path, or when it cannot be read — the server then says 401, which names the fix."""
+    if path is None:
+        return None
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read().strip() or None
@@ -282,7 +280,7 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
                      "daemon_lookup": daemon.enabled()})
     if picked.kind is EndpointKind.SERVE and running and record:
         # both run: ask them which is which
-        serve = Server(picked.url, token or _token_file(record), picked.source,
+        serve = Server(picked.url, token or read_token(record.token_file), picked.source,
                        EndpointKind.SERVE)
         held_by = survey([serve, Server(running, None, daemon_source(str(home)),
                                         EndpointKind.DAEMON)])
@@ -296,7 +294,7 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
                                        or record.url == picked.url):
         # our own serve, found or named explicitly: its token file
         token_file = record.token_file
-        token = read_token(token_file) if token_file else None
+        token = read_token(token_file)
     if picked.kind is EndpointKind.DAEMON:
         token, token_file = None, None  # a unix socket of the user's own: no bearer
     return Endpoint(picked.url, token, picked.source, picked.kind, token_file,
@@ -318,13 +316,13 @@ def recorded_endpoint(url: str | None, token_file: str | None, ca_file: str | No
     before records carried it) is this process's own lookup."""
     if url is None:
         return resolve_endpoint()
-    token = read_token(token_file) if token_file else None
+    token = read_token(token_file)
     if token_file is None:
         # a record older than its token file: serve's own, when it names serve's URL
         record = BridgeRecord.current(_say_once)
         if record and url in (record.url, record.public_url):
             token_file = record.token_file
-            token = read_token(token_file) if token_file else None
+            token = read_token(token_file)
     return Endpoint(url, token, "the delivery record", EndpointKind.URL, token_file,
                     ca_file, ca_dir)
 
@@ -337,7 +335,7 @@ def others(url: str) -> list[Server]:
     served = record.url if record else None
     if (record and served is not None and _serve_alive(record) is not False
             and url not in (served, record.public_url)):
-        token = os.environ.get("CODEX_BRIDGE_TOKEN") or _token_file(record)
+        token = os.environ.get("CODEX_BRIDGE_TOKEN") or read_token(record.token_file)
         found.append(Server(served, token, str(bridge_file()), EndpointKind.SERVE))
     running = daemon.running_url()
     if running and running != url:
