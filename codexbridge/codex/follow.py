@@ -223,13 +223,12 @@ class TurnFollower:
             raise UsageError(self.lost) if self.refused else ConnectionLostError(self.lost)
         if timed_out:
             status = TurnOutcome.TIMED_OUT
+            error: JsonObject | None = {
+                "message": f"no turn/completed within {timeout:g} s; the turn may still be "
+                           "running in the TUI"}
         else:
-            status = (TurnOutcome.parse(done.status) or TurnOutcome.FAILED) if done \
-                else TurnOutcome.FAILED
-        error = done.error if done else None
-        if timed_out:
-            error = {"message": f"no turn/completed within {timeout:g} s; the turn may still "
-                                "be running in the TUI"}
+            status = (TurnOutcome.parse(done.status) if done else None) or TurnOutcome.FAILED
+            error = done.error if done else None
         return SayResult(self.tracker.thread_id, turn_id, status, tracker.reply,
                          list(self.approvals.values()), error, tracker.dropped_bytes,
                          tracker.truncated,
