@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -348,8 +349,7 @@ def survey(servers: Sequence[Server]) -> list[Holding]:
     """Ask each server what it holds (codex/threads.py `survey`), from synchronous code —
     also inside a running event loop (the MCP server's), so in a thread of its own. A
     server that does not answer in SURVEY_TIMEOUT is `reachable=False`."""
-    import asyncio
-    import threading
+    import asyncio  # (not at the top: the Stop hook's answer reads `Reach` without it)
 
     from .threads import survey as ask
 

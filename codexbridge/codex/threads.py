@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..host.daemon import open_tui
 from .client import AppServerClient, Rpc
+from .endpoint import SURVEY_TIMEOUT, Holding, Server, others
 from .protocol.envelopes import Notification
 from .protocol.generated import methods as m
 from .protocol.generated.calls import Calls
@@ -44,8 +45,6 @@ T_co = TypeVar("T_co", covariant=True)
 
 if TYPE_CHECKING:  # (typing only: `talk say` imports this module)
     from typing import Protocol
-
-    from .endpoint import Holding, Server
 
     class Page(Protocol[T_co]):
         """A page of a cursor-paginated result (thread/loaded/list, thread/turns/list, …)."""
@@ -174,8 +173,6 @@ def _here() -> str | None:
 
 
 async def _ask(server: Server, timeout: float) -> Holding:
-    from .endpoint import Holding
-
     client = AppServerClient(server.url, token=server.token, request_timeout=timeout)
     try:
         await asyncio.wait_for(client.connect(), timeout)
@@ -209,8 +206,6 @@ async def refuse_if_held_elsewhere(rpc: Rpc, selector: str | None,
     """NoThreadError naming the other app-server here (serve or codex's daemon) that
     holds what was asked for, with the --url that reaches it; nothing when none does.
     Costs nothing when no other server runs (a file read and a socket check)."""
-    from .endpoint import SURVEY_TIMEOUT, others
-
     url = getattr(rpc, "url", None)
     servers = others(url) if isinstance(url, str) else []
     if not servers:
