@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl  # (websockets' client imports it already)
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -127,8 +128,6 @@ async def connect_websocket(url: str, headers: Mapping[str, str] | None = None, 
             # app-server is never reached through a proxy.
             tls: dict[str, Any] = {}  # no `ssl` key: websockets makes its default
             if url.startswith("wss://") and (ca_file or ca_dir):
-                import ssl
-
                 tls["ssl"] = ssl.create_default_context(cafile=ca_file, capath=ca_dir)
             ws = await asyncio.wait_for(ws_connect(
                 url, compression=None, additional_headers=extra, max_size=limit,
