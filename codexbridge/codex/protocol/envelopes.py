@@ -93,20 +93,14 @@ def _not_json(text: str, exc: Exception) -> Invalid:
 def parse_frame(frame: str | bytes) -> list[Envelope]:
     """All envelopes in one WebSocket frame (usually exactly one)."""
     text = frame.decode("utf-8", errors="replace") if isinstance(frame, bytes) else frame
-    if "\n" not in text:
-        # What codex sends: one object per frame. The fast path (a flood of deltas
-        # goes through here; bench/bench_reader.py).
-        try:
-            return [classify(json.loads(text), text)]
-        except (ValueError, RecursionError) as exc:
-            if not text.strip():
-                return []
-            return [_not_json(text, exc)]
     try:
-        # One message spread over lines (pretty-printed) is still one message.
+        # What codex sends: one object per frame — the fast path (a flood of deltas goes
+        # through here; bench/bench_reader.py). One message spread over lines
+        # (pretty-printed) is still one message.
         return [classify(json.loads(text), text)]
-    except (ValueError, RecursionError):
-        pass
+    except (ValueError, RecursionError) as exc:
+        if "\n" not in text:
+            return [_not_json(text, exc)] if text.strip() else []
     out: list[Envelope] = []
     for line in text.split("\n"):
         line = line.strip()
