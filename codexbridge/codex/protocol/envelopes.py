@@ -61,10 +61,12 @@ def classify(obj: JsonValue, raw: str = "") -> Envelope:
         rid = None  # (an id of null is no id)
     if params is None:
         params = {}
-    if rid is not None and isinstance(method, str):
+    if isinstance(method, str):  # a server request (with an id), or a notification
         if not isinstance(params, dict):
-            return _invalid(obj, raw, "server request params is not an object")
-        return ServerRequest(rid, method, params)
+            kind = "server request" if rid is not None else "notification"
+            return _invalid(obj, raw, f"{kind} params is not an object")
+        return ServerRequest(rid, method, params) if rid is not None \
+            else Notification(method, params)
     if rid is not None:
         if "result" not in obj and "error" not in obj:
             return _invalid(obj, raw, "response without result or error")
@@ -72,10 +74,6 @@ def classify(obj: JsonValue, raw: str = "") -> Envelope:
         if error is not None and not isinstance(error, dict):
             error = {"code": -32603, "message": str(error)}
         return Response(rid, result, error)
-    if isinstance(method, str):
-        if not isinstance(params, dict):
-            return _invalid(obj, raw, "notification params is not an object")
-        return Notification(method, params)
     return _invalid(obj, raw, "neither a request, a response nor a notification")
 
 
