@@ -247,17 +247,22 @@ def run_serve(cwd: str, port: int | None = None, host: str | None = None,
         record = BridgeRecord(
             url, pid=os.getpid(), app_server_pid=child.proc.pid, cwd=str(workdir),
             codex_version=version, codex_home=str(daemon.codex_home(env)),
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"))
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            token_file=str(token_file) if token_file is not None else None)
         public = url
         if front is not None:
             front.start()
             public = f"wss://{_url_host(listen.public_host)}:{listen.port}"
             record.public_url = public
-        if token_file is not None:
-            record.token_file = str(token_file)
         record.save()
         _greet(echo, version, public, url, workdir, token_file, front is not None)
-        return child.run(_recorder(record))
+
+        def restarted(pid: int) -> None:  # what each restart changes in bridge.json
+            record.app_server_pid = pid
+            record.app_server_restarts = (record.app_server_restarts or 0) + 1
+            record.save()
+
+        return child.run(restarted)
     finally:
         if front is not None:
             front.stop()
@@ -341,19 +346,6 @@ def socket_path() -> Path:
                      f"yours alone and {fallback} is too long for a unix socket; set "
                      "CODEX_BRIDGE_HOME to a shorter path, or pass --port N for a "
                      "token-protected ws:// listener")
-
-
-def _recorder(record: BridgeRecord) -> Callable[[int], None]:
-    """What each restart changes in bridge.json: the new child's pid, the count."""
-    restarts = 0
-
-    def restarted(pid: int) -> None:
-        nonlocal restarts
-        restarts += 1
-        record.app_server_pid, record.app_server_restarts = pid, restarts
-        record.save()
-
-    return restarted
 
 
 def _url_host(host: str) -> str:
