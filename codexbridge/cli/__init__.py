@@ -94,18 +94,14 @@ def plugin(argv: list[str]) -> int | list[str]:
         # lazy: the Stop hook imports the hook alone, no click
         from ..hooks.process import log, run_hook_cli
     try:
-        # lazy: only the plugin's commands (the Stop hook among them) name a session's
-        # mailbox
-        from ..inbox.location import inbox_dir
-        from ..setup.mailbox import for_session
-
-        name = for_session(inbox_dir(), os.environ, os.getcwd(), start=start)
+        name = _session_mailbox(start)
     except Exception as exc:
-        if what == "name":
-            raise
         if what == "hook":
             log(f"hook not run: no mailbox for this session: {exc!r}", with_traceback=True)
-        return 0
+            return 0
+        if what == "watch":
+            return 0
+        raise
     if what == "hook":
         return run_hook_cli(["--as", name])
     if what == "name":
@@ -113,3 +109,10 @@ def plugin(argv: list[str]) -> int | list[str]:
         return 0
     return ["inbox", "watch", "--as", name, "--timeout", WATCH_TIMEOUT]
 
+
+def _session_mailbox(start: bool) -> str:
+    # lazy: only the plugin's commands (the Stop hook among them) name a session's mailbox
+    from ..inbox.location import inbox_dir
+    from ..setup.mailbox import for_session
+
+    return for_session(inbox_dir(), os.environ, os.getcwd(), start=start)
