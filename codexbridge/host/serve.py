@@ -256,13 +256,7 @@ def run_serve(cwd: str, port: int | None = None, host: str | None = None,
             record.public_url = public
         record.save()
         _greet(echo, version, public, url, workdir, token_file, front is not None)
-
-        def restarted(pid: int) -> None:  # what each restart changes in bridge.json
-            record.app_server_pid = pid
-            record.app_server_restarts = (record.app_server_restarts or 0) + 1
-            record.save()
-
-        return child.run(restarted)
+        return child.run(lambda pid: _restarted(record, pid))
     finally:
         if front is not None:
             front.stop()
@@ -346,6 +340,13 @@ def socket_path() -> Path:
                      f"yours alone and {fallback} is too long for a unix socket; set "
                      "CODEX_BRIDGE_HOME to a shorter path, or pass --port N for a "
                      "token-protected ws:// listener")
+
+
+def _restarted(record: BridgeRecord, pid: int) -> None:
+    """What a restart changes in bridge.json: the new child's pid, the count."""
+    record.app_server_pid = pid
+    record.app_server_restarts = (record.app_server_restarts or 0) + 1
+    record.save()
 
 
 def _url_host(host: str) -> str:
