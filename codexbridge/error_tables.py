@@ -24,9 +24,8 @@ def _tree() -> list[type[BridgeError]]:
 
 
 def _meaning(cls: type[BridgeError]) -> str | None:
-    """The exit meaning of `cls`: its own, else the tree's for its exit code."""
-    if "exit_meaning" in vars(cls) and cls.exit_meaning:
-        return str(cls.exit_meaning)
+    """The exit meaning of `cls`: its own, else the nearest base's with the same exit
+    code, else the tree's for that code."""
     for base in cls.__mro__:
         if "exit_meaning" in vars(base) and getattr(base, "exit_code", None) == cls.exit_code:
             text = vars(base)["exit_meaning"]

@@ -62,7 +62,7 @@ from .jsontypes import JsonRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .jsontypes import JsonValue
+    from .jsontypes import JsonObject, JsonValue
 
 INTERRUPTED_EXIT = 130  # Ctrl-C
 
@@ -189,9 +189,7 @@ class RpcError(BridgeError):
         self.data = data
 
     @staticmethod
-    def from_wire(error: object) -> RpcError:
-        if not isinstance(error, dict):
-            return RpcError(-32603, f"malformed error object: {error!r}")
+    def from_wire(error: JsonObject) -> RpcError:
         wire = WireError.read(error)
         message, data = str(wire.message), wire.data
         code = wire.code if wire.code is not None else -32603

@@ -57,11 +57,9 @@ def report_bug(exc: BaseException, *, as_json: bool, where: str = "codexbridge")
     error = internal(exc, where)
     error.details["log"] = path
     said = " ".join(str(exc).split())  # one line, whatever the message holds
-    kind = type(exc).__name__
+    what = f"{type(exc).__name__}: {said}" if said else type(exc).__name__
     where_tb = f"the traceback is in {path}" if path else "the traceback follows"
-    line = (f"codexbridge: a bug in codexbridge: {kind}: {said} ({where_tb}; "
-            "please report it)") if said else (
-            f"codexbridge: a bug in codexbridge: {kind} ({where_tb}; please report it)")
+    line = f"codexbridge: a bug in codexbridge: {what} ({where_tb}; please report it)"
     if as_json:
         _write(sys.stdout, json.dumps(error_payload(error), ensure_ascii=False, indent=2,
                                       default=str))

@@ -21,17 +21,6 @@ SERVE_EXIT_HELP = exit_help(
               "already running"})
 
 
-def _env_port() -> int | None:
-    """CODEX_BRIDGE_PORT: a TCP port asked for by the environment (None: not set)."""
-    raw = os.environ.get("CODEX_BRIDGE_PORT")
-    if not raw:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise UsageError(f"CODEX_BRIDGE_PORT={raw!r} is not a port number") from None
-
-
 @click.command(epilog=SERVE_EXIT_HELP)
 @click.option("--cwd", default=None, metavar="DIR",
               help="The project Codex works in (default: $CODEX_BRIDGE_CWD, else the current "
@@ -83,8 +72,13 @@ def serve(cwd: str | None, port: int | None, host: str, codex_args: tuple[str, .
     dedicated app-server (with --tls-cert/--tls-key, wss:// for another machine).
     """
     workdir = cwd or os.environ.get("CODEX_BRIDGE_CWD") or os.getcwd()
-    chosen = _env_port() if port is None else port
+    raw = os.environ.get("CODEX_BRIDGE_PORT")  # a TCP port asked for by the environment
+    if port is None and raw:
+        try:
+            port = int(raw)
+        except ValueError:
+            raise UsageError(f"CODEX_BRIDGE_PORT={raw!r} is not a port number") from None
     if bool(tls_cert) != bool(tls_key):
         raise UsageError("--tls-cert and --tls-key go together")
     tls = (tls_cert, tls_key) if tls_cert and tls_key else None
-    return run_serve(workdir, chosen, host, codex_args, echo=echo, tls=tls)
+    return run_serve(workdir, port, host, codex_args, echo=echo, tls=tls)

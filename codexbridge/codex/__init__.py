@@ -1,6 +1,6 @@
 """The codex app-server adapter: talking into a live thread of a codex app-server.
 
-    transport.py  the seam under the client: a WebSocket, or an in-memory pair
+    transport.py  the seam under the client: a WebSocket (tests: an in-memory pair)
     client.py     AppServerClient: requests, responses, events over one transport
     endpoint.py   which app-server to talk to (--url, CODEX_BRIDGE_URL, bridge.json,
                   codex's own daemon)

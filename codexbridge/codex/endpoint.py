@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -58,10 +59,7 @@ class Reach:
         url = env.get("CODEX_BRIDGE_URL") or None
         if url is None:
             return Reach()
-        trust = [env.get(k) or None for k in ("SSL_CERT_FILE", "SSL_CERT_DIR")] \
-            if url.startswith("wss://") else [None, None]
-        ca_file, ca_dir = (os.path.abspath(v) if v else None for v in trust)
-        return Reach(url, env.get("CODEX_BRIDGE_TOKEN") or None, None, ca_file, ca_dir)
+        return Reach(url, env.get("CODEX_BRIDGE_TOKEN") or None, None, *_trust(url, env))
 
 
 class EndpointKind(enum.StrEnum):
@@ -93,11 +91,6 @@ class Choice(NamedTuple):
     source: str  # what named it: --url, CODEX_BRIDGE_URL, bridge.json's path, codex daemon (…)
     kind: EndpointKind
     note: str | None  # why this one, when another server also runs
-
-    @property
-    def from_record(self) -> bool:
-        """serve's token file applies."""
-        return self.kind is EndpointKind.SERVE
 
 
 class Server(NamedTuple):
@@ -227,13 +220,11 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def _token_file(record: BridgeRecord) -> str | None:
-    return read_token(record.token_file) if record.token_file is not None else None
-
-
-def read_token(path: str) -> str | None:
-    """The token kept in `path` (serve's ws-token, a delivery's own copy); None when it
-    cannot be read — the server then says 401, which names the fix."""
+def read_token(path: str | None) -> str | None:
+    """The token kept in `path` (serve's ws-token, a delivery's own copy); None without
+    a path, or when it cannot be read — the server then says 401, which names the fix."""
+    if path is None:
+        return None
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read().strip() or None
@@ -241,12 +232,12 @@ def read_token(path: str) -> str | None:
         return None
 
 
-def _trust(url: str) -> tuple[str | None, str | None]:
+def _trust(url: str, env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """SSL_CERT_FILE / SSL_CERT_DIR for a wss:// URL, absolute (a relative one names a
     file in this process's directory)."""
     if not url.startswith("wss://"):
         return None, None
-    found = [os.environ.get(name) or None for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")]
+    found = [env.get(name) or None for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")]
     ca_file, ca_dir = (os.path.abspath(v) if v else None for v in found)
     return ca_file, ca_dir
 
@@ -288,8 +279,9 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
             details={"bridge_file": str(bridge_file()),
                      "daemon_socket": str(daemon.socket_path(home)),
                      "daemon_lookup": daemon.enabled()})
-    if picked.from_record and running and record:  # both run: ask them which is which
-        serve = Server(picked.url, token or _token_file(record), picked.source,
+    if picked.kind is EndpointKind.SERVE and running and record:
+        # both run: ask them which is which
+        serve = Server(picked.url, token or read_token(record.token_file), picked.source,
                        EndpointKind.SERVE)
         held_by = survey([serve, Server(running, None, daemon_source(str(home)),
                                         EndpointKind.DAEMON)])
@@ -299,14 +291,15 @@ def resolve_endpoint(url: str | None = None, *, thread: str | None = None) -> En
     if picked.note:
         _say_once(picked.note)
     token_file = None
-    if token is None and record and (picked.from_record or record.url == picked.url):
+    if token is None and record and (picked.kind is EndpointKind.SERVE
+                                       or record.url == picked.url):
         # our own serve, found or named explicitly: its token file
         token_file = record.token_file
-        token = read_token(token_file) if token_file else None
+        token = read_token(token_file)
     if picked.kind is EndpointKind.DAEMON:
         token, token_file = None, None  # a unix socket of the user's own: no bearer
     return Endpoint(picked.url, token, picked.source, picked.kind, token_file,
-                    *_trust(picked.url))
+                    *_trust(picked.url, os.environ))
 
 
 def reach_of(ep: Endpoint) -> Reach:
@@ -324,13 +317,13 @@ def recorded_endpoint(url: str | None, token_file: str | None, ca_file: str | No
     before records carried it) is this process's own lookup."""
     if url is None:
         return resolve_endpoint()
-    token = read_token(token_file) if token_file else None
+    token = read_token(token_file)
     if token_file is None:
         # a record older than its token file: serve's own, when it names serve's URL
         record = BridgeRecord.current(_say_once)
         if record and url in (record.url, record.public_url):
             token_file = record.token_file
-            token = read_token(token_file) if token_file else None
+            token = read_token(token_file)
     return Endpoint(url, token, "the delivery record", EndpointKind.URL, token_file,
                     ca_file, ca_dir)
 
@@ -343,7 +336,7 @@ def others(url: str) -> list[Server]:
     served = record.url if record else None
     if (record and served is not None and _serve_alive(record) is not False
             and url not in (served, record.public_url)):
-        token = os.environ.get("CODEX_BRIDGE_TOKEN") or _token_file(record)
+        token = os.environ.get("CODEX_BRIDGE_TOKEN") or read_token(record.token_file)
         found.append(Server(served, token, str(bridge_file()), EndpointKind.SERVE))
     running = daemon.running_url()
     if running and running != url:
@@ -356,8 +349,7 @@ def survey(servers: Sequence[Server]) -> list[Holding]:
     """Ask each server what it holds (codex/threads.py `survey`), from synchronous code —
     also inside a running event loop (the MCP server's), so in a thread of its own. A
     server that does not answer in SURVEY_TIMEOUT is `reachable=False`."""
-    import asyncio
-    import threading
+    import asyncio  # (not at the top: the Stop hook's answer reads `Reach` without it)
 
     from .threads import survey as ask
 

@@ -11,12 +11,13 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import BridgeError, ConnectionLostError, UsageError
+from ..errors import ConnectionLostError, UsageError
 from .client import Rpc, Subscription
 from .protocol import approvals as approval_table
 from .protocol.enums import ApprovalOutcome, ApprovalPolicy, TurnOutcome
 from .protocol.envelopes import RequestId, ServerRequest
 from .protocol.turn import (
+    CAPTURE_LIMIT,
     Added,
     Approval,
     Completed,
@@ -25,6 +26,7 @@ from .protocol.turn import (
     TurnEvent,
     TurnTracker,
     Warning,
+    thread_of,
 )
 
 if TYPE_CHECKING:
@@ -76,9 +78,9 @@ class TurnFollower:
     def __init__(self, rpc: Rpc, thread_id: str, policy: ApprovalPolicy,
                  approval_timeout: float, on_delta: Callable[[str], None] | None,
                  on_approval: Callable[[str], None] | None,
-                 client_id: str | None = None) -> None:
+                 client_id: str | None = None, capture_limit: int = CAPTURE_LIMIT) -> None:
         self.rpc = rpc
-        self.tracker = TurnTracker(thread_id, client_id=client_id)
+        self.tracker = TurnTracker(thread_id, capture_limit=capture_limit, client_id=client_id)
         self.policy = policy
         self.approval_timeout = approval_timeout
         self.on_delta = on_delta
@@ -102,10 +104,8 @@ class TurnFollower:
             if ev is None:
                 self._lose(sub.refused)
                 return
-            if isinstance(ev, ServerRequest) and (
-                    ev.method not in approval_table.TABLE
-                    or not isinstance(ev.params.get("threadId",
-                                                    ev.params.get("conversationId")), str)):
+            if isinstance(ev, ServerRequest) and (ev.method not in approval_table.TABLE
+                                                  or not isinstance(thread_of(ev.params), str)):
                 # Unknown to us, or about the connection rather than a thread
                 # (`attestation/generate`, `account/chatgptAuthTokens/refresh`): the turn
                 # tracker would filter it out, so answer fail-closed at once — never leave
@@ -190,13 +190,6 @@ class TurnFollower:
             # deadline task) silently and leave say() waiting out its whole --timeout.
             self._lose()
 
-    def lost_error(self) -> BridgeError:
-        """What `lost` is as an error: a message over the frame cap is the input's fault
-        (UsageError: the next try gets the same message — the courier must not wait for
-        the server to come back), anything else a lost connection."""
-        assert self.lost is not None
-        return UsageError(self.lost) if self.refused else ConnectionLostError(self.lost)
-
     def _lose(self, refused: str | None = None) -> None:
         self.refused = refused is not None
         self.lost = refused or (
@@ -221,17 +214,21 @@ class TurnFollower:
         await self.handle(events)
 
     def result(self, turn_id: str, timed_out: bool, timeout: float) -> SayResult:
+        """How the turn ended. Lost before it completed: a message over the frame cap is
+        the input's fault (UsageError: the next try gets the same message — the courier
+        must not wait for the server to come back), anything else a lost connection."""
         tracker = self.tracker
         done = tracker.completed
+        if self.lost and done is None:
+            raise UsageError(self.lost) if self.refused else ConnectionLostError(self.lost)
         if timed_out:
             status = TurnOutcome.TIMED_OUT
+            error: JsonObject | None = {
+                "message": f"no turn/completed within {timeout:g} s; the turn may still be "
+                           "running in the TUI"}
         else:
-            status = (TurnOutcome.parse(done.status) or TurnOutcome.FAILED) if done \
-                else TurnOutcome.FAILED
-        error = done.error if done else None
-        if timed_out:
-            error = {"message": f"no turn/completed within {timeout:g} s; the turn may still "
-                                "be running in the TUI"}
+            status = (TurnOutcome.parse(done.status) if done else None) or TurnOutcome.FAILED
+            error = done.error if done else None
         return SayResult(self.tracker.thread_id, turn_id, status, tracker.reply,
                          list(self.approvals.values()), error, tracker.dropped_bytes,
                          tracker.truncated,

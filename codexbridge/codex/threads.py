@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import (
@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..host.daemon import open_tui
 from .client import AppServerClient, Rpc
+from .endpoint import SURVEY_TIMEOUT, Holding, Server, others
 from .protocol.envelopes import Notification
 from .protocol.generated import methods as m
 from .protocol.generated.calls import Calls
@@ -45,8 +46,6 @@ T_co = TypeVar("T_co", covariant=True)
 if TYPE_CHECKING:  # (typing only: `talk say` imports this module)
     from typing import Protocol
 
-    from .endpoint import Holding, Server
-
     class Page(Protocol[T_co]):
         """A page of a cursor-paginated result (thread/loaded/list, thread/turns/list, …)."""
 
@@ -61,30 +60,23 @@ NO_ROLLOUT_HINT = ("the thread has no rollout yet: send one message in the Codex
                    "(a thread can be joined once its first turn has started)")
 
 
-async def paged(fetch: Callable[[str | None], Awaitable[Page[T]]],
-                max_pages: int = 1000) -> list[T]:
-    """Every `data` entry of a cursor-paginated method: `fetch(cursor)` reads one page
-    (cursor None: the first)."""
-    out: list[T] = []
+async def pages(fetch: Callable[[str | None], Awaitable[Page[T]]],
+                max_pages: int = 1000) -> AsyncIterator[T]:
+    """The `data` entries of a cursor-paginated method, page by page: `fetch(cursor)`
+    reads one page (cursor None: the first)."""
     cursor: str | None = None
     for _ in range(max_pages):
         page = await fetch(cursor)
-        out.extend(page.data)
+        for entry in page.data:
+            yield entry
         cursor = page.next_cursor
         if not cursor:
-            break
-    return out
+            return
 
 
-async def _read_loaded(rpc: Rpc) -> list[ThreadInfo]:
-    """Every loaded thread that `thread/read` gives (one that fails to read is left out:
-    it was unloaded meanwhile, or the answer held no thread)."""
-    calls = Calls(rpc)
-    ids = await paged(lambda cursor: calls.thread_loaded_list(cursor=cursor))
-    reads = await asyncio.gather(*(calls.thread_read(thread_id=tid) for tid in ids),
-                                 return_exceptions=True)
-    return [r.thread for r in reads
-            if isinstance(r, ThreadReadResponse) and r.thread is not None]
+async def paged(fetch: Callable[[str | None], Awaitable[Page[T]]]) -> list[T]:
+    """Every `data` entry of a cursor-paginated method (`pages`, collected)."""
+    return [entry async for entry in pages(fetch)]
 
 
 def _newest_first(threads: list[ThreadInfo]) -> list[ThreadInfo]:
@@ -97,8 +89,14 @@ async def list_threads(rpc: Rpc, *, include_all: bool = False) -> list[ThreadInf
 
 
 async def loaded(rpc: Rpc) -> list[ThreadInfo]:
-    """Every loaded thread, newest first."""
-    return _newest_first(await _read_loaded(rpc))
+    """Every loaded thread that `thread/read` gives, newest first (one that fails to
+    read is left out: it was unloaded meanwhile, or the answer held no thread)."""
+    calls = Calls(rpc)
+    ids = await paged(lambda cursor: calls.thread_loaded_list(cursor=cursor))
+    reads = await asyncio.gather(*(calls.thread_read(thread_id=tid) for tid in ids),
+                                 return_exceptions=True)
+    return _newest_first([r.thread for r in reads
+                          if isinstance(r, ThreadReadResponse) and r.thread is not None])
 
 
 async def find_target(rpc: Rpc, selector: str | None, cwd: str | None = None) -> ThreadInfo:
@@ -175,8 +173,6 @@ def _here() -> str | None:
 
 
 async def _ask(server: Server, timeout: float) -> Holding:
-    from .endpoint import Holding
-
     client = AppServerClient(server.url, token=server.token, request_timeout=timeout)
     try:
         await asyncio.wait_for(client.connect(), timeout)
@@ -210,8 +206,6 @@ async def refuse_if_held_elsewhere(rpc: Rpc, selector: str | None,
     """NoThreadError naming the other app-server here (serve or codex's daemon) that
     holds what was asked for, with the --url that reaches it; nothing when none does.
     Costs nothing when no other server runs (a file read and a socket check)."""
-    from .endpoint import SURVEY_TIMEOUT, others
-
     url = getattr(rpc, "url", None)
     servers = others(url) if isinstance(url, str) else []
     if not servers:

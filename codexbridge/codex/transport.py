@@ -3,7 +3,8 @@
     Transport   send(text) / recv() -> text / close(); recv raises TransportClosed at the end
     Connector   async (url, headers) -> Transport
     connect_websocket   the real one: ws://HOST:PORT or unix://PATH (python-websockets)
-    memory_pair         two connected in-memory ends, for tests that need no socket
+
+(Tests that need no socket pair two in-memory ends: tests/support/memory_appserver.py.)
 
 `observe(wrap)` lets a caller see every transport the default connector makes (the test
 suite's schema guard checks each outgoing frame this way, in-process and in CLI
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl  # (websockets' client imports it already)
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -126,8 +128,6 @@ async def connect_websocket(url: str, headers: Mapping[str, str] | None = None, 
             # app-server is never reached through a proxy.
             tls: dict[str, Any] = {}  # no `ssl` key: websockets makes its default
             if url.startswith("wss://") and (ca_file or ca_dir):
-                import ssl
-
                 tls["ssl"] = ssl.create_default_context(cafile=ca_file, capath=ca_dir)
             ws = await asyncio.wait_for(ws_connect(
                 url, compression=None, additional_headers=extra, max_size=limit,
@@ -151,42 +151,3 @@ async def connect(url: str, headers: Mapping[str, str] | None = None, *,
                   ca_file: str | None = None, ca_dir: str | None = None) -> Transport:
     """The default connector: a WebSocket, seen by every `observe` wrapper."""
     return observed(await connect_websocket(url, headers, ca_file=ca_file, ca_dir=ca_dir))
-
-
-class MemoryEnd:
-    """One end of an in-memory pair: what one end sends, the other receives."""
-
-    def __init__(self) -> None:
-        self._inbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
-        self.peer: MemoryEnd | None = None
-        self.closed = False
-
-    async def send(self, text: str) -> None:
-        if self.closed or self.peer is None or self.peer.closed:
-            raise TransportClosed("the other end closed")
-        self.peer._inbox.put_nowait(text)
-
-    def push(self, frame: str | bytes) -> None:
-        """Deliver `frame` to this end as if the peer had sent it (fault tests)."""
-        self._inbox.put_nowait(frame)
-
-    async def recv(self) -> str | bytes:
-        frame = await self._inbox.get()
-        if frame is None:
-            raise TransportClosed("closed")
-        return frame
-
-    async def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._inbox.put_nowait(None)
-        if self.peer is not None and not self.peer.closed:
-            self.peer.closed = True
-            self.peer._inbox.put_nowait(None)
-
-
-def memory_pair() -> tuple[MemoryEnd, MemoryEnd]:
-    a, b = MemoryEnd(), MemoryEnd()
-    a.peer, b.peer = b, a
-    return a, b

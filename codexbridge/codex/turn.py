@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayOptions", "SayProgress", "SayResult",
-           "follow", "follow_queued", "interrupt", "queue_message", "running_turn", "say",
-           "steer"]
+           "follow_queued", "interrupt", "queue_message", "running_turn", "say", "steer"]
 
 DEFAULT_TURN_TIMEOUT = 900.0
 INTERRUPT_GRACE = 5.0  # measured: an interrupted turn completes in ~0.05 s
@@ -145,8 +144,8 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
     deadline = loop.time() + timeout
     progress = progress or SayProgress()
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, on_approval,
-                       client_id=None if steer or turn_cwd else progress.client_id)
-    run.tracker.capture_limit = capture_limit
+                       client_id=None if steer or turn_cwd else progress.client_id,
+                       capture_limit=capture_limit)
     run.tracker.own_client_id = progress.client_id  # (steered, turn_cwd: sent with it)
 
     def left() -> float:
@@ -168,8 +167,6 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
             with contextlib.suppress(RpcError):
                 await interrupt(rpc, thread_id, progress.turn_id)
             timed_out = not await _wait(run.done, INTERRUPT_GRACE)
-        if run.lost and run.tracker.completed is None:
-            raise run.lost_error()
         return run.result(progress.turn_id or "", timed_out, timeout)
 
 
@@ -212,33 +209,6 @@ async def _begin(rpc: Rpc, run: TurnFollower, thread_id: str, text: str,
     return None
 
 
-async def follow(rpc: Rpc, thread_id: str, turn_id: str, *,
-                 approvals: ApprovalPolicy = ApprovalPolicy.TUI,
-                 approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
-                 timeout: float = DEFAULT_TURN_TIMEOUT,
-                 capture_limit: int = CAPTURE_LIMIT,
-                 on_approval: Callable[[str], None] | None = None) -> SayResult:
-    """Follow a turn already running (a courier taking over after its predecessor died)
-    to its end; the final text comes from `item/completed`, so joining late loses
-    nothing. A turn that already ended is read from the thread."""
-    run = TurnFollower(rpc, thread_id, approvals, approval_timeout, None, on_approval)
-    run.tracker.capture_limit = capture_limit
-    async with _pumping(rpc, run, "codexbridge-turn-follow"):
-        # Fed from before the join: an approval pending now is replayed to us while we
-        # join (measured), and must not be dropped — it waits in the tracker for bind.
-        run.feeding = True
-        await join(rpc, thread_id)
-        await run.bind(turn_id)
-        ended = await turn_status(rpc, thread_id, turn_id)  # subscribed first: no gap
-        if ended is not None and ended.status != TurnStatus.IN_PROGRESS:
-            return SayResult(thread_id, turn_id, TurnOutcome.parse(ended.status)
-                             or TurnOutcome.FAILED, ended.reply, [], ended.error)
-        timed_out = not await _wait(run.done, timeout)
-        if run.lost and run.tracker.completed is None:
-            raise run.lost_error()
-        return run.result(turn_id, timed_out, timeout)
-
-
 async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
                         text: str | None, *,
                         approvals: ApprovalPolicy = ApprovalPolicy.TUI,
@@ -259,8 +229,7 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     run = TurnFollower(rpc, thread_id, approvals, approval_timeout, on_delta, None,
-                       client_id=progress.client_id)
-    run.tracker.capture_limit = capture_limit
+                       client_id=progress.client_id, capture_limit=capture_limit)
     run.unattended = on_unattended is not None
     run.on_unattended = on_unattended
     async with _pumping(rpc, run, "codexbridge-courier-follow"):
@@ -273,8 +242,6 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
         if progress.turn_id:
             progress.changed("started")
         timed_out = not await _wait(run.done, max(0.0, deadline - loop.time()))
-        if run.lost and run.tracker.completed is None:
-            raise run.lost_error()
         return run.result(progress.turn_id or "", timed_out, timeout)
 
 
@@ -391,21 +358,17 @@ async def _pumping(rpc: Rpc, run: TurnFollower, name: str) -> AsyncIterator[None
 
 
 def _raise_dead(cause: BaseException) -> NoReturn:
-    """End say() / follow() with the error of a dead pump, naming its cause."""
+    """End say() / follow_queued() with the error of a dead pump, naming its cause."""
     if isinstance(cause, BridgeError):
         raise cause
-    raise _pump_error(cause) from cause
-
-
-def _pump_error(cause: BaseException) -> BridgeError:
     if not isinstance(cause, OSError):
-        return internal(cause, "following the turn")
+        raise internal(cause, "following the turn") from cause
     where = ("writing codexbridge's output failed (did whoever read it go away?)"
              if isinstance(cause, BrokenPipeError) else "writing codexbridge's output failed")
-    return OutputClosedError(
+    raise OutputClosedError(
         f"{where}: {type(cause).__name__}: {cause}; the turn may still be running — "
         "`codexbridge talk read` shows what the thread kept. Do not resend blindly",
-        details={"type": type(cause).__name__})
+        details={"type": type(cause).__name__}) from cause
 
 
 async def _refusable(progress: SayProgress, call: Awaitable[T]) -> T:

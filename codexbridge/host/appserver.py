@@ -139,7 +139,6 @@ class AppServerProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         return self.proc.returncode
 
-
     def __enter__(self) -> AppServerProcess:
         return self
 

@@ -103,24 +103,22 @@ def matrix_dir(tool: str, pin: str) -> Path:
     return tools_dir() / tool
 
 
+def _pinned(tool: str, pin: str, native: str | None) -> Path | None:
+    """The checkout's `tool`: its native binary (glob `native` in node_modules), else the
+    npm wrapper; None when neither is an executable."""
+    base = matrix_dir(tool, pin) / "node_modules"
+    found = sorted(base.glob(native)) if native else []
+    return next((p for p in [*found, base / ".bin" / tool] if os.access(p, os.X_OK)), None)
+
+
 def pinned_codex() -> Path | None:
-    base = matrix_dir("codex", CODEX_VERSION) / "node_modules"
     triple = _codex_triple()
-    if triple:
-        for native in sorted(base.glob(f"@openai/codex-*/vendor/{triple}/bin/codex")):
-            if os.access(native, os.X_OK):
-                return native
-    wrapper = base / ".bin" / "codex"
-    return wrapper if os.access(wrapper, os.X_OK) else None
+    return _pinned("codex", CODEX_VERSION,
+                   f"@openai/codex-*/vendor/{triple}/bin/codex" if triple else None)
 
 
 def pinned_claude() -> Path | None:
-    base = matrix_dir("claude", CLAUDE_VERSION) / "node_modules"
-    for native in sorted(base.glob("@anthropic-ai/claude-code-*/claude")):
-        if os.access(native, os.X_OK):
-            return native
-    wrapper = base / ".bin" / "claude"
-    return wrapper if os.access(wrapper, os.X_OK) else None
+    return _pinned("claude", CLAUDE_VERSION, "@anthropic-ai/claude-code-*/claude")
 
 
 def in_checkout() -> bool:

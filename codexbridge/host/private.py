@@ -61,6 +61,12 @@ def _roots() -> list[str]:
     return [os.path.abspath(os.path.expanduser(r)) for r in roots]
 
 
+def _root_of(target: str) -> str | None:
+    """The root (`_roots`) that holds `target`, if any."""
+    return next((r for r in _roots()
+                 if target == r or target.startswith(r.rstrip(os.sep) + os.sep)), None)
+
+
 def _owner(uid: int) -> str:
     try:
         import pwd  # lazy: the Stop hook's path checks its dirs but names no owner
@@ -74,21 +80,20 @@ def dir_problem(path: str, st: os.stat_result) -> tuple[str, str] | None:
     """(what is wrong, the exact fix) when directory `path` (its `lstat`) is not ours
     alone; None when it is. Pure: nothing is changed, here or by the caller — a mode
     codexbridge did not set is never "repaired", it is refused."""
-    shown = path
     if stat.S_ISLNK(st.st_mode):
-        return (f"{shown} is a symlink, and codexbridge never follows a symlink inside its "
-                "state home", f"move it away (mv {shown} {shown}.moved); codexbridge makes "
+        return (f"{path} is a symlink, and codexbridge never follows a symlink inside its "
+                "state home", f"move it away (mv {path} {path}.moved); codexbridge makes "
                 "its own directory there")
     if not stat.S_ISDIR(st.st_mode):
-        return (f"{shown} is not a directory", f"move it away (mv {shown} {shown}.moved)")
+        return (f"{path} is not a directory", f"move it away (mv {path} {path}.moved)")
     if st.st_uid != os.geteuid():
-        return (f"{shown} belongs to {_owner(st.st_uid)}, not to you ({_owner(os.geteuid())})",
+        return (f"{path} belongs to {_owner(st.st_uid)}, not to you ({_owner(os.geteuid())})",
                 f"use a state home of your own: unset {HOME_ENV} (default ~/.codex-bridge) "
                 "or point it at a directory you own")
     mode = st.st_mode & 0o777
     if mode & 0o077:
-        return (f"{shown} is mode {mode:04o}: other users may read or change codexbridge's "
-                "state there", f"chmod 700 {shown}")
+        return (f"{path} is mode {mode:04o}: other users may read or change codexbridge's "
+                "state there", f"chmod 700 {path}")
     return None
 
 
@@ -99,18 +104,6 @@ def _refuse(problem: tuple[str, str], path: str) -> None:
                            details={"path": path, "problem": problem[0], "fix": problem[1]})
 
 
-def _made(path: str) -> None:
-    """A directory we just made: exactly 0700 (mkdir's mode went through the umask). The
-    one mode change codexbridge makes — on what it created itself."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
-    try:
-        st = os.fstat(fd)
-        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != 0o700:
-            os.fchmod(fd, 0o700)
-    finally:
-        os.close(fd)
-
-
 def _make(path: str) -> bool:
     """mkdir `path` 0700; False when something is already there (checked by the caller)."""
     try:
@@ -119,7 +112,15 @@ def _make(path: str) -> bool:
         return False
     except OSError as exc:
         raise write_failure(exc, path) from None
-    _made(path)
+    # Exactly 0700 (mkdir's mode went through the umask): the one mode change codexbridge
+    # makes — on what it created itself.
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
     return True
 
 
@@ -145,10 +146,9 @@ def _ensure_root(root: str, known: bool) -> None:
             if parent == walk:
                 break
             walk = parent
-        for path in reversed(missing):
+        for path in reversed(missing):  # (root last)
             # Parents are made 0700 too: makedirs would give them the umask's mode.
-            if not _make(path) and path == root:
-                break
+            _make(path)
         st = os.stat(root) if known else os.lstat(root)
     found = dir_problem(root, st)
     if found:
@@ -164,9 +164,7 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> None:
     makes each missing directory 0700). A path outside the state home (the runtime dir
     of our sockets) is its own root, checked the same way."""
     target = os.path.abspath(os.fspath(path))
-    roots = _roots()
-    root = next((r for r in roots if target == r or target.startswith(r.rstrip(os.sep) + os.sep)),
-                None)
+    root = _root_of(target)
     _ensure_root(root or target, known=root is not None)
     if root is None or target == root:
         return
@@ -206,7 +204,7 @@ def write_failure(exc: OSError, path: str | os.PathLike[str]) -> OSError:
 
     target = os.fspath(path)
     home = state_home()
-    ours = any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in _roots())
+    ours = _root_of(target) is not None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = f"free space on the disk that holds {os.path.dirname(target) or target}"
     elif exc.errno == errno.EFBIG:
@@ -329,10 +327,8 @@ def check_state_dirs() -> None:
             raise UsageError(f"refusing to use it: {problem}", details={"problem": problem})
         try:
             st = os.stat(root)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            continue  # (unreadable parent) the first write says what is wrong
+        except OSError:  # not there yet (made on first write), or an unreadable parent
+            continue  # (the first write says what is wrong)
         found = dir_problem(root, st)
         if found:
             _refuse(found, root)

@@ -35,14 +35,8 @@ def private_runtime_dir() -> str | None:
     directory = runtime_dir()
     try:
         ensure_private_dir(directory)
-    except OSError:
+    except OSError:  # an UnsafeStateError too (a StateError is an OSError)
         return None
-    except Exception as exc:  # errors is imported only on this path (the Stop hook's)
-        from ..errors import UnsafeStateError  # lazy: the Stop hook imports no typing
-
-        if isinstance(exc, UnsafeStateError):
-            return None
-        raise
     return directory
 
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, NamedTuple
 
 from ..errors import ServeError, UsageError
 from . import daemon
@@ -41,9 +41,6 @@ from .procs import pid_alive
 from .runtime import SOCKET_PATH_MAX, socket_in_runtime
 from .tls_relay import TlsRelay, server_context
 from .tokens import check_strength, new_token
-
-if TYPE_CHECKING:
-    from .tls_relay import TlsRelay
 
 log = logging.getLogger(__name__)
 
@@ -227,9 +224,13 @@ def run_serve(cwd: str, port: int | None = None, host: str | None = None,
     workdir = _workdir(cwd)
     check_not_running()
     listen = _listen(host, port, tls)
-    front: TlsRelay | None = None  # the TLS relay in front of codex, with --tls-cert
-    if tls is not None:
-        front = _tls_front(tls, listen)
+    front: TlsRelay | None = None
+    if tls is not None:  # wss://HOST:PORT in front of codex's loopback listener (codex
+        # has no TLS listener); the relay checks the token itself too
+        assert listen.token is not None
+        front = TlsRelay(listen.public_host, listen.port,
+                         f"ws://127.0.0.1:{listen.inner_port}", server_context(*tls),
+                         listen.token)
     codex = find_codex()
     version = codex_version(codex)
     extra, token_file = _auth_args(list(codex_args), listen.token)
@@ -246,17 +247,16 @@ def run_serve(cwd: str, port: int | None = None, host: str | None = None,
         record = BridgeRecord(
             url, pid=os.getpid(), app_server_pid=child.proc.pid, cwd=str(workdir),
             codex_version=version, codex_home=str(daemon.codex_home(env)),
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"))
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            token_file=str(token_file) if token_file is not None else None)
         public = url
         if front is not None:
             front.start()
             public = f"wss://{_url_host(listen.public_host)}:{listen.port}"
             record.public_url = public
-        if token_file is not None:
-            record.token_file = str(token_file)
         record.save()
         _greet(echo, version, public, url, workdir, token_file, front is not None)
-        return child.run(_recorder(record))
+        return child.run(lambda pid: _restarted(record, pid))
     finally:
         if front is not None:
             front.stop()
@@ -342,26 +342,11 @@ def socket_path() -> Path:
                      "token-protected ws:// listener")
 
 
-def _tls_front(tls: tuple[str, str], listen: Listen) -> TlsRelay:
-    """`--tls-cert`: the relay that serves wss://HOST:PORT in front of codex's loopback
-    listener (codex has no TLS listener); it checks the token itself too."""
-    assert listen.token is not None
-    context = server_context(*tls)
-    return TlsRelay(listen.public_host, listen.port, f"ws://127.0.0.1:{listen.inner_port}",
-                    context, listen.token)
-
-
-def _recorder(record: BridgeRecord) -> Callable[[int], None]:
-    """What each restart changes in bridge.json: the new child's pid, the count."""
-    restarts = 0
-
-    def restarted(pid: int) -> None:
-        nonlocal restarts
-        restarts += 1
-        record.app_server_pid, record.app_server_restarts = pid, restarts
-        record.save()
-
-    return restarted
+def _restarted(record: BridgeRecord, pid: int) -> None:
+    """What a restart changes in bridge.json: the new child's pid, the count."""
+    record.app_server_pid = pid
+    record.app_server_restarts = (record.app_server_restarts or 0) + 1
+    record.save()
 
 
 def _url_host(host: str) -> str:

@@ -1,6 +1,6 @@
 """An in-memory stand-in for the app-server, scripted after the measured protocol.
 
-It serves the server end of an in-memory transport pair (`codexbridge.codex.transport`),
+It serves the server end of an in-memory transport pair (`memory_pair`, below),
 so the real AppServerClient, say/list/read and the schema guard run end to end with no
 socket: fast enough for unit tests of *what we send*. It is not a model of codex's
 behaviour — the real binary's tests prove that.
@@ -36,11 +36,50 @@ from . import payloads
 Message = dict[str, Any]
 
 
+class MemoryEnd:
+    """One end of an in-memory pair: what one end sends, the other receives."""
+
+    def __init__(self) -> None:
+        self._inbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
+        self.peer: MemoryEnd | None = None
+        self.closed = False
+
+    async def send(self, text: str) -> None:
+        if self.closed or self.peer is None or self.peer.closed:
+            raise tp.TransportClosed("the other end closed")
+        self.peer._inbox.put_nowait(text)
+
+    def push(self, frame: str | bytes) -> None:
+        """Deliver `frame` to this end as if the peer had sent it (fault tests)."""
+        self._inbox.put_nowait(frame)
+
+    async def recv(self) -> str | bytes:
+        frame = await self._inbox.get()
+        if frame is None:
+            raise tp.TransportClosed("closed")
+        return frame
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._inbox.put_nowait(None)
+        if self.peer is not None and not self.peer.closed:
+            self.peer.closed = True
+            self.peer._inbox.put_nowait(None)
+
+
+def memory_pair() -> tuple[MemoryEnd, MemoryEnd]:
+    a, b = MemoryEnd(), MemoryEnd()
+    a.peer, b.peer = b, a
+    return a, b
+
+
 class _Served:
     """The server's end of an in-memory pair: a task reads what the client sends and
     writes the script's answers back, in order."""
 
-    def __init__(self, server: MemoryAppServer, end: tp.MemoryEnd) -> None:
+    def __init__(self, server: MemoryAppServer, end: MemoryEnd) -> None:
         self.server = server
         self.end = end
         self.threads: set[str] = set()  # resumed here: this connection hears them
@@ -124,7 +163,7 @@ class MemoryAppServer:
         """A `talk.transport.Connector`: the client's end, seen by the schema guard."""
         if self.unreachable:
             raise ConnectError("cannot connect to the app-server at ws://memory: refused")
-        client_end, server_end = tp.memory_pair()
+        client_end, server_end = memory_pair()
         self.ws = _Served(self, server_end)
         self.connections.append(self.ws)
         return tp.observed(client_end)

@@ -26,7 +26,7 @@ from ...jsontypes import obj
 from .enums import ApprovalPolicy
 from .generated import methods as m
 from .generated.results import PermissionsRequestApprovalParams, ToolRequestUserInputParams
-from .wire import Record
+from .wire import Made, Record
 
 if TYPE_CHECKING:
     from ...jsontypes import JsonObject
@@ -83,7 +83,7 @@ def _clock(_params: JsonObject) -> JsonObject:
 _set = object.__setattr__
 
 
-class Rule(Record):
+class Rule(Made):
     """How codexbridge answers one server request."""
 
     __slots__ = ("accept", "fail_closed", "is_approval", "method", "summary")
@@ -93,14 +93,6 @@ class Rule(Record):
     fail_closed: Builder | None
     accept: Builder | None
     summary: str
-
-    def __init__(self, method: str, is_approval: bool, fail_closed: Builder | None,
-                 accept: Builder | None, summary: str) -> None:
-        _set(self, "method", method)
-        _set(self, "is_approval", is_approval)
-        _set(self, "fail_closed", fail_closed)
-        _set(self, "accept", accept)
-        _set(self, "summary", summary)
 
 
 TABLE: dict[str, Rule] = {r.method: r for r in (
@@ -155,14 +147,11 @@ class Reply(Record):
         _set(self, "error", error)
 
 
-class Defer(Record):
+class Defer(Made):
     """Stay silent (the human decides in the TUI); answer `fallback` at the deadline."""
 
     __slots__ = ("fallback",)
     fallback: Reply
-
-    def __init__(self, fallback: Reply) -> None:
-        _set(self, "fallback", fallback)
 
 
 Decision = Reply | Defer

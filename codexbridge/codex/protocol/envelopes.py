@@ -61,10 +61,12 @@ def classify(obj: JsonValue, raw: str = "") -> Envelope:
         rid = None  # (an id of null is no id)
     if params is None:
         params = {}
-    if rid is not None and isinstance(method, str):
+    if isinstance(method, str):  # a server request (with an id), or a notification
         if not isinstance(params, dict):
-            return _invalid(obj, raw, "server request params is not an object")
-        return ServerRequest(rid, method, params)
+            kind = "server request" if rid is not None else "notification"
+            return _invalid(obj, raw, f"{kind} params is not an object")
+        return ServerRequest(rid, method, params) if rid is not None \
+            else Notification(method, params)
     if rid is not None:
         if "result" not in obj and "error" not in obj:
             return _invalid(obj, raw, "response without result or error")
@@ -72,10 +74,6 @@ def classify(obj: JsonValue, raw: str = "") -> Envelope:
         if error is not None and not isinstance(error, dict):
             error = {"code": -32603, "message": str(error)}
         return Response(rid, result, error)
-    if isinstance(method, str):
-        if not isinstance(params, dict):
-            return _invalid(obj, raw, "notification params is not an object")
-        return Notification(method, params)
     return _invalid(obj, raw, "neither a request, a response nor a notification")
 
 
@@ -93,20 +91,14 @@ def _not_json(text: str, exc: Exception) -> Invalid:
 def parse_frame(frame: str | bytes) -> list[Envelope]:
     """All envelopes in one WebSocket frame (usually exactly one)."""
     text = frame.decode("utf-8", errors="replace") if isinstance(frame, bytes) else frame
-    if "\n" not in text:
-        # What codex sends: one object per frame. The fast path (a flood of deltas
-        # goes through here; bench/bench_reader.py).
-        try:
-            return [classify(json.loads(text), text)]
-        except (ValueError, RecursionError) as exc:
-            if not text.strip():
-                return []
-            return [_not_json(text, exc)]
     try:
-        # One message spread over lines (pretty-printed) is still one message.
+        # What codex sends: one object per frame — the fast path (a flood of deltas goes
+        # through here; bench/bench_reader.py). One message spread over lines
+        # (pretty-printed) is still one message.
         return [classify(json.loads(text), text)]
-    except (ValueError, RecursionError):
-        pass
+    except (ValueError, RecursionError) as exc:
+        if "\n" not in text:
+            return [_not_json(text, exc)] if text.strip() else []
     out: list[Envelope] = []
     for line in text.split("\n"):
         line = line.strip()

@@ -94,7 +94,7 @@ def resolve(threads: list[ThreadInfo], selector: str | None,
             details={"candidates": [t.as_dict() for t in users]})
     raise AmbiguousThreadError(
         f"{len(pool)} user threads are loaded; choose one with --thread ID|NAME:\n"
-        + "\n".join(f"  {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}" for t in pool),
+        + _listed(pool),
         [t.as_dict() for t in pool])
 
 
@@ -111,7 +111,8 @@ def in_project(threads: list[ThreadInfo], here: str) -> list[ThreadInfo]:
 
 
 def _candidates_hint(users: list[ThreadInfo]) -> str:
-    if not users:
-        return ""
-    return "; candidates:\n" + "\n".join(
-        f"  {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}" for t in users)
+    return "; candidates:\n" + _listed(users) if users else ""
+
+
+def _listed(threads: list[ThreadInfo]) -> str:
+    return "\n".join(f"  {t.id}  name={t.name or '-'}  cwd={t.cwd or '-'}" for t in threads)

@@ -23,7 +23,7 @@ from .generated.results import (
     Turn,
     TurnCompletedNotification,
 )
-from .wire import Record
+from .wire import Made
 
 if TYPE_CHECKING:
     from ...jsontypes import JsonObject, JsonValue
@@ -34,12 +34,12 @@ BUFFER_LIMIT = 64 * 1024
 CAPTURE_LIMIT = 10 * 1024 * 1024
 
 
-# The events are read-only records (codex/protocol/wire.py Record), not NamedTuples: `talk say`
+# The events are read-only records (codex/protocol/wire.py Made), not NamedTuples: `talk say`
 # imports this module, and six NamedTuples cost it ~1.8 ms to define (measured).
 _set = object.__setattr__
 
 
-class Delta(Record):
+class Delta(Made):
     """Reply text of our turn as it streams."""
 
     __slots__ = ("item_id", "text")
@@ -47,53 +47,41 @@ class Delta(Record):
     text: str
 
     def __init__(self, item_id: str, text: str) -> None:
+        # Written out: one is made per streamed delta, and Made's loop costs 3× as much.
         _set(self, "item_id", item_id)
         _set(self, "text", text)
 
 
-class AgentMessage(Record):
+class AgentMessage(Made):
     """A completed agent message of our turn (its final text)."""
 
     __slots__ = ("item_id", "text")
     item_id: str
     text: str
 
-    def __init__(self, item_id: str, text: str) -> None:
-        _set(self, "item_id", item_id)
-        _set(self, "text", text)
 
-
-class Approval(Record):
+class Approval(Made):
     """A server request about our turn, to answer by policy."""
 
     __slots__ = ("request",)
     request: ServerRequest
 
-    def __init__(self, request: ServerRequest) -> None:
-        _set(self, "request", request)
 
-
-class Resolved(Record):
+class Resolved(Made):
     """A server request was answered (by the TUI, or by us)."""
 
     __slots__ = ("request_id",)
     request_id: RequestId
 
-    def __init__(self, request_id: RequestId) -> None:
-        _set(self, "request_id", request_id)
 
-
-class Warning(Record):
+class Warning(Made):
     """An error codex reports without ending the turn."""
 
     __slots__ = ("message",)
     message: str
 
-    def __init__(self, message: str) -> None:
-        _set(self, "message", message)
 
-
-class Added(Record):
+class Added(Made):
     """A user message added to our turn by someone else — the human pressing Enter in the
     Codex TUI while our turn runs (codex steers the running turn: a second userMessage
     item inside it, with the TUI's own clientId; measured on codex 0.169.0 and 0.171.0),
@@ -105,24 +93,14 @@ class Added(Record):
     text: str
     client_id: str | None
 
-    def __init__(self, item_id: str, text: str, client_id: str | None) -> None:
-        _set(self, "item_id", item_id)
-        _set(self, "text", text)
-        _set(self, "client_id", client_id)
 
-
-class Completed(Record):
+class Completed(Made):
     """Our turn ended: its status, error (as sent) and the turn object."""
 
     __slots__ = ("error", "status", "turn")
     status: str
     error: JsonObject | None
     turn: JsonObject
-
-    def __init__(self, status: str, error: JsonObject | None, turn: JsonObject) -> None:
-        _set(self, "status", status)
-        _set(self, "error", error)
-        _set(self, "turn", turn)
 
 
 TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Added | Completed
@@ -134,7 +112,7 @@ TurnEvent = Delta | AgentMessage | Approval | Resolved | Warning | Added | Compl
 # fields it does not name); a field of another type reads as absent.
 
 
-def _thread_of(params: JsonObject) -> JsonValue:
+def thread_of(params: JsonObject) -> JsonValue:
     match params:
         case {"threadId": thread}:
             return thread
@@ -155,16 +133,6 @@ def _turn_id_of(params: JsonObject) -> str | None:
 def _item(env: Notification) -> ThreadItem | None:
     """The item of an `item/started` or `item/completed` (both carry it alike)."""
     return ItemStartedNotification.from_wire(env.params).item
-
-
-def _user_message_client_id(env: Notification | ServerRequest) -> tuple[bool, str | None]:
-    """(is a userMessage `item/started`, its clientId) — how a queued turn is found."""
-    if not isinstance(env, Notification) or env.method != m.ITEM_STARTED:
-        return False, None
-    item = _item(env)
-    if item is None or item.type != ThreadItemType.USER_MESSAGE:
-        return False, None
-    return True, item.client_id
 
 
 def _delta_size(env: Notification | ServerRequest) -> int:
@@ -216,7 +184,7 @@ class TurnTracker:
         self._pending_bytes = 0
 
     def feed(self, env: Notification | ServerRequest) -> list[TurnEvent]:
-        if _thread_of(env.params) != self.thread_id:
+        if thread_of(env.params) != self.thread_id:
             return []
         if self.turn_id is None:
             if self.client_id is not None:
@@ -226,10 +194,12 @@ class TurnTracker:
         return self._interpret(env)
 
     def _find_ours(self, env: Notification | ServerRequest) -> list[TurnEvent]:
-        is_user, client_id = _user_message_client_id(env)
+        # A userMessage `item/started`, and its clientId: how a queued turn is found.
+        item = (_item(env) if isinstance(env, Notification) and env.method == m.ITEM_STARTED
+                else None)
         turn_id = _turn_id_of(env.params)
-        if is_user and turn_id is not None:
-            if client_id == self.client_id:
+        if item is not None and item.type == ThreadItemType.USER_MESSAGE and turn_id is not None:
+            if item.client_id == self.client_id:
                 self._buffer(env)
                 return self.bind(turn_id)
             self._forget(turn_id)  # another client's (or the human's) turn

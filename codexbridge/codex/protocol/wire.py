@@ -23,13 +23,13 @@ mixins add the few derived views the code reads (a status label, who a thread is
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar, dataclass_transform
 
 from ...jsontypes import obj, text
 from .generated.enums import ThreadStatusType
 
 if TYPE_CHECKING:
-    from typing import ClassVar, Self
+    from typing import Self
 
     from ...jsontypes import JsonObject, JsonValue
     from .generated.results import ThreadStatus
@@ -81,6 +81,22 @@ class Record:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")
+
+
+@dataclass_transform(frozen_default=True)
+class Made(Record):
+    """A record made by hand, never read from the wire (codex/protocol/turn.py's events,
+    approvals.py's rules): made positionally, its fields in the order they are annotated."""
+
+    __slots__ = ()
+    _order: ClassVar[tuple[str, ...]]
+
+    def __init_subclass__(cls) -> None:
+        cls._order = tuple(cls.__annotations__)
+
+    def __init__(self, *values: object) -> None:
+        for name, value in zip(self._order, values, strict=True):
+            _set(self, name, value)
 
 
 class Kept(Record):

@@ -37,13 +37,13 @@ def test_the_order_of_the_sources() -> None:
     assert pick(record=SERVE, alive=True)[:3] == (SERVE["url"], BRIDGE, endpoint.EndpointKind.SERVE)
     got = pick(running=DAEMON)
     assert got is not None and got.url == DAEMON and got.source == "codex daemon (/h)"
-    assert got.note is None and got.from_record is False
+    assert got.note is None and got.kind is not endpoint.EndpointKind.SERVE
     assert pick() is None
 
 
 def test_serve_and_daemon_both_running_is_serve_until_both_are_asked() -> None:
     got = pick(record=SERVE, alive=True, running=DAEMON)
-    assert got is not None and got.url == SERVE["url"] and got.from_record
+    assert got is not None and got.url == SERVE["url"] and got.kind is endpoint.EndpointKind.SERVE
     assert got.note is None  # resolve_endpoint asks both and notes it (by_threads)
 
 

@@ -29,7 +29,7 @@ from codexbridge.codex.threads import find_target, list_threads
 from codexbridge.codex.turn import say
 from codexbridge.errors import SchemaViolation, ThreadNotLoadedError
 from tests.support import payloads
-from tests.support.memory_appserver import MemoryAppServer
+from tests.support.memory_appserver import MemoryAppServer, memory_pair
 from tests.support.schema_check import GUARD_ENV, SchemaGuard
 from tests.support.schema_guard import (  # the fixture, until conftest registers the plugin
     REPO_ROOT,
@@ -167,7 +167,7 @@ async def test_guard_reports_a_bad_request() -> None:
 
 async def test_guard_checks_an_answer_against_the_request_it_answers() -> None:
     guard = SchemaGuard()
-    near, far = transport.memory_pair()
+    near, far = memory_pair()
     link = guard.wrap(near)
     await far.send(json.dumps({"id": 0, "method": "applyPatchApproval", "params": {}}))
     await link.recv()  # the guard learns that request 0 is applyPatchApproval
@@ -188,8 +188,9 @@ def test_guard_reaches_a_codexbridge_subprocess(tmp_path: Path) -> None:
     code = (
         "import asyncio, json\n"
         "from codexbridge.codex import transport\n"
+        "from tests.support.memory_appserver import memory_pair\n"
         "async def main():\n"
-        "    near, _far = transport.memory_pair()\n"
+        "    near, _far = memory_pair()\n"
         "    link = transport.observed(near)  # what every connector's transport goes through\n"
         "    await link.send(json.dumps({'method': 'initialized'}))\n"
         "    await link.send(json.dumps({'id': 1, 'method': 'thread/read', 'params': {}}))\n"
