@@ -28,13 +28,13 @@ from pathlib import Path
 
 from codexbridge.host.binaries import pinned_claude
 from tests.support.claude_env import offline_env, seed_interactive
-from tests.support.mock_claude import MockMessages, Text, ToolUse, conversation
+from tests.support.mock_claude import MockMessages, ToolUse, conversation
 
 HERE = Path(__file__).resolve().parent
 TASK_ID_RE = re.compile(r'task_id "([^"]+)"')
 
 
-def stop_responder(body, n):  # noqa: ANN001, ANN201 — the mock's responder signature
+def stop_responder(body, n):
     """tui-cancel: once a tool result says the call went to the background, stop it."""
     msgs = conversation(body)
     if not msgs or msgs[-1].get("role") != "user":
