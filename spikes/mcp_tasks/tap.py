@@ -17,7 +17,7 @@ def main() -> None:
     cmd = sys.argv[sys.argv.index("--") + 1:]
     child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     lock = threading.Lock()
-    log = open(log_path, "a", encoding="utf-8")
+    log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - open for the relay's life
 
     def note(direction: str, line: bytes) -> None:
         try:
@@ -45,7 +45,7 @@ def main() -> None:
     except (BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
-        try:
+        try:  # noqa: SIM105 - the child may be gone
             child.stdin.close()
         except BrokenPipeError:
             pass

@@ -69,7 +69,8 @@ def error(req_id: Any, code: int, message: str) -> None:
 
 
 def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
+    ms = int(time.time() * 1000) % 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{ms:03d}Z"
 
 
 class Work:
@@ -130,10 +131,11 @@ class Server:
 
     # -- tasks -----------------------------------------------------------------------
     def task_view(self, task_id: str, work: Work) -> dict[str, Any]:
+        modern = self.era == "modern"
         view: dict[str, Any] = {"taskId": task_id, "status": work.status(),
                                 "createdAt": work.created, "lastUpdatedAt": now_iso(),
-                                "ttlMs" if self.era == "modern" else "ttl": 3_600_000,
-                                "pollIntervalMs" if self.era == "modern" else "pollInterval": POLL_MS}
+                                "ttlMs" if modern else "ttl": 3_600_000,
+                                "pollIntervalMs" if modern else "pollInterval": POLL_MS}
         return view
 
     def start_task(self, work: Work) -> str:
@@ -198,7 +200,8 @@ class Server:
             work = self.inline.get(params.get("requestId"))
             if work is not None:
                 work.cancelled.set()
-                log("event", {"event": "inline_call_cancelled", "requestId": params.get("requestId")})
+                log("event", {"event": "inline_call_cancelled",
+                              "requestId": params.get("requestId")})
 
     def client_takes_tasks(self, params: dict[str, Any]) -> bool:
         if self.mode == "never":
