@@ -201,6 +201,8 @@ def _print_table(records: list[Delivery], damaged: list[Damaged]) -> None:
         target = (r.thread_id or "-") if isinstance(r, ToCodex) else f"mailbox {r.mailbox}"
         if isinstance(r, ToCodex) and r.server_lost_at is not None and not r.state.final:
             target += " (app-server down: the courier waits for it)"
+        if isinstance(r, ToCodex) and r.task:
+            target += " (MCP task)"
         echo(f"{r.id}  {r.state.value:<14} {_age(r.created_at):>4}  {r.direction.value}"
              f"  {target}  {r.text_preview[:40]!r}")
 
@@ -209,6 +211,14 @@ def _print_record(r: Delivery) -> None:
     if isinstance(r, ToCodex):
         recovered, turn, answers, mailbox = r.recovered, r.turn_id, r.in_reply_to, r.reply_to
         lost = None if r.state.final else r.server_lost_at
+        if r.task:
+            echo(f"delivery {r.id} is an MCP task of the Claude session that asked: "
+                 "Codex's answer is the task's result"
+                 + (f" (mail to {r.reply_to} only if that session ends first)"
+                    if r.reply_to and r.blocking else ""))
+        if r.approval_waiting and not r.state.final:
+            echo(f"  an approval waits for the human in the Codex TUI: "
+                 f"{r.approval_waiting}")
     else:
         recovered, turn, answers, mailbox, lost = False, None, None, r.mailbox, None
     echo(f"delivery {r.id} ({r.direction.value}): {r.state.value}"

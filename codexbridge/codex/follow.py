@@ -97,6 +97,9 @@ class TurnFollower:
         # (`unattended`): the asker hears of it at once rather than after the deadline.
         self.unattended = False
         self.on_unattended: Callable[[ApprovalRecord, float], None] | None = None
+        # Told what approval now waits for the TUI (None: none does any more), so a
+        # record — and an MCP task's `input_required` — can say so.
+        self.on_waiting: Callable[[str | None], None] | None = None
 
     async def pump(self, sub: Subscription) -> None:
         while True:
@@ -149,6 +152,7 @@ class TurnFollower:
                 self._deadline(req.id, decision.fallback))
             if self.unattended and self.on_unattended is not None:
                 self.on_unattended(record, self.approval_timeout)
+            self._waiting()
             return
         await self._answer(req.id, decision)
         approval = approval_table.is_approval(req.method, req.params)
@@ -169,6 +173,7 @@ class TurnFollower:
         record.outcome = ApprovalOutcome.DECLINED_AFTER_DEADLINE
         self._say(f"approval: {record.summary} — nobody answered in "
                   f"{self.approval_timeout:g} s, declined (fail-closed)")
+        self._waiting()
         await self._answer(request_id, fallback)
 
     def _resolved(self, request_id: RequestId) -> None:
@@ -178,6 +183,12 @@ class TurnFollower:
             record = self.approvals[request_id]
             record.outcome = ApprovalOutcome.ANSWERED_IN_TUI
             self._say(f"approval: {record.summary} — answered in the TUI")
+            self._waiting()
+
+    def _waiting(self) -> None:
+        if self.on_waiting is not None:
+            self.on_waiting(next((r.summary for r in self.approvals.values()
+                                  if r.outcome is ApprovalOutcome.WAITING), None))
 
     async def _answer(self, request_id: RequestId, reply: approval_table.Reply) -> None:
         try:

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = ["DEFAULT_TURN_TIMEOUT", "ApprovalRecord", "SayOptions", "SayProgress", "SayResult",
-           "follow_queued", "interrupt", "queue_message", "running_turn", "say", "steer"]
+           "follow_queued", "interrupt", "queue_message", "running_turn", "say", "steer",
+           "take_back"]
 
 DEFAULT_TURN_TIMEOUT = 900.0
 INTERRUPT_GRACE = 5.0  # measured: an interrupted turn completes in ~0.05 s
@@ -53,7 +54,8 @@ class SayProgress:
     running and a retry could run it twice. `submission_id` is codex's queue entry.
     """
 
-    __slots__ = ("client_id", "on_change", "submission_id", "turn_id", "turn_start_sent")
+    __slots__ = ("approval", "client_id", "on_change", "submission_id", "turn_id",
+                 "turn_start_sent")
 
     def __init__(self, client_id: str | None = None,
                  on_change: Callable[[str, SayProgress], None] | None = None) -> None:
@@ -61,8 +63,14 @@ class SayProgress:
         self.turn_start_sent = False
         self.submission_id: str | None = None
         self.turn_id: str | None = None
-        # Told "queued" (codex has the message) and "started" (our turn runs).
+        self.approval: str | None = None  # an approval waiting for the TUI: what it asks
+        # Told "queued" (codex has the message), "started" (our turn runs) and
+        # "approval" (one waits for the TUI, or no longer does).
         self.on_change = on_change
+
+    def waiting(self, approval: str | None) -> None:
+        self.approval = approval
+        self.changed("approval")
 
     def changed(self, what: str) -> None:
         if self.on_change is not None:
@@ -118,6 +126,21 @@ async def interrupt(rpc: Rpc, thread_id: str, turn_id: str | None = None) -> str
     return turn_id
 
 
+async def take_back(rpc: Rpc, thread_id: str, client_id: str, turn_id: str | None = None,
+                    submission_id: str | None = None) -> bool:
+    """Stop our message wherever codex has it: its turn interrupted (found by our client
+    id — never someone else's turn), or else taken out of codex's queue. True when a
+    turn of it ran (its follower sees it end `interrupted`); False when none will."""
+    turn = turn_id or await turn_of(rpc, thread_id, client_id)
+    if turn:
+        await interrupt(rpc, thread_id, turn)
+        return True
+    if submission_id:
+        await Calls(rpc).thread_queue_delete(thread_id=thread_id,
+                                             queued_submission_id=submission_id)
+    return False
+
+
 async def say(rpc: Rpc, thread_id: str, text: str, *,
               approvals: ApprovalPolicy = ApprovalPolicy.TUI,
               approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
@@ -147,6 +170,7 @@ async def say(rpc: Rpc, thread_id: str, text: str, *,
                        client_id=None if steer or turn_cwd else progress.client_id,
                        capture_limit=capture_limit)
     run.tracker.own_client_id = progress.client_id  # (steered, turn_cwd: sent with it)
+    run.on_waiting = progress.waiting
 
     def left() -> float:
         return max(0.0, deadline - loop.time())
@@ -232,6 +256,7 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
                        client_id=progress.client_id, capture_limit=capture_limit)
     run.unattended = on_unattended is not None
     run.on_unattended = on_unattended
+    run.on_waiting = progress.waiting
     async with _pumping(rpc, run, "codexbridge-courier-follow"):
         run.feeding = True  # before the join: a pending approval is replayed during it
         await join(rpc, thread_id)

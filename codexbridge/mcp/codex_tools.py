@@ -36,6 +36,7 @@ from ..host.mailboxes import mailbox_name
 from ..messages.frame import quoted
 from .results import Data, Outcome, Warnings, guarded
 from .runtime import Runtime, calling_thread
+from .tasks import ASKING
 
 if TYPE_CHECKING:
     from ..codex.protocol.enums import ApprovalPolicy
@@ -216,7 +217,8 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
         text, connect=rt.connect, sender=sender, selector=selector,
         conversation=conversation, new_conversation=new_conversation,
         approvals=policy, approval_timeout=rt.settings.approval_timeout, timeout=timeout,
-        busy_timeout=rt.settings.queue_wait, capture_limit=rt.settings.capture_max)
+        busy_timeout=rt.settings.queue_wait, capture_limit=rt.settings.capture_max,
+        task=ASKING.get())  # run as an MCP task (tasks.py): told the request it records
     return _replied(rt, said.thread, said.result, timeout, said.delivery_id)
 
 

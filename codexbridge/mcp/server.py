@@ -23,6 +23,7 @@ from typing import IO
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.extension import Extension
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, ToolAnnotations
@@ -159,6 +160,16 @@ def _role_tools(rt: Runtime) -> Catalogue:
             (HandoffToClaude(rt).bridge_handoff, SEND)]
 
 
+def _extensions(rt: Runtime) -> list[Extension]:
+    """Role claude's asks wait on Codex: offered as MCP tasks to a client that takes
+    them (tasks.py)."""
+    if rt.settings.role != "claude":
+        return []
+    from .tasks import AskTasks  # lazy: a server's start imports its own role's parts only
+
+    return [AskTasks(rt)]
+
+
 def catalogue(rt: Runtime) -> Catalogue:
     own = _role_tools(rt)
     bridge = BridgeTools(rt, ["bridge_status", "bridge_output_read",
@@ -170,7 +181,8 @@ def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServe
     rt = runtime or Runtime(settings)
     server: MCPServer = MCPServer(SERVER_NAME, version=__version__,
                                   instructions=instructions(settings.role),
-                                  middleware=[structure_sdk_errors], log_level="WARNING")
+                                  middleware=[structure_sdk_errors], log_level="WARNING",
+                                  extensions=_extensions(rt))
     server.middleware.append(_unknown_arguments(server))
     for fn, annotations in catalogue(rt):
         # the docstring, dedented, is the description

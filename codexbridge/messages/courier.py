@@ -62,7 +62,7 @@ from .records import (
     new_reply,
     preview,
 )
-from .to_codex import get
+from .to_codex import get, take_over
 
 CLIENT_NAME = "codexbridge-courier"
 IDLE_ENV = "CODEX_BRIDGE_COURIER_IDLE"
@@ -243,7 +243,12 @@ def _log_to_stdout() -> None:
 
 async def carry(store: DeliveryStore, delivery_id: str) -> ToCodex:
     """Carry one to-codex delivery to a final state — or leave it `awaiting-reply` when
-    the turn outlives the record's `turn_timeout`."""
+    the turn outlives the record's `turn_timeout`. An MCP task's is only watched while
+    its MCP server lives (that server follows the turn and its session takes the
+    answer); carried from the moment the server is gone."""
+    watched = await _while_asker_follows(store, delivery_id)
+    if watched.state.final:
+        return watched
     before = get(store, delivery_id, ToCodex).courier_pid
     # An answer read from a turn a courier before us left behind is a recovered one.
     recovered = before is not None and before != os.getpid() and not pid_alive(before)
@@ -284,6 +289,18 @@ async def carry(store: DeliveryStore, delivery_id: str) -> ToCodex:
         # seconds for its transcript): off the loop, so the other deliveries go on.
         return await asyncio.to_thread(finish, store, delivery_id, result,
                                        recovered=recovered)
+
+
+async def _while_asker_follows(store: DeliveryStore, delivery_id: str) -> ToCodex:
+    """Until a blocking record is final or its caller (a task's MCP server, `courier_pid`)
+    is gone — then it is ours (`take_over`)."""
+    while True:
+        record = get(store, delivery_id, ToCodex)
+        if record.state.final or not record.blocking:
+            return record
+        if record.courier_pid is None or not pid_alive(record.courier_pid):
+            return take_over(store, delivery_id) or record
+        await asyncio.sleep(TICK)
 
 
 def _carried_by_us(r: ToCodex) -> None:
@@ -398,7 +415,8 @@ def _progress(store: DeliveryStore, delivery_id: str, what: str, p: SayProgress)
     if what == "answering":
         store.update(delivery_id, _answering)
     else:
-        store.update(delivery_id, lambda r: r.progress(what, p.submission_id, p.turn_id),
+        store.update(delivery_id, lambda r: r.progress(what, p.submission_id, p.turn_id,
+                                                       p.approval),
                      ToCodex)
 
 

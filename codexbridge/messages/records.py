@@ -214,23 +214,43 @@ class ToCodex(Core):
     # Its sender follows the turn and takes the answer itself (`talk say`, MCP
     # `codex_message_send` wait=true): no courier carries it, nothing is routed as mail.
     blocking: bool = False
+    # ... as an MCP task (`mcp/tasks.py`): the answer is the task's result, taken by the
+    # asking session (then delivered) — never also mail. The courier watches the task's
+    # MCP server (`courier_pid`) meanwhile: should it end first, the courier follows the
+    # turn and the answer goes as mail to `reply_to`.
+    task: bool = False
+    # An approval of the turn waits for the human in the Codex TUI (what it asks).
+    approval_waiting: str | None = None
     # The thread was not loaded when the message was sent: no Codex TUI is attached, so
     # an approval the turn asks for has nobody to answer it (the asker is told at once).
     unattended: bool = False
 
     @property
     def needs_courier(self) -> bool:
-        """Not yet at its end, and its sender does not follow it itself."""
-        return not self.state.final and not self.blocking
+        """Not yet at its end, and its sender does not follow it itself (a task's
+        courier watches its sender)."""
+        return not self.state.final and (not self.blocking or self.task)
 
-    def progress(self, what: str, submission_id: str | None, turn_id: str | None) -> None:
+    def progress(self, what: str, submission_id: str | None, turn_id: str | None,
+                 approval: str | None = None) -> None:
         """What codex said of the message (`SayProgress`): its queue entry, our turn's
-        start. Never backwards: on an idle thread the turn (even its first delta) can
-        come before the answer to thread/queue/add."""
+        start, an approval that waits in the TUI (`approval`) or no longer does. Never
+        backwards: on an idle thread the turn (even its first delta) can come before
+        the answer to thread/queue/add."""
         self.submission_id = submission_id or self.submission_id
         if what == "started" and turn_id:
             self.turn_id = turn_id
             self.take()
+        elif what == "approval":
+            self.approval_waiting = approval
+
+    def reply_ready(self, reply: str, size: int) -> None:
+        """A task's answer came: it waits for the asking session to take it (`deliver`
+        then), or for the courier, should that session end first."""
+        self.reply_preview, self.reply_bytes = preview(reply), size
+        self.approval_waiting = None
+        self.take()
+        self.await_reply()
 
 
 @dataclass(kw_only=True, slots=True)

@@ -33,7 +33,7 @@ from ..codex.protocol.enums import ApprovalPolicy, TurnOutcome
 from ..codex.protocol.generated.enums import ThreadStatusType
 from ..codex.protocol.threads import ThreadInfo, in_project
 from ..codex.threads import find_joinable, join
-from ..codex.turn import SayProgress, queue_message, say
+from ..codex.turn import SayProgress, queue_message, say, take_back
 from ..errors import (
     BridgeError,
     DeliveryNotFoundError,
@@ -162,19 +162,21 @@ class Blocking(NamedTuple):
         """What say() reports, written on the record: codex's queue entry, the turn."""
 
         def changed(what: str, p: SayProgress) -> None:
-            store.update(self.record.id, lambda r: r.progress(what, p.submission_id,
-                                                              p.turn_id), ToCodex)
+            store.update(self.record.id, lambda r: r.progress(
+                what, p.submission_id, p.turn_id, p.approval), ToCodex)
 
         return SayProgress(client_id=self.record.id, on_change=changed)
 
 
 def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = None,
                      conversation: str | None = None, sender: envelope.Sender | None = None,
-                     new_conversation: bool = False,
-                     store: DeliveryStore | None = None) -> Blocking:
+                     new_conversation: bool = False, store: DeliveryStore | None = None,
+                     task: bool = False) -> Blocking:
     """An agent's blocking message: the same guards, hop and envelope as `send`, and a
     record (`blocking`: the caller follows the turn and takes the answer itself, so no
-    courier carries it and nothing is routed as mail; `finish_blocking` ends it)."""
+    courier carries it and nothing is routed as mail; `finish_blocking` ends it). A
+    `task`'s record also names the mailbox a non-blocking send would: where the answer
+    goes should the asking session end before it takes it."""
     env = os.environ if env is None else env
     store = store or DeliveryStore()
     sender = sender or envelope.who_sends(env)
@@ -184,10 +186,15 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
         current_conversation(conversation, env, store, new=new_conversation), {
             "direction": _direction(sender), "delivery": token, "thread": thread_id,
             "reply_to": "inline"}, max_hops(dict(env)), words=text)
+    mailbox = reply_mailbox(None, env, read_listeners(inbox_dir())).mailbox if task else None
     record = ToCodex(id=token, conversation=conv, hop=hop, max_hops=limit,
                      thread_id=thread_id, chosen_by="caller", text_preview=preview(text),
-                     reply_to_how="the call's own result", sender=sender.speaker.value,
-                     sender_thread=sender.thread, blocking=True, courier_pid=os.getpid())
+                     reply_to=mailbox,
+                     reply_to_how=("the MCP task's result" + (
+                         f" (mail to {mailbox} if the asking session ends first)"
+                         if mailbox else "")) if task else "the call's own result",
+                     sender=sender.speaker.value, sender_thread=sender.thread,
+                     blocking=True, task=task, courier_pid=os.getpid())
     store.queue(record, text)
     return Blocking(record, envelope_of(record).wrap(text))
 
@@ -196,21 +203,57 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
                     failure: str | None = None) -> None:
     """The end of a blocking request, on its record: delivered with the reply's start,
     or why not (`failure`: the call raised — nothing was sent, or the turn may still
-    run; `result` not completed: how the turn ended)."""
+    run; `result` not completed: how the turn ended). A task's reply waits on the
+    record (`reply_ready`) until its session takes it (`task_taken`)."""
 
     def end(r: ToCodex) -> None:
         if r.state.final:
             return
-        r.courier_pid = None
         if result is not None:
             r.turn_id = result.turn_id or r.turn_id
         if result is not None and result.status is TurnOutcome.COMPLETED:
+            if r.task:
+                r.reply_ready(result.reply, result.reply_bytes)
+                return
+            r.courier_pid = None
             r.reply_preview, r.reply_bytes = preview(result.reply), result.reply_bytes
             r.deliver()
             return
+        r.courier_pid = None
         r.fail(failure or _ended(result))
 
     store.update(blocking.record.id, end, ToCodex)
+
+
+def task_taken(delivery_id: str, store: DeliveryStore | None = None) -> None:
+    """An MCP task's session took its reply (`mcp/tasks.py`): delivered, and the courier
+    watching the task lets it go — the reply never goes as mail too."""
+
+    def end(r: ToCodex) -> None:
+        if not r.state.final:
+            r.courier_pid = None
+            r.deliver()
+
+    (store or DeliveryStore()).update(delivery_id, end, ToCodex)
+
+
+async def stop_request(delivery_id: str,
+                       connect: Callable[[], AbstractAsyncContextManager[Rpc]],
+                       reason: str, store: DeliveryStore | None = None) -> bool:
+    """Its asker stops a request (an MCP task's cancel): failed with `reason`, its turn
+    interrupted or its message taken back out of codex's queue. False when no turn of it
+    will run — its follower has nothing to wait for."""
+
+    def stopped(r: ToCodex) -> None:
+        if not r.state.final:
+            r.fail(reason)
+
+    record = (store or DeliveryStore()).update(delivery_id, stopped, ToCodex)
+    if record is None:
+        return False
+    async with connect() as rpc:
+        return await take_back(rpc, record.thread_id, record.id, record.turn_id,
+                               record.submission_id)
 
 
 class Said(NamedTuple):
@@ -227,6 +270,7 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
                        cwd: str | None = None, wait_thread: float = 0.0,
                        conversation: str | None = None, new_conversation: bool = False,
                        store: DeliveryStore | None = None,
+                       task: Callable[[Blocking], None] | None = None,
                        **options: Unpack[SayOptions]) -> Said:
     """Say `text` into the thread and wait for its turn — the one composition `talk say`
     and MCP `codex_message_send` (wait=true) call; they only render what comes back.
@@ -234,7 +278,9 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
     An agent's words are a request: the envelope, a hop and a record (`blocking_request`),
     codex's progress written on it, its end written whatever happens (`finish_blocking`).
     The human's own words go as typed, with no record. A failure raises as
-    `_raised_after` decides: once the message went to codex, marked `turnStarted`."""
+    `_raised_after` decides: once the message went to codex, marked `turnStarted`.
+    `task`: an MCP task follows this request (`mcp/tasks.py`), told of it once it is
+    recorded, before anything goes to codex."""
 
     store = store or DeliveryStore()
     async with connect() as client:
@@ -243,7 +289,10 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
         if sender.is_agent:
             request = blocking_request(text, thread.id, sender=sender,
                                        conversation=conversation,
-                                       new_conversation=new_conversation, store=store)
+                                       new_conversation=new_conversation, store=store,
+                                       task=task is not None)
+            if task is not None:
+                task(request)
         progress = request.progress(store) if request else SayProgress()
         try:
             result = await say(client, thread.id, request.words if request else text,
@@ -386,7 +435,7 @@ def status(store: DeliveryStore, delivery_id: str) -> Delivery:
         # A blocking send whose caller died waiting (Claude Code's Bash tool kills a
         # command after 120 s): the courier adopts it — it finds the turn by the
         # record's id in the thread, or the message in codex's queue; never resent.
-        record = store.update(delivery_id, _adopt, ToCodex) or record
+        record = take_over(store, delivery_id) or record
     if record.needs_courier and not courier_link.running():
         courier_link.ensure([record.id])
         # The new courier looks in the thread at once: what it finds is worth showing.
@@ -405,11 +454,20 @@ def _caller_gone(record: Delivery) -> bool:
             and record.courier_pid is not None and not pid_alive(record.courier_pid))
 
 
+def take_over(store: DeliveryStore, delivery_id: str) -> ToCodex | None:
+    """A blocking request whose caller died before taking the answer is the courier's
+    from now on (its answer goes as mail to the record's `reply_to`, if it names one)."""
+    return store.update(delivery_id, _adopt, ToCodex)
+
+
 def _adopt(record: ToCodex) -> None:
     if _caller_gone(record):
         record.blocking = False
-        record.warnings.append(f"the call that sent it (pid {record.courier_pid}) ended "
-                               "before the answer; the courier follows the turn instead")
+        record.warnings.append(
+            f"the call that sent it (pid {record.courier_pid}) ended before the answer; "
+            "the courier follows the turn instead" + (
+                f" and the answer goes as mail to mailbox {record.reply_to}"
+                if record.reply_to else ""))
 
 
 @overload

@@ -157,6 +157,7 @@ class MemoryAppServer:
         self._held: dict[str, tuple[str, str]] = {}  # hold key → (thread, turn)
         self._turn_ids = 0
         self._humans = 0
+        self._interrupts: list[asyncio.Task[bool]] = []  # turn/interrupt's, referenced
 
     async def connector(self, _url: str, _headers: Mapping[str, str] | None = None
                         ) -> tp.Transport:
@@ -255,6 +256,15 @@ class MemoryAppServer:
             return [{"id": rid, "error": {"code": -32600, "message": "not found"}}]
         early, rest = self._start(thread_id, line.pop(0))
         return [*early, {"id": rid, "result": {}}, *rest]
+
+    def _turn_interrupt(self, rid: Any, params: Message) -> list[Message]:
+        """As Esc does, heard by every connection that resumed the thread (the running
+        turn's follower is on another one)."""
+        thread_id = params["threadId"]
+        if self.running.get(thread_id) == params["turnId"]:
+            self._interrupts.append(asyncio.get_running_loop().create_task(
+                self.human_interrupts(thread_id)))
+        return [{"id": rid, "result": {}}]
 
     def _start(self, thread_id: str, submission: Message) -> tuple[list[Message],
                                                                     list[Message]]:

@@ -1,0 +1,305 @@
+"""`codex_message_send` as an MCP task (mcp/tasks.py), spoken to by the SDK's own client
+with the `io.modelcontextprotocol/tasks` extension — the shape the pinned Claude Code
+uses interactively (spikes/mcp_tasks): a `resultType: "task"` answer, `tasks/get` polls,
+`tasks/cancel` (twice). Against the in-memory app-server of test_claude_tools.py."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from mcp import Client
+from mcp.client.extension import ClientExtension, ResultClaim
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CallToolResult,
+    CancelTaskRequest,
+    CancelTaskRequestParams,
+    GetTaskRequest,
+    GetTaskRequestParams,
+    Result,
+)
+from pydantic import Field, TypeAdapter
+
+from codexbridge.codex.client import AppServerClient
+from codexbridge.host.mailboxes import inbox_dir
+from codexbridge.inbox.location import mail_path
+from codexbridge.mcp.server import build_server
+from codexbridge.mcp.tasks import STOPPED, TASKS
+from codexbridge.messages import courier, to_codex
+from codexbridge.messages.listeners import record_listener
+from codexbridge.messages.records import DeliveryState, DeliveryStore, ToCodex
+from codexbridge.messages.routing import SESSION_ENV
+from tests.support.helpers import eventually
+from tests.support.memory_appserver import MemoryAppServer
+from tests.unit.mcp import test_claude_tools as tools
+from tests.unit.mcp.test_claude_tools import APPROVAL, call, client_for, log, runtime
+
+codex = tools.codex  # the in-memory app-server fixture of the blocking calls' tests
+
+pytestmark = pytest.mark.usefixtures("schema_guard")
+MODERN = "2026-07-28"
+ANSWER = TypeAdapter(dict[str, Any])
+
+
+class TaskHandle(Result):
+    """The answer a task-backed tools/call gets (the extension's claimed shape)."""
+
+    result_type: Literal["task"] = Field("task", alias="resultType")
+    task_id: str
+    status: str
+    poll_interval_ms: int | None = None
+
+
+async def _unused(_handle: TaskHandle, _ctx: object) -> CallToolResult:
+    raise AssertionError("the tests read the handle themselves (allow_claimed)")
+
+
+class Tasks(ClientExtension):
+    identifier = TASKS
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=_unused)]
+
+
+@asynccontextmanager
+async def tasks_client(rt: Any) -> AsyncIterator[Client]:
+    async with Client(build_server(rt.settings, rt), mode=MODERN,
+                      extensions=[Tasks()]) as client:
+        yield client
+
+
+async def ask(client: Client, args: dict[str, Any]) -> TaskHandle | CallToolResult:
+    out = await client.session.call_tool("codex_message_send", args, allow_claimed=True)
+    assert isinstance(out, (TaskHandle, CallToolResult))
+    return out
+
+
+async def task_get(client: Client, task_id: str) -> dict[str, Any]:
+    return await client.session.send_request(
+        GetTaskRequest(params=GetTaskRequestParams(task_id=task_id)), ANSWER)
+
+
+async def task_cancel(client: Client, task_id: str) -> dict[str, Any]:
+    return await client.session.send_request(
+        CancelTaskRequest(params=CancelTaskRequestParams(task_id=task_id)), ANSWER)
+
+
+async def until(client: Client, task_id: str, status: str) -> dict[str, Any]:
+    async def seen() -> dict[str, Any] | None:
+        got = await task_get(client, task_id)
+        return got if got["status"] == status else None
+    for _ in range(200):
+        if (got := await seen()) is not None:
+            return got
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} never {status}: {await task_get(client, task_id)}")
+
+
+def record(delivery_id: str) -> ToCodex:
+    found = DeliveryStore().get(delivery_id, ToCodex)
+    assert found is not None
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _no_courier(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The courier a task asks for watches the MCP server's pid: not started here."""
+    from codexbridge.messages import courier_link
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(courier_link, "ensure", lambda ids, wait=0.0: asked.append(ids) or True)
+    return asked
+
+
+async def test_a_task_is_its_delivery_and_its_result_the_blocking_calls(
+        tmp_path: Path, codex: MemoryAppServer, _no_courier: list[list[str]]) -> None:
+    rt = runtime(tmp_path, codex)
+    async with tasks_client(rt) as client:
+        handle = await ask(client, {"text": "HOLD:t1 what is left?"})
+        assert isinstance(handle, TaskHandle) and handle.status == "working"
+        assert handle.poll_interval_ms == 500
+        rec = record(handle.task_id)  # the task id IS the delivery id
+        assert rec.task and rec.blocking and rec.needs_courier
+        assert handle.task_id in DeliveryStore().pending()  # the courier watches it
+        await eventually(lambda: "start HOLD:t1 what is left?" in log(codex))
+        working = await task_get(client, handle.task_id)
+        assert working["status"] == "working" and "result" not in working
+        await codex.release("t1")
+        done = await until(client, handle.task_id, "completed")
+    async with client_for(rt) as plain:  # the same ask as a blocking call
+        inline = await call(plain, "codex_message_send", {"text": "what is left?"})
+    assert _no_courier == [[handle.task_id]]
+    sc = done["result"]["structuredContent"]
+    assert sc["ok"] and sc["data"]["reply"] == "MOCK REPLY: HOLD:t1 what is left?"
+    assert sc["data"]["deliveryId"] == handle.task_id
+    assert set(sc["data"]) == set(inline["data"])  # the blocking call's very result
+    final = record(handle.task_id)
+    assert final.state is DeliveryState.DELIVERED and final.reply_mail_id is None
+    assert [s["state"] for s in final.history] == ["queued", "delivering", "awaiting-reply",
+                                                   "delivered"]
+
+
+async def test_the_reply_waits_on_the_record_until_the_session_takes_it(
+        tmp_path: Path, codex: MemoryAppServer) -> None:
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        handle = await ask(client, {"text": "quick one"})
+        assert isinstance(handle, TaskHandle)
+        await eventually(lambda: record(handle.task_id).reply_preview)
+        held = record(handle.task_id)
+        # not final: the courier mails it should this session end before taking it
+        assert held.state is DeliveryState.AWAITING_REPLY and held.needs_courier
+        await until(client, handle.task_id, "completed")
+        again = await task_get(client, handle.task_id)  # a second poll: the same answer
+    assert again["status"] == "completed"
+    assert record(handle.task_id).state is DeliveryState.DELIVERED
+
+
+async def test_cancel_interrupts_the_turn_and_is_idempotent(tmp_path: Path,
+                                                           codex: MemoryAppServer) -> None:
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        handle = await ask(client, {"text": "HOLD:never a long job"})
+        assert isinstance(handle, TaskHandle)
+        await eventually(lambda: record(handle.task_id).turn_id)
+        # Claude Code's TaskStop sends tasks/cancel twice, 30 ms apart (measured)
+        one, two = await asyncio.gather(task_cancel(client, handle.task_id),
+                                        task_cancel(client, handle.task_id))
+        assert one["status"] == two["status"] == "cancelled"
+        await eventually(lambda: [e for e, _ in codex.turn_log] == ["start", "interrupt",
+                                                                    "done"])
+        later = await task_get(client, handle.task_id)
+    assert later["status"] == "cancelled"
+    assert len(codex.requests("turn/interrupt")) == 1
+    final = record(handle.task_id)
+    assert final.state is DeliveryState.FAILED and final.reason == STOPPED
+
+
+async def test_cancel_before_the_turn_starts_takes_it_out_of_codexs_queue(
+        tmp_path: Path, codex: MemoryAppServer) -> None:
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        first = await ask(client, {"text": "HOLD:a the human's long turn"})
+        second = await ask(client, {"text": "behind it"})
+        assert isinstance(first, TaskHandle) and isinstance(second, TaskHandle)
+        await eventually(lambda: codex.queued.get("thread-1"))
+        await task_cancel(client, second.task_id)
+        assert not codex.queued.get("thread-1") and not codex.requests("turn/interrupt")
+        await codex.release("a")
+        await until(client, first.task_id, "completed")
+    assert "start behind it" not in log(codex)
+    assert record(second.task_id).state is DeliveryState.FAILED
+
+
+async def test_an_approval_waiting_in_the_tui_is_input_required(
+        tmp_path: Path, codex: MemoryAppServer) -> None:
+    codex.server_requests = [APPROVAL]
+    async with tasks_client(runtime(tmp_path, codex, approval_timeout=1.0)) as client:
+        handle = await ask(client, {"text": "RUN: touch x"})
+        assert isinstance(handle, TaskHandle)
+        waiting = await until(client, handle.task_id, "input_required")
+        # nothing for the client to answer: the human answers in the Codex TUI
+        assert waiting["inputRequests"] == {} and "Codex TUI" in waiting["statusMessage"]
+        assert record(handle.task_id).approval_waiting
+        done = await until(client, handle.task_id, "completed")  # declined at the deadline
+    [approval] = done["result"]["structuredContent"]["data"]["approvals"]
+    assert approval["outcome"].startswith("declined after deadline")
+    assert record(handle.task_id).approval_waiting is None
+
+
+async def test_a_failed_turn_is_a_failed_task_with_the_reason(
+        tmp_path: Path, codex: MemoryAppServer) -> None:
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        handle = await ask(client, {"text": "FAIL_TURN now"})
+        assert isinstance(handle, TaskHandle)
+        failed = await until(client, handle.task_id, "failed")
+    assert "mock model failure" in failed["error"]["message"]
+    assert failed["error"]["data"]["error"]["code"] == "TURN_FAILED"
+    assert record(handle.task_id).state is DeliveryState.FAILED
+
+
+async def test_what_fails_before_a_record_is_answered_as_today(
+        tmp_path: Path, codex: MemoryAppServer) -> None:
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        out = await ask(client, {"text": "x", "threadId": "nope"})
+        with pytest.raises(MCPError, match="no task"):
+            await task_get(client, "req_1_nope")
+    assert isinstance(out, CallToolResult) and out.is_error
+    assert out.structured_content is not None
+    assert out.structured_content["error"]["code"] == "NO_LIVE_THREAD"
+    assert DeliveryStore().recent() == []
+
+
+@pytest.mark.parametrize("how", ["legacy", "modern-without-the-extension", "wait-false"])
+async def test_clients_without_tasks_keep_todays_call(tmp_path: Path, codex: MemoryAppServer,
+                                                      how: str) -> None:
+    rt = runtime(tmp_path, codex)
+    if how == "legacy":
+        context = client_for(rt)
+    elif how == "modern-without-the-extension":
+        context = Client(build_server(rt.settings, rt), mode=MODERN)
+    else:
+        context = tasks_client(rt)
+    async with context as client:
+        sc = await call(client, "codex_message_send",
+                        {"text": "plain", **({"wait": False} if how == "wait-false" else {})})
+    if how == "wait-false":  # a receipt: the courier carries it (not started here)
+        assert sc["data"]["state"] in ("queued", "delivering")
+        assert not record(sc["data"]["deliveryId"]).task
+    else:
+        assert sc["data"]["reply"] == "MOCK REPLY: plain"
+        rec = record(sc["data"]["deliveryId"])
+        assert not rec.task and rec.state is DeliveryState.DELIVERED
+
+
+async def test_a_session_that_ends_before_taking_the_reply_gets_it_as_mail(
+        tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP server (the task's owner) dies with its session before the reply was
+    taken: the courier, which watched its pid, follows the turn and mails the reply to
+    the session's mailbox — once; never lost, never twice."""
+    inbox = inbox_dir()
+    record_listener(inbox, "asker", {"cwd": "/work/project", "session_id": "s-1"}, "stop-hook")
+    monkeypatch.setenv(SESSION_ENV, "s-1")  # what Claude Code gives its MCP servers
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        handle = await ask(client, {"text": "mine"})
+        assert isinstance(handle, TaskHandle)
+        await until(client, handle.task_id, "completed")
+    rec = record(handle.task_id)  # a task names where its answer would go
+    assert rec.reply_to == "asker" and "mail to asker" in (rec.reply_to_how or "")
+    # The session died mid-task (its MCP server with it: os._exit on SIGTERM, so nothing
+    # is written): a task's record, its caller's pid gone.
+    sent = to_codex.blocking_request("answer me later", "thread-1", task=True,
+                                     env={SESSION_ENV: "s-1", "CLAUDECODE": "1"})
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    DeliveryStore().update(sent.record.id, lambda r: setattr(r, "courier_pid", gone.pid))
+    monkeypatch.setattr(courier, "_client", lambda _r: AppServerClient(
+        "ws://memory", connector=codex.connector))
+    done = await asyncio.wait_for(courier.carry(DeliveryStore(), sent.record.id), 10)
+    assert done.state is DeliveryState.DELIVERED and done.reply_mail_id and done.recovered
+    assert "mail to mailbox asker" in done.warnings[-1]
+    mails = Path(mail_path(inbox, "asker")).read_text(encoding="utf-8")
+    assert mails.count("MOCK REPLY: answer me later") == 1
+    assert "MOCK REPLY: mine" not in mails  # the task's own reply was its result only
+    assert os.stat(mail_path(inbox, "asker")).st_mode & 0o777 == 0o600
+
+
+async def test_the_courier_only_watches_while_the_tasks_server_lives(
+        tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(courier, "TICK", 0.01)
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        handle = await ask(client, {"text": "HOLD:w watched"})
+        assert isinstance(handle, TaskHandle)
+        watching = asyncio.create_task(courier.carry(DeliveryStore(), handle.task_id))
+        await asyncio.sleep(0.05)
+        assert not watching.done() and record(handle.task_id).blocking
+        await codex.release("w")
+        await until(client, handle.task_id, "completed")
+        done = await asyncio.wait_for(watching, 5)
+    assert done.state is DeliveryState.DELIVERED and done.reply_mail_id is None
+    assert len(codex.requests("thread/queue/add")) == 1  # never resent
