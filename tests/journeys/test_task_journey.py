@@ -1,0 +1,113 @@
+"""Long asks as MCP tasks (issue 26, part 1), with both real TUIs at their defaults.
+
+    a task-backed ask   Claude's model calls codex_message_send (wait: true, the default):
+                        the pinned Claude Code takes it as an MCP task — the call is
+                        answered at once, Claude answers the human's next prompt while
+                        Codex works, and Codex's reply arrives by itself as a
+                        <task-notification> (never also as mail).
+    its cancel          Claude's model stops the task (TaskStop): Claude Code sends
+                        tasks/cancel and the Codex turn is interrupted.
+
+Codex's turn is held by the mock model (`HOLD:<key>`) as long as the test needs: the
+test waits on signals (a held stream, a model request, a record), never on time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from tests.support.helpers import wait_until
+
+from .conftest import Journey, fresh_text
+from .test_conversation_journey import CODEX_TOOL
+
+pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
+
+PLACEHOLDER = "started server-side task"  # Claude Code's tool result for a task (2.1.332)
+TASK_ID_RE = re.compile(r'TaskStop with task_id "([^"]+)"')
+LATENCY: dict[str, float] = {}  # what each step cost, measured (printed; the docs quote it)
+
+
+def asked_as_task(j: Journey, ask: str, key: str) -> tuple[dict[str, object], str]:
+    """Claude's model calls codex_message_send with `ask` (wait: true); the human allows
+    it. Returns the delivery record and the text of the tool result Claude's model got —
+    once Codex's turn is held on `key`."""
+    since = j.claude_mark()
+    j.claude["project"].send(f"CALL_TOOL {CODEX_TOOL} " + json.dumps({"text": ask}))
+    j.claude_allows()  # sending to Codex asks (setup allows only the read-only tools)
+    j.world.codex_mock.wait_held(key, 60)
+    got = j.claude_saw(PLACEHOLDER, since)
+    [rec] = [r for r in j.records() if r.get("text_preview") == ask]
+    placeholder = fresh_text(got)
+    assert rec["task"] is True and rec["id"] in placeholder, (rec, placeholder)
+    assert rec["state"] in ("delivering", "awaiting-reply")  # Codex still at it
+    return rec, placeholder
+
+
+def test_a_long_ask_leaves_claude_free_and_its_answer_comes_by_itself(
+        journey: Journey) -> None:
+    j = journey
+    claude = j.claude["project"]
+    ask = "HOLD:task-one Claude asks as a task: is the build green?"
+    rec, _ = asked_as_task(j, ask, "task-one")
+    rid = str(rec["id"])
+    # Claude is free at once: the human asks something else and Claude answers it
+    # while Codex still works on the ask
+    since = j.claude_mark()
+    claude.send("while Codex works: what is 2+2?")
+    j.claude_saw("while Codex works: what is 2+2?", since)
+    j.on_screen(claude, ": while Codex works: what is 2+2?")  # the mock model's answer
+    assert j.record(rid)["state"] in ("delivering", "awaiting-reply")
+    status = j.cb("talk", "status", rid)
+    assert "MCP task" in status.stdout, status.stdout
+    # Codex finishes: the result comes into Claude by itself, as a task notification
+    since = j.claude_mark()
+    released = time.time()  # (the mock stamps requests with time.time())
+    j.world.codex_mock.release("task-one")
+    got = j.claude_saw("<task-notification>", since)
+    LATENCY["reply → task-notification"] = got.at - released
+    text = fresh_text(got)
+    assert f"MOCK REPLY: {ask}" in text and "<status>completed</status>" in text, text
+    # Claude's TUI renders the notification, then the model's turn on it (measured:
+    # "● MCP task <delivery id> (plugin:codexbridge:codex/codex_message_send) completed.")
+    j.on_screen(claude, f"MCP task {rid} (plugin:codexbridge:codex/codex_message_send) "
+                        "completed.")
+    j.on_screen(claude, f"MOCK REPLY: {ask}")
+    final = j.final(rid)
+    assert final["state"] == "delivered" and final["reply_mail_id"] is None, final
+    # ... and never also as mail: no mail carries it, now or later
+    inbox = j.world.bridge_home / "inbox"
+    assert not any(f"MOCK REPLY: {ask}" in p.read_text(errors="replace")
+                   for p in inbox.glob("*.jsonl")), j.explain("no reply mail")
+    assert sum(ask in t for t in j.codex_user_texts()) == 1  # one turn carried it
+    shown = j.cb_json("talk", "status", rid)["delivery"]
+    assert shown["task"] is True and shown["state"] == "delivered"
+
+
+def test_stopping_the_task_interrupts_the_codex_turn(journey: Journey) -> None:
+    j = journey
+    ask = "HOLD:task-two Claude asks, then stops it: rewrite the parser"
+    rec, placeholder = asked_as_task(j, ask, "task-two")
+    rid = str(rec["id"])
+    found = TASK_ID_RE.search(placeholder)
+    assert found is not None, placeholder
+    since = j.claude_mark()
+    j.claude["project"].send("CALL_TOOL TaskStop " + json.dumps({"task_id": found.group(1)}))
+    final = j.final(rid)
+    assert final["state"] == "failed" and "TaskStop" in str(final["reason"]), final
+    # the Codex turn was interrupted: the thread says so, and so does the Codex TUI
+    def interrupted() -> bool:
+        read = j.cb_json("talk", "read", "--thread", j.threads["project"])
+        turns = read.get("turns") or []
+        return any(ask in json.dumps(t) and t.get("status") == "interrupted"
+                   for t in turns if isinstance(t, dict))
+    wait_until(interrupted, 60, "the Codex turn interrupted",
+               lambda: j.explain("the Codex turn interrupted"))
+    j.on_screen(j.codex["project"], "Conversation interrupted")
+    got = j.claude_saw("is stopped. Cancellations are fire and forget", since)
+    assert '"task_type":"mcp_task"' in fresh_text(got).replace(" ", "")
+    j.world.codex_mock.release("task-two")  # (a stream the interrupt left open ends)
