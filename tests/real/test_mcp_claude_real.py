@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from codexbridge.host.appserver import AppServerProcess as AppServer
+from codexbridge.messages.records import DeliveryStore, ToCodex
 from tests.support.claude_fixtures import ClaudeHarness
 from tests.support.mock_claude import MockMessages, RecordedRequest
 from tests.support.raw_client import RawClient, start_user_thread
@@ -95,6 +96,9 @@ async def test_claude_calls_codex_message_send_and_the_reply_comes_back(
     assert payload["ok"] is True and not sent[0].get("is_error")
     assert payload["data"]["reply"] == "MOCK REPLY: Claude here: please run the tests"
     assert payload["data"]["threadId"] == user.thread_id
+    # `claude -p` takes no MCP task (measured, spikes/mcp_tasks): today's inline call
+    record = DeliveryStore().get(payload["data"]["deliveryId"], ToCodex)
+    assert record is not None and not record.task and record.state.value == "delivered"
     # the model's last word is the mock's echo of that tool result
     assert claude.result_json(proc)["result"].startswith("TOOL_RESULT_SEEN: ")
 
