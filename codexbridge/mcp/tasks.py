@@ -59,7 +59,9 @@ if TYPE_CHECKING:
 
 TASKS = "io.modelcontextprotocol/tasks"
 ASKS = frozenset({"codex_message_send"})  # the tools that wait on the other agent
-POLL_MS = 500  # Claude Code polls at what we say (clamped to 250 ms … 30 s; measured)
+# Claude Code polls at what we say, read afresh from every answer (clamped to 250 ms …
+# 30 s; spikes/mcp_tasks): often while a short ask's answer is near, less once it runs long.
+POLL_MS, POLL_LONG_MS, LONG_AFTER = 250, 1000, 30.0
 STOPPED = ("stopped by the asker (the MCP task was cancelled: Claude Code's TaskStop); "
            "its Codex turn was interrupted")
 
@@ -85,6 +87,7 @@ class AskTask:
     id: str
     runner: asyncio.Task[HandlerResult]
     created: str = field(default_factory=_now)
+    started: float = field(default_factory=time.monotonic)
     stopped: bool = False
     taken: bool = False
 
@@ -180,7 +183,9 @@ class AskTasks(Extension):
     def _view(self, task: AskTask, status: str, message: str | None = None,
               **extra: JsonValue) -> JsonObject:
         return {"taskId": task.id, "status": status, "createdAt": task.created,
-                "lastUpdatedAt": _now(), "pollIntervalMs": POLL_MS,
+                "lastUpdatedAt": _now(),
+                "pollIntervalMs": POLL_MS if time.monotonic() - task.started < LONG_AFTER
+                else POLL_LONG_MS,
                 **({"statusMessage": message} if message else {}), **extra}
 
     def _running(self, task: AskTask) -> JsonObject:

@@ -9,98 +9,45 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
 
 import pytest
 from mcp import Client
-from mcp.client.extension import ClientExtension, ResultClaim
 from mcp.shared.exceptions import MCPError
-from mcp_types import (
-    CallToolResult,
-    CancelTaskRequest,
-    CancelTaskRequestParams,
-    GetTaskRequest,
-    GetTaskRequestParams,
-    Result,
-)
-from pydantic import Field, TypeAdapter
+from mcp_types import CallToolResult
 
 from codexbridge.codex.client import AppServerClient
 from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.location import mail_path
+from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
-from codexbridge.mcp.tasks import STOPPED, TASKS
+from codexbridge.mcp.tasks import STOPPED
 from codexbridge.messages import courier, to_codex
 from codexbridge.messages.listeners import record_listener
 from codexbridge.messages.records import DeliveryState, DeliveryStore, ToCodex
 from codexbridge.messages.routing import SESSION_ENV
 from tests.support.helpers import eventually
 from tests.support.memory_appserver import MemoryAppServer
+from tests.support.task_client import (
+    MODERN,
+    TaskHandle,
+    Tasks,
+    ask,
+    task_cancel,
+    task_get,
+    until,
+)
 from tests.unit.mcp import test_claude_tools as tools
 from tests.unit.mcp.test_claude_tools import APPROVAL, call, client_for, log, runtime
 
 codex = tools.codex  # the in-memory app-server fixture of the blocking calls' tests
 
 pytestmark = pytest.mark.usefixtures("schema_guard")
-MODERN = "2026-07-28"
-ANSWER = TypeAdapter(dict[str, Any])
 
 
-class TaskHandle(Result):
-    """The answer a task-backed tools/call gets (the extension's claimed shape)."""
-
-    result_type: Literal["task"] = Field("task", alias="resultType")
-    task_id: str
-    status: str
-    poll_interval_ms: int | None = None
-
-
-async def _unused(_handle: TaskHandle, _ctx: object) -> CallToolResult:
-    raise AssertionError("the tests read the handle themselves (allow_claimed)")
-
-
-class Tasks(ClientExtension):
-    identifier = TASKS
-
-    def claims(self) -> list[ResultClaim[Any]]:
-        return [ResultClaim(result_type="task", model=TaskHandle, resolve=_unused)]
-
-
-@asynccontextmanager
-async def tasks_client(rt: Any) -> AsyncIterator[Client]:
-    async with Client(build_server(rt.settings, rt), mode=MODERN,
-                      extensions=[Tasks()]) as client:
-        yield client
-
-
-async def ask(client: Client, args: dict[str, Any]) -> TaskHandle | CallToolResult:
-    out = await client.session.call_tool("codex_message_send", args, allow_claimed=True)
-    assert isinstance(out, (TaskHandle, CallToolResult))
-    return out
-
-
-async def task_get(client: Client, task_id: str) -> dict[str, Any]:
-    return await client.session.send_request(
-        GetTaskRequest(params=GetTaskRequestParams(task_id=task_id)), ANSWER)
-
-
-async def task_cancel(client: Client, task_id: str) -> dict[str, Any]:
-    return await client.session.send_request(
-        CancelTaskRequest(params=CancelTaskRequestParams(task_id=task_id)), ANSWER)
-
-
-async def until(client: Client, task_id: str, status: str) -> dict[str, Any]:
-    async def seen() -> dict[str, Any] | None:
-        got = await task_get(client, task_id)
-        return got if got["status"] == status else None
-    for _ in range(200):
-        if (got := await seen()) is not None:
-            return got
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"task {task_id} never {status}: {await task_get(client, task_id)}")
+def tasks_client(rt: Runtime) -> Client:
+    """A client that takes tasks, as Claude Code's interactive session does."""
+    return Client(build_server(rt.settings, rt), mode=MODERN, extensions=[Tasks()])
 
 
 def record(delivery_id: str) -> ToCodex:
@@ -125,7 +72,7 @@ async def test_a_task_is_its_delivery_and_its_result_the_blocking_calls(
     async with tasks_client(rt) as client:
         handle = await ask(client, {"text": "HOLD:t1 what is left?"})
         assert isinstance(handle, TaskHandle) and handle.status == "working"
-        assert handle.poll_interval_ms == 500
+        assert handle.poll_interval_ms == 250
         rec = record(handle.task_id)  # the task id IS the delivery id
         assert rec.task and rec.blocking and rec.needs_courier
         assert handle.task_id in DeliveryStore().pending()  # the courier watches it
