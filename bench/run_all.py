@@ -80,6 +80,9 @@ FIGURES = [
     Figure("the human's Esc in Claude's TUI → Codex told", "bench_human.py",
            r"human Esc in Claude → Codex told: [\d.]+ ms, ratio ([\d.]+)x", "x",
            "Claude's answer carried into the Codex thread", "≤ 1.5×"),
+    Figure("an ask as an MCP task → its reply, against the blocking call", "bench_tasks.py",
+           r"ratio task / blocking\s+([\d.]+)x", "x",
+           "the same ask as a blocking `codex_message_send`", "≤ 1.3×"),
     Figure("`inbox push` → Claude's next model request, live", "bench_live.py",
            r"ratio live / watcher\s+([\d.]+)x", "x", "the asyncRewake watcher", "—"),
     Figure("handoff delta from a 20 MB transcript, time", "bench_handoff.py",
@@ -99,6 +102,7 @@ QUICK = {"bench_inbox.py": ["--runs", "30", "--rounds", "1"],
          "bench_journey.py": ["--runs", "3"],
          "bench_human.py": ["--runs", "2"],
          "bench_live.py": ["--rounds", "3"],
+         "bench_tasks.py": ["--runs", "5"],
          "bench_handoff.py": ["--runs", "3"],
          "bench_flood.py": ["--mb", "20"]}
 

@@ -9,9 +9,11 @@ handle, to a client that says it takes one — Claude Code's interactive session
                     argument) is answered as today. Any other client (`claude -p`, a
                     subagent, Codex, a plain SDK client), wait=false and every other
                     tool: exactly today's call.
-    tasks/get       the task follows its record: queued / running → `working`; an
-                    approval waiting in the Codex TUI → `input_required` (no input
-                    requests: the human answers it there; the client keeps polling);
+    tasks/get       answered when the call ends, or after HOLD_S (a long poll: the reply
+                    does not wait for the client's next poll). The task follows its
+                    record: queued / running → `working`; an approval waiting in the
+                    Codex TUI → `input_required` (no input requests: the human answers
+                    it there; the client keeps polling, measured in the binary);
                     the tool's end → `completed` with the very result the blocking call
                     returns, or `failed` with its error. The first `completed` answer
                     delivers the record: the session took the reply.
@@ -62,6 +64,9 @@ ASKS = frozenset({"codex_message_send"})  # the tools that wait on the other age
 # Claude Code polls at what we say, read afresh from every answer (clamped to 250 ms …
 # 30 s; spikes/mcp_tasks): often while a short ask's answer is near, less once it runs long.
 POLL_MS, POLL_LONG_MS, LONG_AFTER = 250, 1000, 30.0
+# A poll of a running task is answered the moment the call ends, or after this long
+# ("working"): the reply reaches the client at once rather than at its next poll.
+HOLD_S = 2.0
 STOPPED = ("stopped by the asker (the MCP task was cancelled: Claude Code's TaskStop); "
            "its Codex turn was interrupted")
 
@@ -144,6 +149,8 @@ class AskTasks(Extension):
     async def get(self, _ctx: ServerRequestContext[Any, Any],
                   params: GetTaskRequestParams) -> JsonObject:
         task = self._task(params.task_id)
+        if not task.stopped and not task.runner.done():
+            await asyncio.wait([task.runner], timeout=HOLD_S)
         if task.stopped:
             return self._view(task, "cancelled", STOPPED)
         if not task.runner.done():

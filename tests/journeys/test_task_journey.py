@@ -70,6 +70,8 @@ def test_a_long_ask_leaves_claude_free_and_its_answer_comes_by_itself(
     j.world.codex_mock.release("task-one")
     got = j.claude_saw("<task-notification>", since)
     LATENCY["reply → task-notification"] = got.at - released
+    print(f"\nCodex's reply released → Claude's model request with the task "
+          f"notification: {LATENCY['reply → task-notification']:.2f} s")
     text = fresh_text(got)
     assert f"MOCK REPLY: {ask}" in text and "<status>completed</status>" in text, text
     # Claude's TUI renders the notification, then the model's turn on it (measured:

@@ -19,6 +19,7 @@ from mcp_types import CallToolResult
 from codexbridge.codex.client import AppServerClient
 from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.location import mail_path
+from codexbridge.mcp import tasks
 from codexbridge.mcp.runtime import Runtime
 from codexbridge.mcp.server import build_server
 from codexbridge.mcp.tasks import STOPPED
@@ -57,6 +58,12 @@ def record(delivery_id: str) -> ToCodex:
 
 
 @pytest.fixture(autouse=True)
+def _short_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll of a running task answers after 50 ms here (2 s in use)."""
+    monkeypatch.setattr(tasks, "HOLD_S", 0.05)
+
+
+@pytest.fixture(autouse=True)
 def _no_courier(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The courier a task asks for watches the MCP server's pid: not started here."""
     from codexbridge.messages import courier_link
@@ -92,6 +99,20 @@ async def test_a_task_is_its_delivery_and_its_result_the_blocking_calls(
     assert final.state is DeliveryState.DELIVERED and final.reply_mail_id is None
     assert [s["state"] for s in final.history] == ["queued", "delivering", "awaiting-reply",
                                                    "delivered"]
+
+
+async def test_a_poll_of_a_running_task_is_answered_the_moment_it_ends(
+        tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tasks, "HOLD_S", 60.0)
+    async with tasks_client(runtime(tmp_path, codex)) as client:
+        handle = await ask(client, {"text": "HOLD:lp long poll"})
+        assert isinstance(handle, TaskHandle)
+        await eventually(lambda: "start HOLD:lp long poll" in log(codex))
+        poll = asyncio.create_task(task_get(client, handle.task_id))
+        await asyncio.sleep(0.05)
+        assert not poll.done()  # held while Codex works
+        await codex.release("lp")
+        assert (await asyncio.wait_for(poll, 10))["status"] == "completed"  # that poll
 
 
 async def test_the_reply_waits_on_the_record_until_the_session_takes_it(
