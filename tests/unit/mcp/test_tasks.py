@@ -51,6 +51,13 @@ def tasks_client(rt: Runtime) -> Client:
     return Client(build_server(rt.settings, rt), mode=MODERN, extensions=[Tasks()])
 
 
+async def started(client: Client, text: str) -> TaskHandle:
+    """Ask `text` of a client that takes tasks: the task handle."""
+    handle = await ask(client, {"text": text})
+    assert isinstance(handle, TaskHandle), handle
+    return handle
+
+
 def record(delivery_id: str) -> ToCodex:
     found = DeliveryStore().get(delivery_id, ToCodex)
     assert found is not None
@@ -105,8 +112,7 @@ async def test_a_poll_of_a_running_task_is_answered_the_moment_it_ends(
         tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tasks, "HOLD_S", 60.0)
     async with tasks_client(runtime(tmp_path, codex)) as client:
-        handle = await ask(client, {"text": "HOLD:lp long poll"})
-        assert isinstance(handle, TaskHandle)
+        handle = await started(client, "HOLD:lp long poll")
         await eventually(lambda: "start HOLD:lp long poll" in log(codex))
         poll = asyncio.create_task(task_get(client, handle.task_id))
         await asyncio.sleep(0.05)
@@ -118,8 +124,7 @@ async def test_a_poll_of_a_running_task_is_answered_the_moment_it_ends(
 async def test_the_reply_waits_on_the_record_until_the_session_takes_it(
         tmp_path: Path, codex: MemoryAppServer) -> None:
     async with tasks_client(runtime(tmp_path, codex)) as client:
-        handle = await ask(client, {"text": "quick one"})
-        assert isinstance(handle, TaskHandle)
+        handle = await started(client, "quick one")
         await eventually(lambda: record(handle.task_id).reply_preview)
         held = record(handle.task_id)
         # not final: the courier mails it should this session end before taking it
@@ -133,8 +138,7 @@ async def test_the_reply_waits_on_the_record_until_the_session_takes_it(
 async def test_cancel_interrupts_the_turn_and_is_idempotent(tmp_path: Path,
                                                            codex: MemoryAppServer) -> None:
     async with tasks_client(runtime(tmp_path, codex)) as client:
-        handle = await ask(client, {"text": "HOLD:never a long job"})
-        assert isinstance(handle, TaskHandle)
+        handle = await started(client, "HOLD:never a long job")
         await eventually(lambda: record(handle.task_id).turn_id)
         # Claude Code's TaskStop sends tasks/cancel twice, 30 ms apart (measured)
         one, two = await asyncio.gather(task_cancel(client, handle.task_id),
@@ -168,8 +172,7 @@ async def test_an_approval_waiting_in_the_tui_is_input_required(
         tmp_path: Path, codex: MemoryAppServer) -> None:
     codex.server_requests = [APPROVAL]
     async with tasks_client(runtime(tmp_path, codex, approval_timeout=1.0)) as client:
-        handle = await ask(client, {"text": "RUN: touch x"})
-        assert isinstance(handle, TaskHandle)
+        handle = await started(client, "RUN: touch x")
         waiting = await until(client, handle.task_id, "input_required")
         # nothing for the client to answer: the human answers in the Codex TUI
         assert waiting["inputRequests"] == {} and "Codex TUI" in waiting["statusMessage"]
@@ -183,8 +186,7 @@ async def test_an_approval_waiting_in_the_tui_is_input_required(
 async def test_a_failed_turn_is_a_failed_task_with_the_reason(
         tmp_path: Path, codex: MemoryAppServer) -> None:
     async with tasks_client(runtime(tmp_path, codex)) as client:
-        handle = await ask(client, {"text": "FAIL_TURN now"})
-        assert isinstance(handle, TaskHandle)
+        handle = await started(client, "FAIL_TURN now")
         failed = await until(client, handle.task_id, "failed")
     assert "mock model failure" in failed["error"]["message"]
     assert failed["error"]["data"]["error"]["code"] == "TURN_FAILED"
@@ -234,8 +236,7 @@ async def test_a_session_that_ends_before_taking_the_reply_gets_it_as_mail(
     record_listener(inbox, "asker", {"cwd": "/work/project", "session_id": "s-1"}, "stop-hook")
     monkeypatch.setenv(SESSION_ENV, "s-1")  # what Claude Code gives its MCP servers
     async with tasks_client(runtime(tmp_path, codex)) as client:
-        handle = await ask(client, {"text": "mine"})
-        assert isinstance(handle, TaskHandle)
+        handle = await started(client, "mine")
         await until(client, handle.task_id, "completed")
     rec = record(handle.task_id)  # a task names where its answer would go
     assert rec.reply_to == "asker" and "mail to asker" in (rec.reply_to_how or "")
@@ -261,8 +262,7 @@ async def test_the_courier_only_watches_while_the_tasks_server_lives(
         tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(courier, "TICK", 0.01)
     async with tasks_client(runtime(tmp_path, codex)) as client:
-        handle = await ask(client, {"text": "HOLD:w watched"})
-        assert isinstance(handle, TaskHandle)
+        handle = await started(client, "HOLD:w watched")
         watching = asyncio.create_task(courier.carry(DeliveryStore(), handle.task_id))
         await asyncio.sleep(0.05)
         assert not watching.done() and record(handle.task_id).blocking
