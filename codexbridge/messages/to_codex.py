@@ -298,7 +298,9 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
             result = await say(client, thread.id, request.words if request else text,
                                progress=progress, **options)
         except BaseException as exc:
-            if request is not None:
+            # A task's call cancelled is its MCP server going away (a tasks/cancel fails
+            # the record itself): the record stays for the courier, which watches it.
+            if request is not None and not (task and isinstance(exc, asyncio.CancelledError)):
                 finish_blocking(store, request, None, failure=_why_not(exc))
             raised = _raised_after(exc, progress)
             if raised is exc:

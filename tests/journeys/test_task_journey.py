@@ -7,6 +7,8 @@
                         <task-notification> (never also as mail).
     its cancel          Claude's model stops the task (TaskStop): Claude Code sends
                         tasks/cancel and the Codex turn is interrupted.
+    its session ends    the human quits Claude mid-task: the reply comes as mail, and
+                        the next `claude` in the project gets it — never lost.
 
 Codex's turn is held by the mock model (`HOLD:<key>`) as long as the test needs: the
 test waits on signals (a held stream, a model request, a record), never on time.
@@ -113,3 +115,26 @@ def test_stopping_the_task_interrupts_the_codex_turn(journey: Journey) -> None:
     got = j.claude_saw("is stopped. Cancellations are fire and forget", since)
     assert '"task_type":"mcp_task"' in fresh_text(got).replace(" ", "")
     j.world.codex_mock.release("task-two")  # (a stream the interrupt left open ends)
+
+
+def test_the_answer_of_a_task_whose_session_ended_comes_as_mail(journey: Journey) -> None:
+    """The human quits Claude while Codex works on its task: the task dies with Claude's
+    MCP server, so the courier (it watched that server) follows the turn and leaves the
+    reply in the session's mailbox — and the next `claude` in the project gets it."""
+    j = journey
+    ask = "HOLD:task-three Claude asks, then quits: summarise the diff"
+    rec, _ = asked_as_task(j, ask, "task-three")
+    rid = str(rec["id"])
+    assert rec["reply_to"] == j.listener("project"), rec
+    j.claude.pop("project").stop()  # Claude ends, and its MCP server with it
+    wait_until(lambda: not j.record(rid)["blocking"], 60, "the courier to take the task",
+               lambda: j.explain("the courier to take the task"))
+    j.world.codex_mock.release("task-three")
+    final = j.final(rid)
+    assert final["state"] == "delivered" and final["reply_mail_id"], final
+    assert final["recovered"] and "mail to mailbox" in final["warnings"][-1], final
+    since = j.claude_mark()
+    j.open_claude("project")
+    got = j.claude_saw(f"MOCK REPLY: {ask}", since)
+    assert f"RECOVERED reply from Codex (thread {j.threads['project']}) to your request " \
+           f"{rid}" in fresh_text(got)

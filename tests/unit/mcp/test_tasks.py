@@ -258,6 +258,23 @@ async def test_a_session_that_ends_before_taking_the_reply_gets_it_as_mail(
     assert os.stat(mail_path(inbox, "asker")).st_mode & 0o777 == 0o600
 
 
+async def test_a_server_shutting_down_leaves_the_task_to_the_courier(
+        tmp_path: Path, codex: MemoryAppServer) -> None:
+    """stdin closed (Claude killed): the SDK's shutdown cancels the running call — its
+    record is not ended as a failure but left, unfinished, for the courier."""
+    rt = runtime(tmp_path, codex)
+    server = build_server(rt.settings, rt)
+    async with Client(server, mode=MODERN, extensions=[Tasks()]) as client:
+        handle = await started(client, "HOLD:sd shutting down")
+        await eventually(lambda: record(handle.task_id).turn_id)
+        [ext] = [e for e in server._extensions if isinstance(e, tasks.AskTasks)]
+        runner = ext.tasks[handle.task_id].runner
+        runner.cancel()
+        await asyncio.wait([runner])
+    left = record(handle.task_id)
+    assert not left.state.final and left.task and left.needs_courier, left
+
+
 async def test_the_courier_only_watches_while_the_tasks_server_lives(
         tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(courier, "TICK", 0.01)
