@@ -215,7 +215,9 @@ def _print_record(r: Delivery) -> None:
             echo(f"delivery {r.id} is an MCP task of the Claude session that asked: "
                  "Codex's answer is the task's result"
                  + (f" (mail to {r.reply_to} only if that session ends first)"
-                    if r.reply_to and r.blocking else ""))
+                    if r.reply_to and r.blocking else "")
+                 + (f"; the session was last told: {r.task_status}" if r.task_status
+                    else ""))
         if r.approval_waiting and not r.state.final:
             echo(f"  an approval waits for the human in the Codex TUI: "
                  f"{r.approval_waiting}")

@@ -15,8 +15,9 @@ handle, to a client that says it takes one — Claude Code's interactive session
                     Codex TUI → `input_required` (no input requests: the human answers
                     it there; the client keeps polling, measured in the binary);
                     the tool's end → `completed` with the very result the blocking call
-                    returns, or `failed` with its error. The first `completed` answer
-                    delivers the record: the session took the reply.
+                    returns, or `failed` with its error. Each new status is noted on
+                    the record; the first `completed` delivers it: the session took
+                    the reply.
     tasks/cancel    interrupts our Codex turn (or takes the message back out of codex's
                     queue); idempotent (Claude Code sends it twice). The record fails,
                     saying the asker stopped it.
@@ -94,7 +95,7 @@ class AskTask:
     created: str = field(default_factory=_now)
     started: float = field(default_factory=time.monotonic)
     stopped: bool = False
-    taken: bool = False
+    told: str | None = None  # the status the client was last given
 
 
 def offered(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -149,6 +150,13 @@ class AskTasks(Extension):
     async def get(self, _ctx: ServerRequestContext[Any, Any],
                   params: GetTaskRequestParams) -> JsonObject:
         task = self._task(params.task_id)
+        view = await self._answer(task)
+        if view["status"] != task.told:  # on the record: `talk status` shows it
+            task.told = str(view["status"])
+            await asyncio.to_thread(_told, task.id, task.told)
+        return view
+
+    async def _answer(self, task: AskTask) -> JsonObject:
         if not task.stopped and not task.runner.done():
             await asyncio.wait([task.runner], timeout=HOLD_S)
         if task.stopped:
@@ -165,9 +173,6 @@ class AskTasks(Extension):
         if sdk.is_error:
             return self._view(task, "failed", error={"message": sdk.text,
                                                      "data": sdk.structured_content})
-        if not task.taken:
-            task.taken = True
-            await asyncio.to_thread(_taken, task.id)
         return self._view(task, "completed", result=dumped)
 
     async def cancel(self, _ctx: ServerRequestContext[Any, Any],
@@ -227,8 +232,7 @@ class AskTasks(Extension):
         job.add_done_callback(self._keep.discard)
 
 
-def _taken(delivery_id: str) -> None:
-    """The session took the reply: the record is delivered (no mail will carry it)."""
-    from ..messages.to_codex import task_taken  # lazy: the cold MCP start
+def _told(delivery_id: str, status: str) -> None:
+    from ..messages.to_codex import task_told  # lazy: the cold MCP start
 
-    task_taken(delivery_id)
+    task_told(delivery_id, status)

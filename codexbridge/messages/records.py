@@ -219,6 +219,7 @@ class ToCodex(Core):
     # MCP server (`courier_pid`) meanwhile: should it end first, the courier follows the
     # turn and the answer goes as mail to `reply_to`.
     task: bool = False
+    task_status: str | None = None  # what its session was last told (`working`, …)
     # An approval of the turn waits for the human in the Codex TUI (what it asks).
     approval_waiting: str | None = None
     # The thread was not loaded when the message was sent: no Codex TUI is attached, so

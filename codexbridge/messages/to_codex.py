@@ -204,7 +204,7 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
     """The end of a blocking request, on its record: delivered with the reply's start,
     or why not (`failure`: the call raised — nothing was sent, or the turn may still
     run; `result` not completed: how the turn ended). A task's reply waits on the
-    record (`reply_ready`) until its session takes it (`task_taken`)."""
+    record (`reply_ready`) until its session takes it (`task_told`)."""
 
     def end(r: ToCodex) -> None:
         if r.state.final:
@@ -225,16 +225,18 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
     store.update(blocking.record.id, end, ToCodex)
 
 
-def task_taken(delivery_id: str, store: DeliveryStore | None = None) -> None:
-    """An MCP task's session took its reply (`mcp/tasks.py`): delivered, and the courier
-    watching the task lets it go — the reply never goes as mail too."""
+def task_told(delivery_id: str, status: str, store: DeliveryStore | None = None) -> None:
+    """What an MCP task's session was last told of it (`mcp/tasks.py`), on its record.
+    Told `completed`, the session took the reply: delivered, and the courier watching
+    the task lets it go — the reply never goes as mail too."""
 
-    def end(r: ToCodex) -> None:
-        if not r.state.final:
+    def note(r: ToCodex) -> None:
+        r.task_status = status
+        if status == "completed" and not r.state.final:
             r.courier_pid = None
             r.deliver()
 
-    (store or DeliveryStore()).update(delivery_id, end, ToCodex)
+    (store or DeliveryStore()).update(delivery_id, note, ToCodex)
 
 
 async def stop_request(delivery_id: str,

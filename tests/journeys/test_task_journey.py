@@ -138,3 +138,28 @@ def test_the_answer_of_a_task_whose_session_ended_comes_as_mail(journey: Journey
     got = j.claude_saw(f"MOCK REPLY: {ask}", since)
     assert f"RECOVERED reply from Codex (thread {j.threads['project']}) to your request " \
            f"{rid}" in fresh_text(got)
+
+
+def test_an_approval_codex_waits_on_during_a_task_is_input_required(
+        journey: Journey) -> None:
+    """Codex's turn asks for an approval: the task says `input_required` (Claude Code
+    keeps polling; the human answers in the Codex TUI) and then completes."""
+    j = journey
+    target = j.world.projects["project"] / "approved-during-task"
+    ask = f"RUN: touch {target}"
+    since = j.claude_mark()
+    j.claude["project"].send(f"CALL_TOOL {CODEX_TOOL} " + json.dumps({"text": ask}))
+    j.claude_allows()
+    j.on_screen(j.codex["project"], "Would you like to run the following command?")
+    [rec] = [r for r in j.records() if r.get("text_preview") == ask]
+    rid = str(rec["id"])
+    # Claude Code was told: its poll got input_required (the record notes what it said)
+    wait_until(lambda: j.record(rid)["task_status"] == "input_required", 60,
+               "the task to say input_required", lambda: j.explain("input_required"))
+    assert "run a command" in str(j.record(rid)["approval_waiting"])
+    status = j.cb("talk", "status", rid).stdout
+    assert "approval waits for the human in the Codex TUI" in status, status
+    j.codex["project"].answer("Would you like to run the following command?", "y")
+    got = j.claude_saw("<task-notification>", since)
+    assert "answered in the TUI" in fresh_text(got) and target.exists()
+    assert j.final(rid)["state"] == "delivered"

@@ -104,6 +104,7 @@ async def test_a_task_is_its_delivery_and_its_result_the_blocking_calls(
     assert set(sc["data"]) == set(inline["data"])  # the blocking call's very result
     final = record(handle.task_id)
     assert final.state is DeliveryState.DELIVERED and final.reply_mail_id is None
+    assert final.task_status == "completed"
     assert [s["state"] for s in final.history] == ["queued", "delivering", "awaiting-reply",
                                                    "delivered"]
 
@@ -177,6 +178,7 @@ async def test_an_approval_waiting_in_the_tui_is_input_required(
         # nothing for the client to answer: the human answers in the Codex TUI
         assert waiting["inputRequests"] == {} and "Codex TUI" in waiting["statusMessage"]
         assert record(handle.task_id).approval_waiting
+        assert record(handle.task_id).task_status == "input_required"  # `talk status`
         done = await until(client, handle.task_id, "completed")  # declined at the deadline
     [approval] = done["result"]["structuredContent"]["data"]["approvals"]
     assert approval["outcome"].startswith("declined after deadline")

@@ -244,7 +244,8 @@ def test_a_record_written_before_version_2_reads_as_its_road(tmp_path: Path) -> 
     assert (sent.turn_id, sent.reply_to, sent.reply_mail_id) == ("u1", "box", "m1")
     assert isinstance(asked, ToClaude) and asked.state.value == "awaiting-reply"
     assert (asked.mailbox, asked.session_id, asked.claude_pid) == ("box", "S1", 4242)
-    added = {"task": False, "approval_waiting": None}  # fields new since (issue 26), additive
+    # fields new since (issue 26): additive
+    added = {"task": False, "task_status": None, "approval_waiting": None}
     assert [sent.as_dict(), asked.as_dict()] == [{**old, **added} for old in BEFORE_V2]
     assert asked.needs_courier and not sent.needs_courier  # its session is watched
 
