@@ -52,10 +52,13 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..codex.protocol.enums import WireEnum
 from ..jsontypes import JsonRecord
 from .results import SdkResult
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ..jsontypes import JsonObject, JsonValue
     from ..messages.to_codex import Blocking
     from .runtime import Runtime
@@ -76,10 +79,23 @@ ASKING: contextvars.ContextVar[Callable[[Blocking], None] | None] = \
     contextvars.ContextVar("codexbridge_task_asking", default=None)
 
 
+class TaskStatus(WireEnum):
+    """A task's status on the wire (the extension's vocabulary, as Claude Code reads it)."""
+
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
 class SendArgs(JsonRecord):
     """What a task needs to know of a send's arguments (the tool reads them all)."""
 
     wait: JsonValue = True
+
+
+View: TypeAlias = "tuple[TaskStatus, JsonObject]"  # a status, and the answer that says it
 
 
 def _now() -> str:
@@ -95,7 +111,7 @@ class AskTask:
     created: str = field(default_factory=_now)
     started: float = field(default_factory=time.monotonic)
     stopped: bool = False
-    told: str | None = None  # the status the client was last given
+    told: TaskStatus | None = None  # the status the client was last given
 
 
 def offered(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -143,37 +159,38 @@ class AskTasks(Extension):
         task = AskTask(told.result().record.id, runner)
         self.tasks[task.id] = task
         self._spawn(self._courier(task.id))
-        return {"resultType": "task", **self._view(task, "working")}
+        return {"resultType": "task", **self._view(task, TaskStatus.WORKING)[1]}
 
     # -- tasks/get, tasks/cancel ---------------------------------------------------------
 
     async def get(self, _ctx: ServerRequestContext[Any, Any],
                   params: GetTaskRequestParams) -> JsonObject:
         task = self._task(params.task_id)
-        view = await self._answer(task)
-        if view["status"] != task.told:  # on the record: `talk status` shows it
-            task.told = str(view["status"])
-            await asyncio.to_thread(_told, task.id, task.told)
+        status, view = await self._answer(task)
+        if status is not task.told:  # on the record: `talk status` shows it
+            task.told = status
+            await asyncio.to_thread(_told, task.id, status)
         return view
 
-    async def _answer(self, task: AskTask) -> JsonObject:
+    async def _answer(self, task: AskTask) -> View:
         if not task.stopped and not task.runner.done():
             await asyncio.wait([task.runner], timeout=HOLD_S)
         if task.stopped:
-            return self._view(task, "cancelled", STOPPED)
+            return self._view(task, TaskStatus.CANCELLED, STOPPED)
         if not task.runner.done():
             return await asyncio.to_thread(self._running, task)
         try:
             result = task.runner.result()
         except Exception as exc:  # the SDK answers a tool's own exception: this is ours
-            return self._view(task, "failed", error={"message": f"the call failed: {exc!r}"})
+            return self._view(task, TaskStatus.FAILED,
+                              error={"message": f"the call failed: {exc!r}"})
         dumped = (result.model_dump(by_alias=True, exclude_none=True, mode="json")
                   if isinstance(result, CallToolResult) else dict(result or {}))
         sdk = SdkResult.read(dumped)
         if sdk.is_error:
-            return self._view(task, "failed", error={"message": sdk.text,
-                                                     "data": sdk.structured_content})
-        return self._view(task, "completed", result=dumped)
+            return self._view(task, TaskStatus.FAILED, error={
+                "message": sdk.text, "data": sdk.structured_content})
+        return self._view(task, TaskStatus.COMPLETED, result=dumped)
 
     async def cancel(self, _ctx: ServerRequestContext[Any, Any],
                      params: CancelTaskRequestParams) -> JsonObject:
@@ -192,24 +209,24 @@ class AskTasks(Extension):
                            "codexbridge server (it lives as long as the server)")
         return task
 
-    def _view(self, task: AskTask, status: str, message: str | None = None,
-              **extra: JsonValue) -> JsonObject:
-        return {"taskId": task.id, "status": status, "createdAt": task.created,
+    def _view(self, task: AskTask, status: TaskStatus, message: str | None = None,
+              **extra: JsonValue) -> View:
+        return status, {"taskId": task.id, "status": status.value, "createdAt": task.created,
                 "lastUpdatedAt": _now(),
                 "pollIntervalMs": POLL_MS if time.monotonic() - task.started < LONG_AFTER
                 else POLL_LONG_MS,
                 **({"statusMessage": message} if message else {}), **extra}
 
-    def _running(self, task: AskTask) -> JsonObject:
+    def _running(self, task: AskTask) -> View:
         """A running task as its record stands."""
         from ..messages.records import DeliveryStore, ToCodex  # lazy: the cold MCP start
 
         record = DeliveryStore().get(task.id, ToCodex)
         if record is not None and record.approval_waiting and not record.state.final:
-            return self._view(task, "input_required",
+            return self._view(task, TaskStatus.INPUT_REQUIRED,
                               f"an approval waits for the human in the Codex TUI: "
                               f"{record.approval_waiting}", inputRequests={})
-        return self._view(task, "working", f"delivery {task.id}: "
+        return self._view(task, TaskStatus.WORKING, f"delivery {task.id}: "
                           + (record.state.value if record is not None else "queued"))
 
     async def _stop(self, task: AskTask) -> None:
@@ -232,7 +249,7 @@ class AskTasks(Extension):
         job.add_done_callback(self._keep.discard)
 
 
-def _told(delivery_id: str, status: str) -> None:
+def _told(delivery_id: str, status: TaskStatus) -> None:
     from ..messages.to_codex import task_told  # lazy: the cold MCP start
 
-    task_told(delivery_id, status)
+    task_told(delivery_id, status.value, took_reply=status is TaskStatus.COMPLETED)

@@ -225,14 +225,15 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
     store.update(blocking.record.id, end, ToCodex)
 
 
-def task_told(delivery_id: str, status: str, store: DeliveryStore | None = None) -> None:
-    """What an MCP task's session was last told of it (`mcp/tasks.py`), on its record.
-    Told `completed`, the session took the reply: delivered, and the courier watching
-    the task lets it go — the reply never goes as mail too."""
+def task_told(delivery_id: str, status: str, *, took_reply: bool = False,
+              store: DeliveryStore | None = None) -> None:
+    """What an MCP task's session was last told of it (`mcp/tasks.py`: its status, shown
+    as is), on its record. `took_reply`: it was told the result — delivered, and the
+    courier watching the task lets it go; the reply never goes as mail too."""
 
     def note(r: ToCodex) -> None:
         r.task_status = status
-        if status == "completed" and not r.state.final:
+        if took_reply and not r.state.final:
             r.courier_pid = None
             r.deliver()
 

@@ -12,10 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from codexbridge.cli.talk_cmd import talk
 from codexbridge.codex.client import AppServerClient
 from codexbridge.host.mailboxes import inbox_dir
 from codexbridge.inbox.location import mail_path
@@ -105,6 +107,11 @@ async def test_a_task_is_its_delivery_and_its_result_the_blocking_calls(
     final = record(handle.task_id)
     assert final.state is DeliveryState.DELIVERED and final.reply_mail_id is None
     assert final.task_status == "completed"
+    shown = CliRunner().invoke(talk, ["status", handle.task_id])
+    assert shown.exit_code == 0 and "is an MCP task" in shown.output
+    assert "last told: completed" in shown.output
+    listed = CliRunner().invoke(talk, ["status"])
+    assert f"{handle.task_id}  delivered" in listed.output and "(MCP task)" in listed.output
     assert [s["state"] for s in final.history] == ["queued", "delivering", "awaiting-reply",
                                                    "delivered"]
 
