@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 TTL_ENV = "CODEX_BRIDGE_DELIVERY_TTL"
 DEFAULT_TTL = 7 * 24 * 3600.0
 PREVIEW_CHARS = 2000
+APPROVAL_CHARS = 500  # of what an approval waiting in the TUI asks
 VERSION = 2  # of the file: 1 (no `version`) held every field of both roads
 
 
@@ -242,8 +243,8 @@ class ToCodex(Core):
         if what == "started" and turn_id:
             self.turn_id = turn_id
             self.take()
-        elif what == "approval":
-            self.approval_waiting = approval
+        elif what == "approval":  # (codex's words, shown to people and clients: bounded)
+            self.approval_waiting = preview(approval, APPROVAL_CHARS) if approval else None
 
     def reply_ready(self, reply: str, size: int) -> None:
         """A task's answer came: it waits for the asking session to take it (`deliver`

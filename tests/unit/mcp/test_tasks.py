@@ -27,7 +27,7 @@ from codexbridge.mcp.server import build_server
 from codexbridge.mcp.tasks import STOPPED
 from codexbridge.messages import courier, to_codex
 from codexbridge.messages.listeners import record_listener
-from codexbridge.messages.records import DeliveryState, DeliveryStore, ToCodex
+from codexbridge.messages.records import APPROVAL_CHARS, DeliveryState, DeliveryStore, ToCodex
 from codexbridge.messages.routing import SESSION_ENV
 from tests.support.helpers import eventually
 from tests.support.memory_appserver import MemoryAppServer
@@ -297,3 +297,14 @@ async def test_the_courier_only_watches_while_the_tasks_server_lives(
         done = await asyncio.wait_for(watching, 5)
     assert done.state is DeliveryState.DELIVERED and done.reply_mail_id is None
     assert len(codex.requests("thread/queue/add")) == 1  # never resent
+
+
+def test_what_an_approval_asks_is_bounded_on_the_record() -> None:
+    """Codex's words (a command of any length) go to `talk status` and to the client's
+    status line: kept to APPROVAL_CHARS."""
+    rec = ToCodex(id="req_1_abcdef", thread_id="t")
+    rec.progress("approval", None, None, "run a command: " + "x" * 10_000)
+    assert rec.approval_waiting is not None
+    assert len(rec.approval_waiting) == APPROVAL_CHARS + 1  # and the "…"
+    rec.progress("approval", None, None, None)
+    assert rec.approval_waiting is None
