@@ -70,7 +70,7 @@ def _serve_http(config: Settings, listen_text: str | None, token_file: str | Non
         # lazy: the SDK's import, with the collector paused; `mcp` on stdio never needs it here
         from ..mcp.server import build_server
 
-        server = build_server(config)
+        server = build_server(config, tasks=False)  # (an HTTP server outlives its clients)
     sock = http.bind(listen)  # bound before anything is printed: the URL below is live
     url = http.url_of(listen, sock)
     echo(f"codexbridge mcp: serving MCP (streamable HTTP) at {url}", err=True)

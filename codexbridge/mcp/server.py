@@ -177,12 +177,15 @@ def catalogue(rt: Runtime) -> Catalogue:
     return [(bridge.bridge_status, READ_ONLY), (bridge.bridge_output_read, READ_ONLY), *own]
 
 
-def build_server(settings: Settings, runtime: Runtime | None = None) -> MCPServer:
+def build_server(settings: Settings, runtime: Runtime | None = None, *,
+                 tasks: bool = True) -> MCPServer:
+    """`tasks`: offer MCP tasks (stdio only: there the server lives as long as the
+    session that asked, which is what hands an untaken reply on to the courier)."""
     rt = runtime or Runtime(settings)
     server: MCPServer = MCPServer(SERVER_NAME, version=__version__,
                                   instructions=instructions(settings.role),
                                   middleware=[structure_sdk_errors], log_level="WARNING",
-                                  extensions=_extensions(rt))
+                                  extensions=_extensions(rt) if tasks else [])
     server.middleware.append(_unknown_arguments(server))
     for fn, annotations in catalogue(rt):
         # the docstring, dedented, is the description

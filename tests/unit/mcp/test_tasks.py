@@ -214,7 +214,8 @@ async def test_what_fails_before_a_record_is_answered_as_today(
     assert DeliveryStore().recent() == []
 
 
-@pytest.mark.parametrize("how", ["legacy", "modern-without-the-extension", "wait-false"])
+@pytest.mark.parametrize("how", ["legacy", "modern-without-the-extension", "wait-false",
+                                 "http-server"])
 async def test_clients_without_tasks_keep_todays_call(tmp_path: Path, codex: MemoryAppServer,
                                                       how: str) -> None:
     rt = runtime(tmp_path, codex)
@@ -222,6 +223,9 @@ async def test_clients_without_tasks_keep_todays_call(tmp_path: Path, codex: Mem
         context = client_for(rt)
     elif how == "modern-without-the-extension":
         context = Client(build_server(rt.settings, rt), mode=MODERN)
+    elif how == "http-server":  # built as `mcp --http` builds it: the client takes tasks
+        context = Client(build_server(rt.settings, rt, tasks=False), mode=MODERN,
+                         extensions=[Tasks()])
     else:
         context = tasks_client(rt)
     async with context as client:
