@@ -71,6 +71,9 @@ POLL_MS, POLL_LONG_MS, LONG_AFTER = 250, 1000, 30.0
 # A poll of a running task is answered the moment the call ends, or after this long
 # ("working"): the reply reaches the client at once rather than at its next poll.
 HOLD_S = 2.0
+# A task whose end its client was told is kept this long for a repeated poll, then let
+# go: a long session's results do not pile up in the server's memory.
+KEEP_TOLD_S = 3600.0
 STOPPED = ("stopped by the asker (the MCP task was cancelled: Claude Code's TaskStop); "
            "its Codex turn was interrupted")
 
@@ -87,6 +90,10 @@ class TaskStatus(WireEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+    @property
+    def final(self) -> bool:
+        return self in (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED)
 
 
 class SendArgs(JsonRecord):
@@ -112,6 +119,7 @@ class AskTask:
     started: float = field(default_factory=time.monotonic)
     stopped: bool = False
     told: TaskStatus | None = None  # the status the client was last given
+    ended: float | None = None  # when the client was told its end (monotonic)
 
 
 def offered(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -157,6 +165,10 @@ class AskTasks(Extension):
             told.cancel()
             return runner.result()
         task = AskTask(told.result().record.id, runner)
+        now = time.monotonic()
+        for old in [t for t in self.tasks.values()
+                    if t.ended is not None and now - t.ended > KEEP_TOLD_S]:
+            del self.tasks[old.id]
         self.tasks[task.id] = task
         self._spawn(self._courier(task.id))
         return {"resultType": "task", **self._view(task, TaskStatus.WORKING)[1]}
@@ -169,6 +181,7 @@ class AskTasks(Extension):
         status, view = await self._answer(task)
         if status is not task.told:  # on the record: `talk status` shows it
             task.told = status
+            task.ended = time.monotonic() if status.final else None
             await asyncio.to_thread(_told, task.id, status)
         return view
 

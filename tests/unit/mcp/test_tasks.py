@@ -143,6 +143,19 @@ async def test_the_reply_waits_on_the_record_until_the_session_takes_it(
     assert record(handle.task_id).state is DeliveryState.DELIVERED
 
 
+async def test_tasks_told_their_end_long_ago_are_let_go(
+        tmp_path: Path, codex: MemoryAppServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    rt = runtime(tmp_path, codex)
+    server = build_server(rt.settings, rt)
+    [ext] = [e for e in server._extensions if isinstance(e, tasks.AskTasks)]
+    async with Client(server, mode=MODERN, extensions=[Tasks()]) as client:
+        first = await started(client, "one")
+        await until(client, first.task_id, "completed")
+        monkeypatch.setattr(tasks, "KEEP_TOLD_S", 0.0)
+        second = await started(client, "two")
+        assert list(ext.tasks) == [second.task_id]  # the first one's result is let go
+
+
 async def test_cancel_interrupts_the_turn_and_is_idempotent(tmp_path: Path,
                                                            codex: MemoryAppServer) -> None:
     async with tasks_client(runtime(tmp_path, codex)) as client:
