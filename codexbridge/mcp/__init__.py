@@ -14,6 +14,8 @@ The tools, by the prefix of their names:
                      claude_mailboxes_list, claude_mailbox_peek, claude_message_send
     bridge_tools.py  bridge_* (every role): bridge_status, bridge_output_read,
                      bridge_handoff (in the role's direction)
+    tasks.py         codex_message_send (wait=true) as an MCP task, to a client that takes
+                     one (Claude Code's interactive session): tasks/get, tasks/cancel
 
 What a tool body gets, and what it gives back:
 

@@ -12,7 +12,9 @@ and the Stop hook's answers back call.
                 to the resident courier (`courier.py`), which follows the turn and routes
                 the answer; the receipt says `queued` with codex's queue entry
     blocking    `talk say` and MCP wait=true: `blocking_say` — the same guards and a
-                record (an agent's words), the turn followed by the caller itself
+                record (an agent's words), the turn followed by the caller itself; as
+                an MCP task (`mcp/tasks.py`) its reply waits on the record until the
+                session takes it (`task_told`), or the courier mails it (`take_over`)
     status      a record as it stands; one that needs a courier and has none gets one
                 (it finds the message in the thread or codex's queue — never resent)
 """
