@@ -86,6 +86,40 @@ class Step(TypedDict, total=False):
     reason: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """What a bridged turn cost, as the model's side reported it (docs/tokens.md): every
+    input token (`cached`: the part of them served from the prompt cache) and every output
+    token (reasoning included). On disk `{"input": n, "cached": n, "output": n}`."""
+
+    input: int
+    cached: int
+    output: int
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(self.input + other.input, self.cached + other.cached,
+                      self.output + other.output)
+
+    @staticmethod
+    def parse(value: object) -> Tokens | None:
+        """The usage in a file's value (None: none recorded); TypeError when it is not
+        three whole numbers >= 0 — a damaged file, as any other field's wrong type."""
+        if value is None:
+            return None
+        if not isinstance(value, dict) or value.keys() != {"input", "cached", "output"}:
+            raise TypeError("tokens is an object of input, cached and output")
+        counts = [value[k] for k in ("input", "cached", "output")]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                   for n in counts):
+            raise TypeError("tokens are whole numbers >= 0")
+        return Tokens(*counts)
+
+
+def add_tokens(total: Tokens | None, more: Tokens | None) -> Tokens | None:
+    """A running total with `more` in it (either may be None: nothing counted yet)."""
+    return more if total is None else total if more is None else total + more
+
+
 class Direction(WireEnum):
     TO_CODEX = "to-codex"
     TO_CLAUDE = "to-claude"
@@ -118,6 +152,9 @@ class Core:
     sender_thread: str | None = None
     warnings: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
+    # What answering it cost: Codex's turn that took it (to Codex), the tokens Claude
+    # spent on its answer (to Claude). None until known, and in older files.
+    tokens: Tokens | None = None
 
     def to_json(self) -> JsonObject:
         """The record as its file holds it (`VERSION`)."""
@@ -292,6 +329,7 @@ def from_json(data: object) -> Delivery:
     known = {f.name: f for f in fields(kind)}
     values = {k: v for k, v in values.items() if k in known}
     values["state"] = DeliveryState.parse(values.pop("state", None)) or DeliveryState.QUEUED
+    values["tokens"] = Tokens.parse(values.pop("tokens", None))
     # A field of the wrong type broke its users later, far from the file: a str
     # created_at crashed the sort in recent(), a non-list history move(), a NaN time
     # `talk status`.
@@ -335,7 +373,7 @@ def _fits(value: object, annotation: str) -> bool:
     if base == "int" and isinstance(value, bool):
         return False
     kinds: dict[str, type] = {"str": str, "int": int, "bool": bool}
-    return isinstance(value, kinds.get(base, object))  # (state: parsed above)
+    return isinstance(value, kinds.get(base, object))  # (state, tokens: parsed above)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
