@@ -70,7 +70,16 @@ from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
 from . import handling
 from .envelope import conversation_id
-from .records import DeliveryState, DeliveryStore, ToClaude, ToCodex, Tokens, add_tokens
+from .records import (
+    Core,
+    Cost,
+    DeliveryState,
+    DeliveryStore,
+    ToClaude,
+    ToCodex,
+    Tokens,
+    add_tokens,
+)
 from .routing import SESSION_ENV, THREAD_ENV
 
 if TYPE_CHECKING:
@@ -351,6 +360,44 @@ class Conversations:
                     os.unlink(entry.path)
             except FileNotFoundError:
                 continue
+
+
+def count_tokens(store: DeliveryStore, delivery_id: str, tokens: Tokens | None,
+                 conversations: Conversations | None = None) -> Cost | None:
+    """Note what answering a delivery cost on its record and in its conversation's
+    running total — once: a second count of the same delivery (a courier that took over,
+    a recovery) changes nothing. The cost with the total after it; None without tokens."""
+    if tokens is None:
+        return None
+    fresh: list[Core] = []
+
+    def note(r: Core) -> None:
+        if r.tokens is None:
+            r.tokens = tokens
+            fresh.append(r)
+
+    record = store.update(delivery_id, note)
+    conv = record.conversation if record is not None else None
+    if conv is None:
+        return Cost(tokens)
+    convs = conversations or Conversations()
+    if fresh:
+        total = convs.add_tokens(conv, tokens)
+    else:
+        found = convs.get(conv)
+        total = found.tokens if found is not None else None
+    return Cost(tokens, conv, total)
+
+
+def cost_of(record: Core, conversations: Conversations | None = None) -> Cost | None:
+    """What a delivery cost, with its conversation's total now (`talk status`)."""
+    if record.tokens is None:
+        return None
+    conv, found = record.conversation, None
+    if conv:
+        with contextlib.suppress(UsageError):  # (an id a hand edit made: no total)
+            found = (conversations or Conversations()).get(conv)
+    return Cost(record.tokens, conv, found.tokens if found is not None else None)
 
 
 def _refuse_repeat(conv: str, hops: list[HopEntry], entry: HopEntry) -> None:
