@@ -108,13 +108,7 @@ def test_codex_asks_claude_and_both_sides_answers_are_counted(journey: Journey) 
     codex = j.codex["project"]
     question = "Codex asks: is the retry budget too high?"
     since = j.claude_mark()
-    codex.send("MCP_CALL: claude_message_send "
-               + json.dumps({"text": question, "expectReply": True}))
-    codex.answer('Allow the codexbridge MCP server to run tool "claude_message_send"', "Enter")
-    asked = j.claude_saw(question, since)
-    request = re.search(r"request (req_\d+_[a-z0-9]+)", asked.tail_text())
-    assert request is not None, asked.tail_text()
-    rid = request.group(1)
+    rid = j.codex_asks(question)
     answer = f"CLAUDE ANSWER to {rid}: {question}"
     j.on_screen(codex, f"MOCK REPLY: {answer}")
     replies = [r for r in j.records() if r.get("in_reply_to") == rid]
