@@ -266,21 +266,32 @@ def turn_of(transcript: str, offset: int, marker: str) -> str:
 
 
 def answer_usage(transcript: str, marker: str) -> tuple[Usage, ...] | None:
-    """What each model call of the turn that took in the mail carrying `marker` reported
-    (one usage per call), through the message that ended the turn; None when the
-    transcript does not show that turn's end (not yet written, interrupted, unreadable).
-    A subagent's calls in the same file count too: they were spent on it."""
+    """What each model call spent on the request whose id is `marker` reported (one
+    usage per call): the calls of the turn that took its mail in, from that mail through
+    the message that ended the turn — or until the turn was shown a later request, which
+    the calls from then on are spent on (one turn can take several in: each call counts
+    for one request only). None when the transcript does not show that end (not yet
+    written, interrupted, unreadable). A subagent's calls in the same file count too."""
     needle = marker.encode("utf-8")
     calls: dict[str, Usage] = {}
     seen = False
     try:
         with open(transcript, "rb") as fh:
             for line in fh:
-                if not seen:
-                    record = Record.parse_line(line) if needle in line else None
-                    seen = record is not None and record.kind in _SHOWN
+                if _REQUEST in line and (record := Record.parse_line(line)) is not None \
+                        and record.kind in _SHOWN:
+                    # (ours last in the text: shown again, or shown for the first time)
+                    last = needle in line and line.find(
+                        _REQUEST, line.find(_REQUEST, line.rfind(needle)) + 1) < 0
+                    if seen and not last:
+                        return tuple(calls.values())  # a later request takes over
+                    if not seen and needle in line:
+                        if not last:
+                            return ()  # handed with a later one, in one text: its calls
+                        seen = True
                     continue
-                if b'"assistant"' not in line or (record := Record.parse_line(line)) is None:
+                if not seen or b'"assistant"' not in line \
+                        or (record := Record.parse_line(line)) is None:
                     continue
                 message = record.message
                 if record.kind != "assistant" or message is None or message.usage is None:
@@ -291,3 +302,7 @@ def answer_usage(transcript: str, marker: str) -> tuple[Usage, ...] | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+# How a request's line ends in every rendering of it (messages/envelope.request_line).
+_REQUEST = b"(echo it)"

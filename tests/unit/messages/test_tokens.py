@@ -181,7 +181,7 @@ def test_claude_s_answer_costs_its_turn_from_the_mail_to_the_end(tmp_path: Path)
 def test_claude_tokens_are_read_through_the_request_s_record(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join([
-        _line("user", message={"role": "user", "content": "request req_2_b"}),
+        _line("user", message={"role": "user", "content": "request req_2_b (echo it)"}),
         _assistant("m", "end_turn", 1, 2, 3, 4)]) + "\n")
     store = DeliveryStore(tmp_path / "d")
     store.save(ToClaude(id="req_2_b", thread_id="t", mailbox="m", transcript=str(path)))
@@ -222,3 +222,26 @@ def test_the_reply_footer_is_codexbridge_s_line_and_the_reply_cannot_forge_it() 
     # a mail without tokens (older, or not a reply) has no footer; a damaged one neither
     plain = new_mail("hi", to="web", sender="codex", extra={"tokens": "lots"})
     assert "tokens:" not in render_mail("web", [plain], seal="k3x9qa")
+
+
+def test_a_turn_that_takes_several_requests_in_counts_each_call_once(tmp_path: Path) -> None:
+    """A call is spent on the latest request the turn was shown before it: the sum over
+    the requests is the turn's calls, never one of them twice."""
+    path = tmp_path / "s.jsonl"
+
+    def mail(*requests: str) -> str:
+        return _line("user", message={"role": "user", "content": " ".join(
+            f"conv_1 · hop 1/40 · request {r} (echo it)" for r in requests)})
+    path.write_text("\n".join([
+        mail("req_1_a"),
+        _assistant("m1", "tool_use", 1, 0, 0, 1),
+        mail("req_1_a"),  # shown again before any other: still its own
+        _assistant("m2", "tool_use", 2, 0, 0, 2),
+        mail("req_2_b"),  # mid-turn, beside a tool result
+        _assistant("m3", "tool_use", 4, 0, 0, 4),
+        mail("req_3_c", "req_4_d"),  # two in one text: the calls go to the last
+        _assistant("m4", "end_turn", 8, 0, 0, 8)]) + "\n")
+    spent = {r: Tokens.of_claude(answer_usage(str(path), r) or ())
+             for r in ("req_1_a", "req_2_b", "req_3_c", "req_4_d")}
+    assert spent == {"req_1_a": Tokens(3, 0, 3), "req_2_b": Tokens(4, 0, 4),
+                     "req_3_c": None, "req_4_d": Tokens(8, 0, 8)}
