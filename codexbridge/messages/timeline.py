@@ -1,0 +1,288 @@
+"""One conversation as a timeline across both agents — who asked whom, each hop, every
+state change of its deliveries, the answers with their latency (asked → answered) —
+read from the records that exist, never kept anywhere else:
+
+    conversations/<conv>.json     the hops: who asked whom, which delivery (conversations.py)
+    deliveries/<id>.json          each delivery: history, previews, reason (records.py)
+    deliveries/<id>.text          the whole message of a request or of Claude's answer
+    deliveries/<id>.reply         Codex's answer, when it was too long for mail
+
+Every event is an `Event`; `read_timeline(conv)` gives them in time order, and a reader
+that follows one (`codexbridge log --follow`) reads it again and shows the events whose
+`key` it has not shown yet. A record that no longer reads is an event of its own
+(`DAMAGED`), never the end of the timeline.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+from ..codex.protocol.enums import WireEnum
+from ..host.jsonfile import nofollow
+from ..jsontypes import JsonRecord
+from .conversations import Conversation, Conversations, HopEntry, valid_id
+from .envelope import Speaker
+from .records import (
+    PREVIEW_CHARS,
+    Damaged,
+    Delivery,
+    DeliveryState,
+    DeliveryStore,
+    Step,
+    ToClaude,
+    ToCodex,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..jsontypes import JsonObject
+
+RECORD_GRACE = 2.0  # s between a hop spent and its delivery record written, at most
+WHOLE_MAX = 1 << 20  # characters of a whole text read for `log --full`; the file has all
+
+
+class Kind(WireEnum):
+    ASKED = "asked"  # a request: one hop of the conversation spent
+    STATE = "state"  # a delivery changed state (a step of its history)
+    ANSWERED = "answered"  # the answer to a request came back
+    NOTICE = "notice"  # codexbridge told the asking Codex thread about its request
+    DAMAGED = "damaged"  # a record that is there but no longer reads
+
+
+class Agent(WireEnum):
+    CLAUDE = "claude"
+    CODEX = "codex"
+    HUMAN = "human"  # the human's own shell
+    BRIDGE = "codexbridge"  # codexbridge's own notices
+
+
+_AGENT = {Speaker.CLAUDE_CODE: Agent.CLAUDE, Speaker.CODEX: Agent.CODEX,
+          Speaker.HUMAN: Agent.HUMAN}
+# Events at the same moment: the request before its first step, the answer before the
+# step that closes its request.
+_ORDER = {Kind.DAMAGED: 0, Kind.ASKED: 1, Kind.NOTICE: 1, Kind.ANSWERED: 2, Kind.STATE: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing that happened in a conversation. `who` spoke (the asker of a request,
+    the answerer of an answer) to `to`; `text` is the record's preview of what was said
+    (`whole`: the file that holds all of it, `size` its length in characters)."""
+
+    kind: Kind
+    at: float
+    delivery: str | None = None
+    hop: int | None = None  # the hop a request spent (None: an answer spends none)
+    max_hops: int | None = None
+    who: Agent | None = None
+    to: Agent | None = None
+    state: DeliveryState | None = None
+    text: str = ""
+    size: int = 0
+    whole: str | None = None
+    latency: float | None = None  # asked → answered, in seconds
+    in_reply_to: str | None = None
+    reason: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What tells this event from every other of the conversation: one per request,
+        per answer (of which request: Claude's answer reads from the request's record
+        until its own record is written), per history step. A follower shows each once."""
+        if self.kind is Kind.ANSWERED:
+            return f"answered:{self.in_reply_to}"
+        if self.kind is Kind.STATE:
+            return f"state:{self.delivery}:{self.state}:{self.at!r}"
+        return f"{self.kind.value}:{self.delivery}"
+
+    @property
+    def cut(self) -> bool:
+        """`text` is only the start of what was said (a preview is cut at PREVIEW_CHARS
+        with `…` after it; `size` counts the whole text's UTF-8 bytes)."""
+        return len(self.text) > PREVIEW_CHARS or self.size > len(self.text.encode())
+
+    def as_json(self) -> JsonObject:
+        data: JsonObject = {k: v for k, v in asdict(self).items()
+                            if v is not None and (k not in ("text", "size") or self.text)}
+        for name in ("kind", "who", "to", "state"):
+            if name in data:
+                data[name] = str(data[name])
+        return data
+
+
+@dataclass(slots=True)
+class Timeline:
+    """A conversation's events, oldest first, and what its own record says (None when
+    it has none: only deliveries name it; `damaged`: its file no longer reads)."""
+
+    conversation: str
+    record: Conversation | None
+    events: list[Event] = field(default_factory=list)
+    damaged: str | None = None
+
+    @property
+    def started(self) -> float:
+        first = [e.at for e in self.events[:1]] + (
+            [self.record.created_at] if self.record and self.record.created_at else [])
+        return min(first, default=0.0)
+
+    def header(self) -> JsonObject:
+        hops = len(self.record.hops) if self.record else None
+        return {"conversation": self.conversation, "hops": hops,
+                "max_hops": self.record.max_hops if self.record else None,
+                "started": self.started, "events": len(self.events),
+                **({"damaged": self.damaged} if self.damaged else {})}
+
+
+def conversations(convs: Conversations | None = None,
+                  store: DeliveryStore | None = None) -> list[tuple[str, float]]:
+    """Every conversation this machine has a record of, with its last activity (its
+    last hop, or its newest delivery), the most recent first."""
+    convs, store = convs or Conversations(), store or DeliveryStore()
+    last: dict[str, float] = {}
+    for conv in convs.ids():
+        found = convs.get(conv)
+        last[conv] = found.updated_at if found else 0.0
+    for record in store.recent(10_000):
+        if record.conversation:
+            last[record.conversation] = max(last.get(record.conversation, 0.0),
+                                            record.created_at)
+    return sorted(last.items(), key=lambda kv: kv[1], reverse=True)
+
+
+def read_timeline(conv: str, convs: Conversations | None = None,
+                  store: DeliveryStore | None = None, *,
+                  now: float | None = None) -> Timeline | None:
+    """`conv`'s timeline; None when nothing on this machine names it. UsageError when
+    `conv` is not a conversation id."""
+    conv = valid_id(conv)
+    now = time.time() if now is None else now
+    convs, store = convs or Conversations(), store or DeliveryStore()
+    record = convs.get(conv)
+    damaged = (f"{convs.path(conv)} does not read as a conversation; the deliveries "
+               "that name it are shown") if record is None and convs.path(conv).exists() \
+        else None
+    hops = record.hops if record else []
+    ids = {h.delivery for h in hops if h.delivery}
+    found: dict[str, Delivery] = {}
+    events: list[Event] = []
+    for delivery_id in sorted(ids):
+        read = store.read(delivery_id)
+        if isinstance(read, Damaged):
+            hop = next(h for h in hops if h.delivery == delivery_id)
+            events.append(Event(Kind.DAMAGED, hop.at, delivery_id, hop=hop.n,
+                                reason=f"{read.path}: {read.reason}"))
+        elif read is not None:
+            found[read.id] = read
+    for other in store.recent(10_000):
+        if other.conversation == conv:
+            found.setdefault(other.id, other)
+    if record is None and not found and damaged is None:
+        return None
+    events += _hops_without_records(hops, found, events, now)
+    for delivery in found.values():
+        events += _events_of(delivery, found, store)
+    events.sort(key=lambda e: (e.at, _ORDER[e.kind]))
+    return Timeline(conv, record, events, damaged)
+
+
+def _hops_without_records(hops: list[HopEntry], found: dict[str, Delivery],
+                          shown: list[Event], now: float) -> list[Event]:
+    """A request with no delivery record: mail that asked for no answer (only its hop is
+    kept), or a record already expired. A hop younger than RECORD_GRACE may be a request
+    whose record is being written (the hop is spent first): not shown yet."""
+    damaged = {e.delivery for e in shown}
+    out = []
+    for hop in hops:
+        if hop.delivery in found or hop.delivery in damaged or now - hop.at < RECORD_GRACE:
+            continue
+        who, _, to = (hop.direction or "").partition("→")
+        out.append(Event(Kind.ASKED, hop.at, hop.delivery, hop=hop.n,
+                         who=Agent.parse(who), to=Agent.parse(to),
+                         reason="mail with no answer asked for: its words are in the "
+                                "mailbox, not in a delivery record"))
+    return out
+
+
+def _events_of(d: Delivery, found: dict[str, Delivery], store: DeliveryStore) -> list[Event]:
+    """What one delivery record says: its request, answer or notice, and every step."""
+    # (a record from before senders were kept: only Claude Code asked Codex, only Codex
+    # asked Claude)
+    speaker = Speaker.parse(d.sender) or (
+        Speaker.CODEX if isinstance(d, ToClaude) else Speaker.CLAUDE_CODE)
+    sender = _AGENT[speaker]
+    out = [Event(Kind.STATE, at, d.id, state=state, reason=reason)
+           for at, state, reason in _steps(d.history)]
+    if isinstance(d, ToClaude):
+        out.append(Event(Kind.ASKED, d.created_at, d.id, d.hop, d.max_hops, sender,
+                         Agent.CLAUDE, text=d.text_preview, size=_size(None, d.text_preview)))
+        if d.answered_at is not None and not any(
+                isinstance(r, ToCodex) and r.in_reply_to == d.id for r in found.values()):
+            out.append(Event(Kind.ANSWERED, d.answered_at, d.id, who=Agent.CLAUDE,
+                             to=sender, text=d.reply_preview, size=d.reply_bytes,
+                             latency=d.answered_at - d.created_at, in_reply_to=d.id))
+        return out
+    text = _whole_path(store, d.id, "text")
+    if d.in_reply_to is not None:
+        asked = found.get(d.in_reply_to)
+        out.append(Event(Kind.NOTICE if d.notice else Kind.ANSWERED, d.created_at, d.id,
+                         who=Agent.BRIDGE if d.notice else sender, to=Agent.CODEX,
+                         text=d.text_preview, size=_size(text, d.text_preview), whole=text,
+                         latency=None if d.notice or asked is None
+                         else d.created_at - asked.created_at, in_reply_to=d.in_reply_to))
+        return out
+    out.append(Event(Kind.ASKED, d.created_at, d.id, d.hop, d.max_hops, sender,
+                     Agent.CODEX, text=d.text_preview, size=_size(text, d.text_preview),
+                     whole=text))
+    done = [at for at, state, _ in _steps(d.history) if state is DeliveryState.DELIVERED]
+    if done:
+        out.append(Event(Kind.ANSWERED, done[0], d.id, who=Agent.CODEX, to=sender,
+                         text=d.reply_preview, size=d.reply_bytes,
+                         whole=_whole_path(store, d.id, "reply"),
+                         latency=done[0] - d.created_at, in_reply_to=d.id))
+    return out
+
+
+class _Step(JsonRecord):
+    """A step of a record's `history` (records.Step), as the file has it."""
+
+    state: str | None = None
+    at: float | None = None
+    reason: str | None = None
+
+
+def _steps(history: list[Step]) -> list[tuple[float, DeliveryState | None, str | None]]:
+    """A history's steps: time, state, reason (a hand-edited step with no usable time is
+    left out: the record's other steps still show)."""
+    steps = [_Step.read(step) for step in history]
+    return [(s.at, DeliveryState.parse(s.state), s.reason) for s in steps if s.at is not None]
+
+
+def _whole_path(store: DeliveryStore, delivery_id: str, suffix: str) -> str | None:
+    path = store.root / f"{delivery_id}.{suffix}"
+    return str(path) if path.is_file() and not path.is_symlink() else None
+
+
+def _size(path: str | None, shown: str) -> int:
+    """The whole text's size in UTF-8 bytes: its file's, else the preview's."""
+    try:
+        return os.stat(path).st_size if path is not None else len(shown.encode())
+    except OSError:
+        return len(shown.encode())
+
+
+def whole_text(event: Event) -> str:
+    """Everything `event` said: its file (up to WHOLE_MAX characters, then where the rest
+    is), else the record's preview."""
+    if event.whole is None:
+        return event.text
+    try:
+        with open(event.whole, encoding="utf-8", errors="replace", opener=nofollow) as fh:
+            text = fh.read(WHOLE_MAX + 1)
+    except OSError:
+        return event.text
+    if len(text) > WHOLE_MAX:
+        return text[:WHOLE_MAX] + f"\n… (the rest is in {event.whole})"
+    return text

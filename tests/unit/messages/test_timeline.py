@@ -1,0 +1,144 @@
+"""A conversation's timeline (messages/timeline.py), read from the records that exist:
+who asked whom in order, the answers and their latency, every state change, and a record
+that no longer reads shown as damaged — never the end of the timeline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codexbridge.errors import UsageError
+from codexbridge.messages.conversations import Conversations
+from codexbridge.messages.records import DeliveryStore
+from codexbridge.messages.timeline import (
+    RECORD_GRACE,
+    WHOLE_MAX,
+    Agent,
+    Kind,
+    conversations,
+    read_timeline,
+    whole_text,
+)
+from tests.support.exchange import exchange
+
+
+def said(conv: str) -> list[tuple[str, str | None, str | None, str | None]]:
+    """The requests, answers and notices in order: kind, who, to, delivery."""
+    timeline = read_timeline(conv)
+    assert timeline is not None
+    return [(str(e.kind), e.who and str(e.who), e.to and str(e.to), e.delivery)
+            for e in timeline.events if e.kind is not Kind.STATE]
+
+
+def test_both_ways_in_order_with_asker_answerer_and_latency() -> None:
+    x = exchange()
+    assert said(x.conv) == [
+        ("asked", "claude", "codex", "req_1_aaaaaa"),
+        ("asked", "codex", "claude", "req_2_bbbbbb"),
+        ("answered", "codex", "claude", "req_1_aaaaaa"),
+        ("answered", "claude", "codex", "req_3_cccccc"),
+    ]
+    timeline = read_timeline(x.conv)
+    assert timeline is not None and timeline.record is not None
+    events = {(e.kind, e.in_reply_to): e for e in timeline.events}
+    codex = events[(Kind.ANSWERED, "req_1_aaaaaa")]
+    assert codex.latency == pytest.approx(3.0) and codex.text == "MOCK REPLY: these"
+    claude = events[(Kind.ANSWERED, "req_2_bbbbbb")]
+    assert claude.latency == pytest.approx(4.0) and claude.whole is not None
+    assert whole_text(claude) == "CLAUDE ANSWER: is the branch cut?"
+    asked = [(e.hop, e.max_hops) for e in timeline.events if e.kind is Kind.ASKED]
+    assert asked == [(1, 40), (2, 40)]
+    # every step of every record, in time order
+    states = [(e.delivery, str(e.state)) for e in timeline.events if e.kind is Kind.STATE]
+    assert states[:3] == [("req_1_aaaaaa", "queued"), ("req_1_aaaaaa", "delivering"),
+                          ("req_1_aaaaaa", "awaiting-reply")]
+    assert len(states) == 11
+    assert [e.at for e in timeline.events] == sorted(e.at for e in timeline.events)
+    # one line of JSON each, the enums as their values
+    line = json.loads(json.dumps(codex.as_json()))
+    assert line["kind"] == "answered" and line["who"] == "codex" and line["to"] == "claude"
+
+
+def test_claudes_answer_is_one_event_whichever_record_says_it_first() -> None:
+    """Claude's answer reads from the request (answered_at) until its own record is
+    written; a follower must not show it twice."""
+    x = exchange()
+    before = read_timeline(x.conv)
+    assert before is not None
+    (x.store.root / "req_3_cccccc.json").unlink()
+    early = read_timeline(x.conv)
+    assert early is not None
+    [first] = [e for e in early.events if e.kind is Kind.ANSWERED and e.who is Agent.CLAUDE]
+    [later] = [e for e in before.events if e.kind is Kind.ANSWERED and e.who is Agent.CLAUDE]
+    assert first.key == later.key and first.latency == pytest.approx(4.0)
+
+
+def test_a_damaged_record_is_shown_as_damaged_and_the_rest_still_shows() -> None:
+    x = exchange()
+    (x.store.root / "req_2_bbbbbb.json").write_text("{not json")
+    timeline = read_timeline(x.conv)
+    assert timeline is not None
+    [bad] = [e for e in timeline.events if e.kind is Kind.DAMAGED]
+    assert bad.delivery == "req_2_bbbbbb" and bad.hop == 2 and "req_2_bbbbbb.json" in str(
+        bad.reason)
+    assert ("asked", "claude", "codex", "req_1_aaaaaa") in said(x.conv)
+
+
+def test_a_damaged_conversation_file_still_shows_its_deliveries() -> None:
+    x = exchange()
+    x.convs.path(x.conv).write_text("[")
+    timeline = read_timeline(x.conv)
+    assert timeline is not None and timeline.record is None
+    assert timeline.damaged and "does not read" in timeline.damaged
+    assert [e.delivery for e in timeline.events if e.kind is Kind.ASKED] == [
+        "req_1_aaaaaa", "req_2_bbbbbb"]
+
+
+def test_mail_with_no_record_shows_as_its_hop_once_its_record_cannot_be_coming() -> None:
+    conv, convs = "conv_mail1", Conversations()
+    hop = convs.spend_hop(conv, {"direction": "codex→claude", "delivery": "req_9_zzzzzz",
+                                 "mailbox": "project"}, 40, words="fyi: tests pass")
+    record = convs.get(conv)
+    assert record is not None and hop.n == 1
+    at = record.hops[0].at
+    young = read_timeline(conv, now=at + RECORD_GRACE / 2)
+    assert young is not None and young.events == []  # its record may be on its way
+    old = read_timeline(conv, now=at + RECORD_GRACE + 1)
+    assert old is not None
+    [mail] = old.events
+    assert (mail.kind, mail.who, mail.to, mail.hop) == (Kind.ASKED, Agent.CODEX,
+                                                        Agent.CLAUDE, 1)
+    assert mail.reason and "mailbox" in mail.reason
+
+
+def test_unknown_invalid_and_listing() -> None:
+    assert read_timeline("conv_nothere") is None
+    with pytest.raises(UsageError, match="not a conversation id"):
+        read_timeline("../etc/passwd")
+    assert conversations() == []
+    exchange("conv_older", t0=1_000.0)
+    exchange("conv_newer")
+    # the most recently active first (the hop spent last)
+    assert [c for c, _ in conversations()][:2] == ["conv_newer", "conv_older"]
+
+
+def test_a_conversation_only_deliveries_name_is_still_found() -> None:
+    x = exchange("conv_orphan1")
+    x.convs.path(x.conv).unlink()
+    assert "conv_orphan1" in [c for c, _ in conversations()]
+    timeline = read_timeline(x.conv)
+    assert timeline is not None and timeline.record is None and not timeline.damaged
+
+
+def test_a_whole_text_is_bounded_and_says_where_the_rest_is() -> None:
+    x = exchange()
+    store = DeliveryStore()
+    (store.root / "req_1_aaaaaa.reply").write_text("x" * (WHOLE_MAX + 10))
+    store.update("req_1_aaaaaa", lambda r: setattr(r, "reply_bytes", WHOLE_MAX + 10))
+    timeline = read_timeline(x.conv)
+    assert timeline is not None
+    [codex] = [e for e in timeline.events if e.kind is Kind.ANSWERED and e.who is Agent.CODEX]
+    assert codex.cut and codex.whole is not None
+    text = whole_text(codex)
+    assert len(text) < WHOLE_MAX + 200 and text.endswith(f"(the rest is in {codex.whole})")
