@@ -177,7 +177,10 @@ class _Out:
         else:
             what = "notice about" if e.kind is Kind.NOTICE else "answers"
             took = f" after {_seconds(e.latency)}" if e.latency is not None else ""
-            line = f"{stamp}  {'':<9} {pair}  {what} {self._paint(str(e.in_reply_to) + took)}"
+            # (Claude's answer is a delivery of its own into the Codex thread)
+            own = f" as {e.delivery}" if e.delivery != e.in_reply_to else ""
+            line = (f"{stamp}  {'':<9} {pair}  {what} "
+                    + self._paint(f"{e.in_reply_to}{took}{own}"))
         self._line(line)
         if e.kind is Kind.ASKED and e.reason:
             self._text(e.reason)
