@@ -122,8 +122,9 @@ def test_colour_only_around_our_words_never_from_a_peer() -> None:
     assert ESC not in shown and "\\u001b[31mRED\\u001b[0m" in shown
 
 
-def _follow(conv: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "codexbridge", "log", conv, "--follow",
+def _follow(*conv: str) -> subprocess.Popen[str]:
+    """`codexbridge log [CONV] --follow --json`, the real process."""
+    return subprocess.Popen([sys.executable, "-m", "codexbridge", "log", *conv, "--follow",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=dict(os.environ))
 
@@ -175,9 +176,7 @@ def test_follow_ends_when_its_reader_goes_away() -> None:
 
 
 def test_follow_waits_for_the_first_conversation() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "codexbridge", "log", "--follow",
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ))
+    proc = _follow()
     try:
         assert proc.stderr is not None
         assert "waiting for the first" in proc.stderr.readline()
