@@ -28,13 +28,15 @@ from ..messages.timeline import (
     read_timeline,
     whole_text,
 )
-from .command import command, echo, json_option, reader_gone, stdout_gone
+from .command import command, echo, reader_gone, stdout_gone
 
 POLL = 0.5  # s between two looks at the records while following
 SHOWN_LINES = 6  # lines of a message shown without --full
 INDENT = " " * 12
 LOG_EXIT_HELP = exit_help(UsageError, ConversationNotFoundError, OutputClosedError,
-                          success="shown (with --follow: stopped with Ctrl-C)")
+                          success="shown (with --follow: stopped with Ctrl-C)", extra={
+                              2: "not a conversation id, or no record of it (or of any, "
+                                 "without --follow) on this machine"})
 _COLOURS = {"claude": "magenta", "codex": "cyan", "human": "yellow", "codexbridge": "blue",
             "failed": "red", "orphaned": "red", "delivered": "green", "damaged": "red"}
 
@@ -50,7 +52,8 @@ _COLOURS = {"claude": "magenta", "codex": "cyan", "human": "yellow", "codexbridg
                    "many more and the file that holds it all.")
 @click.option("--list", "list_all", is_flag=True,
               help="List the conversations, the most recently active first.")
-@json_option
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per line, for scripts (see above).")
 @command
 def log(conversation: str | None, follow: bool, full: bool, list_all: bool,
         as_json: bool) -> int | None:
