@@ -20,6 +20,7 @@ import click
 from ..error_tables import exit_help
 from ..errors import ConversationNotFoundError, OutputClosedError, UsageError
 from ..host.text import for_terminal
+from ..messages.envelope import cost_line
 from ..messages.timeline import (
     Event,
     Kind,
@@ -59,14 +60,16 @@ def log(conversation: str | None, follow: bool, full: bool, list_all: bool,
         as_json: bool) -> int | None:
     """One conversation as a timeline across both agents: who asked whom, each hop, the
     text, every state change of its deliveries, and each answer with its latency (asked
-    → answered) — read from this machine's records (`talk status` shows the same
+    → answered), the tokens each bridged turn cost with the conversation's running total
+    — read from this machine's records (`talk status` shows the same
     deliveries one by one). CONVERSATION is its id (`conv_…`, in every envelope and
     receipt); default: the most recently active one.
 
     \b
     --json: one JSON object per line — first {"kind": "conversation", …}, then one per
-    event ({"kind": "asked"|"answered"|"notice"|"state"|"damaged", "at", "delivery",
-    "who", "to", "hop", "text", "latency", …}); with --follow, each as it happens.
+    event ({"kind": "asked"|"answered"|"notice"|"tokens"|"state"|"damaged", "at",
+    "delivery", "who", "to", "hop", "text", "latency", "tokens", "total", …}); with
+    --follow, each as it happens.
     """
     if list_all:
         _list(as_json)
@@ -143,6 +146,8 @@ class _Out:
             return
         budget = (f"{len(t.record.hops)} of {t.record.max_hops or '?'} hops"
                   if t.record else "no hop record")
+        if t.record and t.record.tokens:
+            budget += f", {t.record.tokens.input + t.record.tokens.output:,} tokens so far"
         self._line(self._paint(f"conversation {t.conversation}", bold=True)
                    + self._paint(f" — {budget}, started {_stamp(t.started, date=True)}"))
         if t.damaged:
@@ -175,6 +180,11 @@ class _Out:
         elif e.kind is Kind.DAMAGED:
             line = f"{stamp}  {hop:<9} " + self._paint(f"damaged record: {e.reason}",
                                                       "damaged")
+        elif e.kind is Kind.TOKENS and e.tokens:
+            total = e.total.input + e.total.output if e.total else None
+            line = (f"{stamp}  {'':<9} " + self._paint(str(e.who), str(e.who))
+                    + self._paint(f"  {cost_line(e.tokens.spent, conv, total)}", dim=True)
+                    + self._paint(f"  ({e.delivery})", dim=True))
         elif e.kind is Kind.ASKED:
             line = f"{stamp}  {hop:<9} {pair}  asks  {self._paint(str(e.delivery))}"
         else:

@@ -1,5 +1,6 @@
 """One conversation as a timeline across both agents — who asked whom, each hop, every
-state change of its deliveries, the answers with their latency (asked → answered) —
+state change of its deliveries, the answers with their latency (asked → answered), what
+each bridged turn cost in tokens and the conversation's running total —
 read from the records that exist, never kept anywhere else:
 
     conversations/<conv>.json     the hops: who asked whom, which delivery (conversations.py)
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from ..codex.protocol.enums import WireEnum
 from ..host.jsonfile import nofollow
@@ -33,6 +34,8 @@ from .records import (
     Step,
     ToClaude,
     ToCodex,
+    Tokens,
+    add_tokens,
 )
 
 TYPE_CHECKING = False
@@ -48,6 +51,7 @@ class Kind(WireEnum):
     STATE = "state"  # a delivery changed state (a step of its history)
     ANSWERED = "answered"  # the answer to a request came back
     NOTICE = "notice"  # codexbridge told the asking Codex thread about its request
+    TOKENS = "tokens"  # what a bridged turn cost (noted once it is known: after its answer)
     DAMAGED = "damaged"  # a record that is there but no longer reads
 
 
@@ -62,7 +66,8 @@ _AGENT = {Speaker.CLAUDE_CODE: Agent.CLAUDE, Speaker.CODEX: Agent.CODEX,
           Speaker.HUMAN: Agent.HUMAN}
 # Events at the same moment: the request before its first step, the answer before the
 # step that closes its request.
-_ORDER = {Kind.DAMAGED: 0, Kind.ASKED: 1, Kind.NOTICE: 1, Kind.ANSWERED: 2, Kind.STATE: 3}
+_ORDER = {Kind.DAMAGED: 0, Kind.ASKED: 1, Kind.NOTICE: 1, Kind.ANSWERED: 2, Kind.TOKENS: 3,
+          Kind.STATE: 4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,10 @@ class Event:
     latency: float | None = None  # asked → answered, in seconds
     in_reply_to: str | None = None
     reason: str | None = None
+    # TOKENS: what `who`'s turn on `delivery` cost, and the conversation's total with it
+    # (the events' own sum, in time order)
+    tokens: Tokens | None = None
+    total: Tokens | None = None
 
     @property
     def key(self) -> str:
@@ -109,7 +118,7 @@ class Event:
         for name in ("kind", "who", "to", "state"):
             if name in data:
                 data[name] = str(data[name])
-        return data
+        return data  # (tokens, total: asdict made them {input, cached, output})
 
 
 @dataclass(slots=True)
@@ -130,8 +139,10 @@ class Timeline:
 
     def header(self) -> JsonObject:
         hops = len(self.record.hops) if self.record else None
+        tokens = self.record.tokens if self.record else None
         return {"conversation": self.conversation, "hops": hops,
                 "max_hops": self.record.max_hops if self.record else None,
+                "tokens": asdict(tokens) if tokens else None,
                 "started": self.started, "events": len(self.events),
                 **({"damaged": self.damaged} if self.damaged else {})}
 
@@ -185,7 +196,18 @@ def read_timeline(conv: str, convs: Conversations | None = None,
     for delivery in found.values():
         events += _events_of(delivery, found, store)
     events.sort(key=lambda e: (e.at, _ORDER[e.kind]))
-    return Timeline(conv, record, events, damaged)
+    return Timeline(conv, record, _running_total(events), damaged)
+
+
+def _running_total(events: list[Event]) -> list[Event]:
+    total: Tokens | None = None
+    out = []
+    for e in events:
+        if e.tokens is not None:
+            total = add_tokens(total, e.tokens)
+            e = replace(e, total=total)
+        out.append(e)
+    return out
 
 
 def _hops_without_records(hops: list[HopEntry], found: dict[str, Delivery],
@@ -215,6 +237,10 @@ def _events_of(d: Delivery, found: dict[str, Delivery], store: DeliveryStore) ->
     sender = _AGENT[speaker]
     out = [Event(Kind.STATE, at, d.id, state=state, reason=reason)
            for at, state, reason in _steps(d.history)]
+    if d.tokens is not None:  # Claude's answer (to Claude), else Codex's turn on it
+        when = [d.updated_at] + [at for at, _, _ in _steps(d.history)[-1:]]
+        spent = Agent.CLAUDE if isinstance(d, ToClaude) else Agent.CODEX
+        out.append(Event(Kind.TOKENS, max(when), d.id, who=spent, tokens=d.tokens))
     if isinstance(d, ToClaude):
         out.append(Event(Kind.ASKED, d.created_at, d.id, d.hop, d.max_hops, sender,
                          Agent.CLAUDE, text=d.text_preview, size=_size(None, d.text_preview)))

@@ -10,7 +10,9 @@ the agents talk both ways in one conversation:
 
 The log runs the way a user runs it — in a terminal of its own (a tmux pane), and as a
 script reads it (`--json`, one event a line) — and shows each hop and each answer as it
-happens, in order, with who asked and who answered. Each "not yet" is checked while the
+happens, in order, with who asked and who answered, and what each turn cost: Codex's
+tokens are what the mock model reported for each of its calls (`mock_model.USAGE`),
+Claude's what its transcript recorded, the total their sum. Each "not yet" is checked while the
 next step is held (the human's approval not given yet, Claude's model request held), so
 nothing here waits on time.
 """
@@ -26,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from codexbridge.doctor import mock_model
 from codexbridge.host.procs import pid_alive
 from tests.support.helpers import wait_until
 
@@ -84,6 +87,20 @@ def answered(who: str, to: str, request: str) -> Callable[[Event], bool]:
         "answered", who, to, request)
 
 
+def cost(delivery: str) -> Callable[[Event], bool]:
+    return lambda e: (e["kind"], e.get("delivery")) == ("tokens", delivery)
+
+
+def per_call(calls: int) -> dict[str, int]:
+    """What codex reports for `calls` model calls of the mock (mock_model.USAGE)."""
+    usage = mock_model.USAGE
+    details = usage["input_tokens_details"]
+    assert isinstance(details, dict)
+    return {"input": calls * int(str(usage["input_tokens"])),
+            "cached": calls * int(str(details["cached_tokens"])),
+            "output": calls * int(str(usage["output_tokens"]))}
+
+
 def delivered(request: str) -> Callable[[Event], bool]:
     return lambda e: (e.get("delivery"), e.get("state")) == (request, "delivered")
 
@@ -130,6 +147,17 @@ def test_the_log_follows_a_live_two_way_exchange(journey: Journey) -> None:
         done = [log.wait(f"{r} delivered", delivered(r)) for r in (req1, req2)]
         assert min(done) > first and done[1] > claude_answer
         assert all(e["conversation"] == conv for e in log.events)
+        # what each turn cost: Codex's turn on hop 1 made two model calls (the command,
+        # then its output), its turn on Claude's answer one; Claude's answer, as recorded
+        reply = log.events[claude_answer]["delivery"]
+        spent = {r: log.events[log.wait(f"{r}'s tokens", cost(r))] for r in (req1, req2, reply)}
+        assert (spent[req1]["who"], spent[req1]["tokens"]) == ("codex", per_call(2))
+        assert (spent[reply]["who"], spent[reply]["tokens"]) == ("codex", per_call(1))
+        assert spent[req2]["who"] == "claude"
+        assert spent[req2]["tokens"] == j.record(req2)["tokens"] and spent[req2]["tokens"]
+        total = max((e for e in spent.values()), key=lambda e: e["at"])["total"]
+        assert total == {k: sum(e["tokens"][k] for e in spent.values()) for k in total}
+        assert json.loads(j.cb("log", conv, "--json").stdout.splitlines()[0])["tokens"] == total
         # the person's terminal shows the same, in the same order
         lines = [f"claude → codex asks {req1}", f"codex → claude asks {req2}",
                  f"claude → codex answers {req2}", f"codex → claude answers {req1}"]
@@ -141,6 +169,8 @@ def test_the_log_follows_a_live_two_way_exchange(journey: Journey) -> None:
         assert screen.index(lines[0]) < screen.index(lines[1]) < screen.index(lines[2])
         assert screen.index(lines[0]) < screen.index(lines[3])
         assert QUESTION in screen and "\x1b" not in screen
+        total_line = f"conversation {conv}: {total['input'] + total['output']:,}"
+        pane.wait_for_text(total_line, 30, what="log terminal")
         assert conv in j.cb("log", "--list").stdout
         pane.keys("C-c")  # the person ends it
         wait_until(lambda: not pid_alive(pane.pid), 30, "the log to end on Ctrl-C",

@@ -4,6 +4,9 @@ the engine's own stores, with times the test chooses.
 
     hop 1  Claude asks Codex (req_1)      Codex answers 3 s later
     hop 2  Codex asks Claude (req_2)      Claude answers (req_3, into the Codex thread)
+
+Tokens (in/cached/out): Codex's turn on req_1 20/0/10, Claude's answer 30/20/5, Codex's
+turn on that answer 10/0/5 — on the records and in the conversation's total.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from codexbridge.messages.records import (
     Step,
     ToClaude,
     ToCodex,
+    Tokens,
 )
 
 THREAD = "019a0000-0000-7000-8000-000000000001"
+CODEX_ANSWER, CLAUDE_ANSWER, CODEX_ON_IT = Tokens(20, 0, 10), Tokens(30, 20, 5), Tokens(10, 0, 5)
 
 
 @dataclass
@@ -50,21 +55,25 @@ def exchange(conv: str = "conv_abc123", *, t0: float | None = None,
         ToCodex(id="req_1_aaaaaa", thread_id=THREAD, conversation=conv, hop=1, max_hops=40,
                 created_at=t0, sender="claude-code", text_preview=question,
                 reply_preview=answer, reply_bytes=len(answer), state=DeliveryState.DELIVERED,
+                tokens=CODEX_ANSWER,
                 history=steps(t0, (0, "queued"), (0.5, "delivering"), (1, "awaiting-reply"),
                               (3, "delivered"))),
         ToClaude(id="req_2_bbbbbb", thread_id=THREAD, conversation=conv, hop=2,
                  max_hops=40, created_at=t0 + 1, sender="codex", mailbox="project",
                  text_preview=back, reply_preview=f"CLAUDE ANSWER: {back}",
-                 answered_at=t0 + 5, state=DeliveryState.DELIVERED,
+                 answered_at=t0 + 5, state=DeliveryState.DELIVERED, tokens=CLAUDE_ANSWER,
                  history=steps(t0, (1, "queued"), (2, "delivering"), (2.5, "awaiting-reply"),
                                (6, "delivered"))),
         ToCodex(id="req_3_cccccc", thread_id=THREAD, conversation=conv, hop=0, max_hops=40,
                 created_at=t0 + 5, sender="claude-code", in_reply_to="req_2_bbbbbb",
                 text_preview=f"CLAUDE ANSWER: {back}", state=DeliveryState.DELIVERED,
+                tokens=CODEX_ON_IT,
                 history=steps(t0, (5, "queued"), (5.5, "delivering"), (6, "delivered"))),
     ]
     for record in records:
         store.save(record)
+        if record.tokens is not None:
+            convs.add_tokens(conv, record.tokens)
     (store.root / "req_1_aaaaaa.text").write_text(question)
     (store.root / "req_3_cccccc.text").write_text(f"CLAUDE ANSWER: {back}")
     return Exchange(conv, t0, store, convs)

@@ -40,6 +40,11 @@ def test_the_timeline_says_who_asked_whom_and_each_answer() -> None:
         ["codex", "→", "claude", "answers"],
         ["claude", "→", "codex", "answers"]]
     assert "answers req_1_aaaaaa after 3.0 s" in out
+    # what each turn cost, and the conversation's total so far
+    assert "80 tokens so far" in out.splitlines()[0]
+    assert ("codex  tokens: 20 in (0 cached) · 10 out — conversation conv_abc123: 30  "
+            "(req_1_aaaaaa)") in out
+    assert "claude  tokens: 30 in (20 cached) · 5 out — conversation conv_abc123: 65" in out
     assert "req_2_bbbbbb  delivered" in out
     # a peer's escape sequence is shown, not obeyed
     assert "\x1b" not in out and "\\u001b[31mRED" in out
@@ -67,7 +72,8 @@ def test_json_is_one_object_a_line() -> None:
     result = run("--json")
     events = [json.loads(line) for line in result.output.splitlines()]
     assert events[0]["kind"] == "conversation" and events[0]["hops"] == 2
-    said = [(e["kind"], e["who"], e["to"]) for e in events[1:] if e["kind"] != "state"]
+    said = [(e["kind"], e["who"], e["to"]) for e in events[1:]
+            if e["kind"] not in ("state", "tokens")]
     assert said == [("asked", "claude", "codex"), ("asked", "codex", "claude"),
                     ("answered", "codex", "claude"), ("answered", "claude", "codex")]
     assert all(e["conversation"] == "conv_abc123" for e in events)

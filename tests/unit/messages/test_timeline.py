@@ -20,7 +20,7 @@ from codexbridge.messages.timeline import (
     read_timeline,
     whole_text,
 )
-from tests.support.exchange import exchange
+from tests.support.exchange import CLAUDE_ANSWER, CODEX_ANSWER, CODEX_ON_IT, exchange
 
 
 def said(conv: str) -> list[tuple[str, str | None, str | None, str | None]]:
@@ -28,7 +28,7 @@ def said(conv: str) -> list[tuple[str, str | None, str | None, str | None]]:
     timeline = read_timeline(conv)
     assert timeline is not None
     return [(str(e.kind), e.who and str(e.who), e.to and str(e.to), e.delivery)
-            for e in timeline.events if e.kind is not Kind.STATE]
+            for e in timeline.events if e.kind not in (Kind.STATE, Kind.TOKENS)]
 
 
 def test_both_ways_in_order_with_asker_answerer_and_latency() -> None:
@@ -142,3 +142,22 @@ def test_a_whole_text_is_bounded_and_says_where_the_rest_is() -> None:
     assert codex.cut and codex.whole is not None
     text = whole_text(codex)
     assert len(text) < WHOLE_MAX + 200 and text.endswith(f"(the rest is in {codex.whole})")
+
+
+def test_each_turns_tokens_and_the_running_total() -> None:
+    """What each bridged turn cost shows once it is noted on its record (Claude's after
+    its answer), with the conversation's total so far — the events' own sum, which is
+    the conversation record's total."""
+    x = exchange()
+    timeline = read_timeline(x.conv)
+    assert timeline is not None and timeline.record is not None
+    costs = [(e.delivery, e.who, e.tokens, e.total) for e in timeline.events
+             if e.kind is Kind.TOKENS]
+    assert costs == [
+        ("req_1_aaaaaa", Agent.CODEX, CODEX_ANSWER, CODEX_ANSWER),
+        ("req_2_bbbbbb", Agent.CLAUDE, CLAUDE_ANSWER, CODEX_ANSWER + CLAUDE_ANSWER),
+        ("req_3_cccccc", Agent.CODEX, CODEX_ON_IT, CODEX_ANSWER + CLAUDE_ANSWER + CODEX_ON_IT)]
+    assert timeline.record.tokens == costs[-1][3]
+    assert timeline.header()["tokens"] == {"input": 60, "cached": 20, "output": 20}
+    [line] = [e.as_json() for e in timeline.events if e.kind is Kind.TOKENS][:1]
+    assert line["tokens"] == {"input": 20, "cached": 0, "output": 10} == line["total"]
