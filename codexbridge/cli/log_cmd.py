@@ -21,14 +21,7 @@ from ..error_tables import exit_help
 from ..errors import ConversationNotFoundError, OutputClosedError, UsageError
 from ..host.text import for_terminal
 from ..messages.envelope import cost_line
-from ..messages.timeline import (
-    Event,
-    Kind,
-    Timeline,
-    conversations,
-    read_timeline,
-    whole_text,
-)
+from ..messages.timeline import Event, Kind, Reader, Timeline, whole_text
 from .command import command, echo, reader_gone, stdout_gone
 
 POLL = 0.5  # s between two looks at the records while following
@@ -46,7 +39,7 @@ _COLOURS = {"claude": "magenta", "codex": "cyan", "human": "yellow", "codexbridg
 @click.argument("conversation", required=False)
 @click.option("-f", "--follow", is_flag=True,
               help=f"Keep going: new hops, state changes and answers appear as they happen "
-                   f"(the records are read every {POLL:g} s) until Ctrl-C. With no "
+                   f"(the records are looked at every {POLL:g} s) until Ctrl-C. With no "
                    "conversation yet, waits for the first.")
 @click.option("--full", is_flag=True,
               help=f"Every message whole. Default: its first {SHOWN_LINES} lines, then how "
@@ -71,12 +64,13 @@ def log(conversation: str | None, follow: bool, full: bool, list_all: bool,
     "delivery", "who", "to", "hop", "text", "latency", "tokens", "total", …}); with
     --follow, each as it happens.
     """
+    reader = Reader()
     if list_all:
-        _list(as_json)
+        _list(reader, as_json)
         return None
     out = _Out(as_json, full)
-    conv = conversation or _newest(wait=follow, out=out)
-    timeline = read_timeline(conv)
+    conv = conversation or _newest(reader, wait=follow, out=out)
+    timeline = reader.timeline(conv)
     if timeline is None:
         raise ConversationNotFoundError(
             f"no records of conversation {conv} on this machine (never here, or expired "
@@ -90,42 +84,40 @@ def log(conversation: str | None, follow: bool, full: bool, list_all: bool,
             time.sleep(POLL)
             if stdout_gone():
                 return reader_gone()
-            out.events(read_timeline(conv) or timeline, shown)
+            out.events(reader.timeline(conv) or timeline, shown)
     except KeyboardInterrupt:
         return 0
     return None
 
 
-def _newest(*, wait: bool, out: _Out) -> str:
+def _newest(reader: Reader, *, wait: bool, out: _Out) -> str:
     """The most recently active conversation; with `wait`, the first to start."""
-    found = conversations()
+    found = reader.conversations()
     if not found and wait:
         out.note("no conversation yet: waiting for the first (Ctrl-C stops)")
         while not found:
             time.sleep(POLL)
             if stdout_gone():
                 raise OutputClosedError("the reader of the log went away")
-            found = conversations()
+            found = reader.conversations()
     if not found:
         raise ConversationNotFoundError(
             "no conversations yet: one starts when an agent asks the other (`talk send`, "
             "`inbox push --expect-reply`, the MCP tools); `codexbridge log --follow` waits "
             "for it")
-    return found[0][0]
+    return found[0].conversation
 
 
-def _list(as_json: bool) -> None:
-    found = conversations()
+def _list(reader: Reader, as_json: bool) -> None:
+    found = reader.conversations()
     if as_json:
-        echo(json.dumps({"ok": True, "conversations": [
-            {"conversation": conv, "last": last} for conv, last in found]}))
+        echo(json.dumps({"ok": True, "conversations": [c._asdict() for c in found]}))
         return
     if not found:
         echo("no conversations yet")
-    for conv, last in found:
-        timeline = read_timeline(conv)
-        asks = sum(e.kind is Kind.ASKED for e in timeline.events) if timeline else 0
-        echo(f"{conv}  {_stamp(last, date=True)}  {asks} request(s)")
+    for c in found:
+        hops = "? hops (no hop record)" if c.hops is None else f"{c.hops} hop(s)"
+        echo(f"{c.conversation}  last {_stamp(c.last, date=True)}  {hops}")
 
 
 class _Out:

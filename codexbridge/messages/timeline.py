@@ -8,8 +8,8 @@ read from the records that exist, never kept anywhere else:
     deliveries/<id>.text          the whole message of a request or of Claude's answer
     deliveries/<id>.reply         Codex's answer, when it was too long for mail
 
-Every event is an `Event`; `read_timeline(conv)` gives them in time order, and a reader
-that follows one (`codexbridge log --follow`) reads it again and shows the events whose
+Every event is an `Event`; `Reader().timeline(conv)` gives them in time order, and a
+follower (`codexbridge log --follow`) asks its reader again and shows the events whose
 `key` it has not shown yet. A record that no longer reads is an event of its own
 (`DAMAGED`), never the end of the timeline.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field, replace
+from typing import NamedTuple
 
 from ..codex.protocol.enums import WireEnum
 from ..host.jsonfile import nofollow
@@ -147,56 +148,82 @@ class Timeline:
                 **({"damaged": self.damaged} if self.damaged else {})}
 
 
-def conversations(convs: Conversations | None = None,
-                  store: DeliveryStore | None = None) -> list[tuple[str, float]]:
-    """Every conversation this machine has a record of, with its last activity (its
-    last hop, or its newest delivery), the most recent first."""
-    convs, store = convs or Conversations(), store or DeliveryStore()
-    last: dict[str, float] = {}
-    for conv in convs.ids():
-        found = convs.get(conv)
-        last[conv] = found.updated_at if found else 0.0
-    for record in store.recent(10_000):
-        if record.conversation:
-            last[record.conversation] = max(last.get(record.conversation, 0.0),
-                                            record.created_at)
-    return sorted(last.items(), key=lambda kv: kv[1], reverse=True)
+class Summary(NamedTuple):
+    """A conversation in the list: its last activity (its last hop, or its newest
+    delivery) and the requests it carried (None: its own record is gone or damaged)."""
+
+    conversation: str
+    last: float
+    hops: int | None
 
 
-def read_timeline(conv: str, convs: Conversations | None = None,
-                  store: DeliveryStore | None = None, *,
-                  now: float | None = None) -> Timeline | None:
-    """`conv`'s timeline; None when nothing on this machine names it. UsageError when
-    `conv` is not a conversation id."""
-    conv = valid_id(conv)
-    now = time.time() if now is None else now
-    convs, store = convs or Conversations(), store or DeliveryStore()
-    record = convs.get(conv)
-    damaged = (f"{convs.path(conv)} does not read as a conversation; the deliveries "
-               "that name it are shown") if record is None and convs.path(conv).exists() \
-        else None
-    hops = record.hops if record else []
-    ids = {h.delivery for h in hops if h.delivery}
-    found: dict[str, Delivery] = {}
-    events: list[Event] = []
-    for delivery_id in sorted(ids):
-        read = store.read(delivery_id)
-        if isinstance(read, Damaged):
-            hop = next(h for h in hops if h.delivery == delivery_id)
-            events.append(Event(Kind.DAMAGED, hop.at, delivery_id, hop=hop.n,
-                                reason=f"{read.path}: {read.reason}"))
-        elif read is not None:
-            found[read.id] = read
-    for other in store.recent(10_000):
-        if other.conversation == conv:
-            found.setdefault(other.id, other)
-    if record is None and not found and damaged is None:
-        return None
-    events += _hops_without_records(hops, found, events, now)
-    for delivery in found.values():
-        events += _events_of(delivery, found, store)
-    events.sort(key=lambda e: (e.at, _ORDER[e.kind]))
-    return Timeline(conv, record, _running_total(events), damaged)
+class Reader:
+    """Reads one state home's conversations and deliveries. Read again (a follower's
+    reader), it parses only the record files that changed since: every write replaces a
+    file whole (a new inode), so its inode, size and time tell."""
+
+    def __init__(self, convs: Conversations | None = None,
+                 store: DeliveryStore | None = None) -> None:
+        self.convs, self.store = convs or Conversations(), store or DeliveryStore()
+        self._files: dict[str, tuple[tuple[int, int, int], Delivery | Damaged | None]] = {}
+
+    def deliveries(self) -> dict[str, Delivery | Damaged]:
+        """Every delivery record there is, by id (a damaged one as Damaged)."""
+        try:
+            entries = list(os.scandir(self.store.root))
+        except FileNotFoundError:
+            entries = []
+        files = {}
+        for entry in entries:
+            if not entry.name.endswith(".json") or entry.name.startswith("."):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            key, seen = (st.st_ino, st.st_size, st.st_mtime_ns), self._files.get(entry.name)
+            files[entry.name] = seen if seen is not None and seen[0] == key else (
+                key, self.store.read(entry.name[:-len(".json")]))
+        self._files = files
+        return {name[:-len(".json")]: r for name, (_, r) in files.items() if r is not None}
+
+    def conversations(self) -> list[Summary]:
+        """Every conversation this machine has a record of, the most recent first."""
+        found: dict[str, Summary] = {}
+        for conv in self.convs.ids():
+            record = self.convs.get(conv)
+            found[conv] = Summary(conv, record.updated_at, len(record.hops)) if record \
+                else Summary(conv, 0.0, None)
+        for r in self.deliveries().values():
+            if isinstance(r, Damaged) or not r.conversation:
+                continue
+            known = found.get(r.conversation, Summary(r.conversation, 0.0, None))
+            found[r.conversation] = known._replace(last=max(known.last, r.created_at))
+        return sorted(found.values(), key=lambda c: c.last, reverse=True)
+
+    def timeline(self, conv: str, *, now: float | None = None) -> Timeline | None:
+        """`conv`'s timeline; None when nothing on this machine names it. UsageError
+        when `conv` is not a conversation id."""
+        conv = valid_id(conv)
+        now = time.time() if now is None else now
+        record = self.convs.get(conv)
+        damaged = (f"{self.convs.path(conv)} does not read as a conversation; the "
+                   "deliveries that name it are shown") \
+            if record is None and self.convs.path(conv).exists() else None
+        hops = record.hops if record else []
+        records = self.deliveries()
+        events = [Event(Kind.DAMAGED, h.at, h.delivery, hop=h.n,
+                        reason=f"{bad.path}: {bad.reason}")
+                  for h in hops if isinstance(bad := records.get(h.delivery or ""), Damaged)]
+        found = {i: r for i, r in records.items() if not isinstance(r, Damaged)
+                 and (r.conversation == conv or any(h.delivery == i for h in hops))}
+        if record is None and not found and damaged is None:
+            return None
+        events += _hops_without_records(hops, found, events, now)
+        for delivery in found.values():
+            events += _events_of(delivery, found, self.store)
+        events.sort(key=lambda e: (e.at, _ORDER[e.kind]))
+        return Timeline(conv, record, _running_total(events), damaged)
 
 
 def _running_total(events: list[Event]) -> list[Event]:

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from codexbridge.cli.app import cli
 from codexbridge.cli.log_cmd import _Out
 from codexbridge.messages.records import ToCodex
-from codexbridge.messages.timeline import read_timeline
+from codexbridge.messages.timeline import Reader
 from tests.support.exchange import THREAD, exchange
 
 ESC = "\x1b[31mRED\x1b[0m"
@@ -116,7 +116,7 @@ def test_a_damaged_record_is_a_line_not_the_end() -> None:
 
 def test_colour_only_around_our_words_never_from_a_peer() -> None:
     x = exchange(question=f"look {ESC}")
-    timeline = read_timeline(x.conv)
+    timeline = Reader().timeline(x.conv)
     assert timeline is not None
     out = _Out(as_json=False, full=False)
     out.colour = True

@@ -16,8 +16,7 @@ from codexbridge.messages.timeline import (
     WHOLE_MAX,
     Agent,
     Kind,
-    conversations,
-    read_timeline,
+    Reader,
     whole_text,
 )
 from tests.support.exchange import CLAUDE_ANSWER, CODEX_ANSWER, CODEX_ON_IT, exchange
@@ -25,7 +24,7 @@ from tests.support.exchange import CLAUDE_ANSWER, CODEX_ANSWER, CODEX_ON_IT, exc
 
 def said(conv: str) -> list[tuple[str, str | None, str | None, str | None]]:
     """The requests, answers and notices in order: kind, who, to, delivery."""
-    timeline = read_timeline(conv)
+    timeline = Reader().timeline(conv)
     assert timeline is not None
     return [(str(e.kind), e.who and str(e.who), e.to and str(e.to), e.delivery)
             for e in timeline.events if e.kind not in (Kind.STATE, Kind.TOKENS)]
@@ -39,7 +38,7 @@ def test_both_ways_in_order_with_asker_answerer_and_latency() -> None:
         ("answered", "codex", "claude", "req_1_aaaaaa"),
         ("answered", "claude", "codex", "req_3_cccccc"),
     ]
-    timeline = read_timeline(x.conv)
+    timeline = Reader().timeline(x.conv)
     assert timeline is not None and timeline.record is not None
     events = {(e.kind, e.in_reply_to): e for e in timeline.events}
     codex = events[(Kind.ANSWERED, "req_1_aaaaaa")]
@@ -64,10 +63,10 @@ def test_claudes_answer_is_one_event_whichever_record_says_it_first() -> None:
     """Claude's answer reads from the request (answered_at) until its own record is
     written; a follower must not show it twice."""
     x = exchange()
-    before = read_timeline(x.conv)
+    before = Reader().timeline(x.conv)
     assert before is not None
     (x.store.root / "req_3_cccccc.json").unlink()
-    early = read_timeline(x.conv)
+    early = Reader().timeline(x.conv)
     assert early is not None
     [first] = [e for e in early.events if e.kind is Kind.ANSWERED and e.who is Agent.CLAUDE]
     [later] = [e for e in before.events if e.kind is Kind.ANSWERED and e.who is Agent.CLAUDE]
@@ -77,7 +76,7 @@ def test_claudes_answer_is_one_event_whichever_record_says_it_first() -> None:
 def test_a_damaged_record_is_shown_as_damaged_and_the_rest_still_shows() -> None:
     x = exchange()
     (x.store.root / "req_2_bbbbbb.json").write_text("{not json")
-    timeline = read_timeline(x.conv)
+    timeline = Reader().timeline(x.conv)
     assert timeline is not None
     [bad] = [e for e in timeline.events if e.kind is Kind.DAMAGED]
     assert bad.delivery == "req_2_bbbbbb" and bad.hop == 2 and "req_2_bbbbbb.json" in str(
@@ -88,7 +87,7 @@ def test_a_damaged_record_is_shown_as_damaged_and_the_rest_still_shows() -> None
 def test_a_damaged_conversation_file_still_shows_its_deliveries() -> None:
     x = exchange()
     x.convs.path(x.conv).write_text("[")
-    timeline = read_timeline(x.conv)
+    timeline = Reader().timeline(x.conv)
     assert timeline is not None and timeline.record is None
     assert timeline.damaged and "does not read" in timeline.damaged
     assert [e.delivery for e in timeline.events if e.kind is Kind.ASKED] == [
@@ -102,9 +101,9 @@ def test_mail_with_no_record_shows_as_its_hop_once_its_record_cannot_be_coming()
     record = convs.get(conv)
     assert record is not None and hop.n == 1
     at = record.hops[0].at
-    young = read_timeline(conv, now=at + RECORD_GRACE / 2)
+    young = Reader().timeline(conv, now=at + RECORD_GRACE / 2)
     assert young is not None and young.events == []  # its record may be on its way
-    old = read_timeline(conv, now=at + RECORD_GRACE + 1)
+    old = Reader().timeline(conv, now=at + RECORD_GRACE + 1)
     assert old is not None
     [mail] = old.events
     assert (mail.kind, mail.who, mail.to, mail.hop) == (Kind.ASKED, Agent.CODEX,
@@ -113,21 +112,21 @@ def test_mail_with_no_record_shows_as_its_hop_once_its_record_cannot_be_coming()
 
 
 def test_unknown_invalid_and_listing() -> None:
-    assert read_timeline("conv_nothere") is None
+    assert Reader().timeline("conv_nothere") is None
     with pytest.raises(UsageError, match="not a conversation id"):
-        read_timeline("../etc/passwd")
-    assert conversations() == []
+        Reader().timeline("../etc/passwd")
+    assert Reader().conversations() == []
     exchange("conv_older", t0=1_000.0)
     exchange("conv_newer")
     # the most recently active first (the hop spent last)
-    assert [c for c, _ in conversations()][:2] == ["conv_newer", "conv_older"]
+    assert [c.conversation for c in Reader().conversations()][:2] == ["conv_newer", "conv_older"]
 
 
 def test_a_conversation_only_deliveries_name_is_still_found() -> None:
     x = exchange("conv_orphan1")
     x.convs.path(x.conv).unlink()
-    assert "conv_orphan1" in [c for c, _ in conversations()]
-    timeline = read_timeline(x.conv)
+    assert "conv_orphan1" in [c.conversation for c in Reader().conversations()]
+    timeline = Reader().timeline(x.conv)
     assert timeline is not None and timeline.record is None and not timeline.damaged
 
 
@@ -136,7 +135,7 @@ def test_a_whole_text_is_bounded_and_says_where_the_rest_is() -> None:
     store = DeliveryStore()
     (store.root / "req_1_aaaaaa.reply").write_text("x" * (WHOLE_MAX + 10))
     store.update("req_1_aaaaaa", lambda r: setattr(r, "reply_bytes", WHOLE_MAX + 10))
-    timeline = read_timeline(x.conv)
+    timeline = Reader().timeline(x.conv)
     assert timeline is not None
     [codex] = [e for e in timeline.events if e.kind is Kind.ANSWERED and e.who is Agent.CODEX]
     assert codex.cut and codex.whole is not None
@@ -149,7 +148,7 @@ def test_each_turns_tokens_and_the_running_total() -> None:
     its answer), with the conversation's total so far — the events' own sum, which is
     the conversation record's total."""
     x = exchange()
-    timeline = read_timeline(x.conv)
+    timeline = Reader().timeline(x.conv)
     assert timeline is not None and timeline.record is not None
     costs = [(e.delivery, e.who, e.tokens, e.total) for e in timeline.events
              if e.kind is Kind.TOKENS]
@@ -161,3 +160,25 @@ def test_each_turns_tokens_and_the_running_total() -> None:
     assert timeline.header()["tokens"] == {"input": 60, "cached": 20, "output": 20}
     [line] = [e.as_json() for e in timeline.events if e.kind is Kind.TOKENS][:1]
     assert line["tokens"] == {"input": 20, "cached": 0, "output": 10} == line["total"]
+
+
+def test_a_reader_read_again_parses_only_what_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A follower reads every half second: a state home with a week of records must not
+    be parsed whole each time."""
+    x = exchange()
+    reader = Reader()
+    reader.timeline(x.conv)
+    parsed: list[str] = []
+    read = DeliveryStore.read
+
+    def counting(store: DeliveryStore, delivery_id: str) -> object:
+        parsed.append(delivery_id)
+        return read(store, delivery_id)
+
+    monkeypatch.setattr(DeliveryStore, "read", counting)
+    reader.timeline(x.conv)
+    assert parsed == []
+    x.store.update("req_1_aaaaaa", lambda r: setattr(r, "reason", "looked at again"))
+    parsed.clear()  # (the update read it too)
+    again = reader.timeline(x.conv)
+    assert parsed == ["req_1_aaaaaa"] and again is not None
