@@ -43,7 +43,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
 
-RECORD_GRACE = 2.0  # s between a hop spent and its delivery record written, at most
+# s a hop with no delivery record is taken for one whose record is being written (the
+# hop is spent first, the record saved right after)
+RECORD_GRACE = 2.0
 WHOLE_MAX = 1 << 20  # characters of a whole text read for `log --full`; the file has all
 
 
@@ -75,7 +77,7 @@ _ORDER = {Kind.DAMAGED: 0, Kind.ASKED: 1, Kind.NOTICE: 1, Kind.ANSWERED: 2, Kind
 class Event:
     """One thing that happened in a conversation. `who` spoke (the asker of a request,
     the answerer of an answer) to `to`; `text` is the record's preview of what was said
-    (`whole`: the file that holds all of it, `size` its length in characters)."""
+    (`whole`: the file that holds all of it, `size` its UTF-8 bytes)."""
 
     kind: Kind
     at: float
