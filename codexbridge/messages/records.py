@@ -134,7 +134,8 @@ class Tokens:
         three whole numbers >= 0 — a damaged file, as any other field's wrong type."""
         if value is None:
             return None
-        if not isinstance(value, dict) or value.keys() != {"input", "cached", "output"}:
+        # (a key a later version adds is ignored, as a record's unknown keys are)
+        if not isinstance(value, dict) or not {"input", "cached", "output"} <= value.keys():
             raise TypeError("tokens is an object of input, cached and output")
         counts = [value[k] for k in ("input", "cached", "output")]
         if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
