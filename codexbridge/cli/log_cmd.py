@@ -69,6 +69,15 @@ def log(conversation: str | None, follow: bool, full: bool, list_all: bool,
         _list(reader, as_json)
         return None
     out = _Out(as_json, full)
+    try:
+        return _show(reader, out, conversation, follow)
+    except KeyboardInterrupt:
+        if not follow:
+            raise
+        return 0  # Ctrl-C is how a follow ends: not an interruption (130)
+
+
+def _show(reader: Reader, out: _Out, conversation: str | None, follow: bool) -> int | None:
     conv = conversation or _newest(reader, wait=follow, out=out)
     timeline = reader.timeline(conv)
     if timeline is None:
@@ -79,14 +88,11 @@ def log(conversation: str | None, follow: bool, full: bool, list_all: bool,
     out.header(timeline)
     shown: set[str] = set()
     out.events(timeline, shown)
-    try:  # Ctrl-C is how a follow ends: not an interruption (130), no traceback
-        while follow:
-            time.sleep(POLL)
-            if stdout_gone():
-                return reader_gone()
-            out.events(reader.timeline(conv) or timeline, shown)
-    except KeyboardInterrupt:
-        return 0
+    while follow:
+        time.sleep(POLL)
+        if stdout_gone():
+            return reader_gone()
+        out.events(reader.timeline(conv) or timeline, shown)
     return None
 
 

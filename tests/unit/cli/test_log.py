@@ -192,3 +192,16 @@ def test_follow_waits_for_the_first_conversation() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_ctrl_c_while_waiting_for_the_first_conversation_ends_cleanly() -> None:
+    proc = _follow()
+    try:
+        assert proc.stderr is not None
+        assert "waiting for the first" in proc.stderr.readline()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
