@@ -228,6 +228,15 @@ class Conversations:
     def path(self, conv: str) -> Path:
         return self.root / f"{valid_id(conv)}.json"
 
+    def ids(self) -> list[str]:
+        """Every conversation that has a file here (readable or not)."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        return sorted(n[:-len(".json")] for n in names
+                      if n.startswith("conv_") and n.endswith(".json"))
+
     def get(self, conv: str) -> Conversation | None:
         """The conversation's record; None when there is none or it cannot be read."""
         try:
