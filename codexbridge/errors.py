@@ -36,6 +36,7 @@
     │   ├── LoopDetectedError       a request repeating itself (no progress) 9  LOOP_DETECTED
     │   └── SelfSendError           a send into the thread that runs it      9  SELF_SEND
     ├── DeliveryNotFoundError       no delivery record with that id          2  DELIVERY_NOT_FOUND
+    ├── ConversationNotFoundError   no record of that conversation, or none  2  (CLI only)
     ├── HandoffStateError           handoff ledger from a newer build        2  HANDOFF_STATE
     ├── UnhealthyError              `doctor` found a FAIL row                1  INTERNAL_ERROR
     ├── StateError                  the state home cannot be used           73  STATE_UNUSABLE
@@ -361,6 +362,14 @@ class DeliveryNotFoundError(BridgeError):
     exit_code = 2
     mcp_code = "DELIVERY_NOT_FOUND"
     mcp_meaning = "no delivery record has that id (never made here, or expired after its TTL)"
+
+
+class ConversationNotFoundError(BridgeError):
+    """`codexbridge log`: nothing on this machine names that conversation (never here,
+    or expired), or there is no conversation yet. Only the CLI raises it."""
+
+    exit_code = 2
+    mcp_code = "CONVERSATION_NOT_FOUND"
 
 
 class HandoffStateError(BridgeError):

@@ -66,11 +66,27 @@ class Block(JsonRecord, wire={"kind": "type"}):
     input: JsonObject = {}  # noqa: RUF012 (a record is read-only: never changed in place)
 
 
+class Usage(JsonRecord):
+    """An assistant message's `usage`, as the Messages API reports it and Claude Code
+    writes it: `input_tokens` counts neither the input read from the prompt cache nor
+    the input written to it (docs/tokens.md)."""
+
+    input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    output_tokens: int = 0
+
+
 class Message(JsonRecord, wire={"blocks": "content"}):
-    """A `user` / `assistant` record's `message`: its content blocks and model."""
+    """A `user` / `assistant` record's `message`: its content blocks and model; an
+    assistant's also its id (one model call: Claude Code writes a line per content
+    block, each with the call's id and usage), why it stopped, and its usage."""
 
     blocks: tuple[Block, ...]  # a list of blocks, or a string: one text block
     model: str | None = None
+    id: str | None = None
+    stop_reason: str | None = None
+    usage: Usage | None = None
 
     @classmethod
     def parse(cls, value: object) -> Message | None:
@@ -247,3 +263,46 @@ def turn_of(transcript: str, offset: int, marker: str) -> str:
     except (OSError, ValueError):  # (ValueError: a NUL in a path from a hook's input)
         return Turn.TAKEN_IN
     return Turn.TAKEN_IN if seen else Turn.NOT_YET
+
+
+def answer_usage(transcript: str, marker: str) -> tuple[Usage, ...] | None:
+    """What each model call spent on the request whose id is `marker` reported (one
+    usage per call): the calls of the turn that took its mail in, from that mail through
+    the message that ended the turn — or until the turn was shown a later request, which
+    the calls from then on are spent on (one turn can take several in: each call counts
+    for one request only). None when the transcript does not show that end (not yet
+    written, interrupted, unreadable). A subagent's calls in the same file count too."""
+    needle = marker.encode("utf-8")
+    calls: dict[str, Usage] = {}
+    seen = False
+    try:
+        with open(transcript, "rb") as fh:
+            for line in fh:
+                if _REQUEST in line and (record := Record.parse_line(line)) is not None \
+                        and record.kind in _SHOWN:
+                    # (ours last in the text: shown again, or shown for the first time)
+                    last = needle in line and line.find(
+                        _REQUEST, line.find(_REQUEST, line.rfind(needle)) + 1) < 0
+                    if seen and not last:
+                        return tuple(calls.values())  # a later request takes over
+                    if not seen and needle in line:
+                        if not last:
+                            return ()  # handed with a later one, in one text: its calls
+                        seen = True
+                    continue
+                if not seen or b'"assistant"' not in line \
+                        or (record := Record.parse_line(line)) is None:
+                    continue
+                message = record.message
+                if record.kind != "assistant" or message is None or message.usage is None:
+                    continue
+                calls[message.id or record.uuid or str(len(calls))] = message.usage
+                if not record.sidechain and message.stop_reason not in (None, "tool_use"):
+                    return tuple(calls.values())
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+# How a request's line ends in every rendering of it (messages/envelope.request_line).
+_REQUEST = b"(echo it)"

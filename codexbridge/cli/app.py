@@ -59,6 +59,8 @@ COMMANDS: Lazy = {
               "Run a dedicated ws:// app-server (codex's own daemon needs none)."),
     "talk": ("codexbridge.cli.talk_cmd", "talk",
              "Talk into a live Codex thread: list, say, send, status, read, steer…"),
+    "log": ("codexbridge.cli.log_cmd", "log",
+            "One conversation as a timeline across both agents (--follow, --list)."),
     "inbox": ("codexbridge.cli.inbox_cmd", "inbox",
               "Mailboxes Codex uses to talk back into Claude Code."),
     "install-hook": ("codexbridge.cli.setup_cmd", "install_hook",

@@ -201,9 +201,12 @@ def say_cmd(text: str, selector: str | None, target_cwd: str | None, turn_cwd: s
     if as_json:
         out.truncation_note(result)
         emit_json({"ok": result.status is TurnOutcome.COMPLETED, **result.as_dict(),
-                   "delivery_id": said.delivery_id})
+                   "delivery_id": said.delivery_id,
+                   "tokens": said.cost.as_dict() if said.cost is not None else None})
     else:
         out.finish(result)
+        if said.cost is not None and not quiet:  # last, on stderr: after every reply line
+            echo(f"codexbridge: {said.cost.line()}", err=True)
     error = turn_error(result, timeout=timeout, read_with="`codexbridge talk read`")
     if error is not None:
         error.reported = as_json  # the JSON result above already says what happened

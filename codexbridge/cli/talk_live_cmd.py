@@ -27,7 +27,7 @@ from ..errors import (
 from ..host.limits import DEFAULT_MAX_HOPS
 from ..host.mailboxes import mailbox_name
 from ..host.private import ensure_private_dir, write_private
-from ..messages.conversations import Conversations
+from ..messages.conversations import Conversations, cost_of
 from ..messages.envelope import steer_text, who_sends
 from ..messages.records import Damaged, Delivery, DeliveryStore, ToCodex, close_request
 from ..messages.to_codex import refuse_self_send
@@ -179,10 +179,14 @@ def status(delivery_id: str | None, wait: float, limit: int, as_json: bool) -> i
     while not record.state.final and time.monotonic() < end:
         time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         record = check(store, delivery_id)
+    cost = cost_of(record)
     if as_json:
-        emit_json({"ok": True, "delivery": record.as_dict()})
+        emit_json({"ok": True, "delivery": record.as_dict(),
+                   "tokens": cost.as_dict() if cost is not None else None})
     else:
         _print_record(record)
+        if cost is not None:
+            echo(f"  {cost.line()}")
     return 6 if wait and not record.state.final else 0
 
 
@@ -201,10 +205,11 @@ def _print_table(records: list[Delivery], damaged: list[Damaged]) -> None:
         target = (r.thread_id or "-") if isinstance(r, ToCodex) else f"mailbox {r.mailbox}"
         if isinstance(r, ToCodex) and r.server_lost_at is not None and not r.state.final:
             target += " (app-server down: the courier waits for it)"
+        spent = f"  {r.tokens.input + r.tokens.output:,} tokens" if r.tokens else ""
         if isinstance(r, ToCodex) and r.task:
             target += " (MCP task)"
         echo(f"{r.id}  {r.state.value:<14} {_age(r.created_at):>4}  {r.direction.value}"
-             f"  {target}  {r.text_preview[:40]!r}")
+             f"  {target}  {r.text_preview[:40]!r}{spent}")
 
 
 def _print_record(r: Delivery) -> None:

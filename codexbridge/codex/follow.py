@@ -31,6 +31,7 @@ from .protocol.turn import (
 
 if TYPE_CHECKING:
     from ..jsontypes import JsonObject
+    from .protocol.generated.results import TokenUsageBreakdown
 
 
 class ApprovalRecord:
@@ -63,6 +64,9 @@ class SayResult(NamedTuple):
     # Words added to the turn by someone else while it ran (the human pressing Enter in
     # the Codex TUI steers it): the reply answers the turn as they steered it.
     added: tuple[str, ...] = ()
+    # What the turn's model calls cost, as codex reported each (the turn's usage is
+    # their sum); empty when codex said nothing of it, or the turn was not followed.
+    usage: tuple[TokenUsageBreakdown, ...] = ()
 
     def as_dict(self) -> JsonObject:
         return {"thread_id": self.thread_id, "turn_id": self.turn_id,
@@ -244,6 +248,6 @@ class TurnFollower:
                          list(self.approvals.values()), error, tracker.dropped_bytes,
                          tracker.truncated,
                          tracker.reply_bytes or len(tracker.reply.encode("utf-8")),
-                         tuple(a.text for a in tracker.added))
+                         tuple(a.text for a in tracker.added), tuple(tracker.usage))
 
 

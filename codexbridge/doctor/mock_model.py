@@ -129,10 +129,12 @@ def extract_user_text(body: JsonValue) -> str | None:
     return None
 
 
+# Every number distinct (and unlike Claude's mock), so a test that finds them in a
+# reply's tokens line knows they came from here (docs/tokens.md).
 USAGE: JsonObject = {
-    "input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-    "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
-    "total_tokens": 15,
+    "input_tokens": 1234, "input_tokens_details": {"cached_tokens": 1000},
+    "output_tokens": 56, "output_tokens_details": {"reasoning_tokens": 7},
+    "total_tokens": 1290,
 }
 
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..codex.protocol.threads import ThreadInfo
     from ..codex.turn import SayResult
     from ..messages.envelope import Sender
+    from ..messages.records import Cost
 
 PARTIAL_CHARS = 2000
 
@@ -219,11 +220,11 @@ async def send(rt: Runtime, text: str, selector: str | None, timeout_ms: int | N
         approvals=policy, approval_timeout=rt.settings.approval_timeout, timeout=timeout,
         busy_timeout=rt.settings.queue_wait, capture_limit=rt.settings.capture_max,
         task=ASKING.get())  # run as an MCP task (tasks.py): told the request it records
-    return _replied(rt, said.thread, said.result, timeout, said.delivery_id)
+    return _replied(rt, said.thread, said.result, timeout, said.delivery_id, said.cost)
 
 
 def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float,
-             delivery_id: str | None = None) -> Outcome:
+             delivery_id: str | None = None, cost: Cost | None = None) -> Outcome:
     """The reply of a finished turn (inline or as an artifact), or the error it came to."""
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
     from ..codex.outcome import turn_error
@@ -248,16 +249,20 @@ def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float,
                                total_bytes=result.reply_bytes)
     data: Data = {**where, "status": "completed", "reply": out.text,
                   "replyBytes": out.bytes, "artifact": out.artifact,
-                  "truncated": out.truncated, "approvals": approvals}
+                  "truncated": out.truncated, "approvals": approvals,
+                  "tokens": cost.as_dict() if cost is not None else None}
+    # (in our own line above Codex's words: no text of the reply can pass for it)
+    spent = f"; {cost.line()}" if cost is not None else ""
     if out.artifact is not None:
         preview = out.preview or ""
         data["replyPreview"] = preview
-        summary = (f"Codex replied with {out.bytes} bytes (turn {result.turn_id}); stored "
+        summary = (f"Codex replied with {out.bytes} bytes (turn {result.turn_id}{spent}); stored "
                    f"as artifact {out.artifact['artifactId']} — read it with "
                    f"bridge_output_read (artifactId, then each nextCursor). It begins:\n"
                    f"{quoted(preview[:500])}")
     else:  # Codex's words, quoted as any frame quotes them (`data.reply` keeps them exact)
-        summary = f"Codex replied (turn {result.turn_id} completed):\n{quoted(out.text or '')}"
+        summary = (f"Codex replied (turn {result.turn_id} completed{spent}):\n"
+                   f"{quoted(out.text or '')}")
     return Outcome(data, summary, warnings)
 
 
@@ -290,6 +295,7 @@ async def send_async(rt: Runtime, text: str, selector: str | None, approvals: st
 
 async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
     # lazy: the cold MCP start to initialize (bench_mcp) imports no engine or websockets
+    from ..messages.conversations import cost_of
     from ..messages.records import DeliveryStore
     from ..messages.to_codex import status as check
 
@@ -304,9 +310,12 @@ async def delivery_status(delivery_id: str | None, wait: float) -> Outcome:
     while not record.state.final and time.monotonic() < end:
         await asyncio.sleep(min(0.2, max(0.0, end - time.monotonic())))
         record = await asyncio.to_thread(check, store, delivery_id)
+    cost = cost_of(record)
     data: Data = {"delivery": record.as_dict(), "state": record.state.value,
-                  "final": record.state.final, "replyPreview": record.reply_preview}
+                  "final": record.state.final, "replyPreview": record.reply_preview,
+                  "tokens": cost.as_dict() if cost is not None else None}
     summary = f"delivery {record.id}: {record.state}" + (
+        f" ({cost.line()})" if cost is not None else "") + (
         f"\n{quoted(record.reply_preview)}" if record.reply_preview else "") + (
         f"\nreason: {record.reason}" if record.reason else "")
     return Outcome(data, summary)

@@ -21,6 +21,8 @@ and what they share:
                      `ToClaude`) over what every message has: states, times, the
                      text, the reach; every state change of a delivery is made here
     conversations.py which conversation a request belongs to, and its hop budget
+    timeline.py      one conversation as events across both agents, read from the
+                     records above (`codexbridge log`)
     courier_link.py  reaching the courier: hand it ids, start it when none answers
 
 and what every message carries (pure or stdlib: the Stop hook reads some of it):

@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import time
 
-from ..claude.files import Turn, turn_of
+from ..claude.files import Turn, answer_usage, turn_of
 from ..codex.endpoint import Reach
 from ..jsontypes import opt_str
 from . import courier_link, handling
-from .records import DeliveryStore, ToClaude, new_reply, preview
+from .records import DeliveryStore, ToClaude, Tokens, new_reply, preview
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,11 +50,12 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
         request = str(req["request"])
         claimed: list[ToClaude] = []
 
-        def claim(r: ToClaude, text: str | None = answer, out: list[ToClaude] = claimed
-                  ) -> None:
+        def claim(r: ToClaude, text: str | None = answer, out: list[ToClaude] = claimed,
+                  transcript: str | None = opt_str(req["transcript"]) if "transcript" in req
+                  else None) -> None:
             if r.state.final or r.answered_at is not None:
                 return  # answered already (by an earlier stop, or another path)
-            r.answered_at = time.time()
+            r.answered_at, r.transcript = time.time(), transcript
             if text:
                 r.reply_preview, r.reply_bytes = preview(text), len(text.encode("utf-8"))
             else:
@@ -81,6 +82,16 @@ def answer_pending(session_id: str | None, answer: str | None) -> int:
         courier_link.ensure(started)
     return len(started)
 
+
+
+def claude_tokens(store: DeliveryStore, request: str) -> Tokens | None:
+    """What the Claude turn that answered `request` cost, from its session's transcript
+    — read once the answer reached the asking thread, when Claude Code has long written
+    it (its transcript can lag the Stop hook); None when it does not show."""
+    record = store.get(request, ToClaude)
+    if record is None or not record.transcript:
+        return None
+    return Tokens.of_claude(answer_usage(record.transcript, record.id) or ())
 
 
 INTERRUPTED = "the human interrupted"  # what the asking thread's notice opens with

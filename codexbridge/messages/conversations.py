@@ -1,7 +1,8 @@
 """Conversations: which one a request belongs to, and its hop budget — a loop guard that
 two agents share.
 
-    <state home>/conversations/<id>.json        {id, created_at, updated_at, max_hops, hops}
+    <state home>/conversations/<id>.json        {id, created_at, updated_at, max_hops, hops,
+                                                 tokens: its bridged turns' running total}
     <state home>/conversations/settings.json    {max_hops}: `codexbridge talk budget N`
 
 Every *request* from one agent to the other spends one hop of its conversation, counted
@@ -69,7 +70,16 @@ from ..host.paths import state_dir
 from ..host.private import ensure_private_dir, write_private
 from . import handling
 from .envelope import conversation_id
-from .records import DeliveryState, DeliveryStore, ToClaude, ToCodex
+from .records import (
+    Core,
+    Cost,
+    DeliveryState,
+    DeliveryStore,
+    ToClaude,
+    ToCodex,
+    Tokens,
+    add_tokens,
+)
 from .routing import SESSION_ENV, THREAD_ENV
 
 if TYPE_CHECKING:
@@ -145,18 +155,21 @@ class HopEntry:
 @dataclass
 class Conversation:
     """`<state>/conversations/<id>.json`: the hops a conversation spent and its budget
-    (recorded when it started; None in a file from before budgets were kept)."""
+    (recorded when it started; None in a file from before budgets were kept), and what
+    its bridged turns cost so far (None: nothing counted yet, or an older file)."""
 
     id: str
     created_at: float
     updated_at: float
     max_hops: int | None
     hops: list[HopEntry] = field(default_factory=list)
+    tokens: Tokens | None = None
 
     def as_dict(self) -> JsonObject:
         return {"version": CONVERSATION_VERSION, "id": self.id,
                 "created_at": self.created_at, "updated_at": self.updated_at,
-                "max_hops": self.max_hops, "hops": [h.as_dict() for h in self.hops]}
+                "max_hops": self.max_hops, "hops": [h.as_dict() for h in self.hops],
+                "tokens": asdict(self.tokens) if self.tokens is not None else None}
 
     @staticmethod
     def parse(conv: str, data: JsonValue) -> Conversation:
@@ -176,8 +189,12 @@ class Conversation:
         times = [data.get(k) for k in ("created_at", "updated_at")]
         created, updated = (float(t) if isinstance(t, (int, float))
                             and not isinstance(t, bool) else 0.0 for t in times)
+        try:
+            tokens = Tokens.parse(data["tokens"]) if "tokens" in data else None
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
         return Conversation(conv, created, updated, limit,
-                            [HopEntry.parse(h, i + 1) for i, h in enumerate(hops)])
+                            [HopEntry.parse(h, i + 1) for i, h in enumerate(hops)], tokens)
 
 
 # the ids codexbridge and codex put in messages (a request token echoed back, a
@@ -210,6 +227,15 @@ class Conversations:
 
     def path(self, conv: str) -> Path:
         return self.root / f"{valid_id(conv)}.json"
+
+    def ids(self) -> list[str]:
+        """Every conversation that has a file here (readable or not)."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        return sorted(n[:-len(".json")] for n in names
+                      if n.startswith("conv_") and n.endswith(".json"))
 
     def get(self, conv: str) -> Conversation | None:
         """The conversation's record; None when there is none or it cannot be read."""
@@ -307,10 +333,27 @@ class Conversations:
                 _refuse_repeat(conv, hops, entry)
             record.hops.append(entry)
             record.max_hops, record.updated_at = budget, now
-            write_private(self.path(conv), json.dumps(record.as_dict(), ensure_ascii=False,
-                                                      indent=2).encode("utf-8"))
+            self._write(record)
         self._sweep()
         return Hop(conv, len(record.hops), budget)
+
+    def _write(self, record: Conversation) -> None:
+        write_private(self.path(record.id), json.dumps(record.as_dict(), ensure_ascii=False,
+                                                       indent=2).encode("utf-8"))
+
+    def add_tokens(self, conv: str, tokens: Tokens) -> Tokens | None:
+        """Count a bridged turn's `tokens` into `conv`'s running total, under its lock;
+        the new total (None when the conversation has no readable record — its
+        requests were never counted here, and a total of one turn would mislead)."""
+        if not self.path(conv).exists():
+            return None
+        with FileLock(str(self.root / f".{conv}.lock")):
+            record = self.get(conv)
+            if record is None:
+                return None
+            record.tokens = add_tokens(record.tokens, tokens)
+            self._write(record)
+            return record.tokens
 
     def _sweep(self) -> None:
         cutoff = time.time() - TTL
@@ -326,6 +369,44 @@ class Conversations:
                     os.unlink(entry.path)
             except FileNotFoundError:
                 continue
+
+
+def count_tokens(store: DeliveryStore, delivery_id: str, tokens: Tokens | None,
+                 conversations: Conversations | None = None) -> Cost | None:
+    """Note what answering a delivery cost on its record and in its conversation's
+    running total — once: a second count of the same delivery (a courier that took over,
+    a recovery) changes nothing. The cost with the total after it; None without tokens."""
+    if tokens is None:
+        return None
+    fresh: list[Core] = []
+
+    def note(r: Core) -> None:
+        if r.tokens is None:
+            r.tokens = tokens
+            fresh.append(r)
+
+    record = store.update(delivery_id, note)
+    conv = record.conversation if record is not None else None
+    if conv is None:
+        return Cost(tokens)
+    convs = conversations or Conversations()
+    if fresh:
+        total = convs.add_tokens(conv, tokens)
+    else:
+        found = convs.get(conv)
+        total = found.tokens if found is not None else None
+    return Cost(tokens, conv, total)
+
+
+def cost_of(record: Core, conversations: Conversations | None = None) -> Cost | None:
+    """What a delivery cost, with its conversation's total now (`talk status`)."""
+    if record.tokens is None:
+        return None
+    conv, found = record.conversation, None
+    if conv:
+        with contextlib.suppress(UsageError):  # (an id a hand edit made: no total)
+            found = (conversations or Conversations()).get(conv)
+    return Cost(record.tokens, conv, found.tokens if found is not None else None)
 
 
 def _refuse_repeat(conv: str, hops: list[HopEntry], entry: HopEntry) -> None:

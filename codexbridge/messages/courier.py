@@ -50,13 +50,16 @@ from ..host.procs import pid_alive
 from ..host.text import for_terminal
 from . import courier_link, frame, live
 from . import to_claude as inbox
-from .answers import watch_interrupt
+from .answers import claude_tokens, watch_interrupt
+from .conversations import count_tokens
 from .records import (
+    Cost,
     Delivery,
     DeliveryState,
     DeliveryStore,
     ToClaude,
     ToCodex,
+    Tokens,
     close_request,
     envelope_of,
     new_reply,
@@ -474,6 +477,9 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
     record = get(store, delivery_id, ToCodex)
     record.recovered = recovered or record.recovered  # (the mail says so too)
     message = (result.error or {}).get("message") if isinstance(result.error, dict) else None
+    # What Codex's turn cost, whatever became of it (not yet for one still running).
+    cost = None if result.status is TurnOutcome.TIMED_OUT else \
+        count_tokens(store, delivery_id, Tokens.of_codex(result.usage))
     if result.status is TurnOutcome.TIMED_OUT:
         return _final(store, delivery_id, DeliveryState.AWAITING_REPLY,
                       f"the courier stopped following after {record.turn_timeout:g} s; "
@@ -505,7 +511,7 @@ def finish(store: DeliveryStore, delivery_id: str, result: SayResult, *,
                                   + (" — a turn the human steered" if steered else "")
                                   + f":{steered}"
                                   f"\n\n{_bounded(store, record.id, result.reply)}{cut}"
-                                  f"{_approvals_note(result, record)}")
+                                  f"{_approvals_note(result, record)}", cost)
     return _final(store, delivery_id, DeliveryState.DELIVERED,
                   "the turn was steered: " + _who_added(result) if steered else None,
                   turn_id=result.turn_id or record.turn_id, reply_preview=preview(result.reply),
@@ -613,15 +619,18 @@ def _bounded(store: DeliveryStore, delivery_id: str, reply: str) -> str:
     return clip(reply, limit, f"in the file {path}")
 
 
-def _notify(record: ToCodex, text: str) -> str | None:
-    """Leave `text` in the reply-to mailbox; None when there is none (or it failed)."""
+def _notify(record: ToCodex, text: str, cost: Cost | None = None) -> str | None:
+    """Leave `text` in the reply-to mailbox; None when there is none (or it failed).
+    `cost`: what Codex's turn cost, a field of the mail that the mailbox renders as a
+    line of codexbridge's own (messages/render.py), never part of the text."""
     if not record.reply_to:
         return None
     try:
         receipt = inbox.push(text, to=record.reply_to, sender="codex", new=True, fields={
             "in_reply_to": record.in_reply_to or record.id,
             "conversation": record.conversation, "delivery_id": record.id,
-            "recovered": record.recovered})
+            "recovered": record.recovered,
+            **({"tokens": cost.as_dict()} if cost is not None else {})})
     except BridgeError:
         return None
     return receipt.mail.mail_id
@@ -648,6 +657,8 @@ def _final(store: DeliveryStore, delivery_id: str, state: DeliveryState,
     updated = store.update(delivery_id, settle, ToCodex)
     record = updated or get(store, delivery_id, ToCodex)
     if record.in_reply_to and record.state.final and not record.notice:
+        # what Claude spent answering it, from its transcript (written by now)
+        count_tokens(store, record.in_reply_to, claude_tokens(store, record.in_reply_to))
         close_request(store, record.in_reply_to, record)
     return record
 

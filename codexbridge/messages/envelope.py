@@ -132,6 +132,17 @@ def request_line(conversation: str, hop: object, max_hops: object, request: str)
     return f"{conversation} · hop {hop}/{max_hops} · request {request} (echo it)"
 
 
+def cost_line(spent: tuple[int, int, int], conversation: str | None = None,
+              total: int | None = None) -> str:
+    """What a bridged turn cost — `spent` is its (input, cached, output) tokens — and
+    its conversation's running total (input + output of every bridged turn so far): one
+    line, made of numbers and a conversation id only (docs/tokens.md)."""
+    n_in, cached, out = spent
+    line = f"tokens: {n_in:,} in ({cached:,} cached) · {out:,} out"
+    return line + (f" — conversation {conversation}: {total:,}"
+                   if conversation and total is not None else "")
+
+
 def steer_text(sender: str, words: str) -> str:
     """What a peer adds to a running turn (`talk steer`): its words, framed."""
     return frame([f"{who(sender)} (added to this turn)"], words,

@@ -103,6 +103,22 @@ class ExpectReply(JsonRecord):
     thread: str | None = None
 
 
+class Count(JsonRecord):
+    """Tokens as a mail's `tokens` field holds them (records.Tokens, written)."""
+
+    input: int = 0
+    cached: int = 0
+    output: int = 0
+
+
+class Spent(Count, wire={"conversation_total": "conversationTotal"}):
+    """A reply mail's `tokens`: what Codex's turn cost, and its conversation's total
+    (records.Cost, written)."""
+
+    conversation: str | None = None
+    conversation_total: Count | None = None
+
+
 class MailFields(JsonRecord, wire={"mail_id": "id"}):
     """The conversation fields of a mail's line (messages/envelope.py writes them):
     what the marker notes of it, and what `messages/render.py` shows Claude."""
@@ -114,6 +130,7 @@ class MailFields(JsonRecord, wire={"mail_id": "id"}):
     hop: JsonValue = None  # shown as found
     max_hops: JsonValue = None
     expect_reply: ExpectReply | None = None
+    tokens: Spent | None = None  # a reply's: what Codex's turn cost
 
     @property
     def waiting_thread(self) -> str | None:

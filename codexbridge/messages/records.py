@@ -42,7 +42,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeAlias, TypedDict, TypeVar, overload
@@ -57,6 +57,8 @@ from ..host.private import ensure_private_dir, open_state, write_private
 from . import envelope
 
 if TYPE_CHECKING:
+    from ..claude.files import Usage
+    from ..codex.protocol.generated.results import TokenUsageBreakdown
     from ..jsontypes import JsonObject
 
 TTL_ENV = "CODEX_BRIDGE_DELIVERY_TTL"
@@ -85,6 +87,85 @@ class Step(TypedDict, total=False):
     state: str  # a DeliveryState value
     at: float
     reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """What a bridged turn cost, as the model's side reported it (docs/tokens.md): every
+    input token (`cached`: the part of them served from the prompt cache) and every output
+    token (reasoning included). On disk `{"input": n, "cached": n, "output": n}`."""
+
+    input: int
+    cached: int
+    output: int
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(self.input + other.input, self.cached + other.cached,
+                      self.output + other.output)
+
+    @property
+    def spent(self) -> tuple[int, int, int]:
+        return self.input, self.cached, self.output
+
+    @staticmethod
+    def of_codex(calls: Sequence[TokenUsageBreakdown]) -> Tokens | None:
+        """A Codex turn's tokens: the sum of what codex reported for each of its model
+        calls (`thread/tokenUsage/updated`'s `last`); None when it reported none.
+        `inputTokens` includes the cached ones (the Responses API's usage)."""
+        if not calls:
+            return None
+        return Tokens(sum(c.input_tokens or 0 for c in calls),
+                      sum(c.cached_input_tokens or 0 for c in calls),
+                      sum(c.output_tokens or 0 for c in calls))
+
+    @staticmethod
+    def of_claude(calls: Sequence[Usage]) -> Tokens | None:
+        """Claude's tokens: the sum over its model calls (`answer_usage`), the input
+        being what the API counts apart — uncached, read from cache, written to it."""
+        if not calls:
+            return None
+        return Tokens(sum(c.input_tokens + c.cache_read_input_tokens
+                          + c.cache_creation_input_tokens for c in calls),
+                      sum(c.cache_read_input_tokens for c in calls),
+                      sum(c.output_tokens for c in calls))
+
+    @staticmethod
+    def parse(value: object) -> Tokens | None:
+        """The usage in a file's value (None: none recorded); TypeError when it is not
+        three whole numbers >= 0 — a damaged file, as any other field's wrong type."""
+        if value is None:
+            return None
+        # (a key a later version adds is ignored, as a record's unknown keys are)
+        if not isinstance(value, dict) or not {"input", "cached", "output"} <= value.keys():
+            raise TypeError("tokens is an object of input, cached and output")
+        counts = [value[k] for k in ("input", "cached", "output")]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                   for n in counts):
+            raise TypeError("tokens are whole numbers >= 0")
+        return Tokens(*counts)
+
+
+def add_tokens(total: Tokens | None, more: Tokens | None) -> Tokens | None:
+    """A running total with `more` in it (either may be None: nothing counted yet)."""
+    return more if total is None else total if more is None else total + more
+
+
+class Cost(NamedTuple):
+    """What one bridged turn cost, and its conversation's total after it (the reply's
+    footer, `talk say`'s line, MCP's `tokens`)."""
+
+    tokens: Tokens
+    conversation: str | None = None
+    total: Tokens | None = None
+
+    def line(self) -> str:
+        return envelope.cost_line(self.tokens.spent, self.conversation,
+                                  self.total.input + self.total.output
+                                  if self.total is not None else None)
+
+    def as_dict(self) -> JsonObject:
+        return {**asdict(self.tokens), "conversation": self.conversation,
+                "conversationTotal": asdict(self.total) if self.total is not None else None}
 
 
 class Direction(WireEnum):
@@ -119,6 +200,9 @@ class Core:
     sender_thread: str | None = None
     warnings: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
+    # What answering it cost: Codex's turn that took it (to Codex), the tokens Claude
+    # spent on its answer (to Claude). None until known, and in older files.
+    tokens: Tokens | None = None
 
     def to_json(self) -> JsonObject:
         """The record as its file holds it (`VERSION`)."""
@@ -267,6 +351,7 @@ class ToClaude(Core):
     session_id: str | None = None
     claude_pid: int | None = None
     answered_at: float | None = None
+    transcript: str | None = None  # the answering session's: what its answer cost
 
     @property
     def needs_courier(self) -> bool:
@@ -314,6 +399,7 @@ def from_json(data: object) -> Delivery:
     known = {f.name: f for f in fields(kind)}
     values = {k: v for k, v in values.items() if k in known}
     values["state"] = DeliveryState.parse(values.pop("state", None)) or DeliveryState.QUEUED
+    values["tokens"] = Tokens.parse(values.pop("tokens", None))
     # A field of the wrong type broke its users later, far from the file: a str
     # created_at crashed the sort in recent(), a non-list history move(), a NaN time
     # `talk status`.
@@ -357,7 +443,7 @@ def _fits(value: object, annotation: str) -> bool:
     if base == "int" and isinstance(value, bool):
         return False
     kinds: dict[str, type] = {"str": str, "int": int, "bool": bool}
-    return isinstance(value, kinds.get(base, object))  # (state: parsed above)
+    return isinstance(value, kinds.get(base, object))  # (state, tokens: parsed above)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:

@@ -24,7 +24,7 @@ from ..host.text import for_terminal
 from ..inbox.lines import Mail, Rejected
 from ..inbox.location import spill_dir
 from . import frame
-from .envelope import peer, request_line
+from .envelope import cost_line, peer, request_line
 from .handling import MailFields
 
 TYPE_CHECKING = False
@@ -61,7 +61,8 @@ def render_mail(mailbox: str, mails: Sequence[Mail], rejected: Sequence[Rejected
             if mail.mail_id:
                 header += f" · id {_field(mail.mail_id)}"
             note = "".join(f"{mark} {line}\n" for line in conversation_note(mail.extra))
-            parts.append(f"{header}\n{note}{frame.quoted(mail.text)}\n"
+            cost = "".join(f"{mark} {line}\n" for line in cost_note(mail.extra))
+            parts.append(f"{header}\n{note}{frame.quoted(mail.text)}\n{cost}"
                          f"{mark} end of message {i} of {len(mails)}")
     if rejected:
         one = len(rejected) == 1
@@ -137,6 +138,17 @@ def conversation_note(extra: Mapping[str, object]) -> list[str]:
             f"message is sent back to its thread {thread} by itself — no tool "
             "needed; echo the request token"))
     return note
+
+
+def cost_note(extra: Mapping[str, object]) -> list[str]:
+    """The footer of a reply that says what Codex's turn cost (none for other mail):
+    made from the mail's numbers, so no text of the reply can pass for it."""
+    spent = MailFields.read(extra).tokens
+    if spent is None:
+        return []
+    total = spent.conversation_total
+    return [_field(cost_line((spent.input, spent.cached, spent.output), spent.conversation,
+                             total.input + total.output if total is not None else None))]
 
 
 # --- big mail ---------------------------------------------------------------------------

@@ -48,9 +48,20 @@ from ..host.mailboxes import inbox_dir
 from ..host.paths import state_dir
 from ..host.procs import pid_alive
 from . import courier_link, envelope
-from .conversations import Conversations, current_conversation
+from .conversations import Conversations, count_tokens, current_conversation
 from .listeners import read_listeners
-from .records import Core, Damaged, Delivery, DeliveryStore, R, ToCodex, envelope_of, preview
+from .records import (
+    Core,
+    Cost,
+    Damaged,
+    Delivery,
+    DeliveryStore,
+    R,
+    ToCodex,
+    Tokens,
+    envelope_of,
+    preview,
+)
 from .routing import SESSION_ENV, SOCKET_ENV, reply_mailbox, sending_from_thread
 
 if TYPE_CHECKING:
@@ -202,11 +213,12 @@ def blocking_request(text: str, thread_id: str, env: Mapping[str, str] | None = 
 
 
 def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult | None,
-                    failure: str | None = None) -> None:
+                    failure: str | None = None) -> Cost | None:
     """The end of a blocking request, on its record: delivered with the reply's start,
     or why not (`failure`: the call raised — nothing was sent, or the turn may still
-    run; `result` not completed: how the turn ended). A task's reply waits on the
-    record (`reply_ready`) until its session takes it (`task_told`)."""
+    run; `result` not completed: how the turn ended). What its turn cost (None: codex
+    said nothing of it). A task's reply waits on the record (`reply_ready`) until its
+    session takes it (`task_told`)."""
 
     def end(r: ToCodex) -> None:
         if r.state.final:
@@ -225,6 +237,9 @@ def finish_blocking(store: DeliveryStore, blocking: Blocking, result: SayResult 
         r.fail(failure or _ended(result))
 
     store.update(blocking.record.id, end, ToCodex)
+    if result is None or result.status is TurnOutcome.TIMED_OUT:
+        return None  # (still running: not all of it is known)
+    return count_tokens(store, blocking.record.id, Tokens.of_codex(result.usage))
 
 
 def task_told(delivery_id: str, status: str, *, took_reply: bool = False,
@@ -268,6 +283,7 @@ class Said(NamedTuple):
     thread: ThreadInfo
     result: SayResult
     delivery_id: str | None
+    cost: Cost | None = None  # what the turn cost (and its conversation so far)
 
 
 async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextManager[Rpc]],
@@ -311,9 +327,9 @@ async def blocking_say(text: str, *, connect: Callable[[], AbstractAsyncContextM
             if raised is exc:
                 raise
             raise raised from exc
-        if request is not None:
-            finish_blocking(store, request, result)
-    return Said(thread, result, request.record.id if request else None)
+        cost = (finish_blocking(store, request, result) if request is not None else
+                Cost(tokens) if (tokens := Tokens.of_codex(result.usage)) else None)
+    return Said(thread, result, request.record.id if request else None, cost)
 
 
 def _why_not(exc: BaseException) -> str:

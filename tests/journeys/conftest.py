@@ -110,6 +110,20 @@ class Journey:
         `unless` shows the action ran without asking)."""
         return approve_claude(self.claude[project], unless=unless)
 
+    def codex_asks(self, question: str, project: str = "project") -> str:
+        """The human's Codex turn calls `claude_message_send` with expectReply (Codex asks
+        the human first: `setup codex` leaves writing tools to default_tools_approval_mode);
+        Claude, idle at its prompt, gets it at once (live). The request's id."""
+        since = self.claude_mark()
+        self.codex[project].send("MCP_CALL: claude_message_send " + json.dumps(
+            {"text": question, "expectReply": True}))
+        self.codex[project].answer(
+            'Allow the codexbridge MCP server to run tool "claude_message_send"', "Enter")
+        asked = self.claude_saw(question, since)
+        request = re.search(r"request (req_\d+_[a-z0-9]+)", asked.tail_text())
+        assert request is not None, asked.tail_text()
+        return request.group(1)
+
     # -- what happened -----------------------------------------------------------------
 
     def record(self, delivery_id: str) -> dict[str, Any]:

@@ -147,8 +147,20 @@ def test_a_twelve_exchange_review_at_the_defaults(journey: Journey) -> None:
 
     spent = [ended(r) - float(str(r["created_at"])) for r in asks]
     whole = ended(asks[-1]) - float(str(asks[0]["created_at"]))
+    # what the review cost (docs/tokens.md): the conversation's running total is what
+    # its deliveries recorded — both agents' turns, each counted once
+    ours = [r for r in j.records() if r["conversation"] == asks[0]["conversation"]]
+    counted = [r["tokens"] for r in ours if r.get("tokens")]
+    total = json.loads((j.world.bridge_home / "conversations"
+                        / f"{asks[0]['conversation']}.json").read_text())["tokens"]
+    assert counted and total == {k: sum(t[k] for t in counted) for k in total}, counted
     print(f"\nlong review: {STEPS} requests, each asked → answered in "
-          f"{min(spent):.1f}–{max(spent):.1f} s; the whole review {whole:.1f} s")
+          f"{min(spent):.1f}–{max(spent):.1f} s; the whole review {whole:.1f} s; "
+          f"{total['input'] + total['output']:,} tokens over {len(counted)} of "
+          f"{len(ours)} deliveries (" + ", ".join(
+              f"{d} {sum(1 for r in ours if r['direction'] == d and r.get('tokens'))}/"
+              f"{sum(1 for r in ours if r['direction'] == d)}"
+              for d in ("to-codex", "to-claude")) + ")")
 
 
 def _requests(j: Journey) -> list[dict[str, object]]:

@@ -66,9 +66,16 @@ async def test_say_json_and_stdin(app_server: AppServer, workdir: Path,
         assert data["status"] == "completed"
         assert data["reply"] == "MOCK REPLY: json please"
         assert data["turn_id"] and data["approvals"] == []
+        # what the turn cost, as the mock model reported it (doctor/mock_model.USAGE):
+        # the human's own words belong to no conversation
+        assert data["tokens"] == {"input": 1234, "cached": 1000, "output": 56,
+                                  "conversation": None, "conversationTotal": None}
     piped = run_cli("talk", "say", "-q", "-", env=url_env, input="from stdin\n")
     assert piped.code == 0, piped.err
     assert piped.out.strip() == "MOCK REPLY: from stdin"
+    said = run_cli("talk", "say", "costs", env=url_env)
+    assert said.out.strip() == "MOCK REPLY: costs"  # the reply alone on stdout
+    assert said.err.splitlines()[-1] == "codexbridge: tokens: 1,234 in (1,000 cached) · 56 out"
 
 
 async def test_read_pages_through_a_paginated_thread(

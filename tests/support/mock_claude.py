@@ -290,12 +290,20 @@ def _event(name: str, data: JsonObject) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
+# What every call reports (message_start, then message_delta's output): each number
+# distinct, and unlike Codex's mock (doctor/mock_model.USAGE), so a tokens line that
+# shows them is known to come from here (docs/tokens.md).
+USAGE_START: JsonObject = {"input_tokens": 321, "cache_read_input_tokens": 200,
+                           "cache_creation_input_tokens": 40, "output_tokens": 1}
+OUTPUT_TOKENS = 17
+
+
 def sse_events(reply: Reply, model: str, n: int) -> list[bytes]:
     """The event stream for one reply (text or a single tool call)."""
     start: JsonObject = {"type": "message_start", "message": {
         "id": f"msg_mock_{n}", "type": "message", "role": "assistant", "model": model,
         "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 1}}}
+        "usage": USAGE_START}}
     events = [_event("message_start", start)]
     if isinstance(reply, ToolUse):
         events += [
@@ -326,7 +334,7 @@ def sse_events(reply: Reply, model: str, n: int) -> list[bytes]:
         _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
         _event("message_delta", {"type": "message_delta",
                                  "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                                 "usage": {"output_tokens": 5}}),
+                                 "usage": {"output_tokens": OUTPUT_TOKENS}}),
         _event("message_stop", {"type": "message_stop"}),
     ]
     return events

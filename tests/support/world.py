@@ -44,7 +44,7 @@ from codexbridge.host.procs import pid_alive
 from tests.support.claude_env import API_KEY, QUIET, seed_interactive, temp_env
 from tests.support.mock_claude import MockMessages, Responder
 from tests.support.mock_codex import MockResponsesServer, Planner, plan_reply
-from tests.support.tmux_tui import ClaudeTUI, CodexTUI, TmuxServer
+from tests.support.tmux_tui import ClaudeTUI, CodexTUI, Pane, TmuxServer
 
 # A closed port on loopback: whatever codex's daemon would fetch from the internet fails
 # at once, and nothing leaves the machine.
@@ -190,6 +190,15 @@ class World:
         tui.start(self._server(), beside)
         self.tuis.append(tui)
         return tui
+
+    def terminal(self, *argv: str, project: str = "project", width: int = 120,
+                 height: int = 50) -> Pane:
+        """`argv` run in a terminal of its own in ~/project (a tmux pane: a tty of
+        `width` columns), as the user runs `codexbridge log --follow` beside the TUIs."""
+        env = {**self.env, "TERM": "xterm-256color"}
+        return self._server().new_pane(
+            ["env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *argv],
+            self.projects[project], width=width, height=height)
 
     @property
     def daemon_url(self) -> str:

@@ -20,6 +20,8 @@ from .generated.results import (
     ItemStartedNotification,
     ServerRequestResolvedNotification,
     ThreadItem,
+    ThreadTokenUsageUpdatedNotification,
+    TokenUsageBreakdown,
     Turn,
     TurnCompletedNotification,
 )
@@ -179,6 +181,9 @@ class TurnTracker:
         self.completed: Completed | None = None
         # User messages of our turn that are not our own (the human steering it).
         self.added: list[Added] = []
+        # What each model call of our turn cost (`thread/tokenUsage/updated`'s `last`;
+        # codex sends one after each call, before turn/completed — docs/tokens.md).
+        self.usage: list[TokenUsageBreakdown] = []
         self._user_items: set[str] = set()  # userMessage items of our turn seen
         self._pending: list[Notification | ServerRequest] = []
         self._pending_bytes = 0
@@ -297,6 +302,11 @@ class TurnTracker:
             if (item is not None and method == m.ITEM_COMPLETED
                     and item.type == ThreadItemType.AGENT_MESSAGE):
                 return [self._agent_message(item)]
+            return []
+        if method == m.THREAD_TOKEN_USAGE_UPDATED:
+            usage = ThreadTokenUsageUpdatedNotification.from_wire(params).token_usage
+            if usage is not None and usage.last is not None:
+                self.usage.append(usage.last)
             return []
         if method == m.ERROR:
             error = ErrorNotification.from_wire(params)

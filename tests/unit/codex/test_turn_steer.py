@@ -107,7 +107,7 @@ def test_a_follower_that_joined_late_reads_the_steer_from_the_thread_once() -> N
 def told(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     said: list[str] = []
 
-    def notify(record: ToCodex, text: str) -> str:
+    def notify(record: ToCodex, text: str, cost: object = None) -> str:
         said.append(text)
         return f"mail_{len(said)}"
 

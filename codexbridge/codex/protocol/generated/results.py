@@ -445,6 +445,45 @@ class ServerRequestResolvedNotification(Record):
         _set(self, "request_id", request_id)
 
 
+class TokenUsageBreakdown(Record):
+    __slots__ = ("cached_input_tokens", "input_tokens", "output_tokens")
+    input_tokens: int | None
+    cached_input_tokens: int | None
+    output_tokens: int | None
+    _wire = (
+        ("input_tokens", "inputTokens", opt_int),
+        ("cached_input_tokens", "cachedInputTokens", opt_int),
+        ("output_tokens", "outputTokens", opt_int),
+    )
+
+    def __init__(self, *, input_tokens: int | None = None, cached_input_tokens: int | None = None, output_tokens: int | None = None) -> None:
+        _set(self, "input_tokens", input_tokens)
+        _set(self, "cached_input_tokens", cached_input_tokens)
+        _set(self, "output_tokens", output_tokens)
+
+
+class ThreadTokenUsage(Record):
+    __slots__ = ("last",)
+    last: TokenUsageBreakdown | None
+    _wire = (
+        ("last", "last", one(TokenUsageBreakdown)),
+    )
+
+    def __init__(self, *, last: TokenUsageBreakdown | None = None) -> None:
+        _set(self, "last", last)
+
+
+class ThreadTokenUsageUpdatedNotification(Record):
+    __slots__ = ("token_usage",)
+    token_usage: ThreadTokenUsage | None
+    _wire = (
+        ("token_usage", "tokenUsage", one(ThreadTokenUsage)),
+    )
+
+    def __init__(self, *, token_usage: ThreadTokenUsage | None = None) -> None:
+        _set(self, "token_usage", token_usage)
+
+
 class PermissionsRequestApprovalParams(Record):
     __slots__ = ("permissions",)
     permissions: JsonValue
