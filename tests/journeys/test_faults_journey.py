@@ -26,7 +26,7 @@ from codexbridge.host.procs import pid_alive
 from tests.support.helpers import wait_until
 
 from .conftest import Journey, fresh_text
-from .test_conversation_journey import Gate, ask_claude, bash
+from .steps import Gate, ask_claude, bash
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -28,7 +28,7 @@ from tests.support.helpers import wait_until
 from tests.support.tmux_tui import PROCEED, STAY_IN_AUTO
 
 from .conftest import Journey, fresh_text
-from .test_conversation_journey import Gate, ask_claude
+from .steps import Gate, ask_claude
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

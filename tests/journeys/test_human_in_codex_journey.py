@@ -32,7 +32,7 @@ from tests.support.helpers import wait_until
 from tests.support.tmux_tui import CodexTUI
 
 from .conftest import FIRST, Journey, fresh_text, journey_world
-from .test_conversation_journey import ask_claude
+from .steps import ask_claude
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

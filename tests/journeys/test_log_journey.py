@@ -33,7 +33,7 @@ from codexbridge.host.procs import pid_alive
 from tests.support.helpers import wait_until
 
 from .conftest import Journey, one_line
-from .test_conversation_journey import Gate, bash
+from .steps import Gate, bash
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

@@ -29,7 +29,7 @@ from tests.support.tmux_tui import CodexTUI
 from tests.support.world import World
 
 from .conftest import Journey, fresh_text
-from .test_conversation_journey import answered_once, ask_claude, bash
+from .steps import answered_once, ask_claude, bash
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 

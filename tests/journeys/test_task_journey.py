@@ -25,7 +25,7 @@ import pytest
 from tests.support.helpers import wait_until
 
 from .conftest import Journey, fresh_text
-from .test_conversation_journey import CODEX_TOOL
+from .steps import CODEX_TOOL
 
 pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 
