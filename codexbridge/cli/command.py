@@ -114,6 +114,13 @@ def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
     click.echo(for_terminal("" if text is None else str(text)), err=err, nl=nl)
 
 
+def echo_painted(line: str, *, colour: bool) -> None:
+    """Print a line whose every piece of outside text was made harmless by
+    `for_terminal` already, with codexbridge's own colour around the pieces (`log`):
+    `echo` would show that colour's escapes as text. Without `colour`, click strips any."""
+    click.echo(line, color=colour)
+
+
 def emit_json(data: object) -> None:
     """One JSON object for scripts — through `echo` too: JSON escapes C0 controls, but
     leaves C1 controls and bidi overrides raw; their escapes keep it the same JSON."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import textwrap
 import time
@@ -22,7 +23,7 @@ from ..errors import ConversationNotFoundError, OutputClosedError, UsageError
 from ..host.text import for_terminal
 from ..messages.envelope import cost_line
 from ..messages.timeline import Event, Kind, Reader, Timeline, whole_text
-from .command import command, echo, reader_gone, stdout_gone
+from .command import command, echo, echo_painted, reader_gone, stdout_gone
 
 POLL = 0.5  # s between two looks at the records while following
 SHOWN_LINES = 6  # lines of a message shown without --full
@@ -69,6 +70,10 @@ def log(conversation: str | None, follow: bool, full: bool, list_all: bool,
         _list(reader, as_json)
         return None
     out = _Out(as_json, full)
+    if follow:
+        # Ctrl-C is how a follow ends, even when whoever started it ignored SIGINT (a
+        # background job of a script, a CI runner): Python keeps an inherited SIG_IGN.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return _show(reader, out, conversation, follow)
     except KeyboardInterrupt:
@@ -237,7 +242,7 @@ class _Out:
         return click.style(safe, fg=_COLOURS.get(colour or ""), bold=bold, dim=dim)
 
     def _line(self, line: str) -> None:
-        click.echo(line, color=self.colour)
+        echo_painted(line, colour=self.colour)
 
     def _json(self, data: dict[str, object]) -> None:
         echo(json.dumps(data, ensure_ascii=False))

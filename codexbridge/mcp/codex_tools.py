@@ -247,10 +247,12 @@ def _replied(rt: Runtime, thread: ThreadInfo, result: SayResult, timeout: float,
     out, warnings = rt.deliver(result.reply, kind="codex_reply",
                                meta={"threadId": result.thread_id, "turnId": result.turn_id},
                                total_bytes=result.reply_bytes)
-    data: Data = {**where, "status": "completed", "reply": out.text,
-                  "replyBytes": out.bytes, "artifact": out.artifact,
-                  "truncated": out.truncated, "approvals": approvals,
-                  "tokens": cost.as_dict() if cost is not None else None}
+    # (the tokens before the reply: an interactive Claude is handed this JSON as a task's
+    # result, and a reader of its end should find Codex's words there, not a count)
+    data: Data = {**where, "status": "completed",
+                  "tokens": cost.as_dict() if cost is not None else None,
+                  "reply": out.text, "replyBytes": out.bytes, "artifact": out.artifact,
+                  "truncated": out.truncated, "approvals": approvals}
     # (in our own line above Codex's words: no text of the reply can pass for it)
     spent = f"; {cost.line()}" if cost is not None else ""
     if out.artifact is not None:

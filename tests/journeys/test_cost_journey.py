@@ -146,8 +146,10 @@ def test_claude_waits_for_codex_over_mcp_and_the_result_says_what_it_cost(
     spent = codex_spent(codex_calls(j, ask))
     assert rec["tokens"] == spent
     total = conversation(j, rec["conversation"])["tokens"]
-    # the tool's result as Claude got it (Claude Code hands the model its JSON)
+    # the tool's result as Claude got it (Claude Code hands the model its JSON; an
+    # interactive session takes the call as an MCP task: the JSON inside its
+    # <task-notification>)
     shown = fresh_text(got)
-    result = json.loads(shown[shown.index('{"ok"'):])
+    result, _ = json.JSONDecoder().raw_decode(shown, shown.index('{"ok"'))
     assert result["data"]["tokens"] == {**spent, "conversation": rec["conversation"],
                                         "conversationTotal": total}
