@@ -149,7 +149,12 @@ def test_the_log_follows_a_live_two_way_exchange(journey: Journey) -> None:
         assert all(e["conversation"] == conv for e in log.events)
         # what each turn cost: Codex's turn on hop 1 made two model calls (the command,
         # then its output), its turn on Claude's answer one; Claude's answer, as recorded
-        reply = log.events[claude_answer]["delivery"]
+        # (Claude's answer's own record: the answered event may have been read from the
+        # request's record, before the answer's was written — a follower shows it once)
+        reply = wait_until(lambda: next((r["id"] for r in j.records()
+                                         if r.get("in_reply_to") == req2
+                                         and not r.get("notice")), None),
+                           30, "the record of Claude's answer")
         spent = {r: log.events[log.wait(f"{r}'s tokens", cost(r))] for r in (req1, req2, reply)}
         assert (spent[req1]["who"], spent[req1]["tokens"]) == ("codex", per_call(2))
         assert (spent[reply]["who"], spent[reply]["tokens"]) == ("codex", per_call(1))
