@@ -9,6 +9,8 @@
     history.py    a thread's turns and items, and how they read as a transcript
     follow.py, outcome.py, recover.py   following a turn another process queued,
                   how it ended, finding a lost reply
+    rollout.py    what a turn cost, read back from codex's rollout (a follower that
+                  joined the turn late)
     protocol/     the sans-I/O core under all of it: what arrives, what to answer,
                   the generated records and calls (its own __init__ lists them)
 

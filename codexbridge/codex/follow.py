@@ -65,7 +65,8 @@ class SayResult(NamedTuple):
     # the Codex TUI steers it): the reply answers the turn as they steered it.
     added: tuple[str, ...] = ()
     # What the turn's model calls cost, as codex reported each (the turn's usage is
-    # their sum); empty when codex said nothing of it, or the turn was not followed.
+    # their sum); all of them or none: empty when codex said nothing of it, or neither
+    # the follower nor codex's rollout saw the whole turn (`turn._whole_usage`).
     usage: tuple[TokenUsageBreakdown, ...] = ()
 
     def as_dict(self) -> JsonObject:

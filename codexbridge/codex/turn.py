@@ -28,6 +28,7 @@ from .protocol.generated.calls import Calls
 from .protocol.generated.enums import ThreadItemType, TurnStatus
 from .protocol.turn import CAPTURE_LIMIT
 from .recover import still_queued, turn_of, turn_status
+from .rollout import turn_usage as rollout_usage
 from .threads import join, wait_idle
 
 if TYPE_CHECKING:
@@ -259,15 +260,30 @@ async def follow_queued(rpc: Rpc, thread_id: str, progress: SayProgress,
     run.on_waiting = progress.waiting
     async with _pumping(rpc, run, "codexbridge-courier-follow"):
         run.feeding = True  # before the join: a pending approval is replayed during it
-        await join(rpc, thread_id)
+        joined = (await join(rpc, thread_id)).thread
+        rollout = joined.path if joined is not None else None
         found = await _find_ours(rpc, run, thread_id, progress, text, deadline)
-        if found is None or isinstance(found, SayResult):
+        if found is None:
             return found
+        if isinstance(found, SayResult):
+            return await _whole_usage(found, False, rollout)
         progress.turn_id = run.tracker.turn_id
         if progress.turn_id:
             progress.changed("started")
         timed_out = not await _wait(run.done, max(0.0, deadline - loop.time()))
-        return run.result(progress.turn_id or "", timed_out, timeout)
+        result = run.result(progress.turn_id or "", timed_out, timeout)
+        return await _whole_usage(result, run.tracker.saw_start, rollout)
+
+
+async def _whole_usage(result: SayResult, seen_from_start: bool,
+                       rollout: str | None) -> SayResult:
+    """The turn's usage, all of it or none: what this connection saw when it was
+    subscribed before the turn began; else what codex's rollout says of the turn (a
+    follower that joined late missed some calls' notifications — codex tells usage to
+    no one afterwards); else none (docs/tokens.md, "What is not counted")."""
+    if seen_from_start or not result.turn_id or result.status is TurnOutcome.TIMED_OUT:
+        return result
+    return result._replace(usage=await rollout_usage(rollout, result.turn_id) or ())
 
 
 async def _find_ours(rpc: Rpc, run: TurnFollower, thread_id: str, progress: SayProgress,

@@ -154,6 +154,10 @@ def test_a_twelve_exchange_review_at_the_defaults(journey: Journey) -> None:
     total = json.loads((j.world.bridge_home / "conversations"
                         / f"{asks[0]['conversation']}.json").read_text())["tokens"]
     assert counted and total == {k: sum(t[k] for t in counted) for k in total}, counted
+    # every Codex turn the review ran is counted, the short ones its courier joined
+    # late too (read back from codex's rollout)
+    assert all(r.get("tokens") for r in ours if r["direction"] == "to-codex"
+               and r["state"] == "delivered"), j.explain("each Codex turn's tokens")
     print(f"\nlong review: {STEPS} requests, each asked → answered in "
           f"{min(spent):.1f}–{max(spent):.1f} s; the whole review {whole:.1f} s; "
           f"{total['input'] + total['output']:,} tokens over {len(counted)} of "

@@ -41,6 +41,10 @@ HEADER = re.compile(r"\[codexbridge [a-z0-9]{6}\] from the human user's own shel
                     "codexbridge\n")
 
 
+# What codex's mock model reports for one model call (doctor/mock_model.py's USAGE)
+ONE_CALL = {"input": 1234, "cached": 1000, "output": 56}
+
+
 @pytest.fixture
 def url_env(app_server: AppServer) -> dict[str, str]:
     return {"CODEX_BRIDGE_URL": app_server.url}
@@ -158,6 +162,9 @@ async def test_status_lists_recent_deliveries_and_a_send_without_mailbox_warns(
     done = await status(url_env, rid, wait=60)
     assert done["state"] == "delivered" and done["reply_to"] is None
     assert "MOCK REPLY" in done["reply_preview"]
+    # a mock turn this short ends before the courier is up: what it cost is read back
+    # from codex's rollout (codex/rollout.py), the same as a courier following it sees
+    assert done["tokens"] == ONE_CALL, done
     table = run_cli("talk", "status", env=url_env)
     assert table.code == 0 and rid in table.out and "delivered" in table.out
     one = run_cli("talk", "status", rid, env=url_env)
@@ -185,6 +192,8 @@ async def test_courier_killed_mid_turn_the_answer_is_recovered_never_resent(
         items = await user_items(peer, human.thread_id)
     assert recovered["state"] == "delivered" and recovered["recovered"] is True
     assert "MOCK REPLY" in recovered["reply_preview"]
+    # the courier that took it over never saw the model call: codex's rollout did
+    assert recovered["tokens"] == ONE_CALL, recovered
     [mail] = mails("asker")
     assert mail.text.startswith("RECOVERED reply from Codex") and mail.extra["recovered"]
     # never resent: one user message carries the request, one model call saw it

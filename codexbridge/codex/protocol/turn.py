@@ -184,6 +184,9 @@ class TurnTracker:
         # What each model call of our turn cost (`thread/tokenUsage/updated`'s `last`;
         # codex sends one after each call, before turn/completed — docs/tokens.md).
         self.usage: list[TokenUsageBreakdown] = []
+        # Our own message's `item/started` came here: this connection was subscribed
+        # before the turn's first model call, so `usage` is all of them.
+        self.saw_start = False
         self._user_items: set[str] = set()  # userMessage items of our turn seen
         self._pending: list[Notification | ServerRequest] = []
         self._pending_bytes = 0
@@ -298,6 +301,9 @@ class TurnTracker:
         if method in (m.ITEM_STARTED, m.ITEM_COMPLETED):
             item = _item(env)
             if item is not None and item.type == ThreadItemType.USER_MESSAGE:
+                if (method == m.ITEM_STARTED and self.own_client_id is not None
+                        and item.client_id == self.own_client_id):
+                    self.saw_start = True
                 return self._user_message(item)
             if (item is not None and method == m.ITEM_COMPLETED
                     and item.type == ThreadItemType.AGENT_MESSAGE):

@@ -132,6 +132,19 @@ def test_the_follower_sums_its_own_turns_calls_and_nothing_else() -> None:
     assert tr.turn_id == "turn-1"
     assert Tokens.of_codex(tr.usage) == Tokens(1241, 1000, 57)  # `last`, never `total`
     assert Tokens.of_codex([]) is None
+    assert tr.saw_start  # its own message's start came: every call after it did too
+
+
+def test_a_follower_that_joined_late_knows_it_saw_part_of_the_turn() -> None:
+    tr = TurnTracker("thread-1", client_id="cb_ours")
+    tr.bind("turn-1")  # found by listing the thread: the turn began before we looked
+    tr.feed(_usage("turn-1", 1234, 1000, 56))
+    tr.feed(Notification("item/completed", {"threadId": "thread-1", "turnId": "turn-1",
+                                            "item": {"type": "userMessage", "id": "u1",
+                                                     "clientId": "cb_ours", "content": []}}))
+    assert not tr.saw_start  # its usage is not the turn's: the rollout's is (rollout.py)
+    tr.feed(_user("turn-1", "someone-else"))
+    assert not tr.saw_start
 
 
 def test_a_usage_without_its_breakdown_counts_nothing() -> None:

@@ -139,7 +139,7 @@ class Turn(Kept):
 
 
 class Thread(wire.ThreadViews, Record):
-    __slots__ = ("cwd", "ephemeral", "id", "name", "preview", "status", "thread_source", "turns", "updated_at")
+    __slots__ = ("cwd", "ephemeral", "id", "name", "path", "preview", "status", "thread_source", "turns", "updated_at")
     id: str
     name: str | None
     cwd: str | None
@@ -149,6 +149,7 @@ class Thread(wire.ThreadViews, Record):
     preview: str
     updated_at: int | None
     turns: tuple[Turn, ...]
+    path: str | None
     _wire = (
         ("id", "id", text),
         ("name", "name", opt_str),
@@ -159,9 +160,10 @@ class Thread(wire.ThreadViews, Record):
         ("preview", "preview", text_or_blank),
         ("updated_at", "updatedAt", opt_int),
         ("turns", "turns", many(Turn)),
+        ("path", "path", opt_str),
     )
 
-    def __init__(self, *, id: str = "", name: str | None = None, cwd: str | None = None, status: ThreadStatus | None = None, ephemeral: bool = False, thread_source: str | None = None, preview: str = "", updated_at: int | None = None, turns: tuple[Turn, ...] = ()) -> None:
+    def __init__(self, *, id: str = "", name: str | None = None, cwd: str | None = None, status: ThreadStatus | None = None, ephemeral: bool = False, thread_source: str | None = None, preview: str = "", updated_at: int | None = None, turns: tuple[Turn, ...] = (), path: str | None = None) -> None:
         _set(self, "id", id)
         _set(self, "name", name)
         _set(self, "cwd", cwd)
@@ -171,6 +173,7 @@ class Thread(wire.ThreadViews, Record):
         _set(self, "preview", preview)
         _set(self, "updated_at", updated_at)
         _set(self, "turns", turns)
+        _set(self, "path", path)
 
 
 class ThreadReadResponse(Record):

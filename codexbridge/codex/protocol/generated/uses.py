@@ -96,7 +96,7 @@ READS: Final[dict[str, frozenset[str]]] = {
     'ThreadQueueDeleteResponse': frozenset(['deleted']),
     'TurnStartResponse': frozenset(['turn']),
     'TurnSteerResponse': frozenset(['turnId']),
-    'Thread': frozenset(['cwd', 'ephemeral', 'id', 'name', 'preview', 'status', 'threadSource', 'turns', 'updatedAt']),
+    'Thread': frozenset(['cwd', 'ephemeral', 'id', 'name', 'path', 'preview', 'status', 'threadSource', 'turns', 'updatedAt']),
     'ThreadStatus': frozenset(['activeFlags', 'type']),
     'Turn': frozenset(['error', 'id', 'items', 'startedAt', 'status']),
     'TurnError': frozenset(['message']),
