@@ -35,7 +35,9 @@ TITLE = ThreadInfo.from_wire(payloads.title_thread())
 def test_from_wire_reads_a_real_thread() -> None:
     expected = ThreadInfo(id=payloads.USER_THREAD, name="Mock title", cwd=payloads.WORKDIR,
                           status=ThreadStatus(type="idle"), ephemeral=False,
-                          thread_source="user", preview="first turn", updated_at=1796018498)
+                          thread_source="user", preview="first turn", updated_at=1796018498,
+                          path=f"{payloads.CODEX_HOME}/sessions/2026/11/30/rollout-2026-11-30T"
+                               f"05-46-10-{payloads.USER_THREAD}.jsonl")
     assert expected == USER
     assert USER.is_user_thread and not TITLE.is_user_thread
 
