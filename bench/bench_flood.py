@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codexbridge.host.binaries import pinned_codex  # noqa: E402
+from bench.common import MISSING_BINARY, codex_binary  # noqa: E402
 from codexbridge.host.limits import frame_max  # noqa: E402
 from tests.support.mock_codex import OfflineStack  # noqa: E402
 
@@ -49,11 +49,9 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=100)
     args = ap.parse_args()
-    codex = os.environ.get("CODEX_BRIDGE_CODEX_BIN") or str(pinned_codex() or "")
-    if not codex:
-        print("bench_flood: pinned codex missing; run scripts/install-binaries",
-              file=sys.stderr)
-        return 3
+    codex = codex_binary("bench_flood")
+    if codex is None:
+        return MISSING_BINARY
     with OfflineStack(codex) as stack:
         asyncio.run(stack.human_thread("bench setup"))
         env = {**os.environ, "CODEX_BRIDGE_URL": stack.url,

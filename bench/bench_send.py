@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codexbridge.host.binaries import pinned_codex  # noqa: E402
+from bench.common import MISSING_BINARY, codex_binary  # noqa: E402
 from codexbridge.host.procs import pid_alive  # noqa: E402
 from codexbridge.messages import envelope  # noqa: E402
 from codexbridge.messages.records import Delivery, DeliveryStore  # noqa: E402
@@ -272,11 +272,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
-    codex = os.environ.get("CODEX_BRIDGE_CODEX_BIN") or str(pinned_codex() or "")
-    if not codex:
-        print("bench_send: pinned codex missing; run scripts/install-binaries",
-              file=sys.stderr)
-        return 3
+    codex = codex_binary("bench_send")
+    if codex is None:
+        return MISSING_BINARY
     print(f"python {sys.version.split()[0]} at {sys.executable}; {os.cpu_count()} cpu(s)")
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="cb-bench-send-") as home, \

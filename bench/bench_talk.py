@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import MISSING_BINARY, codex_binary  # noqa: E402
 from bench.raw_say import raw_say  # noqa: E402
 from codexbridge.codex.client import AppServerClient  # noqa: E402
 from codexbridge.codex.turn import say  # noqa: E402
-from codexbridge.host.binaries import pinned_codex  # noqa: E402
 from tests.support.mock_codex import OfflineStack  # noqa: E402
 
 
@@ -77,10 +77,9 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=30)
     ap.add_argument("--procs", type=int, default=21)
     args = ap.parse_args()
-    codex = os.environ.get("CODEX_BRIDGE_CODEX_BIN") or str(pinned_codex() or "")
-    if not codex:
-        print("bench_talk: pinned codex missing; run scripts/install-binaries", file=sys.stderr)
-        return 3
+    codex = codex_binary("bench_talk")
+    if codex is None:
+        return MISSING_BINARY
     with OfflineStack(codex) as stack:
         url = stack.url
         thread_id, _ = asyncio.run(stack.human_thread("bench setup"))

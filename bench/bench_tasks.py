@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp_types import CallToolResult  # noqa: E402
 
-from codexbridge.host.binaries import pinned_codex  # noqa: E402
+from bench.common import MISSING_BINARY, codex_binary  # noqa: E402
 from tests.support.mock_codex import OfflineStack  # noqa: E402
 from tests.support.task_client import MODERN, TaskHandle, Tasks, ask, until  # noqa: E402
 
@@ -75,11 +75,9 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
-    codex = os.environ.get("CODEX_BRIDGE_CODEX_BIN") or str(pinned_codex() or "")
-    if not codex:
-        print("bench_tasks: pinned codex missing; run scripts/install-binaries",
-              file=sys.stderr)
-        return 3
+    codex = codex_binary("bench_tasks")
+    if codex is None:
+        return MISSING_BINARY
     with OfflineStack(codex) as stack, tempfile.TemporaryDirectory() as home:
         os.chmod(home, 0o700)
         thread_id, _ = asyncio.run(stack.human_thread("bench setup"))
