@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from typing import NamedTuple
 
 from ..host.jsonfile import loads_json
 from ..jsontypes import JsonRecord
@@ -69,15 +70,21 @@ def _open_ours(path: str) -> int | None:
     return fd
 
 
-def _read(path: str, turn_id: str) -> tuple[tuple[TokenUsageBreakdown, ...], bool] | None:
-    """The turn's model calls as the file has them now, and whether its end is
-    written; None when the file is not one to read."""
+class _Found(NamedTuple):
+    calls: tuple[TokenUsageBreakdown, ...]
+    started: bool  # a line of the turn is written (its `task_started` first)
+    ended: bool
+
+
+def _read(path: str, turn_id: str) -> _Found | None:
+    """The turn's model calls as the file has them now, and whether its start and its
+    end are written; None when the file is not one to read."""
     fd = _open_ours(path)
     if fd is None:
         return None
     needle = turn_id.encode()
     calls: dict[str, TokenUsageBreakdown] = {}
-    ended = False
+    started = ended = False
     with os.fdopen(fd, "rb") as fh:
         for raw in fh:
             if needle not in raw:
@@ -90,6 +97,7 @@ def _read(path: str, turn_id: str) -> tuple[tuple[TokenUsageBreakdown, ...], boo
             payload = line.payload if line is not None else None
             if payload is None or payload.turn_id != turn_id:
                 continue
+            started = True
             if line is not None and line.kind == "token_usage_record" and payload.usage:
                 u = payload.usage
                 # one line a model call; its response id keeps a repeated line once
@@ -98,24 +106,24 @@ def _read(path: str, turn_id: str) -> tuple[tuple[TokenUsageBreakdown, ...], boo
                     output_tokens=u.output_tokens)
             elif payload.kind in END_EVENTS:
                 ended = True
-    return tuple(calls.values()), ended
+    return _Found(tuple(calls.values()), started, ended)
 
 
 async def turn_usage(path: str | None, turn_id: str, *,
                      wait: float = END_WAIT) -> tuple[TokenUsageBreakdown, ...] | None:
     """Every model call of an ended turn, from the rollout at `path`; None when there is
-    no file of ours to read or the turn's end is not in it within `wait` seconds."""
+    no file of ours to read, it has no line of the turn (a codex that writes another
+    format: no reply waits on it), or the turn's end is not in it within `wait` s."""
     if not path:
         return None
     loop = asyncio.get_running_loop()
     end = loop.time() + wait
     while True:
         found = await asyncio.to_thread(_read, path, turn_id)
-        if found is None:
+        if found is None or not found.started:
             return None
-        calls, ended = found
-        if ended:
-            return calls
+        if found.ended:
+            return found.calls
         if loop.time() >= end:
             return None
         await asyncio.sleep(LOOK_EVERY)

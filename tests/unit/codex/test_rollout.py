@@ -82,6 +82,13 @@ def test_no_path_or_no_file_counts_nothing(tmp_path: Path) -> None:
     assert _read(tmp_path / "absent.jsonl") is None
 
 
+def test_a_file_without_a_line_of_the_turn_is_not_waited_on(tmp_path: Path) -> None:
+    # (a codex that writes another format must not hold every reply for the wait: a
+    # wait here would outlast the test's timeout)
+    path = _rollout(tmp_path, _event("task_started", OTHER), _usage(OTHER, "r", 1, 0, 1))
+    assert _read(path, wait=3600.0) is None
+
+
 def test_a_file_others_can_write_or_a_symlink_is_not_believed(tmp_path: Path) -> None:
     path = _rollout(tmp_path, _usage(TURN, "r1", 10, 0, 5), _event("task_complete", TURN))
     link = tmp_path / "link.jsonl"
