@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from typing import NamedTuple
 
 from ..host.jsonfile import loads_json
 from ..jsontypes import JsonRecord
@@ -70,43 +69,49 @@ def _open_ours(path: str) -> int | None:
     return fd
 
 
-class _Found(NamedTuple):
-    calls: tuple[TokenUsageBreakdown, ...]
-    started: bool  # a line of the turn is written (its `task_started` first)
-    ended: bool
+class _Turn:
+    """One turn's lines, read from one open file; each look reads only what codex
+    appended since the last (a long session's rollout is tens of MB)."""
 
+    def __init__(self, fd: int, turn_id: str) -> None:
+        self._fh = os.fdopen(fd, "rb")
+        self.turn_id = turn_id
+        self._needle = turn_id.encode()
+        self._partial = b""  # a line codex has not finished writing
+        self.calls: dict[str, TokenUsageBreakdown] = {}
+        self.started = False  # a line of the turn is written (its `task_started` first)
+        self.ended = False
 
-def _read(path: str, turn_id: str) -> _Found | None:
-    """The turn's model calls as the file has them now, and whether its start and its
-    end are written; None when the file is not one to read."""
-    fd = _open_ours(path)
-    if fd is None:
-        return None
-    needle = turn_id.encode()
-    calls: dict[str, TokenUsageBreakdown] = {}
-    started = ended = False
-    with os.fdopen(fd, "rb") as fh:
-        for raw in fh:
-            if needle not in raw:
+    def look(self) -> None:
+        for raw in self._fh:
+            if not raw.endswith(b"\n"):  # (the rest comes at the next look)
+                self._partial += raw
                 continue
-            try:
-                data = loads_json(raw.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            line = _Line.read(data) if isinstance(data, dict) else None
-            payload = line.payload if line is not None else None
-            if payload is None or payload.turn_id != turn_id:
-                continue
-            started = True
-            if line is not None and line.kind == "token_usage_record" and payload.usage:
-                u = payload.usage
-                # one line a model call; its response id keeps a repeated line once
-                calls[payload.response_id or str(len(calls))] = TokenUsageBreakdown(
-                    input_tokens=u.input_tokens, cached_input_tokens=u.cached_input_tokens,
-                    output_tokens=u.output_tokens)
-            elif payload.kind in END_EVENTS:
-                ended = True
-    return _Found(tuple(calls.values()), started, ended)
+            raw, self._partial = self._partial + raw, b""
+            if self._needle in raw:
+                self._line(raw)
+
+    def _line(self, raw: bytes) -> None:
+        try:
+            data = loads_json(raw.decode("utf-8", "replace"))
+        except ValueError:
+            return
+        line = _Line.read(data) if isinstance(data, dict) else None
+        payload = line.payload if line is not None else None
+        if line is None or payload is None or payload.turn_id != self.turn_id:
+            return
+        self.started = True
+        if line.kind == "token_usage_record" and payload.usage is not None:
+            u = payload.usage
+            # one line a model call; its response id keeps a repeated line once
+            self.calls[payload.response_id or str(len(self.calls))] = TokenUsageBreakdown(
+                input_tokens=u.input_tokens, cached_input_tokens=u.cached_input_tokens,
+                output_tokens=u.output_tokens)
+        elif payload.kind in END_EVENTS:
+            self.ended = True
+
+    def close(self) -> None:
+        self._fh.close()
 
 
 async def turn_usage(path: str | None, turn_id: str, *,
@@ -114,16 +119,21 @@ async def turn_usage(path: str | None, turn_id: str, *,
     """Every model call of an ended turn, from the rollout at `path`; None when there is
     no file of ours to read, it has no line of the turn (a codex that writes another
     format: no reply waits on it), or the turn's end is not in it within `wait` s."""
-    if not path:
+    fd = _open_ours(path) if path else None
+    if fd is None:
         return None
+    turn = _Turn(fd, turn_id)
     loop = asyncio.get_running_loop()
     end = loop.time() + wait
-    while True:
-        found = await asyncio.to_thread(_read, path, turn_id)
-        if found is None or not found.started:
-            return None
-        if found.ended:
-            return found.calls
-        if loop.time() >= end:
-            return None
-        await asyncio.sleep(LOOK_EVERY)
+    try:
+        while True:
+            await asyncio.to_thread(turn.look)
+            if not turn.started:
+                return None
+            if turn.ended:
+                return tuple(turn.calls.values())
+            if loop.time() >= end:
+                return None
+            await asyncio.sleep(LOOK_EVERY)
+    finally:
+        turn.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codexbridge.codex.rollout import turn_usage
+from codexbridge.codex.rollout import _open_ours, _Turn, turn_usage
 from codexbridge.messages.records import Tokens
 
 TURN, OTHER = "01a23b67-5ef5-7dd2-9624-cfeef40c8d54", "01a23b67-5d68-76d1-911f-cb44627e9aa8"
@@ -108,3 +108,25 @@ def test_a_file_of_another_user_is_not_believed(tmp_path: Path) -> None:
     path = _rollout(tmp_path, _usage(TURN, "r1", 10, 0, 5), _event("task_complete", TURN))
     os.chown(path, 65534, 65534)
     assert _read(path) is None
+
+
+def test_each_look_reads_what_codex_appended_a_line_half_written_included(
+        tmp_path: Path) -> None:
+    path = _rollout(tmp_path, _event("task_started", TURN))
+    fd = _open_ours(str(path))
+    assert fd is not None
+    turn = _Turn(fd, TURN)
+    try:
+        turn.look()
+        assert turn.started and not turn.ended and not turn.calls
+        usage, done = _usage(TURN, "r1", 10, 0, 5) + "\n", _event("task_complete", TURN) + "\n"
+        with path.open("a") as fh:
+            fh.write(usage[:25])  # codex's writer mid-line
+        turn.look()
+        assert not turn.calls
+        with path.open("a") as fh:
+            fh.write(usage[25:] + done)
+        turn.look()
+        assert turn.ended and Tokens.of_codex(list(turn.calls.values())) == Tokens(10, 0, 5)
+    finally:
+        turn.close()
