@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -32,6 +33,17 @@ pytestmark = [pytest.mark.real_codex, pytest.mark.real_claude, pytest.mark.tmux]
 PLACEHOLDER = "started server-side task"  # Claude Code's tool result for a task (2.1.332)
 TASK_ID_RE = re.compile(r'TaskStop with task_id "([^"]+)"')
 LATENCY: dict[str, float] = {}  # what each step cost, measured (printed; the docs quote it)
+HELD: set[str] = set()  # the HOLD keys asked so far in this module's world
+
+
+@pytest.fixture(autouse=True)
+def _no_turn_left_held(journey: Journey) -> Iterator[None]:
+    """The world is shared by the module's tests: a test that fails while Codex's turn
+    is held must not leave the thread busy under the next one (it would fail for the
+    first one's reason)."""
+    yield
+    for key in HELD:
+        journey.world.codex_mock.release(key)
 
 
 def asked_as_task(j: Journey, ask: str, key: str) -> tuple[dict[str, object], str]:
@@ -39,14 +51,18 @@ def asked_as_task(j: Journey, ask: str, key: str) -> tuple[dict[str, object], st
     it. Returns the delivery record and the text of the tool result Claude's model got —
     once Codex's turn is held on `key`."""
     since = j.claude_mark()
+    HELD.add(key)
     j.claude["project"].send(f"CALL_TOOL {CODEX_TOOL} " + json.dumps({"text": ask}))
     j.claude_allows()  # sending to Codex asks (setup allows only the read-only tools)
     j.world.codex_mock.wait_held(key, 60)
     got = j.claude_saw(PLACEHOLDER, since)
-    [rec] = [r for r in j.records() if r.get("text_preview") == ask]
     placeholder = fresh_text(got)
+    # Codex is at it: the MCP server that follows the turn notes it on the record (the
+    # mock's held stream can come before that write, on a loaded machine)
+    [rec] = wait_until(lambda: [r for r in j.records() if r.get("text_preview") == ask
+                                and r["state"] in ("delivering", "awaiting-reply")] or None,
+                       30, "the record to say Codex is at it", lambda: j.explain("running"))
     assert rec["task"] is True and rec["id"] in placeholder, (rec, placeholder)
-    assert rec["state"] in ("delivering", "awaiting-reply")  # Codex still at it
     return rec, placeholder
 
 
