@@ -23,6 +23,7 @@ import os
 import stat
 
 from ..host.jsonfile import loads_json
+from ..host.private import NOFOLLOW
 from ..jsontypes import JsonRecord
 from .protocol.generated.results import TokenUsageBreakdown
 
@@ -58,7 +59,7 @@ def _open_ours(path: str) -> int | None:
     """A read descriptor on `path` if it is a regular file we own that only we may
     write; None otherwise (a FIFO cannot hold the open: O_NONBLOCK)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW)
     except OSError:
         return None
     st = os.fstat(fd)
